@@ -1,0 +1,3 @@
+from torchlint.lint.cli import main
+
+raise SystemExit(main())

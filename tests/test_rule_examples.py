@@ -1,0 +1,54 @@
+"""Every rule's embedded VALID and INVALID examples, run through the real engine."""
+
+import re
+import textwrap
+
+import pytest
+
+from torchlint.lint.engine import lint_source
+from torchlint.lint.rule import all_rules
+
+EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>TL\d{3}(?:\s*,\s*TL\d{3})*)")
+
+RULES = all_rules()
+
+
+def _cases(kind):
+    for code, rule in RULES.items():
+        for index, source in enumerate(getattr(rule, kind)):
+            yield pytest.param(rule, textwrap.dedent(source), id=f"{code}-{kind.lower()}-{index}")
+
+
+def _expected(source, code):
+    found = []
+    for number, line in enumerate(source.splitlines(), 1):
+        match = EXPECT.search(line)
+        if match and code in {c.strip() for c in match.group("codes").split(",")}:
+            found.append(number)
+    return found
+
+
+@pytest.mark.parametrize("rule,source", list(_cases("VALID")))
+def test_valid_examples_are_silent(rule, source):
+    findings = [f for f in lint_source(source, "example.py", [rule]) if f.code == rule.code]
+    assert findings == [], [f"{f.line}: {f.message}" for f in findings]
+
+
+@pytest.mark.parametrize("rule,source", list(_cases("INVALID")))
+def test_invalid_examples_report_marked_lines(rule, source):
+    expected = _expected(source, rule.code)
+    assert expected, "an INVALID example must mark at least one line with '# expect: CODE'"
+    findings = [f for f in lint_source(source, "example.py", [rule]) if f.code == rule.code]
+    assert [f.line for f in findings] == expected, [f"{f.line}: {f.message}" for f in findings]
+    for finding in findings:
+        assert finding.name == rule.name and finding.severity == rule.severity
+        assert finding.message.strip()
+
+
+@pytest.mark.parametrize("code", list(RULES))
+def test_every_rule_has_examples_and_docs(code):
+    rule = RULES[code]
+    assert len(rule.VALID) >= 1 and len(rule.INVALID) >= 1
+    docs = rule.docs()
+    for heading in ("## What it does", "## Why is this bad?", "## Example", "## Use instead"):
+        assert heading in docs

@@ -1,0 +1,1 @@
+"""The static half of torchlint: files, parsing, shared analysis, rules, reporters, CLI."""

@@ -1,0 +1,191 @@
+"""Everything the rules may know about one file, computed once.
+
+The engine parses each file once with the stdlib ``ast`` and walks the tree once,
+recording each node's parent and indexing nodes by type. Rules ask this object
+instead of re-walking the tree; heavier shared analysis (the training-code
+model) is computed lazily, the first time a rule asks for it, and then shared.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from functools import cached_property
+from typing import Iterator, TypeVar
+
+from .imports import ImportResolver, dotted_name
+
+N = TypeVar("N", bound=ast.AST)
+
+FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
+LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
+
+# Base classes that make a class a torch module (after alias resolution).
+MODULE_BASES = frozenset(
+    {
+        "torch.nn.Module",
+        "pytorch_lightning.LightningModule",
+        "pytorch_lightning.core.LightningModule",
+        "lightning.LightningModule",
+        "lightning.pytorch.LightningModule",
+        "lightning.pytorch.core.LightningModule",
+        "transformers.PreTrainedModel",
+        "transformers.modeling_utils.PreTrainedModel",
+    }
+)
+
+
+class FileContext:
+    def __init__(self, path: str, source: str, tree: ast.Module):
+        self.path = path
+        self.source = source
+        self.lines = source.splitlines()
+        self.tree = tree
+        self.parents: dict[ast.AST, ast.AST] = {}
+        self._by_type: dict[type, list[ast.AST]] = defaultdict(list)
+        self._index(tree)
+
+    def _index(self, tree: ast.AST) -> None:
+        # Iterative pre-order walk (no recursion: deeply nested expressions must not
+        # hit the recursion limit here), children pushed reversed to keep source order.
+        parents = self.parents
+        by_type = self._by_type
+        stack = [tree]
+        iter_children = ast.iter_child_nodes
+        while stack:
+            node = stack.pop()
+            by_type[type(node)].append(node)
+            children = list(iter_children(node))
+            for child in children:
+                parents[child] = node
+            children.reverse()
+            stack.extend(children)
+
+    # ----- node index -------------------------------------------------------------------
+    def nodes(self, *types: type[N]) -> list[N]:
+        """All nodes of the given types, in source (pre-)order for a single type."""
+        if len(types) == 1:
+            return self._by_type.get(types[0], [])  # type: ignore[return-value]
+        found: list[ast.AST] = []
+        for t in types:
+            found.extend(self._by_type.get(t, []))
+        found.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+        return found  # type: ignore[return-value]
+
+    @property
+    def calls(self) -> list[ast.Call]:
+        return self.nodes(ast.Call)
+
+    # ----- tree navigation ---------------------------------------------------------------
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        return self.parents.get(node)
+
+    def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
+        node = self.parents.get(node)
+        while node is not None:
+            yield node
+            node = self.parents.get(node)
+
+    def enclosing(self, node: ast.AST, types) -> ast.AST | None:
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, types):
+                return ancestor
+        return None
+
+    def enclosing_function(self, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        return self.enclosing(node, FUNCTION_TYPES)  # type: ignore[return-value]
+
+    def enclosing_scope(self, node: ast.AST) -> ast.AST:
+        return self.enclosing(node, SCOPE_TYPES) or self.tree
+
+    def enclosing_loops(self, node: ast.AST) -> list[ast.AST]:
+        """Loops around ``node`` inside its own function (innermost first)."""
+        loops = []
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, SCOPE_TYPES):
+                break
+            if isinstance(ancestor, LOOP_TYPES):
+                loops.append(ancestor)
+        return loops
+
+    def is_inside(self, node: ast.AST, container: ast.AST) -> bool:
+        return any(a is container for a in self.ancestors(node))
+
+    # ----- names --------------------------------------------------------------------------
+    @cached_property
+    def imports(self) -> ImportResolver:
+        return ImportResolver(self.nodes(ast.Import, ast.ImportFrom))
+
+    def qualname(self, expr: ast.AST) -> str | None:
+        return self.imports.qualname(expr)
+
+    def call_qualname(self, call: ast.Call) -> str | None:
+        return self.imports.qualname(call.func)
+
+    @cached_property
+    def imports_torch(self) -> bool:
+        return self.imports.imports_module("torch")
+
+    @cached_property
+    def classes(self) -> dict[str, ast.ClassDef]:
+        return {node.name: node for node in self.nodes(ast.ClassDef)}
+
+    @cached_property
+    def functions(self) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
+        """Every function or method defined in the file, by bare name."""
+        found: dict[str, list] = defaultdict(list)
+        for node in self.nodes(ast.FunctionDef, ast.AsyncFunctionDef):
+            found[node.name].append(node)
+        return found
+
+    @cached_property
+    def module_classes(self) -> frozenset[str]:
+        """Names of classes in this file that derive (transitively) from ``nn.Module``."""
+        found: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for name, cls in self.classes.items():
+                if name in found:
+                    continue
+                for base in cls.bases:
+                    qual = self.qualname(base)
+                    local = dotted_name(base)
+                    if (qual and qual in MODULE_BASES) or (local in found) or (
+                        qual is None and local in ("nn.Module", "Module", "LightningModule")
+                    ):
+                        found.add(name)
+                        changed = True
+                        break
+        return frozenset(found)
+
+    def is_module_class(self, cls: ast.ClassDef) -> bool:
+        return cls.name in self.module_classes
+
+    @cached_property
+    def training(self):
+        from .training import TrainingModel
+
+        return TrainingModel(self)
+
+    # ----- source positions ---------------------------------------------------------------
+    def column(self, lineno: int, byte_offset: int) -> int:
+        """Convert ast's UTF-8 byte offset into a 1-based character column."""
+        if 1 <= lineno <= len(self.lines):
+            line = self.lines[lineno - 1]
+            if not line.isascii():
+                return len(line.encode("utf-8")[:byte_offset].decode("utf-8", "replace")) + 1
+        return byte_offset + 1
+
+    def span(self, node: ast.AST) -> tuple[int, int, int, int]:
+        line = getattr(node, "lineno", 1)
+        col = getattr(node, "col_offset", 0)
+        end_line = getattr(node, "end_lineno", None) or line
+        end_col = getattr(node, "end_col_offset", None)
+        if end_col is None:
+            end_col = col
+        return line, self.column(line, col), end_line, self.column(end_line, end_col)
+
+    def segment(self, node: ast.AST) -> str:
+        return ast.get_source_segment(self.source, node) or ""

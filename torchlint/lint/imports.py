@@ -1,0 +1,100 @@
+"""Import and alias resolution, so rules match qualified names instead of spellings.
+
+``import torch.nn as nn`` makes ``nn.Linear`` resolve to ``torch.nn.Linear``;
+``from torch.optim import AdamW as Opt`` makes ``Opt`` resolve to
+``torch.optim.AdamW``. Imports anywhere in the module count (function-local
+imports are common in training scripts); a later binding of the same alias wins.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterable
+
+# Spellings that mean the same object; the key is rewritten to the value.
+_CANONICAL_PREFIXES = (
+    ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler"),
+    ("torch.cuda.amp.grad_scaler.GradScaler", "torch.amp.GradScaler"),
+    ("torch.amp.grad_scaler.GradScaler", "torch.amp.GradScaler"),
+    ("torch.cuda.amp.autocast", "torch.autocast"),
+    ("torch.cpu.amp.autocast", "torch.autocast"),
+    ("torch.amp.autocast", "torch.autocast"),
+    ("torch.amp.autocast_mode.autocast", "torch.autocast"),
+    ("torch.nn.modules.loss.", "torch.nn."),
+    ("torch.nn.modules.", "torch.nn."),
+    ("torch.optim.lr_scheduler.", "torch.optim.lr_scheduler."),
+    ("torch.autograd.grad_mode.", "torch."),
+    ("torch.nn.parallel.distributed.", "torch.nn.parallel."),
+    ("torch.utils.data.dataloader.", "torch.utils.data."),
+    ("torch.utils.data.distributed.", "torch.utils.data."),
+)
+
+
+def canonical(qualname: str) -> str:
+    for prefix, replacement in _CANONICAL_PREFIXES:
+        if qualname == prefix or qualname.startswith(prefix):
+            return replacement + qualname[len(prefix):]
+    return qualname
+
+
+class ImportResolver:
+    def __init__(self, import_nodes: Iterable[ast.AST]):
+        self.aliases: dict[str, str] = {}
+        for node in sorted(import_nodes, key=lambda n: (n.lineno, n.col_offset)):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self.aliases[alias.asname] = alias.name
+                    else:
+                        top = alias.name.split(".", 1)[0]
+                        self.aliases[top] = top
+            elif isinstance(node, ast.ImportFrom):
+                module = "." * node.level + (node.module or "")
+                for alias in node.names:
+                    if alias.name == "*":
+                        continue
+                    bound = alias.asname or alias.name
+                    self.aliases[bound] = f"{module}.{alias.name}" if module else alias.name
+
+    def imports_module(self, prefix: str) -> bool:
+        """Whether any import binds something under ``prefix`` (e.g. ``torch``)."""
+        return any(q == prefix or q.startswith(prefix + ".") for q in self.aliases.values())
+
+    def qualname(self, expr: ast.AST) -> str | None:
+        """The canonical qualified name ``expr`` refers to, or None if it is not an imported name."""
+        parts: list[str] = []
+        while isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+            expr = expr.value
+        if not isinstance(expr, ast.Name):
+            return None
+        base = self.aliases.get(expr.id)
+        if base is None:
+            return None
+        parts.append(base)
+        return canonical(".".join(reversed(parts)))
+
+
+def dotted_name(expr: ast.AST) -> str | None:
+    """``self.opt.step`` for an attribute chain on a plain name; None for anything else."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
+
+
+def symbol(expr: ast.AST) -> str | None:
+    """A stable textual key for a value holder: dotted names, and subscripts like ``opts[0]``."""
+    name = dotted_name(expr)
+    if name is not None:
+        return name
+    if isinstance(expr, (ast.Subscript, ast.Attribute)):
+        try:
+            return ast.unparse(expr)
+        except Exception:  # pragma: no cover - unparse of odd trees
+            return None
+    return None

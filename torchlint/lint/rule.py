@@ -1,0 +1,107 @@
+"""Rule base class and the registry every rule joins.
+
+A rule is a small class that carries its own documentation (in four parts, like
+ruff's rule docs) and its own VALID and INVALID examples (like Fixit), which one
+parametrized test runs for every registered rule. In INVALID examples, each line
+that must be reported ends with a ``# expect: TLxxx`` comment.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Iterator, Sequence
+
+from .finding import SEVERITIES, Fix
+
+if TYPE_CHECKING:
+    from .context import FileContext
+
+CODE_PATTERN = re.compile(r"^TL\d{3}$")
+NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """What a rule reports: a node (or explicit span) and a message. The engine adds the rest."""
+
+    node: ast.AST
+    message: str
+    fix: Fix | None = None
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[str]
+    summary: ClassVar[str]
+    # Documentation in four parts: what it does, why it is bad, an example, what to write instead.
+    what: ClassVar[str]
+    why: ClassVar[str]
+    example: ClassVar[str]
+    instead: ClassVar[str]
+    VALID: ClassVar[Sequence[str]] = ()
+    INVALID: ClassVar[Sequence[str]] = ()
+
+    def check(self, ctx: "FileContext") -> Iterator[Diagnostic]:
+        raise NotImplementedError
+
+    def report(self, node: ast.AST, message: str, fix: Fix | None = None) -> Diagnostic:
+        return Diagnostic(node, message, fix)
+
+    @classmethod
+    def docs(cls) -> str:
+        """The full documentation, as `torchlint explain` prints it (Markdown)."""
+        return "\n".join(
+            [
+                f"# {cls.code} {cls.name} ({cls.severity})",
+                "",
+                cls.summary,
+                "",
+                "## What it does",
+                textwrap.dedent(cls.what).strip(),
+                "",
+                "## Why is this bad?",
+                textwrap.dedent(cls.why).strip(),
+                "",
+                "## Example",
+                "```python",
+                textwrap.dedent(cls.example).strip("\n"),
+                "```",
+                "",
+                "## Use instead",
+                "```python",
+                textwrap.dedent(cls.instead).strip("\n"),
+                "```",
+                "",
+            ]
+        )
+
+
+_REGISTRY: dict[str, type[Rule]] = {}
+
+
+def register(cls: type[Rule]) -> type[Rule]:
+    """Class decorator: validate a rule's metadata and add it to the registry."""
+    for attr in ("code", "name", "severity", "summary", "what", "why", "example", "instead"):
+        if not getattr(cls, attr, None):
+            raise TypeError(f"rule {cls.__name__} lacks {attr!r}")
+    if not CODE_PATTERN.match(cls.code):
+        raise TypeError(f"rule {cls.__name__}: bad code {cls.code!r}")
+    if not NAME_PATTERN.match(cls.name):
+        raise TypeError(f"rule {cls.__name__}: name {cls.name!r} is not kebab-case")
+    if cls.severity not in SEVERITIES:
+        raise TypeError(f"rule {cls.__name__}: severity must be one of {SEVERITIES}")
+    if cls.code in _REGISTRY and _REGISTRY[cls.code] is not cls:
+        raise TypeError(f"rule code {cls.code} registered twice")
+    _REGISTRY[cls.code] = cls
+    return cls
+
+
+def all_rules() -> dict[str, type[Rule]]:
+    """Every registered rule, by code, in code order."""
+    from .. import rules  # noqa: F401  (importing the package registers every rule module)
+
+    return dict(sorted(_REGISTRY.items()))

@@ -1,0 +1,61 @@
+"""Inline suppressions: ``# noqa``, ``# noqa: TL001``, ``# torchlint: disable=TL001,TL008``
+on the reported line, and ``# torchlint: disable-file=TL003`` anywhere in the file."""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+
+from .finding import Finding
+
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
+_DISABLE = re.compile(r"#\s*torchlint:\s*disable(?P<file>-file)?\s*=\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*)", re.I)
+ALL = "*"
+
+
+def _codes(text: str) -> set[str]:
+    return {c.strip().upper() for c in re.split(r"[\s,]+", text) if c.strip()}
+
+
+@dataclass
+class Suppressions:
+    by_line: dict[int, set[str]] = field(default_factory=dict)
+    file_wide: set[str] = field(default_factory=set)
+
+    @classmethod
+    def from_source(cls, source: str) -> "Suppressions":
+        result = cls()
+        # Cheap pre-check: most files have no suppression comment at all.
+        if "noqa" not in source and "torchlint:" not in source:
+            return result
+        for line, comment in _comments(source):
+            for match in _NOQA.finditer(comment):
+                codes = match.group("codes")
+                result.by_line.setdefault(line, set()).update(_codes(codes) if codes else {ALL})
+            for match in _DISABLE.finditer(comment):
+                target = result.file_wide if match.group("file") else result.by_line.setdefault(line, set())
+                target.update(_codes(match.group("codes")))
+        return result
+
+    def suppresses(self, finding: Finding) -> bool:
+        if _matches(finding.code, self.file_wide):
+            return True
+        return _matches(finding.code, self.by_line.get(finding.line, ()))
+
+
+def _matches(code: str, codes) -> bool:
+    return any(c == ALL or code == c or code.startswith(c) for c in codes)
+
+
+def _comments(source: str):
+    """(line, text) of every comment; falls back to a line scan if tokenizing fails."""
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT:
+                yield tok.start[0], tok.string
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        for number, text in enumerate(source.splitlines(), 1):
+            if "#" in text:
+                yield number, text[text.index("#"):]

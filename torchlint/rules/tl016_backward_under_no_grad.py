@@ -1,0 +1,139 @@
+"""TL016 backward-under-no-grad."""
+
+from __future__ import annotations
+
+import ast
+
+from ..lint.gradmode import grad_effect, lexical_grad_disabler
+from ..lint.rule import Rule, register
+
+
+@register
+class BackwardUnderNoGrad(Rule):
+    code = "TL016"
+    name = "backward-under-no-grad"
+    severity = "error"
+    summary = "A backward pass runs where autograd is disabled."
+    what = """
+        Reports a backward call (`loss.backward()`, `scaler.scale(loss).backward()`,
+        `accelerator.backward(loss)`, `torch.autograd.backward(...)`) inside a
+        `torch.no_grad()`, `torch.inference_mode()` or `torch.set_grad_enabled(False)`
+        block or a function decorated with one of them, including a helper called
+        from inside such a block.
+    """
+    why = """
+        Under no-grad no graph is recorded, so the loss has no `grad_fn`: backward
+        raises "element 0 of tensors does not require grad", or, when some tensor
+        still requires grad, trains nothing it should. The mistake usually comes from
+        wrapping a whole step in `no_grad` while refactoring evaluation code.
+    """
+    example = """
+        with torch.no_grad():
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+    """
+    instead = """
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    """
+    VALID = [
+        """
+import torch
+def train(model, opt, x, y):
+    loss = model(x).sub(y).pow(2).mean()
+    loss.backward()
+    opt.step()
+    with torch.no_grad():
+        acc = model(x).argmax(1).eq(y).float().mean()
+""",
+        """
+import torch
+@torch.no_grad()
+def evaluate(model, x):
+    with torch.enable_grad():
+        x.requires_grad_(True)
+        model(x).sum().backward()
+    return x.grad
+""",
+        """
+import torch
+with torch.no_grad():
+    def step(loss):
+        loss.backward()
+""",
+    ]
+    INVALID = [
+        """
+import torch
+def train(model, opt, x, y):
+    with torch.no_grad():
+        loss = model(x).sub(y).pow(2).mean()
+        loss.backward()  # expect: TL016
+        opt.step()
+""",
+        """
+from torch import inference_mode
+@inference_mode()
+def step(model, scaler, x):
+    scaler.scale(model(x).sum()).backward()  # expect: TL016
+""",
+        """
+import torch
+def step(loss, opt):
+    loss.backward()  # expect: TL016
+    opt.step()
+def run(model, opt, batches):
+    for x in batches:
+        with torch.set_grad_enabled(False):
+            step(model(x).mean(), opt)
+""",
+    ]
+
+    def check(self, ctx):
+        training = ctx.training
+        reported: set[ast.AST] = set()
+        for call in ctx.calls:
+            event = training.classify_call(call)
+            if event is None or event.kind != "backward":
+                continue
+            disabler = lexical_grad_disabler(ctx, call)
+            if disabler is not None:
+                reported.add(call)
+                yield self.report(call, self._message(ctx, call, disabler))
+        # A helper that runs backward, called from inside a no-grad block.
+        for with_node in ctx.nodes(ast.With, ast.AsyncWith):
+            disabler = next(
+                (item.context_expr for item in with_node.items if grad_effect(ctx, item.context_expr) is False), None
+            )
+            if disabler is None:
+                continue
+            for event in training.events(with_node.body):
+                if event.kind != "backward" or not event.via or event.node in reported:
+                    continue
+                if any(grad_effect(ctx, item.context_expr) is True for item in event.withs):
+                    continue
+                if lexical_grad_disabler(ctx, event.node) is None and not _enabled_in_callee(ctx, event.node):
+                    reported.add(event.node)
+                    yield self.report(event.node, self._message(ctx, event.node, disabler, via=event.via[0]))
+
+    @staticmethod
+    def _message(ctx, call, disabler, via=None) -> str:
+        switch = ctx.segment(disabler) or "no_grad"
+        where = f" (called from line {via.lineno})" if via is not None else ""
+        return (
+            f"`{ctx.segment(call)}` runs under `{switch}` (line {disabler.lineno}){where}: no autograd graph "
+            "was recorded, so this backward raises or trains nothing; move it out of the no-grad block"
+        )
+
+
+def _enabled_in_callee(ctx, node) -> bool:
+    """Whether grad is switched back on between the called function's top and ``node``."""
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (ast.With, ast.AsyncWith)):
+            if any(grad_effect(ctx, item.context_expr) is True for item in ancestor.items):
+                return True
+        elif isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return any(grad_effect(ctx, d) is True for d in ancestor.decorator_list)
+    return False

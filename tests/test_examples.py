@@ -1,0 +1,36 @@
+"""The bundled examples: each buggy line is marked ``# expect: CODE[, CODE]``; the
+linter must report exactly those (line, code) pairs, and nothing on the clean script."""
+
+import pathlib
+import re
+
+import pytest
+
+from torchlint.lint.engine import lint_source
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>TL\d{3}(?:\s*,\s*TL\d{3})*)")
+
+
+def _marked(source):
+    pairs = set()
+    for number, line in enumerate(source.splitlines(), 1):
+        match = EXPECT.search(line)
+        if match:
+            pairs.update((number, code.strip()) for code in match.group("codes").split(","))
+    return pairs
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.py")), ids=lambda p: p.name)
+def test_example_findings_match_markers(path):
+    source = path.read_text()
+    found = {(f.line, f.code) for f in lint_source(source, str(path))}
+    assert found == _marked(source)
+
+
+def test_buggy_examples_cover_many_rules():
+    codes = set()
+    for path in EXAMPLES.glob("*_buggy.py"):
+        codes |= {code for _, code in _marked(path.read_text())}
+    assert len(codes) >= 18
+    assert not _marked((EXAMPLES / "clean_train.py").read_text())

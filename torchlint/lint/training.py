@@ -480,3 +480,10 @@ def _is_grad_attr(expr: ast.AST) -> bool:
     if isinstance(expr, ast.Attribute) and expr.attr == "data":
         expr = expr.value
     return isinstance(expr, ast.Attribute) and expr.attr == "grad"
+
+
+def exclusive(a: Event, b: Event) -> bool:
+    """Whether two events sit in different branches of the same ``if`` (or handlers/cases),
+    so that one execution of the block cannot run both."""
+    taken = {id(test): branch for test, branch in a.guards}
+    return any(taken.get(id(test), branch) != branch for test, branch in b.guards)

@@ -1,0 +1,186 @@
+"""Mixed precision facts shared by the AMP rules: which autocast regions run in
+float16, and which backward passes go through a ``GradScaler``.
+
+Autocast spellings differ in their default dtype, so the *spelling* matters here
+and the canonical name (which folds ``torch.cuda.amp.autocast`` into
+``torch.autocast``) is not enough:
+
+* ``torch.cuda.amp.autocast()``        -> float16 unless ``dtype=`` says otherwise
+* ``torch.cpu.amp.autocast()``         -> bfloat16 unless ``dtype=`` says otherwise
+* ``torch.autocast("cuda")``           -> float16 (CUDA's default)
+* ``torch.autocast("cpu")``            -> bfloat16 (CPU's default)
+* ``torch.autocast(device, dtype=...)`` -> whatever ``dtype`` names, when it is a literal dtype
+
+Anything the linter cannot tell for sure (a dtype held in a variable, a device
+type that is not a string literal, ``enabled=False``) is "unknown", and the rules
+stay silent on unknowns.
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .context import FileContext
+    from .training import Event, TrainingModel
+
+FLOAT16 = "float16"
+BFLOAT16 = "bfloat16"
+
+_DTYPES = {
+    "torch.float16": FLOAT16,
+    "torch.half": FLOAT16,
+    "torch.bfloat16": BFLOAT16,
+    "torch.float32": "float32",
+    "torch.float": "float32",
+}
+# Raw (un-canonicalized) autocast spellings -> (default device, positional parameter names).
+_AUTOCAST_SIGNATURES = {
+    "torch.autocast": (None, ("device_type", "dtype", "enabled")),
+    "torch.amp.autocast": (None, ("device_type", "dtype", "enabled")),
+    "torch.amp.autocast_mode.autocast": (None, ("device_type", "dtype", "enabled")),
+    "torch.cuda.amp.autocast": ("cuda", ("enabled", "dtype")),
+    "torch.cuda.amp.autocast_mode.autocast": ("cuda", ("enabled", "dtype")),
+    "torch.cpu.amp.autocast": ("cpu", ("enabled", "dtype")),
+    "torch.cpu.amp.autocast_mode.autocast": ("cpu", ("enabled", "dtype")),
+}
+# Default autocast dtype per device type (only the ones we are sure of).
+_DEFAULT_DTYPE = {"cuda": FLOAT16, "cpu": BFLOAT16}
+
+
+@dataclass(frozen=True)
+class Autocast:
+    call: ast.Call
+    device: str | None  # "cuda", "cpu", ... or None when not a literal
+    dtype: str | None  # FLOAT16, BFLOAT16, "float32", or None when unknown
+    enabled: bool | None  # False only for a literal enabled=False
+
+    @property
+    def is_float16(self) -> bool:
+        return self.dtype == FLOAT16 and self.enabled is not False
+
+
+def raw_qualname(ctx: "FileContext", expr: ast.AST) -> str | None:
+    """The imported name ``expr`` refers to, spelled as imported (no canonical folding)."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    base = ctx.imports.aliases.get(expr.id)
+    if base is None:
+        return None
+    parts.append(base)
+    return ".".join(reversed(parts))
+
+
+def _argument(call: ast.Call, name: str, params: tuple[str, ...]) -> ast.AST | None:
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    if name in params:
+        index = params.index(name)
+        if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+            return call.args[index]
+    return None
+
+
+def autocast_of(ctx: "FileContext", expr: ast.AST) -> Autocast | None:
+    """Describe ``expr`` when it is a call to one of torch's autocast context managers."""
+    if not isinstance(expr, ast.Call):
+        return None
+    qual = raw_qualname(ctx, expr.func)
+    signature = _AUTOCAST_SIGNATURES.get(qual or "")
+    if signature is None:
+        return None
+    device, params = signature
+    if device is None:
+        device_arg = _argument(expr, "device_type", params)
+        if isinstance(device_arg, ast.Constant) and isinstance(device_arg.value, str):
+            device = device_arg.value.split(":", 1)[0]
+    dtype_arg = _argument(expr, "dtype", params)
+    if dtype_arg is not None:
+        dtype = _DTYPES.get(ctx.qualname(dtype_arg) or "")
+    else:
+        dtype = _DEFAULT_DTYPE.get(device or "")
+    enabled_arg = _argument(expr, "enabled", params)
+    enabled = enabled_arg.value if isinstance(enabled_arg, ast.Constant) and isinstance(enabled_arg.value, bool) else None
+    if enabled_arg is None:
+        enabled = True
+    return Autocast(expr, device, dtype, enabled)
+
+
+def float16_autocast(ctx: "FileContext", item_expr: ast.AST) -> Autocast | None:
+    """The float16 autocast a with-item enters, if it certainly is one.
+
+    Follows one level of naming: ``ctx = torch.autocast("cuda")`` then ``with ctx:``
+    (the single assignment in the same function, or at module level).
+    """
+    found = autocast_of(ctx, item_expr)
+    if found is None and isinstance(item_expr, ast.Name):
+        value = _single_assignment(ctx, item_expr)
+        if value is not None:
+            found = autocast_of(ctx, value)
+    return found if found is not None and found.is_float16 else None
+
+
+def _single_assignment(ctx: "FileContext", name: ast.Name) -> ast.AST | None:
+    scope = ctx.enclosing_function(name)
+    values = [
+        node.value
+        for node in _assignments(ctx).get(name.id, ())
+        if ctx.enclosing_function(node) is scope
+    ]
+    return values[0] if len(values) == 1 else None
+
+
+_ASSIGNMENTS: "weakref.WeakKeyDictionary[FileContext, dict]" = weakref.WeakKeyDictionary()
+
+
+def _assignments(ctx: "FileContext") -> dict[str, list[ast.Assign]]:
+    """``name = value`` assignments of the file by name, indexed once per file."""
+    cache = _ASSIGNMENTS.get(ctx)
+    if cache is None:
+        cache = {}
+        for node in ctx.nodes(ast.Assign):
+            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                cache.setdefault(node.targets[0].id, []).append(node)
+        _ASSIGNMENTS[ctx] = cache
+    return cache
+
+
+def scaled_backward(training: "TrainingModel", event: "Event") -> bool:
+    """Whether a backward event is ``scaler.scale(loss).backward()`` (through a GradScaler)."""
+    if event.kind != "backward":
+        return False
+    call = event.node
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+        return False
+    inner = call.func.value
+    if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "scale"):
+        return False
+    from .training import SCALER
+
+    owner = inner.func.value
+    return training.role_of(owner) == SCALER
+
+
+# Events that show a GradScaler (or a helper wrapping one) is looking after the gradients.
+SCALER_EVENT_KINDS = frozenset({"unscale", "scaler_update", "opaque_step"})
+
+
+def uses_scaler(training: "TrainingModel", events) -> bool:
+    """Whether a run of events goes through a GradScaler somewhere."""
+    from .training import SCALER
+
+    for event in events:
+        if event.kind in SCALER_EVENT_KINDS or scaled_backward(training, event):
+            return True
+        if event.kind == "step" and isinstance(event.node, ast.Call) and isinstance(event.node.func, ast.Attribute):
+            if training.role_of(event.node.func.value) == SCALER:
+                return True
+    return False

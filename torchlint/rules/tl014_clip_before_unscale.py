@@ -1,0 +1,234 @@
+"""TL014 clip-before-unscale."""
+
+from __future__ import annotations
+
+import ast
+
+from ..lint.amp import scaled_backward
+from ..lint.imports import dotted_name
+from ..lint.rule import Rule, register
+from ..lint.training import CLIP_FUNCTIONS, MODEL, exclusive
+
+# Clipping helpers that unscale by themselves before clipping (accelerate, Lightning
+# Fabric, Lightning's LightningModule.clip_gradients): never findings.
+_SELF_UNSCALING_OWNERS = ("accelerator", "fabric", "self", "trainer", "strategy", "precision")
+
+
+@register
+class ClipBeforeUnscale(Rule):
+    code = "TL014"
+    name = "clip-before-unscale"
+    severity = "error"
+    summary = "Gradients are clipped while still multiplied by the GradScaler's scale factor."
+    what = """
+        Reports `torch.nn.utils.clip_grad_norm_` / `clip_grad_value_` (or an FSDP model's
+        `clip_grad_norm_`) that runs after `scaler.scale(loss).backward()` and before
+        `scaler.step(optimizer)` with no `scaler.unscale_(optimizer)` in between. The
+        order is followed through `if` branches, inner loops (gradient accumulation) and
+        helper functions and methods of the same file.
+    """
+    why = """
+        `scaler.scale(loss)` multiplies the loss, hence every gradient, by the current
+        scale factor (65536 at the start). Clipping those gradients compares the
+        threshold with a norm that is thousands of times too large: the clip either
+        fires on every step and shrinks the true update to almost nothing, or, as the
+        scale changes, clips by an amount unrelated to `max_norm`. The run trains, only
+        worse, so nothing points at the cause.
+    """
+    example = """
+        scaler.scale(loss).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+        scaler.step(optimizer)
+        scaler.update()
+    """
+    instead = """
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)  # gradients back to their true size
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+        scaler.step(optimizer)  # knows the gradients are unscaled already
+        scaler.update()
+    """
+    VALID = [
+        """
+import torch
+scaler = torch.amp.GradScaler("cuda")
+def train(model, opt, loader):
+    for x, y in loader:
+        loss = model(x, y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad()
+""",
+        """
+import torch
+def train(model, opt, loader, scaler, use_amp):
+    for x, y in loader:
+        loss = model(x, y)
+        if use_amp:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+""",
+        """
+def train(accelerator, model, opt, loader):
+    for x, y in loader:
+        accelerator.backward(model(x, y))
+        accelerator.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+""",
+    ]
+    INVALID = [
+        """
+import torch
+from torch.cuda.amp import GradScaler
+scaler = GradScaler()
+def train(model, opt, loader):
+    for x, y in loader:
+        loss = model(x, y)
+        scaler.scale(loss).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: TL014
+        scaler.step(opt)
+        scaler.update()
+""",
+        """
+import torch
+from torch.nn.utils import clip_grad_value_
+class Trainer:
+    def __init__(self):
+        self.scaler = torch.amp.GradScaler("cuda")
+    def scaled_backward(self, loss):
+        self.scaler.scale(loss).backward()
+    def fit(self, loader):
+        for i, batch in enumerate(loader):
+            self.scaled_backward(self.model(batch))
+            if (i + 1) % 4 == 0:
+                clip_grad_value_(self.model.parameters(), 0.5)  # expect: TL014
+                self.scaler.step(self.opt)
+                self.scaler.update()
+""",
+    ]
+
+    def check(self, ctx):
+        training = ctx.training
+        clips = [c for c in ctx.calls if _is_checked_clip(ctx, training, c)]
+        if not clips or not any(_is_scale_call(c) for c in ctx.calls):
+            return
+        reported: set[ast.AST] = set()
+        for scope in _scopes_reaching(ctx, clips):
+            events = training.events(scope.body)
+            for index, event in enumerate(events):
+                if event.kind != "clip" or event.node in reported or not _is_checked_clip(ctx, training, event.node):
+                    continue
+                backward = _unscaled_scaled_backward(training, events, index)
+                if backward is not None and not _helper_unscales(ctx, event.node):
+                    reported.add(event.node)
+                    optimizer = _stepped_optimizer(events[index + 1 :]) or "optimizer"
+                    yield self.report(event.node, self._message(ctx, event.node, backward, optimizer))
+
+    @staticmethod
+    def _message(ctx, clip, backward, optimizer) -> str:
+        scaler = dotted_name(backward.node.func.value.func.value) or "scaler"
+        return (
+            f"`{ctx.segment(clip.func)}` clips gradients that are still scaled by `{scaler}` "
+            f"(scaled backward on line {backward.node.lineno}), so the threshold is compared with a norm "
+            f"multiplied by the loss scale; call `{scaler}.unscale_({optimizer})` right before clipping"
+        )
+
+
+def _stepped_optimizer(later_events) -> str | None:
+    """The optimizer the next ``scaler.step(opt)`` steps, to name it in the message."""
+    for event in later_events:
+        if event.kind == "step" and event.target and isinstance(event.node, ast.Call) and event.node.args:
+            return event.target
+    return None
+
+
+def _is_scale_call(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Attribute) and call.func.attr == "scale"
+
+
+def _is_checked_clip(ctx, training, call: ast.AST) -> bool:
+    """torch's clip functions, or ``model.clip_grad_norm_`` (FSDP); not self-unscaling helpers."""
+    if not isinstance(call, ast.Call):
+        return False
+    event = training.classify_call(call)
+    if event is None or event.kind != "clip":
+        return False
+    if ctx.call_qualname(call) in CLIP_FUNCTIONS:
+        return True
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in ("clip_grad_norm_", "clip_grad_value_"):
+        return False  # e.g. Lightning's clip_gradients, which unscales first
+    owner = dotted_name(func.value) or ""
+    if owner.rsplit(".", 1)[-1].lower().startswith(_SELF_UNSCALING_OWNERS):
+        return False
+    return training.role_of(func.value) == MODEL
+
+
+def _unscaled_scaled_backward(training, events, clip_index):
+    """The latest scaled backward that can precede the clip with no unscale or step in between."""
+    clip = events[clip_index]
+    for event in reversed(events[:clip_index]):
+        if exclusive(event, clip):
+            continue
+        if event.kind in ("unscale", "step", "opaque_step"):
+            return None
+        if event.kind == "backward":
+            if scaled_backward(training, event):
+                return event
+            if not event.guards or not _can_be_scaled_elsewhere(training, events, event, clip):
+                return None
+    return None
+
+
+def _can_be_scaled_elsewhere(training, events, plain_backward, clip) -> bool:
+    """A plain backward in one branch (``else: loss.backward()``) does not hide a scaled
+    one in the other branch that the clip also follows."""
+    return any(
+        scaled_backward(training, e) and exclusive(e, plain_backward) and not exclusive(e, clip) for e in events
+    )
+
+
+def _helper_unscales(ctx, clip: ast.Call) -> bool:
+    """A call to a helper whose name says it unscales (defined elsewhere) before the clip
+    in the same function counts as unscaling."""
+    scope = ctx.enclosing_function(clip)
+    for call in ctx.calls:
+        if call.lineno > clip.lineno:
+            break
+        name = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
+        if name == "unscale_" or ctx.training.resolve_local_call(call) is not None:
+            continue  # real unscale_ calls and local helpers are seen by the event model
+        if "unscale" in name and ctx.enclosing_function(call) is scope:
+            return True
+    return False
+
+
+def _scopes_reaching(ctx, clips):
+    """Function bodies (and the module) whose events can contain one of the clips:
+    the function that holds each clip, and every function of the file that calls it."""
+    callers: dict = {}
+    for call in ctx.calls:
+        callee = ctx.training.resolve_local_call(call)
+        if callee is not None:
+            callers.setdefault(callee, []).append(ctx.enclosing_function(call))
+    seen = set()
+    frontier = [ctx.enclosing_function(c) for c in clips]
+    while frontier:
+        func = frontier.pop()
+        if func in seen:
+            continue
+        seen.add(func)
+        if func is not None:
+            frontier.extend(callers.get(func, ()))
+    for func in sorted((f for f in seen if f is not None), key=lambda f: f.lineno):
+        yield func
+    if None in seen:
+        yield ctx.tree

@@ -1,9 +1,20 @@
-"""Lint one source text: parse once, build the shared context, run the rules, apply suppressions."""
+"""Lint one file: read, decode, parse once, build the shared context, run the rules, apply suppressions.
+
+Nothing a user's file contains may crash a run. A file that cannot be read,
+decoded or parsed yields one ``TL000`` finding and the run goes on; a rule that
+fails on a file is reported as a *problem* (a one-line message for stderr) and
+the other rules still run on that file.
+"""
 
 from __future__ import annotations
 
 import ast
-from typing import Iterable
+import io
+import os
+import stat
+import tokenize
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
 
 from .context import FileContext
 from .finding import Finding
@@ -11,33 +22,171 @@ from .rule import Rule, all_rules
 from .suppress import Suppressions
 
 SYNTAX_ERROR = ("TL000", "syntax-error", "error")
+SYNTAX_CODE = SYNTAX_ERROR[0]
+
+
+@dataclass
+class FileResult:
+    """What linting one file produced; everything a reporter needs, and small enough to pickle."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    # The text of each reported line, so the text reporter can show it without re-reading the file.
+    source_lines: dict[int, str] = field(default_factory=dict)
+    # One-line messages about the engine itself (a rule that crashed on this file).
+    problems: list[str] = field(default_factory=list)
+    line_count: int = 0
 
 
 def _syntax_finding(path: str, line: int, column: int, message: str) -> Finding:
     code, name, severity = SYNTAX_ERROR
-    return Finding(path, max(line, 1), max(column, 1), max(line, 1), max(column, 1), code, name, severity, message)
+    line, column = max(line or 1, 1), max(column or 1, 1)
+    return Finding(path, line, column, line, column, code, name, severity, message)
 
 
 def lint_source(source: str, path: str = "<string>", rules: Iterable[type[Rule]] | None = None) -> list[Finding]:
     """All findings for one file's text, sorted by position, with inline suppressions applied."""
+    return lint_text(source, path, rules).findings
+
+
+def lint_text(source: str, path: str, rules: Iterable[type[Rule]] | None = None) -> FileResult:
+    """Lint decoded source text. ``rules=None`` runs every registered rule (TL000 included)."""
     rule_classes = list(all_rules().values()) if rules is None else list(rules)
-    selected_codes = {r.code for r in rule_classes}
+    report_unparsable = rules is None or any(r.code == SYNTAX_CODE for r in rule_classes)
+    result = FileResult(path, line_count=source.count("\n") + (not source.endswith("\n") and bool(source)))
+    tree, failure = _parse(source, path)
+    if tree is None:
+        if report_unparsable:
+            result.findings.append(failure)
+    else:
+        ctx = FileContext(path, source, tree)
+        for rule_cls in rule_classes:
+            if rule_cls.code == SYNTAX_CODE:
+                continue
+            _run_rule(rule_cls, ctx, result)
+    return _finish(result, source)
+
+
+def _parse(source: str, path: str) -> tuple[ast.Module | None, Finding | None]:
     try:
-        tree = ast.parse(source, filename=path)
+        return ast.parse(source, filename=path), None
     except SyntaxError as exc:
-        if SYNTAX_ERROR[0] not in selected_codes and rules is not None:
-            return []
-        return [_syntax_finding(path, exc.lineno or 1, exc.offset or 1, f"cannot parse: {exc.msg}")]
-    ctx = FileContext(path, source, tree)
-    findings: list[Finding] = []
-    for rule_cls in rule_classes:
-        rule = rule_cls()
+        if "null bytes" in str(exc.msg):
+            return None, _nul_finding(path, source)
+        return None, _syntax_finding(path, exc.lineno or 1, exc.offset or 1, f"cannot parse: {exc.msg}")
+    except ValueError as exc:  # Python < 3.12 reports NUL bytes this way
+        if "null bytes" in str(exc):
+            return None, _nul_finding(path, source)
+        return None, _syntax_finding(path, 1, 1, f"cannot parse: {exc}")
+    except (RecursionError, MemoryError):
+        # CPython's parser gives up on expressions nested thousands deep (`a+a+...` or `-(-(-...`).
+        return None, _syntax_finding(
+            path, 1, 1, "cannot parse: the code is nested too deeply for Python's parser (it would not run either)"
+        )
+
+
+def _nul_finding(path: str, source: str) -> Finding:
+    offset = source.index("\0")
+    line = source.count("\n", 0, offset) + 1
+    column = offset - (source.rfind("\n", 0, offset) + 1) + 1
+    return _syntax_finding(path, line, column, "cannot parse: the file contains a NUL byte; is it a binary file?")
+
+
+def _run_rule(rule_cls: type[Rule], ctx: FileContext, result: FileResult) -> None:
+    rule = rule_cls()
+    found: list[Finding] = []
+    try:
         for diag in rule.check(ctx):
             line, col, end_line, end_col = ctx.span(diag.node)
-            findings.append(
-                Finding(path, line, col, end_line, end_col, rule.code, rule.name, rule.severity, diag.message, diag.fix)
+            found.append(
+                Finding(
+                    ctx.path, line, col, end_line, end_col, rule.code, rule.name, rule.severity, diag.message, diag.fix
+                )
             )
-    suppressions = Suppressions.from_source(source)
-    findings = [f for f in findings if not suppressions.suppresses(f)]
-    findings = sorted(set(findings))
-    return findings
+    except RecursionError:
+        result.problems.append(
+            f"{ctx.path}: {rule.code} skipped: the code is nested too deeply for this rule (recursion limit)"
+        )
+        return
+    except Exception as exc:  # a bug in a rule must not stop the run, nor hide the other rules' findings
+        result.problems.append(
+            f"{ctx.path}: {rule.code} crashed ({type(exc).__name__}: {exc}); its findings for this file are"
+            " missing, please report this bug"
+        )
+        return
+    result.findings.extend(found)
+
+
+def _finish(result: FileResult, source: str) -> FileResult:
+    findings = result.findings
+    if findings:
+        # Suppression comments only matter when something was reported: skip tokenizing otherwise.
+        suppressions = Suppressions.from_source(source)
+        findings = sorted({f for f in findings if not suppressions.suppresses(f)})
+        lines = source.splitlines() if findings else []
+        result.source_lines = {f.line: lines[f.line - 1] for f in findings if 0 < f.line <= len(lines)}
+    result.findings = findings
+    return result
+
+
+# ----- bytes and files ----------------------------------------------------------------------
+
+
+def decode(data: bytes, path: str) -> tuple[str | None, Finding | None]:
+    """Decode a file's bytes as Python does (BOM, PEP 263 coding cookie, else UTF-8)."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:  # unknown codec in the coding cookie, or a cookie that contradicts the BOM
+        return None, _syntax_finding(path, getattr(exc, "lineno", None) or 1, 1, f"cannot decode: {exc.msg}")
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        bad = data[exc.start : exc.start + 1]
+        return None, _syntax_finding(
+            path,
+            line,
+            column,
+            f"cannot decode as {encoding}: byte {bad!r} at line {line} ({exc.reason}); "
+            "save the file as UTF-8 or declare its encoding with a `# -*- coding: ... -*-` line",
+        )
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    # Python treats \r\n and \r as line ends; ast positions assume the same.
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text, None
+
+
+def lint_bytes(data: bytes, path: str, rules: Sequence[type[Rule]] | None = None) -> FileResult:
+    text, failure = decode(data, path)
+    if text is None:
+        report = rules is None or any(r.code == SYNTAX_CODE for r in rules)
+        return FileResult(path, findings=[failure] if report else [], line_count=data.count(b"\n"))
+    return lint_text(text, path, rules)
+
+
+def read_file(path: str) -> tuple[bytes | None, str | None]:
+    """The file's bytes, or a reason it cannot be read. Never blocks on a FIFO or device."""
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            return None, f"cannot read: {kind}"
+        with open(path, "rb") as handle:
+            return handle.read(), None
+    except FileNotFoundError:
+        return None, "cannot read: no such file (a broken symbolic link?)"
+    except PermissionError:
+        return None, "cannot read: permission denied"
+    except OSError as exc:
+        return None, f"cannot read: {exc.strerror or exc}"
+
+
+def lint_file(path: str, rules: Sequence[type[Rule]] | None = None) -> FileResult:
+    data, reason = read_file(path)
+    if data is None:
+        report = rules is None or any(r.code == SYNTAX_CODE for r in rules)
+        return FileResult(path, findings=[_syntax_finding(path, 1, 1, reason)] if report else [])
+    return lint_bytes(data, path, rules)

@@ -1,5 +1,10 @@
 """Inline suppressions: ``# noqa``, ``# noqa: TL001``, ``# torchlint: disable=TL001,TL008``
-on the reported line, and ``# torchlint: disable-file=TL003`` anywhere in the file."""
+on the reported line, and ``# torchlint: disable-file=TL003`` anywhere in the file.
+
+Codes may be prefixes (``TL0``) or ``all``; a bare ``# noqa`` or ``# torchlint: disable``
+suppresses every rule on its line. Comments are found with ``tokenize``, so a ``# noqa``
+inside a string does not count.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +16,17 @@ from dataclasses import dataclass, field
 from .finding import Finding
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
-_DISABLE = re.compile(r"#\s*torchlint:\s*disable(?P<file>-file)?\s*=\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*)", re.I)
+_DISABLE = re.compile(
+    r"#\s*torchlint:\s*disable(?P<file>-file)?(?:\s*=\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*)|(?![\w=-]))", re.I
+)
 ALL = "*"
 
 
-def _codes(text: str) -> set[str]:
-    return {c.strip().upper() for c in re.split(r"[\s,]+", text) if c.strip()}
+def _codes(text: str | None) -> set[str]:
+    if not text:
+        return {ALL}
+    codes = {c.strip().upper() for c in re.split(r"[\s,]+", text) if c.strip()}
+    return {ALL if c == "ALL" else c for c in codes}
 
 
 @dataclass
@@ -33,7 +43,7 @@ class Suppressions:
         for line, comment in _comments(source):
             for match in _NOQA.finditer(comment):
                 codes = match.group("codes")
-                result.by_line.setdefault(line, set()).update(_codes(codes) if codes else {ALL})
+                result.by_line.setdefault(line, set()).update(_codes(codes))
             for match in _DISABLE.finditer(comment):
                 target = result.file_wide if match.group("file") else result.by_line.setdefault(line, set())
                 target.update(_codes(match.group("codes")))

@@ -1,0 +1,269 @@
+"""The ``torchlint`` command.
+
+    torchlint [OPTIONS] [PATH ...]     lint files and directories (``-`` reads standard input)
+    torchlint rules                    the table of rules
+    torchlint explain TL001            one rule's full documentation
+    torchlint run SCRIPT [ARGS ...]    run a script under the runtime sanitizer
+
+Exit status: 0 no findings, 1 findings, 2 usage, configuration or path error (one line
+on stderr, never a traceback). This module imports almost nothing at the top so that
+``torchlint --version`` and a lint of one file start instantly; torch and libcst are
+never imported on the lint path.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+PROG = "torchlint"
+SUBCOMMANDS = ("rules", "explain", "run")
+
+
+class UsageError(Exception):
+    """Printed as one line, exit status 2."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "run":
+        # The sanitizer's own command; its exit status is the script's.
+        return _run_sanitizer(argv[1:])
+    try:
+        if argv and argv[0] == "rules":
+            return _cmd_rules(argv[1:])
+        if argv and argv[0] == "explain":
+            return _cmd_explain(argv[1:])
+        return _cmd_lint(argv)
+    except UsageError as exc:
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # `torchlint ... | head`: the reader left; stop quietly.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:  # pragma: no cover
+            pass
+        return 1
+    except Exception as exc:  # a bug in torchlint itself: one line, not a traceback, unless asked
+        if os.environ.get("TORCHLINT_DEBUG"):
+            raise
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (set TORCHLINT_DEBUG=1 for the traceback)")
+
+
+def _fail(message: str) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 2
+
+
+# ----- argument parsing -----------------------------------------------------------------------
+
+
+def _parser():
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):  # one line, no usage dump
+            raise UsageError(message)
+
+    from .. import __version__
+    from .reporters import FORMATS
+
+    parser = Parser(
+        prog=PROG,
+        allow_abbrev=False,
+        description="Find silent bugs in PyTorch training code. Subcommands: "
+        "`torchlint rules`, `torchlint explain CODE`, `torchlint run SCRIPT`.",
+        epilog="Exit status: 0 no findings, 1 findings, 2 usage, configuration or path error.",
+    )
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories to lint (default: .); - reads stdin")
+    parser.add_argument("--select", metavar="CODES", help="comma-separated rule codes or prefixes to enable (e.g. TL001,TL01)")
+    parser.add_argument("--ignore", metavar="CODES", help="comma-separated rule codes or prefixes to disable")
+    parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.add_argument("--exit-zero", action="store_true", help="exit with status 0 even when there are findings")
+    parser.add_argument("--config", metavar="FILE", help="use this pyproject.toml or TOML file instead of searching")
+    parser.add_argument("--no-color", action="store_true", help="never colour the output (also: NO_COLOR=1)")
+    parser.add_argument("--jobs", "-j", type=_jobs, default=1, metavar="N",
+                        help="lint files in N processes (0: one per CPU; default: 1)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="print only the findings: no source lines, no summary")
+    parser.add_argument("--statistics", action="store_true", help="print the number of findings per rule")
+    parser.add_argument("--stdin-filename", metavar="NAME", help="the file name to report (and match config with) for -")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    return parser
+
+
+def _jobs(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of processes, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 (one per CPU) or more, got {value}")
+    return value
+
+
+def _parse(argv: list[str]):
+    try:
+        return _parser().parse_args(argv)
+    except SystemExit as exc:  # --help and --version print, then exit 0
+        raise _Exit(exc.code or 0) from None
+
+
+class _Exit(Exception):
+    def __init__(self, code: int):
+        self.code = code
+
+
+def use_color(stream, no_color: bool) -> bool:
+    """Colour only for a terminal, unless --no-color or NO_COLOR (https://no-color.org) says no;
+    FORCE_COLOR asks for it even when piped."""
+    if no_color or os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+# ----- torchlint PATH... --------------------------------------------------------------------
+
+
+def _cmd_lint(argv: list[str]) -> int:
+    try:
+        args = _parse(argv)
+    except _Exit as done:
+        return done.code
+
+    from . import config as config_mod
+    from .files import discover
+    from .reporters import REPORTERS, ReportOptions, write_statistics
+    from .runner import lint_stdin_bytes, lint_targets
+
+    config_mod.clear_cache()
+    try:
+        select = config_mod.parse_code_list(args.select, "--select") if args.select is not None else None
+        ignore = config_mod.parse_code_list(args.ignore, "--ignore") if args.ignore is not None else None
+        resolver = config_mod.SettingsResolver(args.config, select, ignore)
+
+        paths = args.paths
+        reading_stdin = paths == ["-"] or (not paths and args.stdin_filename is not None)
+        if "-" in paths and not reading_stdin:
+            raise UsageError("'-' (standard input) cannot be combined with other paths")
+        if args.stdin_filename is not None and not reading_stdin:
+            raise UsageError("--stdin-filename only applies when linting standard input ('-')")
+        if reading_stdin:
+            results, files_checked = _lint_stdin(args, resolver, lint_stdin_bytes)
+        else:
+            targets = list(discover(paths or ["."], resolver.for_path))
+            results = list(lint_targets(targets, args.jobs))
+            files_checked = len(targets)
+            if not targets:
+                print(f"{PROG}: warning: no Python files found in {', '.join(paths or ['.'])}", file=sys.stderr)
+    except config_mod.ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+    for result in results:
+        for problem in result.problems:
+            print(f"{PROG}: warning: {problem}", file=sys.stderr)
+
+    stream, close = _open_output(args.output)
+    try:
+        options = ReportOptions(
+            color=args.output is None and use_color(stream, args.no_color),
+            quiet=args.quiet,
+            statistics=args.statistics and args.format == "text",
+            files_checked=files_checked,
+        )
+        if args.format == "sarif":
+            REPORTERS["sarif"](results, stream, options, rules=_all_rules())
+        else:
+            REPORTERS[args.format](results, stream, options)
+        stream.flush()
+    finally:
+        if close:
+            stream.close()
+    if args.statistics and args.format != "text":
+        write_statistics(results, sys.stderr)
+    has_findings = any(r.findings for r in results)
+    return 1 if has_findings and not args.exit_zero else 0
+
+
+def _lint_stdin(args, resolver, lint_stdin_bytes):
+    from .files import _excluded
+
+    name = args.stdin_filename or "-"
+    settings = resolver.for_path(args.stdin_filename or os.path.join(os.getcwd(), "stdin.py"))
+    if args.stdin_filename and _excluded(args.stdin_filename, settings, settings.user_excludes):
+        return [], 0
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
+    codes = settings.codes_for(args.stdin_filename) if args.stdin_filename else settings.enabled_codes()
+    return [lint_stdin_bytes(data, name, codes)], 1
+
+
+def _open_output(path: str | None):
+    if path is None:
+        return sys.stdout, False
+    try:
+        return open(path, "w", encoding="utf-8"), True
+    except OSError as exc:
+        raise UsageError(f"--output: cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _all_rules() -> list:
+    """SARIF describes every rule, so code scanning can show help for any result."""
+    from .rule import all_rules
+
+    return list(all_rules().values())
+
+
+# ----- torchlint rules / explain / run --------------------------------------------------------
+
+
+def _cmd_rules(argv: list[str]) -> int:
+    if argv and argv[0] in ("-h", "--help"):
+        print("usage: torchlint rules\n\nPrint every rule: code, name, severity and summary.")
+        return 0
+    if argv:
+        raise UsageError(f"rules: unexpected argument {argv[0]!r} (usage: torchlint rules)")
+    from .rule import all_rules
+
+    rules = list(all_rules().values())
+    name_width = max(len("NAME"), *(len(r.name) for r in rules))
+    lines = [f"{'CODE':<6} {'NAME':<{name_width}} {'SEVERITY':<8} SUMMARY"]
+    lines += [f"{r.code:<6} {r.name:<{name_width}} {r.severity:<8} {r.summary}" for r in rules]
+    print("\n".join(lines))
+    return 0
+
+
+def _cmd_explain(argv: list[str]) -> int:
+    if argv and argv[0] in ("-h", "--help"):
+        print("usage: torchlint explain CODE\n\nPrint the full documentation of one rule (code or name).")
+        return 0
+    if len(argv) != 1:
+        raise UsageError("explain: expected exactly one rule code or name, e.g. `torchlint explain TL001`")
+    from .rule import all_rules
+
+    wanted = argv[0].strip()
+    for rule in all_rules().values():
+        if wanted.upper() == rule.code or wanted.lower() == rule.name:
+            print(rule.docs(), end="")
+            return 0
+    raise UsageError(f"explain: unknown rule {wanted!r} (see `torchlint rules`)")
+
+
+def _run_sanitizer(argv: list[str]) -> int:
+    # Imported only here: the sanitizer needs torch, the linter must not.
+    try:
+        from ..sanitizer.runner import main as run_main
+    except ModuleNotFoundError as exc:
+        if exc.name == "torch":
+            return _fail("run: the sanitizer needs PyTorch; install it (pip install torch) and retry")
+        if exc.name and exc.name.startswith("torchlint.sanitizer"):
+            return _fail("run: the runtime sanitizer is not available in this installation")
+        raise
+    return run_main(argv)

@@ -1,0 +1,298 @@
+"""``[tool.torchlint]`` configuration: where it is found, what it may say, and which rules it enables.
+
+Each linted path uses the nearest ``pyproject.toml`` above it that has a
+``[tool.torchlint]`` table (or the one file given with ``--config``). Keys:
+
+    select = ["TL0"]                 # codes or prefixes to enable (default: all)
+    ignore = ["TL008"]               # codes or prefixes to disable
+    exclude = ["generated"]          # replaces the default excluded names (see files.py)
+    extend-exclude = ["legacy/*.py"] # added to the excluded names
+    per-file-ignores = { "tests/*" = ["TL001"] }
+
+Command-line ``--select`` and ``--ignore`` replace the configured ``select`` and
+``ignore``. Between select and ignore the more specific entry wins
+(``select = ["TL001"]`` with ``ignore = ["TL0"]`` keeps TL001); on a tie, ignore
+wins. ``TL000`` (files that cannot be read or parsed) is on unless ignored.
+
+Every problem raises :class:`ConfigError` with a one-line message that names the
+file, the key and the bad value.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from fnmatch import fnmatchcase
+from functools import lru_cache
+from pathlib import Path
+
+KNOWN_KEYS = ("select", "ignore", "exclude", "extend-exclude", "per-file-ignores")
+ALL = "ALL"
+SYNTAX_CODE = "TL000"
+_CODE_SHAPE = re.compile(r"^TL\d{0,3}$")
+
+
+class ConfigError(Exception):
+    """A usage or configuration error; the CLI prints it on one line and exits with status 2."""
+
+
+def known_codes() -> tuple[str, ...]:
+    from .rule import all_rules
+
+    return tuple(all_rules())
+
+
+def validate_codes(values, where: str) -> tuple[str, ...]:
+    """Normalise codes/prefixes (``tl01`` -> ``TL01``); reject anything that selects no rule."""
+    codes = known_codes()
+    result = []
+    for raw in values:
+        if not isinstance(raw, str):
+            raise ConfigError(f"{where}: expected rule codes as strings, got {raw!r}")
+        value = raw.strip().upper()
+        if value == ALL:
+            result.append(ALL)
+            continue
+        if not _CODE_SHAPE.match(value) or not any(code.startswith(value) for code in codes):
+            hint = difflib.get_close_matches(value, codes, n=1)
+            suggestion = f" (did you mean {hint[0]}?)" if hint else " (see `torchlint rules`)"
+            raise ConfigError(f"{where}: unknown rule code or prefix {raw!r}{suggestion}")
+        result.append(value)
+    return tuple(result)
+
+
+def parse_code_list(text: str, option: str) -> tuple[str, ...]:
+    """``--select TL001,TL0`` -> ("TL001", "TL0"), validated."""
+    items = [item for item in re.split(r"[\s,]+", text) if item]
+    if not items:
+        raise ConfigError(f"{option}: expected a comma-separated list of rule codes, got {text!r}")
+    return validate_codes(items, option)
+
+
+def _specificity(entry: str) -> int:
+    return 0 if entry == ALL else len(entry)
+
+
+def _matches(code: str, entry: str) -> bool:
+    return entry == ALL or code.startswith(entry)
+
+
+def resolve(select: tuple[str, ...] | None, ignore: tuple[str, ...] | None) -> frozenset[str]:
+    """The enabled codes: for each code the most specific matching entry decides; ties go to ignore."""
+    select = (ALL,) if select is None else select
+    ignore = () if ignore is None else ignore
+    enabled = set()
+    for code in known_codes():
+        best_select = max((_specificity(e) for e in select if _matches(code, e)), default=-1)
+        best_ignore = max((_specificity(e) for e in ignore if _matches(code, e)), default=-1)
+        if code == SYNTAX_CODE:
+            # Unreadable files must not pass silently because of a narrow --select.
+            if best_ignore < 0 or best_ignore < best_select:
+                enabled.add(code)
+        elif best_select >= 0 and best_select > best_ignore:
+            enabled.add(code)
+    return frozenset(enabled)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Effective settings for the files under ``root``."""
+
+    root: Path
+    source: Path | None = None
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] | None = None  # None: the built-in defaults
+    extend_exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    _cache: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @property
+    def user_excludes(self) -> tuple[str, ...]:
+        """Only the patterns the user configured (applied even to files named on the command line)."""
+        return (self.exclude or ()) + self.extend_exclude
+
+    def excludes(self) -> tuple[str, ...]:
+        from .files import DEFAULT_EXCLUDE
+
+        return (DEFAULT_EXCLUDE if self.exclude is None else self.exclude) + self.extend_exclude
+
+    def with_overrides(self, select=None, ignore=None) -> "Settings":
+        changes = {}
+        if select is not None:
+            changes["select"] = select
+        if ignore is not None:
+            changes["ignore"] = ignore
+        return replace(self, _cache={}, **changes) if changes else self
+
+    def enabled_codes(self) -> frozenset[str]:
+        if "enabled" not in self._cache:
+            self._cache["enabled"] = resolve(self.select, self.ignore)
+        return self._cache["enabled"]
+
+    def relative(self, path: str | os.PathLike) -> str | None:
+        """``path`` relative to the config root, in POSIX form; None when outside it."""
+        try:
+            rel = Path(os.path.abspath(path)).relative_to(self.root)
+        except ValueError:
+            return None
+        return rel.as_posix()
+
+    def codes_for(self, path: str) -> frozenset[str]:
+        """Enabled codes for one file, after ``per-file-ignores``."""
+        enabled = self.enabled_codes()
+        if not self.per_file_ignores:
+            return enabled
+        rel = self.relative(path) or Path(path).as_posix()
+        ignored = [codes for pattern, codes in self.per_file_ignores if glob_match(rel, pattern)]
+        if not ignored:
+            return enabled
+        return frozenset(c for c in enabled if not any(_matches(c, e) for codes in ignored for e in codes))
+
+
+def glob_match(rel_path: str, pattern: str) -> bool:
+    """Match a POSIX relative path: patterns without ``/`` match any path component's name,
+    patterns with ``/`` match the path from the config root (``*`` may cross ``/``;
+    a leading ``**/`` also matches at the root; a directory pattern matches everything below)."""
+    pattern = pattern.strip()
+    if pattern.startswith("./"):
+        pattern = pattern[2:]
+    pattern = pattern.rstrip("/")
+    if not pattern:
+        return False
+    parts = rel_path.split("/")
+    if "/" not in pattern:
+        return any(fnmatchcase(part, pattern) for part in parts)
+    candidates = [pattern]
+    if pattern.startswith("**/"):
+        candidates.append(pattern[3:])
+    for i in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:i])
+        if any(fnmatchcase(prefix, c) for c in candidates):
+            return True
+    return False
+
+
+# ----- reading files ------------------------------------------------------------------------
+
+
+def _load_toml(path: Path) -> dict:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"cannot parse config file {path}: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"cannot parse config file {path}: it is not UTF-8") from None
+
+
+def _string_list(value, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where} must be a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def settings_from_table(table: dict, source: Path, root: Path) -> Settings:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: [tool.torchlint] must be a table")
+    for key in table:
+        if key not in KNOWN_KEYS:
+            hint = difflib.get_close_matches(key, KNOWN_KEYS, n=1)
+            suggestion = f" (did you mean {hint[0]!r}?)" if hint else f" (known keys: {', '.join(KNOWN_KEYS)})"
+            raise ConfigError(f"{source}: unknown key {key!r} in [tool.torchlint]{suggestion}")
+    where = f"{source}: [tool.torchlint]"
+    select = ignore = exclude = None
+    if "select" in table:
+        select = validate_codes(_string_list(table["select"], f"{where} select"), f"{where} select")
+    if "ignore" in table:
+        ignore = validate_codes(_string_list(table["ignore"], f"{where} ignore"), f"{where} ignore")
+    if "exclude" in table:
+        exclude = _string_list(table["exclude"], f"{where} exclude")
+    extend_exclude = _string_list(table.get("extend-exclude", []), f"{where} extend-exclude")
+    per_file = table.get("per-file-ignores", {})
+    if not isinstance(per_file, dict):
+        raise ConfigError(f"{where} per-file-ignores must be a table of glob = [codes], got {per_file!r}")
+    per_file_ignores = tuple(
+        (pattern, validate_codes(_string_list(codes, f"{where} per-file-ignores {pattern!r}"),
+                                 f"{where} per-file-ignores {pattern!r}"))
+        for pattern, codes in per_file.items()
+    )
+    return Settings(root, source, select, ignore, exclude, extend_exclude, per_file_ignores)
+
+
+def load_config_file(path: str | os.PathLike) -> Settings:
+    """Settings from an explicit ``--config`` file: a pyproject.toml (its ``[tool.torchlint]``
+    table) or any other TOML file holding the keys at top level (or under ``[tool.torchlint]``)."""
+    path = Path(os.path.abspath(path))
+    if not path.exists():
+        raise ConfigError(f"--config: no such file: {path}")
+    data = _load_toml(path)
+    tool = data.get("tool", {})
+    if isinstance(tool, dict) and "torchlint" in tool:
+        table = tool["torchlint"]
+    elif path.name == "pyproject.toml":
+        raise ConfigError(f"--config: {path} has no [tool.torchlint] table")
+    else:
+        table = {k: v for k, v in data.items() if k != "tool"}
+    return settings_from_table(table, path, path.parent)
+
+
+@lru_cache(maxsize=None)
+def _pyproject_settings(directory: Path) -> Settings | None:
+    candidate = directory / "pyproject.toml"
+    if not candidate.is_file():
+        return None
+    data = _load_toml(candidate)
+    tool = data.get("tool")
+    if not isinstance(tool, dict) or "torchlint" not in tool:
+        return None
+    return settings_from_table(tool["torchlint"], candidate, directory)
+
+
+@lru_cache(maxsize=None)
+def _nearest(directory: Path) -> Settings:
+    found = _pyproject_settings(directory)
+    if found is not None:
+        return found
+    if directory.parent == directory:
+        return Settings(root=Path(os.getcwd()))
+    return _nearest(directory.parent)
+
+
+def find_settings(path: str | os.PathLike) -> Settings:
+    """Settings for ``path`` from the nearest ``pyproject.toml`` with a ``[tool.torchlint]`` table
+    above it; defaults (rooted at the working directory) when there is none."""
+    absolute = Path(os.path.abspath(path))
+    directory = absolute if absolute.is_dir() else absolute.parent
+    return _nearest(directory)
+
+
+def clear_cache() -> None:
+    _pyproject_settings.cache_clear()
+    _nearest.cache_clear()
+
+
+class SettingsResolver:
+    """Per-directory settings with the command-line overrides applied, cached."""
+
+    def __init__(self, config_file: str | None = None, select=None, ignore=None):
+        self.fixed = load_config_file(config_file) if config_file else None
+        self.select = select
+        self.ignore = ignore
+        self._applied: dict[int, Settings] = {}
+
+    def for_path(self, path: str | os.PathLike) -> Settings:
+        base = self.fixed if self.fixed is not None else find_settings(path)
+        key = id(base)
+        if key not in self._applied:
+            self._applied[key] = base.with_overrides(self.select, self.ignore)
+        return self._applied[key]

@@ -1,0 +1,252 @@
+"""Output formats: text (for people), json (for scripts), github (workflow commands), sarif (code scanning).
+
+Every reporter takes the per-file results of a run and writes to a text stream.
+The machine formats never contain anything but their document, so a summary or
+statistics for them go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence, TextIO
+from urllib.parse import quote
+
+from .engine import FileResult
+from .finding import ERROR, Finding
+
+FORMATS = ("text", "json", "github", "sarif")
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://github.com/torchlint/torchlint"
+
+
+@dataclass
+class ReportOptions:
+    color: bool = False
+    quiet: bool = False
+    statistics: bool = False
+    files_checked: int = 0
+
+
+def all_findings(results: Sequence[FileResult]) -> list[Finding]:
+    return [f for r in results for f in r.findings]
+
+
+# ----- text -----------------------------------------------------------------------------------
+
+
+class _Palette:
+    """ANSI styles from colorama, or empty strings when colour is off."""
+
+    def __init__(self, enabled: bool):
+        if enabled:
+            import colorama
+
+            if os.name == "nt" and hasattr(colorama, "just_fix_windows_console"):  # pragma: no cover
+                colorama.just_fix_windows_console()
+            fore, style = colorama.Fore, colorama.Style
+            self.bold, self.dim, self.reset = style.BRIGHT, style.DIM, style.RESET_ALL
+            self.error, self.warning, self.ok, self.accent = fore.RED, fore.YELLOW, fore.GREEN, fore.CYAN
+        else:
+            self.bold = self.dim = self.reset = self.error = self.warning = self.ok = self.accent = ""
+
+    def severity(self, severity: str) -> str:
+        return self.error if severity == ERROR else self.warning
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _snippet(line_text: str, finding: Finding) -> tuple[str, int, int]:
+    """The line with tabs expanded, and where the caret run starts and how long it is."""
+    prefix = line_text[: finding.column - 1]
+    shown = line_text.expandtabs(4)
+    start = len(prefix.expandtabs(4))
+    if finding.end_line == finding.line and finding.end_column > finding.column:
+        end = len(line_text[: finding.end_column - 1].expandtabs(4))
+    else:  # a multi-line node: underline to the end of its first line
+        end = len(shown.rstrip())
+    return shown, start, max(1, end - start)
+
+
+def report_text(results: Sequence[FileResult], stream: TextIO, options: ReportOptions) -> None:
+    p = _Palette(options.color)
+    findings = all_findings(results)
+    for result in results:
+        for f in result.findings:
+            sev = p.severity(f.severity)
+            stream.write(
+                f"{p.bold}{f.path}{p.reset}:{f.line}:{f.column}: {sev}{p.bold}{f.code}{p.reset} "
+                f"{p.dim}[{f.name}]{p.reset} {f.message}\n"
+            )
+            if options.quiet:
+                continue
+            line_text = result.source_lines.get(f.line)
+            if line_text is not None and line_text.strip():
+                shown, start, width = _snippet(line_text, f)
+                gutter = str(f.line)
+                stream.write(f"{p.dim}{gutter:>5} |{p.reset} {shown}\n")
+                stream.write(f"{p.dim}{'':>5} |{p.reset} {' ' * start}{sev}{'^' * width}{p.reset}\n")
+    if options.statistics:
+        _write_statistics(findings, stream, p)
+    if options.quiet:
+        return
+    if findings:
+        files = len({f.path for f in findings})
+        errors = sum(f.severity == ERROR for f in findings)
+        detail = f"{_plural(errors, 'error')}, {_plural(len(findings) - errors, 'warning')}"
+        stream.write(
+            f"\n{p.bold}{_plural(len(findings), 'finding')} in {_plural(files, 'file')}{p.reset}"
+            f" ({detail}; {_plural(options.files_checked, 'file')} checked)\n"
+        )
+    else:
+        stream.write(f"{p.ok}No findings{p.reset} ({_plural(options.files_checked, 'file')} checked)\n")
+
+
+def statistics(findings: Sequence[Finding]) -> list[tuple[str, str, int]]:
+    """(code, name, count) per rule, most frequent first."""
+    names = {f.code: f.name for f in findings}
+    counts = Counter(f.code for f in findings)
+    return [(code, names[code], n) for code, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
+
+
+def _write_statistics(findings: Sequence[Finding], stream: TextIO, p: _Palette = _Palette(False)) -> None:
+    rows = statistics(findings)
+    if not rows:
+        return
+    width = max(len(str(n)) for _, _, n in rows)
+    stream.write("\n")
+    for code, name, n in rows:
+        stream.write(f"{n:>{width}}  {p.bold}{code}{p.reset}  {name}\n")
+
+
+def write_statistics(results: Sequence[FileResult], stream: TextIO) -> None:
+    _write_statistics(all_findings(results), stream)
+
+
+# ----- json -----------------------------------------------------------------------------------
+
+
+def report_json(results: Sequence[FileResult], stream: TextIO, options: ReportOptions) -> None:
+    """A JSON array of findings; each has path, line, column, end_line, end_column (1-based,
+    end exclusive), code, name, severity, message and fix (null, or {description, edits})."""
+    json.dump([f.to_dict() for f in all_findings(results)], stream, indent=2, ensure_ascii=False)
+    stream.write("\n")
+
+
+# ----- GitHub Actions workflow commands -------------------------------------------------------
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def report_github(results: Sequence[FileResult], stream: TextIO, options: ReportOptions) -> None:
+    for f in all_findings(results):
+        command = "error" if f.severity == ERROR else "warning"
+        props = [
+            f"file={_escape_property(f.path)}",
+            f"line={f.line}",
+            f"col={f.column}",
+            f"endLine={f.end_line}",
+            f"endColumn={f.end_column}",
+            f"title={_escape_property(f'{f.code} {f.name}')}",
+        ]
+        stream.write(f"::{command} {','.join(props)}::{_escape_data(f.message)}\n")
+
+
+# ----- SARIF 2.1.0 ----------------------------------------------------------------------------
+
+
+def _artifact_uri(path: str) -> dict:
+    """Relative URIs (from the working directory, i.e. the repository root in CI) so code
+    scanning can place results; absolute file URIs for anything outside it."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        rel = absolute.relative_to(Path(os.getcwd()))
+    except ValueError:
+        return {"uri": absolute.as_uri()}
+    return {"uri": quote(rel.as_posix()), "uriBaseId": "%SRCROOT%"}
+
+
+def sarif_document(results: Sequence[FileResult], rules: Sequence[type]) -> dict:
+    from .. import __version__
+
+    rule_index = {rule.code: index for index, rule in enumerate(rules)}
+    descriptors = [
+        {
+            "id": rule.code,
+            "name": rule.name,
+            "shortDescription": {"text": rule.summary},
+            "fullDescription": {"text": " ".join(rule.what.split())},
+            "help": {"text": " ".join(rule.why.split()), "markdown": rule.docs()},
+            "defaultConfiguration": {"level": "error" if rule.severity == ERROR else "warning"},
+            "properties": {"tags": ["pytorch", "correctness"]},
+        }
+        for rule in rules
+    ]
+    sarif_results = []
+    for f in all_findings(results):
+        result = {
+            "ruleId": f.code,
+            "level": "error" if f.severity == ERROR else "warning",
+            "message": {"text": f.message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": _artifact_uri(f.path),
+                        "region": {
+                            "startLine": f.line,
+                            "startColumn": f.column,
+                            "endLine": f.end_line,
+                            "endColumn": max(f.end_column, f.column),
+                        },
+                    }
+                }
+            ],
+        }
+        if f.code in rule_index:
+            result["ruleIndex"] = rule_index[f.code]
+        sarif_results.append(result)
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "torchlint",
+                        "version": __version__,
+                        "semanticVersion": __version__,
+                        "informationUri": INFORMATION_URI,
+                        "rules": descriptors,
+                    }
+                },
+                # Our columns count characters (code points), not UTF-16 units.
+                "columnKind": "unicodeCodePoints",
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": Path(os.getcwd()).as_uri() + "/"}},
+                "results": sarif_results,
+            }
+        ],
+    }
+
+
+def report_sarif(results: Sequence[FileResult], stream: TextIO, options: ReportOptions, rules=()) -> None:
+    json.dump(sarif_document(results, rules), stream, indent=2, ensure_ascii=False)
+    stream.write("\n")
+
+
+REPORTERS: dict[str, Callable] = {
+    "text": report_text,
+    "json": report_json,
+    "github": report_github,
+    "sarif": report_sarif,
+}

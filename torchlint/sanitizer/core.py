@@ -1,0 +1,744 @@
+"""Core of the runtime sanitizer: options, sessions, actions and the check plug-in API.
+
+``torchlint.sanitize(**options)`` returns a :class:`Session`: a context manager
+(``with sanitize() as report``) and a decorator (``@sanitize()``).  A session
+installs a few *global* hooks once (shared by every check and by nested
+sessions), turns each event into calls on the enabled checks, and collects what
+they find in a :class:`~torchlint.sanitizer.findings.Report`.
+
+Writing a check (the plug-in interface)
+---------------------------------------
+A check is a subclass of :class:`Check`.  The session creates one instance per
+session (``check.session``, ``check.options``), calls ``install()`` on entry and
+``finish()`` then ``uninstall()`` on exit (also when the body raised).  Override
+only the event methods you need: the session calls exactly the overridden ones,
+so an unused event costs nothing.
+
+=============================================  ====================================================
+event method                                   when
+=============================================  ====================================================
+``on_module_pre(module, args)``                before every ``nn.Module`` call (positional args;
+                                               global forward pre-hooks get no kwargs)
+``on_module_post(module, args, kwargs, out)``  after every successful module call
+``on_root_pre(module, args)``                  before a module call that is not nested in another
+                                               module call (the "root model"; loss modules too)
+``on_root_post(module, args, kwargs, out)``    after such a root call
+``on_loss_pre(fn_name, input, target)``        ``torch.nn.functional`` loss called (also by the
+                                               loss modules); ``fn_name`` e.g. ``"cross_entropy"``
+``on_loss_post(fn_name, input, target, loss)`` after it returned
+``on_optimizer_pre_step(opt, args, kwargs)``   ``Optimizer.step`` starts (global step pre-hook)
+``on_optimizer_post_step(opt, args, kwargs)``  ``Optimizer.step`` returned
+``on_backward(event)``                         before ``Tensor.backward`` / ``torch.autograd.backward``
+                                               / ``torch.autograd.grad``; ``event`` is a
+                                               :class:`BackwardEvent` (``kind``, ``tensors``,
+                                               ``location``, ``args``, ``kwargs``)
+``on_backward_done(event)``                    after it returned
+``around_backward(call, event)``               wrap the backward call; must ``return call()``
+``finish()``                                   once at session exit, before the summary
+=============================================  ====================================================
+
+Report with ``self.session.emit(code, name, message, details=None, location=None)``;
+the location defaults to the user's innermost frame on the current stack
+(``self.session.user_location()``), dedup, counting and the action
+(warn/raise/record) are handled by the session.  Other helpers on the session:
+``module_stack`` (the active module calls, root first), ``module_name(module)``
+(``"model.encoder.fc1"``), ``parameter_name(param)`` (``"model.head.weight"``),
+``root_models()``, ``note(text)`` (one informational line, printed once),
+``in_backward`` / ``in_optimizer_step`` (depth counters), ``options``.
+
+Check classes declare ``codes = {"TS1xx": "kebab-name"}``, may declare
+``option_defaults = {"my_option": 3}`` (extra keyword options of ``sanitize()``,
+read back as ``self.options.my_option``), and may override the classmethod
+``enabled(options)``.  Built-in checks live in sibling modules; the training
+checks TS106-TS112 are picked up from ``torchlint/sanitizer/training.py`` if it
+exists, which lists its classes in a module-level ``CHECKS`` list.  Third-party
+checks can call :func:`register_check`.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import sys
+import warnings
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import torch
+import torch.nn.modules.module as _module_hooks
+import torch.optim.optimizer as _optimizer_hooks
+
+from . import locations
+from .findings import CHECK_NAMES, Location, Report, SanitizerError, SanitizerWarning
+
+__all__ = [
+    "BackwardEvent",
+    "Check",
+    "SanitizerOptions",
+    "Session",
+    "register_check",
+    "sanitize",
+]
+
+_ACTIONS = ("warn", "raise", "record")
+_INPLACE_MODES = ("auto", "always", "never")
+
+
+# ---------------------------------------------------------------------------
+# options
+# ---------------------------------------------------------------------------
+@dataclass
+class SanitizerOptions:
+    """Per-session options; see :func:`sanitize` for their meaning."""
+
+    anomaly: bool = True
+    check_nan: bool = True
+    devices: bool = True
+    dtypes: bool = True
+    nonfinite: bool = True
+    inplace: str = "auto"
+    action: str = "warn"
+    summary: bool = True
+    report: str | os.PathLike | None = None
+    # Training-step checks TS106-TS112 (torchlint/sanitizer/training.py).
+    training_checks: bool = True
+    update_window: int = 3
+    grad_explosion_factor: float = 1e3
+    stall_backwards: int = 20
+    # Device types treated like CUDA: they switch inplace="auto" on, and their
+    # non-finite checks are batched on the device (one host sync per step).
+    accelerator_devices: tuple[str, ...] = ("cuda", "xpu", "mps")
+    # Options declared by plug-in checks (Check.option_defaults).
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.action not in _ACTIONS:
+            raise ValueError(f"sanitize(action={self.action!r}): expected one of {', '.join(_ACTIONS)}")
+        if self.inplace not in _INPLACE_MODES:
+            raise ValueError(f"sanitize(inplace={self.inplace!r}): expected one of {', '.join(_INPLACE_MODES)}")
+        if isinstance(self.accelerator_devices, str):
+            self.accelerator_devices = (self.accelerator_devices,)
+        self.accelerator_devices = tuple(self.accelerator_devices)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names that are not dataclass fields: plug-in options.
+        extra = self.__dict__.get("extra", {})
+        if name in extra:
+            return extra[name]
+        raise AttributeError(f"no sanitizer option named {name!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        data = {k: v for k, v in self.__dict__.items() if k != "extra"}
+        data.update(self.extra)
+        return data
+
+
+# ---------------------------------------------------------------------------
+# the check plug-in interface
+# ---------------------------------------------------------------------------
+class Check:
+    """Base class of runtime checks.  See the module docstring."""
+
+    #: code -> kebab-case name of every finding this check can emit.
+    codes: dict[str, str] = {}
+    #: extra keyword options of sanitize() this check understands, with defaults.
+    option_defaults: dict[str, Any] = {}
+
+    def __init__(self, session: Session):
+        self.session = session
+        self.options = session.options
+
+    @classmethod
+    def enabled(cls, options: SanitizerOptions) -> bool:
+        return True
+
+    def install(self) -> None:
+        """Called on session entry, after the shared hooks are in place."""
+
+    def uninstall(self) -> None:
+        """Called on session exit, also when the body raised; undo install()."""
+
+    def finish(self) -> None:
+        """Called on session exit before uninstall(); may emit findings."""
+
+    # Event methods: declared here for documentation; the session only calls
+    # the ones a subclass overrides.
+    def on_module_pre(self, module, args) -> None: ...
+    def on_module_post(self, module, args, kwargs, output) -> None: ...
+    def on_root_pre(self, module, args) -> None: ...
+    def on_root_post(self, module, args, kwargs, output) -> None: ...
+    def on_loss_pre(self, fn_name, input, target) -> None: ...
+    def on_loss_post(self, fn_name, input, target, loss) -> None: ...
+    def on_optimizer_pre_step(self, optimizer, args, kwargs) -> None: ...
+    def on_optimizer_post_step(self, optimizer, args, kwargs) -> None: ...
+    def on_backward(self, event: BackwardEvent) -> None: ...
+    def on_backward_done(self, event: BackwardEvent) -> None: ...
+    def around_backward(self, call: Callable[[], Any], event: BackwardEvent) -> Any:
+        return call()
+
+    def emit(self, code: str, message: str, details: dict | None = None, location: Location | None = None):
+        """Shortcut for ``session.emit`` with the name taken from ``codes``."""
+        name = self.codes.get(code) or CHECK_NAMES.get(code, code)
+        return self.session.emit(code, name, message, details, location)
+
+
+_EVENTS = (
+    "on_module_pre",
+    "on_module_post",
+    "on_root_pre",
+    "on_root_post",
+    "on_loss_pre",
+    "on_loss_post",
+    "on_optimizer_pre_step",
+    "on_optimizer_post_step",
+    "on_backward",
+    "on_backward_done",
+    "around_backward",
+)
+
+_registered_checks: list[type[Check]] = []
+
+
+def register_check(cls: type[Check]) -> type[Check]:
+    """Add a check class to every future session (usable as a class decorator)."""
+    if cls not in _registered_checks:
+        _registered_checks.append(cls)
+    return cls
+
+
+def _check_classes() -> list[type[Check]]:
+    from .anomaly import AnomalyCheck
+    from .devices import DeviceCheck
+    from .dtypes import DtypeCheck
+    from .inplace import InplaceCheck
+    from .nonfinite import NonfiniteCheck
+    from .notices import CompiledNotice
+
+    classes: list[type[Check]] = [
+        CompiledNotice,
+        AnomalyCheck,
+        DeviceCheck,
+        DtypeCheck,
+        NonfiniteCheck,
+        InplaceCheck,
+    ]
+    try:
+        training = importlib.import_module(".training", __package__)
+    except ImportError as exc:
+        # Only "the module does not exist yet"; a broken training.py must not be hidden.
+        if exc.name != f"{__package__}.training":
+            raise
+    else:
+        classes.extend(getattr(training, "CHECKS", ()))
+    classes.extend(c for c in _registered_checks if c not in classes)
+    return classes
+
+
+@dataclass
+class BackwardEvent:
+    """One call of ``Tensor.backward``, ``torch.autograd.backward`` or ``torch.autograd.grad``."""
+
+    kind: str  # "backward" or "grad"
+    tensors: tuple  # the roots of the backward pass (the loss)
+    location: Location  # the user's line that called it
+    args: tuple
+    kwargs: dict
+
+
+# ---------------------------------------------------------------------------
+# the shared global hooks (installed once, whatever the nesting depth)
+# ---------------------------------------------------------------------------
+_SESSIONS: list[Session] = []  # active sessions, innermost last
+
+LOSS_FUNCTIONS = (
+    "cross_entropy",
+    "nll_loss",
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "kl_div",
+    "poisson_nll_loss",
+    "gaussian_nll_loss",
+    "soft_margin_loss",
+    "multilabel_soft_margin_loss",
+    "multilabel_margin_loss",
+    "multi_margin_loss",
+    "hinge_embedding_loss",
+)
+
+try:
+    _is_compiling = torch.compiler.is_compiling
+except AttributeError:  # torch < 2.3
+    def _is_compiling() -> bool:
+        return False
+
+
+def _module_pre_hook(module, args):
+    if _SESSIONS and not _is_compiling():
+        _SESSIONS[-1]._module_pre(module, args)
+
+
+def _module_post_hook(module, args, *rest):
+    # Normal path: (kwargs, output).  When forward raised, torch calls
+    # always_call hooks as (module, args, output) and silences their errors.
+    if _SESSIONS and not _is_compiling():
+        if len(rest) == 2:
+            _SESSIONS[-1]._module_post(module, args, rest[0], rest[1], failed=False)
+        else:
+            _SESSIONS[-1]._module_post(module, args, {}, None, failed=True)
+
+
+def _optimizer_pre_hook(optimizer, args, kwargs):
+    if _SESSIONS and not _is_compiling():
+        _SESSIONS[-1]._optimizer_pre(optimizer, args, kwargs)
+
+
+def _optimizer_post_hook(optimizer, args, kwargs):
+    if _SESSIONS and not _is_compiling():
+        _SESSIONS[-1]._optimizer_post(optimizer, args, kwargs)
+
+
+class _SharedHooks:
+    """Global hooks and patches, reference counted across nested sessions."""
+
+    def __init__(self) -> None:
+        self.users = 0
+        self._handles: list[Any] = []
+        self._patches: list[tuple[Any, str, Any]] = []
+
+    def acquire(self) -> None:
+        if self.users == 0:
+            try:
+                self._install()
+            except BaseException:
+                self._uninstall()
+                raise
+        self.users += 1
+
+    def release(self) -> None:
+        self.users -= 1
+        if self.users == 0:
+            self._uninstall()
+
+    def _patch(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
+        original = getattr(owner, name)
+        self._patches.append((owner, name, original))
+        setattr(owner, name, make(original))
+
+    def _install(self) -> None:
+        self._handles.append(_module_hooks.register_module_forward_pre_hook(_module_pre_hook))
+        self._handles.append(
+            _module_hooks.register_module_forward_hook(_module_post_hook, with_kwargs=True, always_call=True)
+        )
+        self._handles.append(_optimizer_hooks.register_optimizer_step_pre_hook(_optimizer_pre_hook))
+        self._handles.append(_optimizer_hooks.register_optimizer_step_post_hook(_optimizer_post_hook))
+        # Tensor.backward calls torch.autograd.backward through the module
+        # attribute, so patching the function covers both spellings.
+        self._patch(torch.autograd, "backward", lambda orig: _wrap_backward(orig, "backward"))
+        self._patch(torch.autograd, "grad", lambda orig: _wrap_backward(orig, "grad"))
+        functional = torch.nn.functional
+        for name in LOSS_FUNCTIONS:
+            if hasattr(functional, name):
+                self._patch(functional, name, lambda orig, name=name: _wrap_loss(orig, name))
+
+    def _uninstall(self) -> None:
+        while self._handles:
+            self._handles.pop().remove()
+        while self._patches:
+            owner, name, original = self._patches.pop()
+            setattr(owner, name, original)
+
+
+_shared_hooks = _SharedHooks()
+
+
+def _wrap_backward(original: Callable, kind: str) -> Callable:
+    @functools.wraps(original)
+    def backward(*args, **kwargs):
+        if not _SESSIONS or _is_compiling():
+            return original(*args, **kwargs)
+        return _SESSIONS[-1]._run_backward(original, kind, args, kwargs)
+
+    backward.__torchlint_original__ = original
+    return backward
+
+
+def _wrap_loss(original: Callable, name: str) -> Callable:
+    @functools.wraps(original)
+    def loss(*args, **kwargs):
+        if not _SESSIONS or _is_compiling():
+            return original(*args, **kwargs)
+        return _SESSIONS[-1]._run_loss(original, name, args, kwargs)
+
+    loss.__torchlint_original__ = original
+    return loss
+
+
+# ---------------------------------------------------------------------------
+# the session
+# ---------------------------------------------------------------------------
+class Session:
+    """One sanitizer run.  Use through :func:`sanitize`."""
+
+    def __init__(self, options: SanitizerOptions, check_classes: Iterable[type[Check]] | None = None):
+        self.options = options
+        self._check_classes = list(check_classes) if check_classes is not None else None
+        self.report = Report()
+        self.checks: list[Check] = []
+        self.module_stack: list[torch.nn.Module] = []
+        self.in_backward = 0
+        self.in_optimizer_step = 0
+        self._loss_depth = 0
+        self._active = False
+        self._callbacks: dict[str, list[Callable]] = {event: [] for event in _EVENTS}
+        self._root_names: dict[int, tuple[Any, dict[int, str]]] = {}
+        self._roots: dict[int, weakref.ref] = {}  # root models seen, for parameter_name()
+        self._saved_state: dict[str, Any] = {}
+
+    # -- context manager / decorator --------------------------------------
+    def __enter__(self) -> Report:
+        if self._active:
+            raise RuntimeError("this sanitize() session is already active; create a new one with sanitize()")
+        self.report = Report()
+        self.module_stack = []
+        self._save_global_state()
+        classes = self._check_classes if self._check_classes is not None else _check_classes()
+        _SESSIONS.append(self)
+        self._active = True
+        try:
+            _shared_hooks.acquire()
+            locations.reset_cache()
+            for cls in classes:
+                if cls.enabled(self.options):
+                    check = cls(self)
+                    self.checks.append(check)
+                    check.install()
+                    self._subscribe(check)
+        except BaseException:
+            self._teardown()
+            raise
+        return self.report
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        pending: SanitizerError | None = None
+        try:
+            for check in self.checks:
+                try:
+                    check.finish()
+                except SanitizerError as error:
+                    pending = pending or error
+        finally:
+            self._teardown()
+            self._publish()
+        if pending is not None and exc_type is None:
+            raise pending
+        return False
+
+    def __call__(self, function: Callable) -> Callable:
+        """Decorator use: every call runs in a fresh session with these options."""
+
+        @functools.wraps(function)
+        def sanitized(*args, **kwargs):
+            session = Session(self.options, self._check_classes)
+            with session:
+                try:
+                    return function(*args, **kwargs)
+                finally:
+                    self.report = session.report
+
+        return sanitized
+
+    def _save_global_state(self) -> None:
+        self._saved_state = {
+            "anomaly": torch.is_anomaly_enabled(),
+            "anomaly_check_nan": torch.is_anomaly_check_nan_enabled(),
+            "grad": torch.is_grad_enabled(),
+            "warning_filters": list(warnings.filters),
+            "function_modes": torch._C._len_torch_function_stack(),
+        }
+        # Our own warnings are deduplicated per location by the report; make
+        # sure Python's "default" per-call-site memory does not hide new ones.
+        warnings.filterwarnings("always", category=SanitizerWarning)
+
+    def _teardown(self) -> None:
+        """Undo everything, in reverse order; never raises half-way."""
+        errors: list[BaseException] = []
+        for check in reversed(self.checks):
+            try:
+                check.uninstall()
+            except Exception as error:  # keep restoring the rest
+                errors.append(error)
+        self.checks = []
+        self._callbacks = {event: [] for event in _EVENTS}
+        if self in _SESSIONS:
+            _SESSIONS.remove(self)
+            _shared_hooks.release()
+        self._active = False
+        saved = self._saved_state
+        if saved:
+            torch.autograd.set_detect_anomaly(saved["anomaly"], check_nan=saved["anomaly_check_nan"])
+            torch.set_grad_enabled(saved["grad"])
+            warnings.filters[:] = saved["warning_filters"]
+            warnings._filters_mutated()
+        self.module_stack = []
+        self._root_names = {}
+        if errors:
+            raise errors[0]
+
+    def _publish(self) -> None:
+        """Summary on stderr, JSON report, and hand findings to an enclosing session."""
+        if _SESSIONS:
+            _SESSIONS[-1].report.merge(self.report)
+        if self.options.summary:
+            stream = sys.stderr
+            color = bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
+            print(self.report.format_summary(color=color), file=stream)
+        if self.options.report:
+            self.report.write_json(self.options.report)
+
+    def _subscribe(self, check: Check) -> None:
+        cls = type(check)
+        for event in _EVENTS:
+            if getattr(cls, event) is not getattr(Check, event):
+                self._callbacks[event].append(getattr(check, event))
+        self._refresh_callbacks()
+
+    def _refresh_callbacks(self) -> None:
+        cb = self._callbacks
+        self._cb_module_pre = cb["on_module_pre"]
+        self._cb_module_post = cb["on_module_post"]
+        self._cb_root_pre = cb["on_root_pre"]
+        self._cb_root_post = cb["on_root_post"]
+        self._cb_loss_pre = cb["on_loss_pre"]
+        self._cb_loss_post = cb["on_loss_post"]
+        self._cb_opt_pre = cb["on_optimizer_pre_step"]
+        self._cb_opt_post = cb["on_optimizer_post_step"]
+
+    # -- reporting ----------------------------------------------------------
+    def user_location(self) -> Location:
+        """The user's innermost frame on the current stack."""
+        return locations.user_location(sys._getframe(1))
+
+    def emit(
+        self,
+        code: str,
+        name: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+        location: Location | None = None,
+    ):
+        """Record a finding and apply the action; returns the Finding."""
+        if location is None:
+            location = locations.user_location(sys._getframe(1))
+        finding, is_new = self.report.add(code, name, message, location, details)
+        action = self.options.action
+        if action == "raise":
+            raise SanitizerError(finding)
+        if action == "warn" and is_new:
+            warnings.warn_explicit(
+                SanitizerWarning(finding), SanitizerWarning, location.filename, location.lineno, registry=None
+            )
+        return finding
+
+    def note(self, text: str) -> None:
+        """An informational line (not a finding), shown once."""
+        if text in self.report.notes:
+            return
+        self.report.notes.append(text)
+        if self.options.action == "warn":
+            print(f"torchlint.sanitize: note: {text}", file=sys.stderr)
+
+    def module_name(self, module: torch.nn.Module) -> str:
+        """The module's path from the root model, e.g. ``model.encoder.fc1``."""
+        root = self.module_stack[0] if self.module_stack else module
+        entry = self._root_names.get(id(root))
+        if entry is None or entry[0] is not root or id(module) not in entry[1]:
+            label = _variable_name(root) or type(root).__name__
+            names = {id(m): (f"{label}.{n}" if n else label) for n, m in root.named_modules()}
+            entry = self._root_names[id(root)] = (root, names)
+        return entry[1].get(id(module), type(module).__name__)
+
+    def parameter_name(self, param: torch.Tensor) -> str | None:
+        """``model.head.weight`` for a parameter of a root model seen in this session, else None."""
+        for ref in list(self._roots.values()):
+            root = ref()
+            if root is None:
+                continue
+            for name, candidate in root.named_parameters():
+                if candidate is param:
+                    return f"{_variable_name(root) or type(root).__name__}.{name}"
+        return None
+
+    def root_models(self) -> list[torch.nn.Module]:
+        """Root models called in this session so far (still alive)."""
+        return [m for m in (ref() for ref in self._roots.values()) if m is not None]
+
+    # -- event dispatch (called by the shared hooks) ----------------------
+    def _module_pre(self, module, args) -> None:
+        stack = self.module_stack
+        stack.append(module)
+        if len(stack) == 1:
+            if id(module) not in self._roots:
+                self._roots[id(module)] = weakref.ref(module)
+            for callback in self._cb_root_pre:
+                callback(module, args)
+        for callback in self._cb_module_pre:
+            callback(module, args)
+
+    def _module_post(self, module, args, kwargs, output, failed: bool) -> None:
+        stack = self.module_stack
+        if stack and stack[-1] is module:
+            stack.pop()
+        else:  # unbalanced (a hook raised before we pushed): drop through it
+            for i in range(len(stack) - 1, -1, -1):
+                if stack[i] is module:
+                    del stack[i:]
+                    break
+        if failed:
+            return
+        # post callbacks see the module popped; re-push so module_name() works.
+        stack.append(module)
+        try:
+            for callback in self._cb_module_post:
+                callback(module, args, kwargs, output)
+            if len(stack) == 1:
+                for callback in self._cb_root_post:
+                    callback(module, args, kwargs, output)
+        finally:
+            stack.pop()
+
+    def _optimizer_pre(self, optimizer, args, kwargs) -> None:
+        self.in_optimizer_step += 1
+        for callback in self._cb_opt_pre:
+            callback(optimizer, args, kwargs)
+
+    def _optimizer_post(self, optimizer, args, kwargs) -> None:
+        self.in_optimizer_step = max(0, self.in_optimizer_step - 1)
+        for callback in self._cb_opt_post:
+            callback(optimizer, args, kwargs)
+
+    def _run_loss(self, original, name, args, kwargs):
+        if self._loss_depth:  # a loss implemented with another (or re-dispatched by a mode)
+            return original(*args, **kwargs)
+        input = args[0] if args else kwargs.get("input")
+        target = args[1] if len(args) > 1 else kwargs.get("target")
+        self._loss_depth += 1
+        try:
+            for callback in self._cb_loss_pre:
+                callback(name, input, target)
+            loss = original(*args, **kwargs)
+            for callback in self._cb_loss_post:
+                callback(name, input, target, loss)
+        finally:
+            self._loss_depth -= 1
+        return loss
+
+    def _run_backward(self, original, kind, args, kwargs):
+        callbacks = self._callbacks
+        if self.in_backward or not (
+            callbacks["on_backward"] or callbacks["on_backward_done"] or callbacks["around_backward"]
+        ):
+            return original(*args, **kwargs)
+        roots = args[0] if args else kwargs.get("tensors" if kind == "backward" else "outputs")
+        if isinstance(roots, torch.Tensor):
+            roots = (roots,)
+        event = BackwardEvent(kind, tuple(roots or ()), locations.user_location(sys._getframe(1)), args, kwargs)
+        for callback in callbacks["on_backward"]:
+            callback(event)
+
+        def call():
+            return original(*args, **kwargs)
+
+        for around in reversed(callbacks["around_backward"]):
+            call = functools.partial(around, call, event)
+        self.in_backward += 1
+        try:
+            result = call()
+        finally:
+            self.in_backward -= 1
+        for callback in callbacks["on_backward_done"]:
+            callback(event)
+        return result
+
+
+def _variable_name(obj: Any) -> str | None:
+    """The name the user's code gives ``obj`` (``model``), found in user frames."""
+    frame = sys._getframe(1)
+    depth = 0
+    while frame is not None and depth < 40:
+        if locations.is_user_file(frame.f_code.co_filename):
+            for name, value in frame.f_locals.items():
+                if value is obj and name != "self":
+                    return name
+            for name, value in frame.f_globals.items():
+                if value is obj:
+                    return name
+        frame = frame.f_back
+        depth += 1
+    return None
+
+
+def sanitize(
+    *,
+    anomaly: bool = True,
+    check_nan: bool = True,
+    devices: bool = True,
+    dtypes: bool = True,
+    nonfinite: bool = True,
+    inplace: str = "auto",
+    action: str = "warn",
+    summary: bool = True,
+    report: str | os.PathLike | None = None,
+    training_checks: bool = True,
+    update_window: int = 3,
+    grad_explosion_factor: float = 1e3,
+    stall_backwards: int = 20,
+    accelerator_devices: Iterable[str] = ("cuda", "xpu", "mps"),
+    **check_options: Any,
+) -> Session:
+    """Run PyTorch code under the runtime sanitizer.
+
+    Use as ``with torchlint.sanitize() as report:`` or as ``@torchlint.sanitize()``.
+
+    anomaly, check_nan: TS101, ``torch.autograd.set_detect_anomaly(True, check_nan=...)``.
+    devices (TS102), dtypes (TS103), nonfinite (TS104): switch those checks.
+    inplace: TS105; "auto" (on once an accelerator tensor is seen), "always", "never".
+    action: "warn" (one SanitizerWarning per finding and location), "raise"
+        (SanitizerError at the first finding) or "record" (only collect).
+    summary: print a summary table on stderr at exit.  report: write JSON there at exit.
+    training_checks, update_window, grad_explosion_factor, stall_backwards: TS106-TS112.
+    accelerator_devices: device types treated like CUDA (inplace "auto", batched
+        non-finite checks); pass ("cpu",) to exercise those paths on a CPU.
+    check_options: options declared by plug-in checks (``Check.option_defaults``).
+    """
+    classes = _check_classes()
+    known = {}
+    for cls in classes:
+        known.update(cls.option_defaults)
+    unknown = sorted(set(check_options) - set(known))
+    if unknown:
+        raise TypeError(f"sanitize() got unexpected keyword argument(s): {', '.join(unknown)}")
+    extra = {**known, **check_options}
+    options = SanitizerOptions(
+        anomaly=anomaly,
+        check_nan=check_nan,
+        devices=devices,
+        dtypes=dtypes,
+        nonfinite=nonfinite,
+        inplace=inplace,
+        action=action,
+        summary=summary,
+        report=report,
+        training_checks=training_checks,
+        update_window=update_window,
+        grad_explosion_factor=grad_explosion_factor,
+        stall_backwards=stall_backwards,
+        accelerator_devices=tuple(accelerator_devices),
+        extra=extra,
+    )
+    return Session(options, classes)

@@ -1,0 +1,130 @@
+"""TS104 nonfinite-input: NaN/Inf entering the root model, entering a loss, and in the loss.
+
+CPU tensors are checked on the spot: one ``sum()`` per tensor (NaN and Inf
+propagate through a sum), and an exact count only when that sum is not finite.
+Tensors on accelerators (``options.accelerator_devices``, CUDA by default) must
+not force a host sync per call, so their sums are queued on the device and
+read back together, with one synchronisation, at the next optimizer step (or
+when the queue fills up, or at session exit).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import torch
+from torch.nn.modules.loss import _Loss
+
+from .core import BackwardEvent, Check
+from .findings import Location
+from .locations import user_location
+from .tensors import describe, iter_tensors
+
+_MAX_PENDING = 64
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _finite_sum(tensor: torch.Tensor) -> torch.Tensor:
+    # Accumulate half precision in float32 so large-but-finite data cannot overflow the sum.
+    if tensor.dtype in _LOW_PRECISION:
+        return tensor.sum(dtype=torch.float32)
+    return tensor.sum()
+
+
+class NonfiniteCheck(Check):
+    codes = {"TS104": "nonfinite-input"}
+
+    @classmethod
+    def enabled(cls, options) -> bool:
+        return bool(options.nonfinite)
+
+    def install(self) -> None:
+        self._deferred_types = frozenset(self.options.accelerator_devices)
+        # (device sum, tensor, description, location) waiting for one batched sync
+        self._pending: list[tuple[torch.Tensor, torch.Tensor, str, Location, dict]] = []
+        self._last_loss_id: int | None = None
+        #: how many host syncs the batched path made (observable by tests/benchmarks)
+        self.syncs = 0
+
+    # -- events ---------------------------------------------------------------
+    def on_root_pre(self, module, args) -> None:
+        if isinstance(module, _Loss) or not args:
+            return  # loss modules are checked at the functional loss they call
+        name = None
+        for path, tensor in iter_tensors(args):
+            if tensor.is_floating_point():
+                if name is None:
+                    name = self.session.module_name(module)
+                self._check(tensor, f"{describe(path)} of {name}", {"module": name, "argument": describe(path)})
+
+    def on_loss_pre(self, fn_name, input, target) -> None:
+        if isinstance(input, torch.Tensor) and input.is_floating_point():
+            self._check(input, f"the input of {fn_name}", {"loss": fn_name, "argument": "input"})
+        if isinstance(target, torch.Tensor) and target.is_floating_point():
+            self._check(target, f"the target of {fn_name}", {"loss": fn_name, "argument": "target"})
+
+    def on_loss_post(self, fn_name, input, target, loss) -> None:
+        if isinstance(loss, torch.Tensor) and loss.is_floating_point():
+            self._last_loss_id = id(loss)
+            self._check(loss, f"the loss returned by {fn_name}", {"loss": fn_name, "argument": "loss"})
+
+    def on_backward(self, event: BackwardEvent) -> None:
+        for tensor in event.tensors:
+            if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point():
+                continue
+            if id(tensor) == self._last_loss_id:
+                continue  # already checked where the loss function returned it
+            self._check(tensor, "the loss passed to backward()", {"argument": "loss"}, event.location)
+
+    def on_optimizer_pre_step(self, optimizer, args, kwargs) -> None:
+        if self._pending:
+            self.flush()
+
+    def finish(self) -> None:
+        if self._pending:
+            self.flush()
+
+    # -- checking -------------------------------------------------------------
+    def _check(self, tensor: torch.Tensor, what: str, details: dict, location: Location | None = None) -> None:
+        if tensor.numel() == 0:
+            return
+        if tensor.device.type in self._deferred_types:
+            if location is None:
+                location = user_location(sys._getframe(1))
+            self._pending.append((_finite_sum(tensor.detach()), tensor, what, location, details))
+            if len(self._pending) >= _MAX_PENDING:
+                self.flush()
+            return
+        total = _finite_sum(tensor.detach()).item()
+        if not math.isfinite(total):
+            self._report(tensor, what, details, location)
+
+    def flush(self) -> None:
+        """Read all queued device-side sums back with a single host sync."""
+        pending, self._pending = self._pending, []
+        by_device: dict[torch.device, list] = {}
+        for entry in pending:
+            by_device.setdefault(entry[0].device, []).append(entry)
+        for entries in by_device.values():
+            finite = torch.isfinite(torch.stack([entry[0].float() for entry in entries])).tolist()
+            self.syncs += 1
+            for ok, (_, tensor, what, location, details) in zip(finite, entries):
+                if not ok:
+                    self._report(tensor, what, details, location)
+
+    def _report(self, tensor: torch.Tensor, what: str, details: dict, location: Location | None) -> None:
+        data = tensor.detach()
+        nan = int(torch.isnan(data).sum())
+        inf = int(torch.isinf(data).sum())
+        if nan + inf == 0:
+            return  # the sum overflowed but every element is finite
+        parts = [f"{nan} NaN"] if nan else []
+        if inf:
+            parts.append(f"{inf} Inf")
+        message = (
+            f"{what} contains {' and '.join(parts)} of {data.numel()} elements; "
+            f"find where they come from (bad sample, log(0), division by zero, too high a learning rate) "
+            f"before they reach the weights"
+        )
+        self.emit("TS104", message, {**details, "nan": nan, "inf": inf, "numel": data.numel()}, location)

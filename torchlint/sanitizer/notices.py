@@ -1,0 +1,18 @@
+"""TS100 notice: compiled regions are not inspected (said once, not a finding)."""
+
+from __future__ import annotations
+
+from .core import Check
+
+COMPILED_NOTE = (
+    "torch.compile'd modules run without the sanitizer's module, loss and in-place checks "
+    "inside the compiled region; run them uncompiled to inspect them"
+)
+
+
+class CompiledNotice(Check):
+    codes = {}
+
+    def on_root_pre(self, module, args) -> None:
+        if type(module).__name__ == "OptimizedModule" or getattr(module, "_compiled_call_impl", None) is not None:
+            self.session.note(COMPILED_NOTE)

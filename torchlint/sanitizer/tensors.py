@@ -1,0 +1,69 @@
+"""Finding the tensors in a call's arguments (nested in lists, tuples, dicts)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import torch
+
+_MAX_DEPTH = 4
+_MAX_ITEMS = 256  # do not walk a list of thousands of tensors on every call
+
+Path = tuple  # ("arg", 0), ("kwarg", "mask"), then nested keys/indices
+
+
+def iter_tensors(args: tuple, kwargs: dict | None = None) -> Iterator[tuple[Path, torch.Tensor]]:
+    """Yield ``(path, tensor)`` for every tensor in positional and keyword arguments."""
+    for index, value in enumerate(args):
+        if isinstance(value, torch.Tensor):
+            yield ("arg", index), value
+        elif isinstance(value, (list, tuple, dict)):
+            yield from _nested(value, ("arg", index), 1)
+    if kwargs:
+        for key, value in kwargs.items():
+            if isinstance(value, torch.Tensor):
+                yield ("kwarg", key), value
+            elif isinstance(value, (list, tuple, dict)):
+                yield from _nested(value, ("kwarg", key), 1)
+
+
+def _nested(value: Any, path: Path, depth: int) -> Iterator[tuple[Path, torch.Tensor]]:
+    if depth > _MAX_DEPTH:
+        return
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for n, (key, item) in enumerate(items):
+        if n >= _MAX_ITEMS:
+            return
+        if isinstance(item, torch.Tensor):
+            yield (*path, key), item
+        elif isinstance(item, (list, tuple, dict)):
+            yield from _nested(item, (*path, key), depth + 1)
+
+
+def describe(path: Path) -> str:
+    """``("arg", 0)`` -> ``argument 0``; ``("kwarg", "x", 1)`` -> ``argument 'x'[1]``."""
+    kind, head, *rest = path
+    text = f"argument {head}" if kind == "arg" else f"argument {head!r}"
+    return text + "".join(f"[{key!r}]" for key in rest)
+
+
+def shape_of(tensor: torch.Tensor) -> str:
+    return "(" + ", ".join(str(s) for s in tensor.shape) + ")"
+
+
+def first_param(module: torch.nn.Module) -> torch.Tensor | None:
+    """The module's own first parameter, else its first buffer (no recursion: cheap)."""
+    for tensor in module._parameters.values():
+        if tensor is not None:
+            return tensor
+    for tensor in module._buffers.values():
+        if tensor is not None:
+            return tensor
+    return None
+
+
+def first_float_param(module: torch.nn.Module) -> torch.Tensor | None:
+    for tensor in module._parameters.values():
+        if tensor is not None and tensor.is_floating_point():
+            return tensor
+    return None

@@ -1,0 +1,462 @@
+"""Runtime checks of the training step itself (TS106-TS112).
+
+Each is the runtime twin of a static rule and costs almost nothing on a
+correct run: one ``post_accumulate_grad`` hook per trainable parameter (a few
+attribute reads per backward pass), a loop over the optimizer's parameters and
+one fused gradient norm (one host sync) per optimizer step, and an attribute
+read per root-model call.  Anything heavier runs only once something already
+looks wrong.
+
+=====  ======================  ==============================================
+TS106  grads-not-cleared       step with gradients left over from before the
+                               previous step (twin of TL001)
+TS107  param-not-in-optimizer  parameters get gradients but no optimizer holds
+                               them
+TS108  param-never-updated     optimizer parameters that never get a gradient
+                               in the first ``update_window`` steps
+TS109  training-in-eval-mode   step on a model in eval mode that has Dropout /
+                               BatchNorm layers (twin of TL007)
+TS110  eval-forward-with-grad  eval-mode forward with autograd on whose graph
+                               no backward uses (twin of TL006)
+TS111  nonfinite-grad          NaN/Inf gradients at the step, or a total norm
+                               ``grad_explosion_factor`` x its running median
+TS112  optimizer-not-stepped   ``stall_backwards`` backward passes fill an
+                               optimizer's gradients but it never steps
+=====  ======================  ==============================================
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+import torch
+
+from .core import Check
+from .findings import Location
+from .locations import user_frame
+from .training_eval import EvalGraphTracker
+from .training_norms import GradNormMonitor
+from .training_params import ParamRegistry, ParamState, RootModel, guess_variable_name
+
+#: Parameter names listed in one message before "and N more".
+_MAX_NAMES = 6
+#: How often one session may scan the heap for optimizers that never stepped.
+_MAX_DISCOVERIES = 3
+
+
+def _listing(names: list[str]) -> str:
+    shown = ", ".join(names[:_MAX_NAMES])
+    if len(names) > _MAX_NAMES:
+        shown += f" and {len(names) - _MAX_NAMES} more"
+    return shown
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _closure_of(args: tuple, kwargs: dict) -> tuple[Any, str | int | None]:
+    """The closure passed to ``optimizer.step`` and where it sits in the call
+    (``args`` include the optimizer itself at index 0)."""
+    if len(args) > 1 and callable(args[1]):
+        return args[1], 1
+    closure = kwargs.get("closure")
+    if callable(closure):
+        return closure, "closure"
+    return None, None
+
+
+class OptimizerState:
+    """What the training checks remember about one optimizer."""
+
+    def __init__(self, optimizer: torch.optim.Optimizer, label: str):
+        self.optimizer = optimizer
+        self.label = label
+        self.steps = 0
+        self.first_location: Location | None = None
+        self.in_step = False
+        self.closure_step = False
+        self.watching_values = False  # TS106 confirmation hooks installed
+        self.stall_reported = False
+        self.max_period = 0  # most backward passes seen between two steps
+        self.param_ids: frozenset[int] = frozenset()
+        self.norms: GradNormMonitor | None = None
+        self.closure_handle = None  # per-optimizer step pre-hook wrapping closures
+
+    def params(self) -> list[torch.Tensor]:
+        return [p for group in self.optimizer.param_groups for p in group["params"]]
+
+
+class TrainingChecks(Check):
+    """TS106-TS112 on the optimizer step, gradient accumulation and root models."""
+
+    codes = {
+        "TS106": "grads-not-cleared",
+        "TS107": "param-not-in-optimizer",
+        "TS108": "param-never-updated",
+        "TS109": "training-in-eval-mode",
+        "TS110": "eval-forward-with-grad",
+        "TS111": "nonfinite-grad",
+        "TS112": "optimizer-not-stepped",
+    }
+
+    @classmethod
+    def enabled(cls, options) -> bool:
+        return bool(getattr(options, "training_checks", True))
+
+    # -- lifecycle -------------------------------------------------------------
+    def install(self) -> None:
+        opts = self.options
+        self.update_window = max(1, int(getattr(opts, "update_window", 3)))
+        self.explosion_factor = float(getattr(opts, "grad_explosion_factor", 1e3))
+        self.stall_backwards = max(1, int(getattr(opts, "stall_backwards", 20)))
+        self.registry = ParamRegistry(self.stall_backwards, self._on_stall)
+        self.eval_graphs = EvalGraphTracker(self._report_unused_graph)
+        self.optimizers: dict[int, OptimizerState] = {}
+        self.owners: dict[int, list[OptimizerState]] = {}  # id(param) -> optimizers
+        self._seen_roots: dict[int, RootModel | None] = {}
+        self._unoptimized_checked = False
+        self._discoveries = 0
+        self._orphans: set[int] = set()  # params no optimizer holds (checked by a scan)
+
+    def finish(self) -> None:
+        self.eval_graphs.flush()
+        if not self._unoptimized_checked and any(o.steps for o in self.optimizers.values()):
+            self._check_unoptimized()
+
+    def uninstall(self) -> None:
+        for opt in self.optimizers.values():
+            if opt.closure_handle is not None:
+                opt.closure_handle.remove()
+        self.registry.close()
+        self.eval_graphs.close()
+        self.optimizers.clear()
+        self.owners.clear()
+        self._seen_roots.clear()
+
+    # -- root models -------------------------------------------------------------
+    def on_root_post(self, module, args, kwargs, output) -> None:
+        root = self._seen_roots.get(id(module), False)
+        if root is False:
+            root = self._add_root(module)
+        if root is None or not torch.is_grad_enabled():
+            return
+        eval_mode = not module.training
+        root.last_grad_forward_eval = eval_mode
+        if eval_mode:
+            self.eval_graphs.flush()
+            self.eval_graphs.watch(root.name, output, self.session.user_location())
+
+    def _add_root(self, module) -> RootModel | None:
+        # Loss modules and other parameter-free callables are not models.
+        if next(module.parameters(), None) is None:
+            self._seen_roots[id(module)] = None
+            return None
+        root = self.registry.add_root(module, self.session.module_name(module))
+        self._seen_roots[id(module)] = root
+        return root
+
+    def _report_unused_graph(self, model: str, location: Location) -> None:
+        self.emit(
+            "TS110",
+            f"`{model}` ran a forward pass in eval mode with autograd enabled, but no backward pass "
+            f"used its graph: the graph and its saved activations were kept for nothing. Wrap "
+            f"evaluation in `with torch.no_grad():` (or `torch.inference_mode()`). "
+            f"Static twin: TL006.",
+            {"model": model, "twin": "TL006"},
+            location,
+        )
+
+    # -- optimizer step ------------------------------------------------------------
+    def _optimizer_state(self, optimizer) -> OptimizerState:
+        state = self.optimizers.get(id(optimizer))
+        if state is None or state.optimizer is not optimizer:
+            label = guess_variable_name(optimizer, user_frame()) or type(optimizer).__name__
+            state = self.optimizers[id(optimizer)] = OptimizerState(optimizer, label)
+        return state
+
+    def _param_states(self, opt: OptimizerState, params: list[torch.Tensor]) -> list[ParamState]:
+        """States of the optimizer's trainable parameters; starts tracking new ones."""
+        registry = self.registry
+        known = registry.params
+        states = []
+        for i, p in enumerate(params):
+            state = known.get(id(p))
+            if state is None and p.requires_grad:
+                state = registry.track(p, f"{opt.label}.param_groups[...][{i}]")
+            if state is not None:
+                states.append(state)
+        if len(opt.param_ids) != len(params):
+            self._index_owner(opt, params)
+        return states
+
+    def _index_owner(self, opt: OptimizerState, params: list[torch.Tensor]) -> None:
+        opt.param_ids = frozenset(id(p) for p in params)
+        for pid in opt.param_ids:
+            owners = self.owners.setdefault(pid, [])
+            if opt not in owners:
+                owners.append(opt)
+            self._orphans.discard(pid)
+
+    def on_optimizer_pre_step(self, optimizer, args, kwargs):
+        opt = self._optimizer_state(optimizer)
+        self.eval_graphs.flush()
+        if opt.steps == 0 and opt.first_location is None:
+            opt.first_location = self.session.user_location()
+        elif opt.steps >= 1 and not self._unoptimized_checked:
+            # An optimizer steps for the second time: every optimizer of the
+            # training loop has stepped once, so all of them are known.
+            self._check_unoptimized()
+        opt.in_step = True
+        params = opt.params()
+        states = self._param_states(opt, params)
+        self._check_eval_mode(opt, states)
+        opt.closure_step = _closure_of(args, kwargs)[0] is not None
+        if not opt.closure_step:
+            self._check_gradients(opt, states)
+        if opt.closure_step and opt.closure_handle is None:
+            # Global pre-hooks cannot replace the arguments; a per-optimizer
+            # one can (it runs right after this one, also on this first step).
+            opt.closure_handle = optimizer.register_step_pre_hook(self._wrap_closure)
+
+    def _wrap_closure(self, optimizer, args, kwargs):
+        """A closure recomputes the gradients (LBFGS may call it many times per
+        step): they are judged after the step, and every call counts as a fresh
+        accumulation round, so that a closure that forgets zero_grad() shows."""
+        closure, where = _closure_of(args, kwargs)
+        opt = self.optimizers.get(id(optimizer))
+        if closure is None or opt is None:
+            return None
+        registry = self.registry
+
+        def closure_round():
+            for p in opt.params():
+                state = registry.params.get(id(p))
+                if state is not None:
+                    state.step_since_grad = True
+                    state.remember_grad()
+            return closure()
+
+        if where == "closure":
+            return args, {**kwargs, "closure": closure_round}
+        return (args[0], closure_round, *args[2:]), kwargs
+
+    def on_optimizer_post_step(self, optimizer, args, kwargs) -> None:
+        opt = self._optimizer_state(optimizer)
+        states = self._param_states(opt, opt.params())
+        if opt.closure_step:
+            self._check_gradients(opt, states)
+        period = 0
+        for state in states:
+            if state.backwards_since_step > period:
+                period = state.backwards_since_step
+            state.backwards_since_step = 0
+            state.step_since_grad = True
+            state.remember_grad()
+        if not opt.closure_step and period > opt.max_period:
+            opt.max_period = period
+        opt.steps += 1
+        opt.in_step = False
+        opt.closure_step = False
+        opt.stall_reported = False
+        if opt.steps == self.update_window:
+            self._check_never_updated(opt, states)
+
+    # -- TS106 / TS111: the gradients the step is about to use ------------------------
+    def _check_gradients(self, opt: OptimizerState, states: list[ParamState]) -> None:
+        self._check_stale(opt, states)
+        grads, names = [], []
+        for state in states:
+            grad = state.param.grad
+            if grad is not None:
+                grads.append(grad)
+                names.append(state.name)
+        if not grads:
+            return
+        if opt.norms is None:
+            opt.norms = GradNormMonitor(self.explosion_factor)
+        result = opt.norms.check(grads)
+        if result is None:
+            return
+        step = f"{opt.label}.step()"
+        if result.nan or result.inf:
+            bad = [names[i] for i in result.nan] + [names[i] for i in result.inf if i not in result.nan]
+            kinds = " and ".join(k for k, idx in (("NaN", result.nan), ("Inf", result.inf)) if idx)
+            self.emit(
+                "TS111",
+                f"{step} got {kinds} gradients in {_plural(len(bad), 'parameter')}: {_listing(bad)}. "
+                f"The update would write {kinds} into the weights. Find where they start with "
+                f"sanitize(anomaly=True) (TS101) or the non-finite input check (TS104); check the loss "
+                f"for log(0), division by zero or a too-high learning rate.",
+                {"optimizer": opt.label, "nan": [names[i] for i in result.nan],
+                 "inf": [names[i] for i in result.inf]},
+            )
+        else:
+            self.emit(
+                "TS111",
+                f"{step}: the total gradient norm jumped to {result.total:.3g}, "
+                f"{result.total / result.baseline:.3g}x its running median {result.baseline:.3g}: "
+                f"the gradients are exploding. Clip them (torch.nn.utils.clip_grad_norm_) before the "
+                f"step, lower the learning rate, or check this batch.",
+                {"optimizer": opt.label, "total_norm": result.total, "median_norm": result.baseline,
+                 "factor": self.explosion_factor},
+            )
+
+    def _check_stale(self, opt: OptimizerState, states: list[ParamState]) -> None:
+        dirty = [s for s in states if s.dirty]
+        if not dirty:
+            return
+        if not opt.watching_values:
+            # First suspicion (from version counters): confirm by value from the
+            # next step on, in case .grad was cleared through .grad.data.
+            for state in states:
+                self.registry.watch_values(state)
+            opt.watching_values = True
+            return
+        evidence = [s for s in dirty if s.evidence is not None]
+        if not evidence:
+            return
+        nonzero = torch.stack([s.evidence for s in evidence]).tolist()
+        stale = [s.name for s, flag in zip(evidence, nonzero) if flag]
+        if not stale:
+            return
+        self.emit(
+            "TS106",
+            f"{opt.label}.step() uses gradients that still hold contributions from backward passes made "
+            f"before its previous step ({_plural(len(stale), 'parameter')}: {_listing(stale)}): they are "
+            f"never cleared, so every update adds up all past gradients. Call {opt.label}.zero_grad() "
+            f"once per step, after {opt.label}.step() or before loss.backward() (when accumulating "
+            f"gradients, after the step that consumes them). Static twin: TL001.",
+            {"optimizer": opt.label, "parameters": stale, "twin": "TL001"},
+        )
+
+    # -- TS107 / TS108 -----------------------------------------------------------------
+    def _check_unoptimized(self) -> None:
+        self._unoptimized_checked = True
+        firsts = [o.first_location for o in self.optimizers.values() if o.first_location is not None]
+        location = firsts[0] if firsts else None
+        held = set(self.owners)
+        for root in self.registry.roots.values():
+            missing = []
+            for name, p in root.module.named_parameters():
+                if id(p) in held or not p.requires_grad:
+                    continue
+                state = self.registry.params.get(id(p))
+                if (state is not None and state.touched) or p.grad is not None:
+                    missing.append(root.qualify(name))
+            if missing:
+                labels = ", ".join(o.label for o in self.optimizers.values())
+                self.emit(
+                    "TS107",
+                    f"{_plural(len(missing), 'parameter')} of `{root.name}` receive gradients but belong to "
+                    f"no optimizer ({labels}), so they are never updated: {_listing(missing)}. Pass them to "
+                    f"an optimizer (e.g. `{root.name}.parameters()`), or freeze them with "
+                    f"requires_grad_(False) so that no gradient is computed for them.",
+                    {"model": root.name, "parameters": missing},
+                    location,
+                )
+
+    def _check_never_updated(self, opt: OptimizerState, states: list[ParamState]) -> None:
+        missing = [
+            s.name
+            for s in states
+            if s.param.requires_grad and not s.touched and s.param.grad is None
+        ]
+        if not missing:
+            return
+        self.emit(
+            "TS108",
+            f"{_plural(len(missing), 'parameter')} held by {opt.label} require grad but got no gradient "
+            f"in its first {_plural(self.update_window, 'step')}: {_listing(missing)}. The layers are "
+            f"unused by the forward pass, or their output is detached (.detach(), .item(), .numpy(), "
+            f"torch.no_grad()); if they are meant to be frozen, call requires_grad_(False) on them.",
+            {"optimizer": opt.label, "parameters": missing, "steps": self.update_window},
+        )
+
+    # -- TS109 -----------------------------------------------------------------------------
+    def _check_eval_mode(self, opt: OptimizerState, states: list[ParamState]) -> None:
+        roots = self.registry.root_of
+        seen = set()
+        for state in states:
+            root = roots.get(id(state.param))
+            if root is None or id(root) in seen:
+                continue
+            seen.add(id(root))
+            if root.mode_layers and not root.module.training and root.last_grad_forward_eval:
+                layers = _listing([root.qualify(n) for n in root.mode_layers])
+                self.emit(
+                    "TS109",
+                    f"{opt.label}.step() trains `{root.name}` while it is in eval mode: its Dropout/BatchNorm "
+                    f"layers ({layers}) behave as at inference (no dropout, frozen running statistics). Call "
+                    f"{root.name}.train() before the training forward pass (e.g. after each validation). "
+                    f"Static twin: TL007.",
+                    {"model": root.name, "layers": root.mode_layers, "twin": "TL007"},
+                )
+
+    # -- TS112 -----------------------------------------------------------------------------
+    def _on_stall(self, state: ParamState) -> None:
+        """Runs inside backward, when a parameter has received ``stall_backwards``
+        (or a multiple) gradients since an optimizer holding it last stepped."""
+        pid = id(state.param)
+        owners = self.owners.get(pid)
+        if not owners:
+            if pid in self._orphans or not self._discover_optimizers():
+                self._orphans.add(pid)
+                return
+            owners = self.owners.get(pid)
+            if not owners:
+                self._orphans.add(pid)
+                return
+        n = state.backwards_since_step
+        for opt in owners:
+            if opt.in_step or opt.stall_reported:
+                continue
+            if opt.steps and n < max(self.stall_backwards, 3 * opt.max_period):
+                continue  # it used to step, just not that often (long accumulation)
+            opt.stall_reported = True
+            self._report_stall(opt, n)
+
+    def _discover_optimizers(self) -> bool:
+        """Find optimizers that never stepped (so no hook saw them): one heap scan."""
+        if self._discoveries >= _MAX_DISCOVERIES:
+            return False
+        self._discoveries += 1
+        found = False
+        for obj in gc.get_objects():
+            if isinstance(obj, torch.optim.Optimizer) and id(obj) not in self.optimizers:
+                label = type(obj).__name__
+                opt = self.optimizers[id(obj)] = OptimizerState(obj, label)
+                self._index_owner(opt, opt.params())
+                found = True
+        return found
+
+    def _report_stall(self, opt: OptimizerState, n: int) -> None:
+        grads = [p.grad for p in opt.params() if p.grad is not None and not p.grad.is_sparse]
+        nonfinite = bool(grads) and not bool(
+            torch.stack([torch.isfinite(g).all() for g in grads]).all()
+        )
+        step = f"{opt.label}.step()"
+        if opt.steps == 0:
+            what = f"{_plural(n, 'backward pass')} filled the gradients of {opt.label}'s parameters, but {step} never ran"
+        else:
+            what = f"{_plural(n, 'backward pass')} filled the gradients of {opt.label}'s parameters since {step} last ran"
+        if nonfinite:
+            why = (
+                "Its gradients contain Inf/NaN: a GradScaler skips optimizer.step() whenever they do, "
+                "so the model is never updated. Find the source of the non-finite values "
+                "(sanitize(anomaly=True), TS104, TS111), or lower the initial loss scale."
+            )
+        else:
+            why = (
+                "Check the condition around the step (e.g. an accumulation counter that never reaches "
+                "its target), or that the step is called at all."
+            )
+        self.emit(
+            "TS112",
+            f"{what}. {why}",
+            {"optimizer": opt.label, "backward_passes": n, "steps": opt.steps, "nonfinite_grads": nonfinite},
+        )
+
+
+CHECKS = [TrainingChecks]

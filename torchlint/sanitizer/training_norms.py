@@ -1,0 +1,75 @@
+"""Gradient health at the optimizer step (TS111): one fused norm per step.
+
+``torch._foreach_norm`` computes every parameter's gradient norm in one call;
+the total norm is their 2-norm, read back with a single ``.item()`` (the one
+host sync per step that the sanitizer allows itself).  NaN and Inf propagate
+into the total, so a finite total proves every gradient finite; only when it
+is not do we look at the per-parameter norms to name the culprits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from statistics import median
+
+import torch
+
+#: How many recent total norms form the baseline of the explosion test, and
+#: how many are needed before it is trusted.
+HISTORY = 50
+MIN_HISTORY = 5
+
+
+class NormCheck:
+    """Outcome of one step's check: non-finite parameters, or an explosion."""
+
+    __slots__ = ("nan", "inf", "total", "baseline")
+
+    def __init__(self, nan=(), inf=(), total=0.0, baseline=None):
+        self.nan = list(nan)  # indices into the checked gradient list
+        self.inf = list(inf)
+        self.total = total
+        self.baseline = baseline  # running median, set when the total exploded
+
+
+def _norms(grads: list[torch.Tensor]) -> list[torch.Tensor]:
+    dtype = torch.float64 if any(g.dtype == torch.float64 for g in grads) else torch.float32
+    devices = {g.device for g in grads}
+    if len(devices) == 1:
+        return list(torch._foreach_norm(grads, 2, dtype=dtype))
+    # foreach kernels want one device per call; keep the original order.
+    out: list[torch.Tensor | None] = [None] * len(grads)
+    for device in devices:
+        idx = [i for i, g in enumerate(grads) if g.device == device]
+        for i, n in zip(idx, torch._foreach_norm([grads[i] for i in idx], 2, dtype=dtype)):
+            out[i] = n.to(grads[0].device)
+    return out  # type: ignore[return-value]
+
+
+class GradNormMonitor:
+    """Running statistics of one optimizer's total gradient norm."""
+
+    def __init__(self, explosion_factor: float):
+        self.factor = float(explosion_factor)
+        self.history: deque[float] = deque(maxlen=HISTORY)
+
+    def check(self, grads: list[torch.Tensor]) -> NormCheck | None:
+        """None when the gradients look healthy."""
+        grads = [g for g in grads if not g.is_sparse]
+        if not grads:
+            return None
+        norms = torch.stack(_norms(grads))
+        total = float(torch.linalg.vector_norm(norms))  # the one sync per step
+        if not math.isfinite(total):
+            flags = torch.stack([norms.isnan(), norms.isinf()]).tolist()
+            nan = [i for i, bad in enumerate(flags[0]) if bad]
+            inf = [i for i, bad in enumerate(flags[1]) if bad]
+            return NormCheck(nan=nan, inf=inf, total=total)
+        result = None
+        if len(self.history) >= MIN_HISTORY and self.factor > 0:
+            baseline = median(self.history)
+            if baseline > 0 and total > self.factor * baseline:
+                result = NormCheck(total=total, baseline=baseline)
+        self.history.append(total)
+        return result

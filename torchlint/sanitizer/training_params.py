@@ -1,0 +1,227 @@
+"""Per-parameter bookkeeping for the training checks (TS106-TS112).
+
+Every trainable parameter the sanitizer meets (in a root model's first
+forward pass, or in an optimizer's first step) gets one
+``post_accumulate_grad`` hook.  That hook runs once per backward pass per
+parameter, only when a gradient is really accumulated into ``.grad``, and does
+a handful of attribute reads; all the decisions are taken later, once per
+optimizer step.
+
+How "was the gradient cleared?" is answered without looking at its values:
+AccumulateGrad adds a new gradient *in place* into an existing ``.grad``,
+which bumps the tensor's version counter by exactly one.  So if, right after
+an accumulation, ``.grad`` is the very same tensor we saw after the previous
+accumulation and its version moved by exactly one, nothing touched it in
+between: it was not set to None (that makes a new tensor) and not zeroed
+(``zero_()`` is one more version bump).  Writes through ``.grad.data`` bypass
+the version counter, so a suspicion raised that way is confirmed by value,
+lazily and only for the parameters already under suspicion (see
+:meth:`ParamRegistry.watch_values`).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Callable
+
+import torch
+from torch import nn
+
+from .locations import user_frame
+
+# Layers whose behaviour differs between train() and eval().  InstanceNorm
+# only when it keeps running statistics.
+_MODE_DEPENDENT = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
+
+
+def mode_dependent_layers(model: nn.Module) -> list[str]:
+    """Qualified names of the Dropout / BatchNorm-like layers inside ``model``."""
+    names = []
+    for name, module in model.named_modules():
+        if isinstance(module, _MODE_DEPENDENT):
+            names.append(name)
+        elif isinstance(module, nn.modules.instancenorm._InstanceNorm) and module.track_running_stats:
+            names.append(name)
+        elif isinstance(module, nn.MultiheadAttention) and module.dropout > 0:
+            names.append(name)
+    return names
+
+
+def guess_variable_name(obj: object, frame) -> str | None:
+    """The name the user's code uses for ``obj``: a local or global variable
+    of the calling frame, or an attribute of its ``self`` (``self.model``)."""
+    if frame is None:
+        return None
+    for name, value in frame.f_locals.items():
+        if value is obj:
+            return name
+    owner = frame.f_locals.get("self")
+    if owner is not None:
+        for name, value in getattr(owner, "__dict__", {}).items():
+            if value is obj:
+                return f"self.{name}"
+        # nn.Module keeps its children in _modules, not __dict__.
+        for name, value in getattr(owner, "_modules", {}).items():
+            if value is obj:
+                return f"self.{name}"
+    for name, value in frame.f_globals.items():
+        if value is obj:
+            return name
+    return None
+
+
+class RootModel:
+    """A model called from user code (not from inside another module)."""
+
+    __slots__ = ("module", "name", "mode_layers", "last_grad_forward_eval", "__weakref__")
+
+    def __init__(self, module: nn.Module, name: str):
+        self.module = module
+        self.name = name
+        self.mode_layers = mode_dependent_layers(module)
+        #: Whether the latest forward pass with autograd on ran in eval mode.
+        self.last_grad_forward_eval = False
+
+    def qualify(self, name: str) -> str:
+        return f"{self.name}.{name}" if name else self.name
+
+
+class ParamState:
+    """What the sanitizer remembers about one trainable parameter."""
+
+    __slots__ = (
+        "param",
+        "name",
+        "grad_ref",
+        "grad_version",
+        "step_since_grad",
+        "dirty",
+        "evidence",
+        "touched",
+        "backwards_since_step",
+        "handles",
+    )
+
+    def __init__(self, param: torch.Tensor, name: str):
+        self.param = param
+        self.name = name
+        # The .grad tensor (weakly) and its version right after our last look.
+        self.grad_ref: weakref.ref | None = None
+        self.grad_version = -1
+        # An optimizer holding this parameter stepped since our last look.
+        self.step_since_grad = False
+        # .grad still holds contributions from before an optimizer step (TS106).
+        self.dirty = False
+        # Lazily computed proof that an uncleared .grad was non-zero (a bool tensor).
+        self.evidence: torch.Tensor | None = None
+        self.touched = False
+        self.backwards_since_step = 0
+        self.handles: list = []
+
+    def remember_grad(self) -> None:
+        """Note the current .grad as 'seen', e.g. after an optimizer step,
+        so that in-place changes made before it (clipping, unscaling) do not
+        look like a clear."""
+        grad = self.param.grad
+        if grad is None:
+            self.grad_ref = None
+        else:
+            self.grad_ref = weakref.ref(grad)
+            self.grad_version = grad._version
+
+
+class ParamRegistry:
+    """All trainable parameters and root models known to one session."""
+
+    def __init__(self, stall_backwards: int, on_stall: Callable[[ParamState], None]):
+        self.params: dict[int, ParamState] = {}
+        self.roots: dict[int, RootModel] = {}
+        self.root_of: dict[int, RootModel] = {}  # id(param) -> its root model
+        self._stall = max(1, int(stall_backwards))
+        self._on_stall = on_stall
+
+    # -- discovery -----------------------------------------------------------
+    def add_root(self, module: nn.Module, name: str | None = None) -> RootModel:
+        """Track a root model's parameters as ``<name>.<qualified parameter name>``;
+        ``name`` defaults to the variable that holds it in the user's code."""
+        root = self.roots.get(id(module))
+        if root is not None:
+            return root
+        if name is None:
+            name = guess_variable_name(module, user_frame()) or type(module).__name__
+        root = self.roots[id(module)] = RootModel(module, name)
+        for pname, param in module.named_parameters():
+            self.root_of.setdefault(id(param), root)
+            self.track(param, root.qualify(pname))
+        return root
+
+    def track(self, param: torch.Tensor, name: str) -> ParamState | None:
+        """Start watching ``param`` (idempotent); None if it cannot get a gradient."""
+        state = self.params.get(id(param))
+        if state is not None:
+            return state
+        if not (isinstance(param, torch.Tensor) and param.requires_grad and param.is_leaf):
+            return None
+        state = self.params[id(param)] = ParamState(param, name)
+        state.handles.append(param.register_post_accumulate_grad_hook(self._accumulate_hook(state)))
+        return state
+
+    def _accumulate_hook(self, state: ParamState):
+        stall = self._stall
+        on_stall = self._on_stall
+
+        def after_accumulate(param: torch.Tensor) -> None:
+            grad = param.grad
+            if grad is None:
+                return
+            ref = state.grad_ref
+            if ref is not None and ref() is grad and grad._version == state.grad_version + 1:
+                # Added onto an untouched .grad: stale if a step happened in between.
+                if state.step_since_grad:
+                    state.dirty = True
+            else:
+                state.dirty = False
+                state.evidence = None
+            state.grad_ref = weakref.ref(grad)
+            state.grad_version = grad._version
+            state.step_since_grad = False
+            state.touched = True
+            n = state.backwards_since_step = state.backwards_since_step + 1
+            if n % stall == 0:
+                on_stall(state)
+
+        return after_accumulate
+
+    def watch_values(self, state: ParamState) -> None:
+        """Confirm future suspicions of ``state`` by value: before each
+        accumulation that lands on a .grad unchanged since an optimizer step,
+        record whether that .grad is non-zero (no host sync here; the bool
+        tensor is read at the next step).  Needed because ``p.grad.data.zero_()``
+        clears without bumping the version counter."""
+        if len(state.handles) > 1:
+            return
+
+        def before_accumulate(_incoming: torch.Tensor) -> None:
+            grad = state.param.grad
+            ref = state.grad_ref
+            if not state.step_since_grad:
+                return
+            if grad is not None and ref is not None and ref() is grad and grad._version == state.grad_version:
+                state.evidence = grad.detach().ne(0).any()
+            else:
+                state.evidence = None
+
+        state.handles.append(state.param.register_hook(before_accumulate))
+
+    def name_of(self, param: torch.Tensor, fallback: str) -> str:
+        state = self.params.get(id(param))
+        return state.name if state is not None else fallback
+
+    def close(self) -> None:
+        for state in self.params.values():
+            for handle in state.handles:
+                handle.remove()
+            state.handles.clear()
+        self.params.clear()
+        self.roots.clear()
+        self.root_of.clear()

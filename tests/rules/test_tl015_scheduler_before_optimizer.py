@@ -1,0 +1,234 @@
+"""TL015 scheduler-before-optimizer: the LR schedule advanced before the optimizer step."""
+
+CODE = "TL015"
+
+
+def lines(findings):
+    return [f.line for f in findings]
+
+
+# ----- positives ------------------------------------------------------------------------------
+
+
+def test_epoch_scheduler_at_top_of_epoch_loop(lint):
+    findings = lint(
+        """
+        import torch
+        from torch.optim.lr_scheduler import MultiStepLR
+        model = Net()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        scheduler = MultiStepLR(optimizer, milestones=[30, 60])
+        for epoch in range(90):
+            scheduler.step()
+            for images, target in train_loader:
+                loss = criterion(model(images), target)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        """,
+        CODE,
+    )
+    assert lines(findings) == [8]
+    message = findings[0].message
+    assert "`scheduler.step()` runs before `optimizer.step()` (line 13)" in message
+    assert "after the optimizer step" in message
+    assert findings[0].severity == "warning" and findings[0].name == "scheduler-before-optimizer"
+
+
+def test_per_batch_scheduler_before_step(lint):
+    findings = lint(
+        """
+        from transformers import get_linear_schedule_with_warmup
+        def train(model, optimizer, loader, total):
+            lr_scheduler = get_linear_schedule_with_warmup(optimizer, 100, total)
+            for batch in loader:
+                loss = model(**batch).loss
+                loss.backward()
+                lr_scheduler.step()
+                optimizer.step()
+                optimizer.zero_grad()
+        """,
+        CODE,
+    )
+    assert lines(findings) == [8]
+
+
+def test_scheduler_in_helper_called_before_epoch(lint):
+    findings = lint(
+        """
+        import torch
+        class Trainer:
+            def adjust_lr(self):
+                self.scheduler.step()
+            def train_epoch(self, loader):
+                for x, y in loader:
+                    self.optimizer.zero_grad()
+                    self.criterion(self.model(x), y).backward()
+                    self.optimizer.step()
+            def fit(self, loader, epochs):
+                for epoch in range(epochs):
+                    self.adjust_lr()
+                    self.train_epoch(loader)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [5]
+
+
+def test_warmup_scheduler_before_scaler_step(lint):
+    findings = lint(
+        """
+        import torch
+        def train(model, opt, loader, warmup_scheduler):
+            scaler = torch.amp.GradScaler()
+            for epoch in range(10):
+                for x in loader:
+                    if epoch < 1:
+                        warmup_scheduler.step()
+                    scaler.scale(model(x).mean()).backward()
+                    scaler.step(opt)
+                    scaler.update()
+                    opt.zero_grad()
+        """,
+        CODE,
+    )
+    assert lines(findings) == [8]
+
+
+def test_step_function_without_loop(lint):
+    findings = lint(
+        """
+        def training_step(model, batch, optimizer, scheduler):
+            loss = model(batch).mean()
+            loss.backward()
+            scheduler.step()
+            optimizer.step()
+            optimizer.zero_grad()
+            return loss.item()
+        """,
+        CODE,
+    )
+    assert lines(findings) == [5]
+
+
+# ----- hard negatives -------------------------------------------------------------------------
+
+
+def test_plateau_scheduler_with_metric_at_epoch_level(lint):
+    assert not lint(
+        """
+        import torch
+        optimizer = torch.optim.Adam(model.parameters())
+        scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, "min")
+        for epoch in range(20):
+            for x, y in loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            val_loss = evaluate(model)
+            scheduler.step(val_loss)
+        """,
+        CODE,
+    )
+
+
+def test_per_epoch_scheduler_after_batch_loop(lint):
+    assert not lint(
+        """
+        import torch
+        def main(model, loader, epochs):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
+            for epoch in range(epochs):
+                for x, y in loader:
+                    loss = model(x, y)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                scheduler.step()
+        """,
+        CODE,
+    )
+
+
+def test_timm_style_step_with_epoch_argument(lint):
+    assert not lint(
+        """
+        def train(model, optimizer, lr_scheduler, loader, start_epoch, epochs):
+            for epoch in range(start_epoch, epochs):
+                lr_scheduler.step(epoch)
+                for x in loader:
+                    model(x).mean().backward()
+                    optimizer.step()
+                    optimizer.zero_grad()
+        """,
+        CODE,
+    )
+
+
+def test_scheduler_after_step_under_accumulation_guard(lint):
+    assert not lint(
+        """
+        def train(model, optimizer, scheduler, loader, accum):
+            for i, batch in enumerate(loader):
+                (model(**batch).loss / accum).backward()
+                if (i + 1) % accum == 0:
+                    optimizer.step()
+                    scheduler.step()
+                    optimizer.zero_grad()
+        """,
+        CODE,
+    )
+
+
+def test_scheduler_and_optimizer_in_sibling_functions(lint):
+    # Two separate runs called one after the other: the first one's scheduler step is not
+    # before the second one's optimizer step "in the same iteration".
+    assert not lint(
+        """
+        def run_engine(engine, lr_scheduler, loader):
+            for batch in loader:
+                engine.backward(engine(batch).loss)
+                engine.step()
+                lr_scheduler.step()
+        def run_plain(model, optimizer, loader):
+            for batch in loader:
+                model(batch).loss.backward()
+                optimizer.step()
+        for trial in range(3):
+            run_engine(engine, lr_scheduler, loader)
+            run_plain(model, optimizer, loader)
+        """,
+        CODE,
+    )
+
+
+def test_gan_scheduler_after_first_optimizer(lint):
+    assert not lint(
+        """
+        def train(netD, netG, optD, optG, schedD, schedG, loader):
+            for real in loader:
+                netD(real).mean().backward()
+                optD.step()
+                schedD.step()
+                netG(real).mean().backward()
+                optG.step()
+                schedG.step()
+        """,
+        CODE,
+    )
+
+
+def test_scheduler_loop_without_training(lint):
+    # Plotting a schedule: no backward, no optimizer update in the loop.
+    assert not lint(
+        """
+        def plot(scheduler, optimizer, steps):
+            lrs = []
+            for _ in range(steps):
+                scheduler.step()
+                lrs.append(optimizer.param_groups[0]["lr"])
+            return lrs
+        """,
+        CODE,
+    )

@@ -1,0 +1,158 @@
+"""TL015 scheduler-before-optimizer."""
+
+from __future__ import annotations
+
+import ast
+
+from ..lint.rule import Rule, register
+from ..lint.training import exclusive
+
+_STEPS = ("step", "opaque_step")
+
+
+@register
+class SchedulerBeforeOptimizer(Rule):
+    code = "TL015"
+    name = "scheduler-before-optimizer"
+    severity = "warning"
+    summary = "`scheduler.step()` runs before `optimizer.step()` in the same iteration."
+    what = """
+        Reports a learning-rate scheduler's `step()` (no arguments) that runs, within one
+        iteration of a training loop (a loop that runs a backward pass and an optimizer
+        step, possibly in inner loops or helper functions of the same file), before the
+        optimizer's first `step()` of that iteration. `scheduler.step(metric)` calls
+        (`ReduceLROnPlateau`, timm's `step(epoch)`) are not reported.
+    """
+    why = """
+        Since PyTorch 1.1 the scheduler must step *after* the optimizer. Stepping it
+        first moves the schedule one position ahead before any update was made: the
+        first learning rate (often the warm-up's smallest one) is never used, and an
+        epoch-level `StepLR` decays one epoch early. PyTorch only prints a warning
+        ("Detected call of `lr_scheduler.step()` before `optimizer.step()`") that is easy
+        to miss in a long log.
+    """
+    example = """
+        for epoch in range(epochs):
+            scheduler.step()
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    """
+    instead = """
+        for epoch in range(epochs):
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            scheduler.step()  # after the epoch's optimizer steps
+    """
+    VALID = [
+        """
+import torch
+def train(model, loader, epochs):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.StepLR(opt, 30)
+    for epoch in range(epochs):
+        for x, y in loader:
+            opt.zero_grad()
+            model(x).sub(y).pow(2).mean().backward()
+            opt.step()
+        sched.step()
+""",
+        """
+import torch
+def train(model, opt, loader, val_loss):
+    plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(opt)
+    for epoch in range(10):
+        plateau.step(val_loss())
+        for x in loader:
+            model(x).mean().backward()
+            opt.step()
+            opt.zero_grad()
+""",
+    ]
+    INVALID = [
+        """
+import torch
+def train(model, loader, epochs):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.StepLR(opt, 30)
+    for epoch in range(epochs):
+        sched.step()  # expect: TL015
+        for x, y in loader:
+            opt.zero_grad()
+            model(x).sub(y).pow(2).mean().backward()
+            opt.step()
+""",
+        """
+def train(model, optimizer, lr_scheduler, loader):
+    for batch in loader:
+        loss = model(**batch).loss
+        loss.backward()
+        lr_scheduler.step()  # expect: TL015
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+    ]
+
+    def check(self, ctx):
+        training = ctx.training
+        if not any(_is_plain_sched_step(training, c) for c in ctx.calls):
+            return  # the (costlier) loop events are only needed when a scheduler steps
+        reported: set[ast.AST] = set()
+        for loop in training.training_loops:
+            yield from self._check_events(ctx, training.loop_events[loop], reported)
+        for func in _functions_with_both(ctx, training):
+            yield from self._check_events(ctx, training.events(func.body), reported)
+
+    def _check_events(self, ctx, events, reported):
+        for index, event in enumerate(events):
+            if event.kind != "sched_step" or event.node in reported or not _is_plain_sched_step(ctx.training, event.node):
+                continue
+            if any(e.kind in _STEPS and not exclusive(e, event) for e in events[:index]):
+                continue  # an optimizer step already ran in this iteration
+            later = next((e for e in events[index + 1 :] if _same_iteration_step(e, event)), None)
+            if later is None:
+                continue
+            reported.add(event.node)
+            yield self.report(event.node, self._message(ctx, event, later))
+
+    @staticmethod
+    def _message(ctx, sched, step) -> str:
+        step_call = ctx.segment(step.node) or "optimizer.step()"
+        return (
+            f"`{ctx.segment(sched.node)}` runs before `{step_call}` (line {step.node.lineno}) in the same "
+            "iteration, so the schedule advances before the update it should govern and its first learning "
+            "rate is skipped; call it after the optimizer step"
+        )
+
+
+def _is_plain_sched_step(training, call: ast.Call) -> bool:
+    """``scheduler.step()`` with no arguments (``step(metric)``/``step(epoch)`` set their own position)."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "step") or call.args or call.keywords:
+        return False
+    event = training.classify_call(call)
+    return event is not None and event.kind == "sched_step"
+
+
+def _same_iteration_step(event, sched) -> bool:
+    """An optimizer step that runs after ``sched`` in the same iteration of every loop around
+    ``sched``: it sits in those same loops (or deeper), not in a sibling loop or branch."""
+    if event.kind not in _STEPS or exclusive(event, sched):
+        return False
+    depth = len(sched.loops)
+    return event.loops[:depth] == sched.loops
+
+
+def _functions_with_both(ctx, training):
+    """Step functions outside any loop (``def train_step(...)``) that step a scheduler and an
+    optimizer directly; loops are already covered by the training loops."""
+    sched_funcs = set()
+    for call in ctx.calls:
+        if _is_plain_sched_step(training, call) and not ctx.enclosing_loops(call):
+            sched_funcs.add(ctx.enclosing_function(call))
+    sched_funcs.discard(None)
+    return sorted(sched_funcs, key=lambda f: f.lineno)

@@ -1,0 +1,284 @@
+"""Which values are outputs of an output activation (softmax, log_softmax, sigmoid), and
+which loss calls receive them.
+
+Shared by the rules about a loss that applies an activation itself being fed a value
+that already went through it (TL012 softmax into cross-entropy, TL020 sigmoid into
+BCE-with-logits). An activation is recognised as a function (``F.softmax(x, 1)``,
+``torch.sigmoid(x)``), a method (``x.softmax(-1)``), a module instance
+(``self.act = nn.Sigmoid()`` ... ``self.act(x)``), an ``nn.Sequential`` whose last
+layer is one, or a model class of this file whose ``forward`` always returns one.
+Values are followed through names and ``self`` attributes (``dataflow``) and
+through shape-only operations (``.view``, ``.squeeze``, ``[..]``, ``.float()``,
+``clamp``). Precision first: a value counts only when *every* way it can be
+produced goes through the activation (``if self.training: return logits`` in a
+forward makes the model's output unknown, hence silent).
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator
+
+from .dataflow import argument, dataflow, method_call
+
+if TYPE_CHECKING:
+    from .context import FileContext
+
+
+@dataclass(frozen=True)
+class Activation:
+    kind: str
+    functions: frozenset[str]  # qualified names of functions taking the tensor first
+    methods: frozenset[str]  # tensor methods
+    modules: frozenset[str]  # qualified names of module classes
+
+
+ACTIVATIONS = {
+    a.kind: a
+    for a in (
+        Activation(
+            "softmax",
+            frozenset({"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"}),
+            frozenset({"softmax"}),
+            frozenset({"torch.nn.Softmax"}),
+        ),
+        Activation(
+            "log_softmax",
+            frozenset({"torch.log_softmax", "torch.nn.functional.log_softmax", "torch.special.log_softmax"}),
+            frozenset({"log_softmax"}),
+            frozenset({"torch.nn.LogSoftmax"}),
+        ),
+        Activation(
+            "sigmoid",
+            frozenset({"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit"}),
+            frozenset({"sigmoid"}),
+            frozenset({"torch.nn.Sigmoid"}),
+        ),
+    )
+}
+
+# Operations that change only shape, dtype, device or range, not what the values mean.
+TRANSPARENT_METHODS = frozenset(
+    {
+        "view", "reshape", "squeeze", "unsqueeze", "flatten", "contiguous", "float", "double", "half",
+        "to", "cuda", "cpu", "permute", "transpose", "view_as", "reshape_as", "clamp", "clip", "type_as",
+    }
+)
+TRANSPARENT_FUNCTIONS = frozenset({"torch.clamp", "torch.clip", "torch.squeeze", "torch.flatten", "torch.reshape"})
+SEQUENTIAL = "torch.nn.Sequential"
+
+
+@dataclass(frozen=True)
+class ActivationInput:
+    """A loss call whose input is the output of an activation."""
+
+    loss: ast.Call
+    input: ast.AST
+    kind: str  # the activation kind
+    producer: ast.AST  # the activation call (or the model call whose last layer it is)
+
+
+class ActivationTracker:
+    MAX_DEPTH = 6
+
+    def __init__(self, ctx: "FileContext"):
+        self.ctx = ctx
+        self.flow = dataflow(ctx)
+        self._class_outputs: dict[str, tuple[str, ast.AST] | None] = {}
+
+    # ----- objects (modules, losses) ------------------------------------------------------
+    def constructors(self, expr: ast.AST) -> list[str | None]:
+        """Qualified class names of the objects ``expr`` may hold (None: unknown)."""
+        names: list[str | None] = []
+        for origin in self.flow.origins(expr, self._through_module_moves):
+            if isinstance(origin, ast.Call):
+                qual = self.ctx.call_qualname(origin)
+                if qual is None and isinstance(origin.func, ast.Name) and origin.func.id in self.ctx.module_classes:
+                    qual = "<local>." + origin.func.id
+                names.append(qual)
+                continue
+            names.append(None)
+        return names
+
+    @staticmethod
+    def _through_module_moves(expr: ast.AST) -> ast.AST | None:
+        found = method_call(expr)
+        if found is not None and found[0] in ("to", "cuda", "cpu", "train", "eval", "float", "half"):
+            return found[1]
+        return None
+
+    def module_output(self, callee: ast.AST, depth: int) -> tuple[str, ast.AST] | None:
+        """The activation every object ``callee`` may hold applies last, if any."""
+        results = []
+        for origin in self.flow.origins(callee, self._through_module_moves):
+            results.append(self._constructed_output(origin, depth) if isinstance(origin, ast.Call) else None)
+        return _all_same(results)
+
+    def _constructed_output(self, call: ast.Call, depth: int) -> tuple[str, ast.AST] | None:
+        qual = self.ctx.call_qualname(call)
+        if qual is not None:
+            for activation in ACTIVATIONS.values():
+                if qual in activation.modules:
+                    return activation.kind, call
+            if qual == SEQUENTIAL and call.args and not call.keywords:
+                last = call.args[-1]
+                if isinstance(last, ast.Starred):
+                    return None
+                if isinstance(last, ast.Call):
+                    return self._constructed_output(last, depth + 1)
+                return self.module_output(last, depth + 1)
+            return None
+        if isinstance(call.func, ast.Name) and call.func.id in self.ctx.module_classes:
+            return self.class_output(call.func.id, depth + 1)
+        return None
+
+    def class_output(self, class_name: str, depth: int = 0) -> tuple[str, ast.AST] | None:
+        """The activation a module class of this file applies to everything ``forward`` returns."""
+        if class_name in self._class_outputs:
+            return self._class_outputs[class_name]
+        self._class_outputs[class_name] = None  # recursion guard
+        cls = self.ctx.classes.get(class_name)
+        forward = None
+        if cls is not None:
+            forward = next(
+                (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "forward"),
+                None,
+            )
+        result = None
+        if forward is not None and depth <= self.MAX_DEPTH:
+            returns = [
+                node
+                for node in _walk_function(forward)
+                if isinstance(node, ast.Return)
+            ]
+            if returns and all(r.value is not None for r in returns):
+                result = _all_same([self.activation_of(r.value, depth + 1) for r in returns])
+        self._class_outputs[class_name] = result
+        return result
+
+    # ----- values -------------------------------------------------------------------------
+    def _through_transparent(self, expr: ast.AST) -> ast.AST | None:
+        if isinstance(expr, ast.Subscript):
+            return expr.value
+        found = method_call(expr)
+        if found is not None and found[0] in TRANSPARENT_METHODS and self.ctx.call_qualname(expr) is None:
+            return found[1]
+        if isinstance(expr, ast.Call) and expr.args and self.ctx.call_qualname(expr) in TRANSPARENT_FUNCTIONS:
+            return expr.args[0]
+        return None
+
+    def activation_of(self, expr: ast.AST, depth: int = 0) -> tuple[str, ast.AST] | None:
+        """(kind, producing node) when every origin of ``expr`` is the same activation's output."""
+        if depth > self.MAX_DEPTH:
+            return None
+        results = [
+            self._origin_activation(origin, depth) if origin is not None else None
+            for origin in self.flow.origins(expr, self._through_transparent)
+        ]
+        return _all_same(results)
+
+    def _origin_activation(self, origin: ast.AST, depth: int) -> tuple[str, ast.AST] | None:
+        if not isinstance(origin, ast.Call):
+            return None
+        qual = self.ctx.call_qualname(origin)
+        if qual is not None:
+            for activation in ACTIVATIONS.values():
+                if qual in activation.functions:
+                    return activation.kind, origin
+            return None
+        found = method_call(origin)
+        if found is not None:
+            for activation in ACTIVATIONS.values():
+                if found[0] in activation.methods:
+                    return activation.kind, origin
+        # Calling a module object: its last layer.
+        output = self.module_output(origin.func, depth + 1)
+        if output is not None:
+            return output[0], origin
+        return None
+
+    # ----- losses -------------------------------------------------------------------------
+    def loss_calls(self, functions: frozenset[str], modules: frozenset[str]) -> Iterator[ast.Call]:
+        """Calls of the given loss functions, or of objects built from the given loss classes."""
+        holders = self._names_bound_to(modules)
+        for call in self.ctx.calls:
+            qual = self.ctx.call_qualname(call)
+            if qual is not None:
+                if qual in functions:
+                    yield call
+                continue
+            if not isinstance(call.func, (ast.Name, ast.Attribute, ast.Call)):
+                continue
+            if isinstance(call.func, ast.Call):
+                kinds = [self.ctx.call_qualname(call.func)]
+            elif _last_name(call.func) not in holders:
+                continue  # cheap filter: no assignment in the file could give it a loss object
+            else:
+                kinds = self.constructors(call.func)
+            if kinds and all(k in modules for k in kinds):
+                yield call
+
+    def _names_bound_to(self, classes: frozenset[str]) -> set[str]:
+        """Last name parts (``criterion``, ``loss_fn``) assigned an instance of ``classes`` anywhere."""
+        names = set()
+        for node in self.ctx.nodes(ast.Assign):
+            value = node.value
+            while method_call(value) is not None and method_call(value)[0] in ("to", "cuda", "cpu"):
+                value = value.func.value
+            if isinstance(value, ast.Call) and self.ctx.call_qualname(value) in classes:
+                for target in node.targets:
+                    name = _last_name(target)
+                    if name:
+                        names.add(name)
+        return names
+
+    def activation_inputs(
+        self, kinds: frozenset[str], functions: frozenset[str], modules: frozenset[str]
+    ) -> Iterator[ActivationInput]:
+        """Loss calls (of ``functions``/``modules``) whose input is the output of one of ``kinds``."""
+        for call in self.loss_calls(functions, modules):
+            loss_input = argument(call, 0, "input")
+            if loss_input is None:
+                continue
+            found = self.activation_of(loss_input)
+            if found is not None and found[0] in kinds:
+                yield ActivationInput(call, loss_input, found[0], found[1])
+
+
+def _last_name(expr: ast.AST) -> str | None:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    return None
+
+
+def _all_same(results: list) -> tuple[str, ast.AST] | None:
+    if not results or any(r is None for r in results):
+        return None
+    kinds = {r[0] for r in results}
+    return results[0] if len(kinds) == 1 else None
+
+
+def _walk_function(func: ast.AST) -> Iterator[ast.AST]:
+    """Nodes of a function body, not descending into nested functions, lambdas or classes."""
+    stack = list(func.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                stack.append(child)
+
+
+_CACHE: "weakref.WeakKeyDictionary[FileContext, ActivationTracker]" = weakref.WeakKeyDictionary()
+
+
+def activations(ctx: "FileContext") -> ActivationTracker:
+    """The file's shared :class:`ActivationTracker`."""
+    found = _CACHE.get(ctx)
+    if found is None:
+        found = _CACHE[ctx] = ActivationTracker(ctx)
+    return found

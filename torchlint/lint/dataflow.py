@@ -1,0 +1,494 @@
+"""Where values come from: reaching assignments inside one function, cheaply.
+
+Rules often need to know what produced the value a name holds at some point:
+``pred = pred.t()`` ... ``correct[:k].view(-1)``, ``probs = F.softmax(out)`` ...
+``criterion(probs, y)``, ``criterion = nn.CrossEntropyLoss()`` ... ``criterion(x, y)``.
+This module answers that question once per file, for any rule (get the shared
+instance with ``dataflow(ctx)``; it is cached per ``FileContext``).
+
+The model
+---------
+* Every scope (module, function, lambda, class body) has *bindings*: one
+  :class:`Binding` per place a name is assigned — ``x = v``, ``x: T = v``,
+  ``x += v``, ``for x in it``, ``with m as x``, ``(x := v)``, function
+  parameters, ``import``/``def``/``class`` names, ``except E as x``. Tuple
+  unpacking binds each target to the matching element of a literal tuple on the
+  right, otherwise to an unknown value (``value is None``), remembering the
+  whole right-hand side in ``source`` and the position in ``index``.
+* :meth:`Dataflow.reaching` gives the bindings of a name that may reach a point,
+  latest first: walking back in statement order from the point, it collects
+  bindings until one that surely executes before the point (one that is not
+  inside an ``if``/loop/``try``/``match`` branch that the point is not also in).
+  So ``if c: x = a`` / ``else: x = b`` yields both ``b`` and ``a`` (and what came
+  before), while ``x = a`` followed by ``x = b`` yields only ``b``. A binding
+  whose statement contains the point does not reach it (``x = f(x)``: the ``x``
+  inside is the previous value). Names not bound in their function resolve to the
+  enclosing functions, then to the module (every binding there, latest first).
+* :meth:`Dataflow.attribute_bindings` gives ``self.attr = ...`` assignments of
+  a class, across its methods (how a module's layers are found from ``self.fc``).
+* :meth:`Dataflow.origins` chains the two: the expressions that may have
+  produced a value, following names, ``self`` attributes and conditional
+  expressions, and looking through whatever the caller's ``through`` callback
+  says (e.g. ``.to(device)``, ``.view(...)``). Unknown origins are ``None``, so a
+  rule can choose "any origin is X" (recall) or "every origin is X" (precision).
+
+Deliberate limits (cheap and predictable beats clever): no values flowing around
+a loop's back edge (a binding later in a loop body does not reach an earlier use),
+no kill of a name by assignments in *both* branches of an ``if`` (the earlier
+binding is still reported), no aliasing through containers or attributes other
+than ``self.attr``, no inter-procedural flow except through ``self`` attributes.
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Iterator
+
+if TYPE_CHECKING:
+    from .context import FileContext
+
+SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+# Statements whose parts run conditionally or repeatedly: a binding inside one of
+# their blocks does not surely execute before code outside that block.
+BRANCHING = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.match_case, ast.ExceptHandler)
+if hasattr(ast, "TryStar"):  # Python 3.11+
+    BRANCHING = BRANCHING + (ast.TryStar,)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One place where a name receives a value."""
+
+    name: str
+    kind: str  # assign | augassign | for | with | walrus | param | import | def | except | unpack | other
+    stmt: ast.AST  # the statement (or parameter, comprehension, walrus) that binds
+    value: ast.AST | None  # the expression whose value the name gets, when it can be told
+    source: ast.AST | None = None  # augassign: the right operand; for: the iterable; unpack: the whole right side
+    index: int | None = None  # unpack / for-unpack: position of the name in the target tuple
+    position: tuple[int, int] = (0, 0)  # where the binding takes effect (line, column)
+
+
+def _end(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+
+
+def _start(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0) or 0, getattr(node, "col_offset", 0) or 0)
+
+
+class ScopeFlow:
+    """The bindings of one scope, by name, in source order (nested scopes excluded)."""
+
+    def __init__(self, scope: ast.AST):
+        self.scope = scope
+        self.bindings: dict[str, list[Binding]] = {}
+        self.declared_outer: set[str] = set()  # global / nonlocal names
+        self._collect(scope)
+        for found in self.bindings.values():
+            found.sort(key=lambda b: b.position)
+
+    # ----- collection -----------------------------------------------------------------
+    def _add(self, binding: Binding) -> None:
+        self.bindings.setdefault(binding.name, []).append(binding)
+
+    def _bind_target(self, target, kind, stmt, value, source, position, index=None) -> None:
+        if isinstance(target, ast.Name):
+            self._add(Binding(target.id, kind, stmt, value, source, index, position))
+        elif isinstance(target, ast.Starred):
+            self._bind_target(target.value, "unpack", stmt, None, source, position, index)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            literal = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
+            starred = any(isinstance(e, ast.Starred) for e in target.elts)
+            for i, element in enumerate(target.elts):
+                if literal is not None and not starred and len(literal) == len(target.elts):
+                    self._bind_target(element, kind, stmt, literal[i], source, position)
+                else:
+                    self._bind_target(element, "unpack" if kind != "for" else "for", stmt, None,
+                                      source if kind == "for" else value, position, i)
+
+    def _collect(self, scope: ast.AST) -> None:
+        if isinstance(scope, FUNCTIONS):
+            args = scope.args
+            for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+                if arg is not None:
+                    self._add(Binding(arg.arg, "param", arg, None, position=(0, 0)))
+            body = [scope.body] if isinstance(scope, ast.Lambda) else scope.body
+        else:
+            body = scope.body
+        stack = list(reversed(body))
+        while stack:
+            node = stack.pop()
+            self._visit(node)
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, SCOPES) or isinstance(child, COMPREHENSIONS):
+                    # Its name (def/class) was bound by _visit; its inside is another scope.
+                    # Comprehensions bind only their own variables, except walrus targets.
+                    if isinstance(child, COMPREHENSIONS):
+                        for inner in ast.walk(child):
+                            if isinstance(inner, ast.NamedExpr):
+                                self._visit(inner)
+                    else:
+                        for decorator in getattr(child, "decorator_list", ()):
+                            stack.append(decorator)
+                        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                            stack.extend(child.args.defaults)
+                            stack.extend(d for d in child.args.kw_defaults if d is not None)
+                        self._visit_def(child)
+                    continue
+                stack.append(child)
+
+    def _visit_def(self, node: ast.AST) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self._add(Binding(node.name, "def", node, node, position=_start(node)))
+
+    def _visit(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                self._bind_target(target, "assign", node, node.value, None, _end(node))
+        elif isinstance(node, ast.AnnAssign):
+            if node.value is not None:
+                self._bind_target(node.target, "assign", node, node.value, None, _end(node))
+        elif isinstance(node, ast.AugAssign):
+            if isinstance(node.target, ast.Name):
+                self._add(Binding(node.target.id, "augassign", node, node, node.value, None, _end(node)))
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            value = None
+            self._bind_target(node.target, "for", node, value, node.iter, _end(node.target))
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if item.optional_vars is not None:
+                    self._bind_target(item.optional_vars, "with", node, item.context_expr, None,
+                                      _end(item.optional_vars))
+        elif isinstance(node, ast.NamedExpr):
+            self._add(Binding(node.target.id, "walrus", node, node.value, None, None, _end(node)))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                name = alias.asname or alias.name.split(".", 1)[0]
+                if name != "*":
+                    self._add(Binding(name, "import", node, None, position=_end(node)))
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            self._add(Binding(node.name, "except", node, None, position=_start(node.body[0])))
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            self.declared_outer.update(node.names)
+
+
+class Dataflow:
+    """Reaching bindings for any name in a file; build with :func:`dataflow`."""
+
+    MAX_DEPTH = 12
+
+    def __init__(self, ctx: "FileContext"):
+        self.ctx = ctx
+        self._flows: dict[ast.AST, ScopeFlow] = {}
+        self._attributes: dict[ast.ClassDef, dict[str, list[Binding]]] = {}
+
+    # ----- scopes ---------------------------------------------------------------------
+    def scope_of(self, node: ast.AST) -> ast.AST:
+        """The innermost function, lambda, class or module whose code contains ``node``."""
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, SCOPES):
+                return ancestor
+        return self.ctx.tree
+
+    def flow(self, scope: ast.AST) -> ScopeFlow:
+        found = self._flows.get(scope)
+        if found is None:
+            found = self._flows[scope] = ScopeFlow(scope)
+        return found
+
+    # ----- reaching bindings ----------------------------------------------------------
+    def reaching(self, name: str | ast.Name, at: ast.AST | None = None) -> list[Binding]:
+        """Bindings of ``name`` that may give it its value at ``at``, latest first.
+
+        ``name`` may be a ``Name`` node (then ``at`` defaults to it). Empty when the
+        name is bound nowhere in the file (a builtin, a star import)."""
+        if isinstance(name, ast.Name):
+            at = at or name
+            name = name.id
+        assert at is not None
+        comprehension = self._comprehension_binding(name, at)
+        if comprehension is not None:
+            return [comprehension]
+        scope = self.scope_of(at)
+        first = True
+        while True:
+            flow = self.flow(scope)
+            if name in flow.bindings and name not in flow.declared_outer:
+                found = flow.bindings[name]
+                if first and not isinstance(scope, ast.ClassDef):
+                    return self._reaching_in(found, at, scope)
+                return list(reversed(found))
+            if isinstance(scope, ast.Module):
+                return []
+            first = False
+            scope = self.scope_of(scope)
+            while isinstance(scope, ast.ClassDef):  # class bodies do not enclose their methods
+                scope = self.scope_of(scope)
+            if name in flow.declared_outer:
+                scope = self.ctx.tree
+
+    def _comprehension_binding(self, name: str, at: ast.AST) -> Binding | None:
+        for ancestor in self.ctx.ancestors(at):
+            if isinstance(ancestor, COMPREHENSIONS):
+                for generator in ancestor.generators:
+                    for target in ast.walk(generator.target):
+                        if isinstance(target, ast.Name) and target.id == name:
+                            return Binding(name, "for", generator, None, generator.iter, None, _end(target))
+            elif isinstance(ancestor, SCOPES):
+                return None
+        return None
+
+    def _reaching_in(self, bindings: list[Binding], at: ast.AST, scope: ast.AST) -> list[Binding]:
+        point = _start(at)
+        at_ancestors = set(map(id, self.ctx.ancestors(at)))
+        found: list[Binding] = []
+        for binding in reversed(bindings):
+            if binding.position > point or id(binding.stmt) in at_ancestors:
+                # Later in the code, or the statement that contains the point (x = f(x)):
+                # except for a loop header, whose target is bound before its body runs.
+                if not (isinstance(binding.stmt, (ast.For, ast.AsyncFor)) and binding.position <= point):
+                    continue
+            if self._exclusive(binding.stmt, at_ancestors):
+                continue
+            found.append(binding)
+            if self._surely_before(binding.stmt, at_ancestors, scope):
+                break
+        return found
+
+    def _exclusive(self, stmt: ast.AST, at_ancestors: set[int]) -> bool:
+        """Whether ``stmt`` and the point are in blocks that never both run (``if`` body
+        and ``else``, two ``except`` handlers, two ``match`` cases)."""
+        child = stmt
+        for ancestor in self.ctx.ancestors(stmt):
+            if id(ancestor) in at_ancestors:  # the lowest common ancestor
+                return _exclusive_blocks(ancestor, child, at_ancestors)
+            child = ancestor
+        return False
+
+    def _surely_before(self, stmt: ast.AST, at_ancestors: set[int], scope: ast.AST) -> bool:
+        if isinstance(stmt, ast.arg):
+            return True
+        child = stmt
+        for ancestor in self.ctx.ancestors(stmt):
+            if ancestor is scope:
+                return True
+            if isinstance(ancestor, BRANCHING) and id(ancestor) not in at_ancestors:
+                # The binding is in a block of a branching statement the point is outside
+                # of: it may not have run. A for-loop's own target does run, though.
+                if not (isinstance(ancestor, (ast.For, ast.AsyncFor)) and child is ancestor.target):
+                    return False
+            if isinstance(ancestor, BRANCHING) and id(ancestor) in at_ancestors:
+                if not _same_block(ancestor, child, at_ancestors):
+                    return False
+            child = ancestor
+        return True
+
+    # ----- self attributes ------------------------------------------------------------
+    def enclosing_class(self, node: ast.AST) -> ast.ClassDef | None:
+        """The class whose method (or nested function) contains ``node``."""
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, ast.ClassDef):
+                return ancestor
+        return None
+
+    def attribute_bindings(self, cls: ast.ClassDef, attr: str) -> list[Binding]:
+        """``self.attr = value`` (and ``self.attr: T = value``) in the methods of ``cls``, in source order."""
+        table = self._attributes.get(cls)
+        if table is None:
+            table = self._attributes[cls] = self._collect_attributes(cls)
+        return table.get(attr, [])
+
+    def _collect_attributes(self, cls: ast.ClassDef) -> dict[str, list[Binding]]:
+        table: dict[str, list[Binding]] = {}
+        for method in cls.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
+                continue
+            receiver = method.args.args[0].arg
+            for node in ast.walk(method):
+                if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    value = node.value
+                    for target in targets:
+                        for element, element_value in _pairs(target, value):
+                            if (
+                                isinstance(element, ast.Attribute)
+                                and isinstance(element.value, ast.Name)
+                                and element.value.id == receiver
+                            ):
+                                kind = "augassign" if isinstance(node, ast.AugAssign) else "assign"
+                                table.setdefault(element.attr, []).append(
+                                    Binding(element.attr, kind, node, element_value, None, None, _end(node))
+                                )
+        for found in table.values():
+            found.sort(key=lambda b: b.position)
+        return table
+
+    def self_attribute(self, expr: ast.AST) -> tuple[ast.ClassDef, str] | None:
+        """For ``self.attr`` inside a method: (the class, ``attr``); else None."""
+        if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)):
+            return None
+        function = self.ctx.enclosing_function(expr)
+        while function is not None:
+            parent = self.ctx.parent(function)
+            if isinstance(parent, ast.ClassDef):
+                args = function.args.args
+                if args and args[0].arg == expr.value.id:
+                    return parent, expr.attr
+                return None
+            function = self.ctx.enclosing_function(function)
+        return None
+
+    # ----- origins ---------------------------------------------------------------------
+    def origins(
+        self,
+        expr: ast.AST,
+        through: Callable[[ast.AST], ast.AST | None] | None = None,
+        at: ast.AST | None = None,
+    ) -> list[ast.AST | None]:
+        """Expressions that may have produced the value of ``expr``.
+
+        Follows names (reaching plain assignments), ``self.attr`` (every assignment
+        in the class), ``a if c else b`` (both arms), and ``through(e)`` when it
+        returns a sub-expression to look through. Anything else is an origin itself;
+        ``None`` stands for a value that cannot be told (parameter, loop variable,
+        unpacked call result, augmented assignment, too deep)."""
+        found: list[ast.AST | None] = []
+        self._origins(expr, through, at, found, set(), 0)
+        return found
+
+    def _origins(self, expr, through, at, found, seen, depth) -> None:
+        if depth > self.MAX_DEPTH or id(expr) in seen:
+            found.append(None)
+            return
+        seen.add(id(expr))
+        if isinstance(expr, ast.NamedExpr):
+            return self._origins(expr.value, through, at, found, seen, depth + 1)
+        if isinstance(expr, ast.IfExp):
+            self._origins(expr.body, through, at, found, seen, depth + 1)
+            self._origins(expr.orelse, through, at, found, seen, depth + 1)
+            return
+        if isinstance(expr, ast.Name) and isinstance(expr.ctx, ast.Load):
+            bindings = self.reaching(expr.id, at or expr)
+            if not bindings:
+                found.append(None)
+            for binding in bindings:
+                if binding.kind in ("assign", "walrus", "with") and binding.value is not None:
+                    self._origins(binding.value, through, None, found, seen, depth + 1)
+                else:
+                    found.append(None)
+            return
+        owner = self.self_attribute(expr)
+        if owner is not None:
+            bindings = self.attribute_bindings(*owner)
+            if not bindings:
+                found.append(None)
+            for binding in bindings:
+                if binding.kind == "assign" and binding.value is not None:
+                    self._origins(binding.value, through, None, found, seen, depth + 1)
+                else:
+                    found.append(None)
+            return
+        if through is not None:
+            inner = through(expr)
+            if inner is not None:
+                return self._origins(inner, through, None, found, seen, depth + 1)
+        found.append(expr)
+
+    def iter_origins(self, expr, through=None) -> Iterator[ast.AST | None]:
+        yield from self.origins(expr, through)
+
+
+def _block_of(branching: ast.AST, child: ast.AST) -> tuple[str, ast.AST | None]:
+    """Which block of ``branching`` holds ``child`` (a node directly under it):
+    the field name, plus the handler or case itself for ``except``/``case`` blocks."""
+    for field_name in ("body", "orelse", "finalbody", "handlers", "cases"):
+        block = getattr(branching, field_name, None)
+        if isinstance(block, list) and any(s is child for s in block):
+            return field_name, child if field_name in ("handlers", "cases") else None
+    return "", None
+
+
+def _same_block(branching: ast.AST, child: ast.AST, at_ancestors: set[int]) -> bool:
+    """Whether ``child`` (a node directly under ``branching``) sits in the same block of
+    ``branching`` as the point whose ancestors are ``at_ancestors`` (e.g. both in the
+    ``if`` body, not one in the body and one in ``else``; the same ``except`` handler)."""
+    mine = _block_of(branching, child)
+    for field_name in ("body", "orelse", "finalbody", "handlers", "cases"):
+        block = getattr(branching, field_name, None)
+        if isinstance(block, list):
+            for s in block:
+                if id(s) in at_ancestors:
+                    return mine == _block_of(branching, s)
+    return True
+
+
+def _exclusive_blocks(branching: ast.AST, child: ast.AST, at_ancestors: set[int]) -> bool:
+    """Whether the block of ``branching`` holding ``child`` and the block holding the point
+    never both run in one pass: ``if`` body vs ``else``; two ``except`` handlers, a handler
+    vs the ``try``'s ``else``; two ``match`` cases."""
+    if _same_block(branching, child, at_ancestors):
+        return False
+    mine, _ = _block_of(branching, child)
+    theirs = ""
+    for field_name in ("body", "orelse", "finalbody", "handlers", "cases"):
+        block = getattr(branching, field_name, None)
+        if isinstance(block, list) and any(id(s) in at_ancestors for s in block):
+            theirs = field_name
+    if isinstance(branching, ast.If) or mine == theirs == "cases":
+        return True
+    if isinstance(branching, ast.Try) or type(branching).__name__ == "TryStar":
+        return {mine, theirs} <= {"handlers", "orelse"}
+    return False
+
+
+def _pairs(target: ast.AST, value: ast.AST | None) -> Iterator[tuple[ast.AST, ast.AST | None]]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        literal = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
+        for i, element in enumerate(target.elts):
+            if literal is not None and len(literal) == len(target.elts):
+                yield from _pairs(element, literal[i])
+            else:
+                yield from _pairs(element, None)
+    else:
+        yield target, value
+
+
+_CACHE: "weakref.WeakKeyDictionary[FileContext, Dataflow]" = weakref.WeakKeyDictionary()
+
+
+def dataflow(ctx: "FileContext") -> Dataflow:
+    """The file's shared :class:`Dataflow` (built on first use, then reused by every rule)."""
+    found = _CACHE.get(ctx)
+    if found is None:
+        found = _CACHE[ctx] = Dataflow(ctx)
+    return found
+
+
+# ----- small shared helpers for the value rules ----------------------------------------
+def method_call(expr: ast.AST) -> tuple[str, ast.AST] | None:
+    """For ``obj.meth(...)``: (``meth``, ``obj``); else None."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        return expr.func.attr, expr.func.value
+    return None
+
+
+def keyword(call: ast.Call, name: str) -> ast.keyword | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw
+    return None
+
+
+def argument(call: ast.Call, position: int, name: str) -> ast.AST | None:
+    """The argument passed for a parameter, by position or by keyword."""
+    kw = keyword(call, name)
+    if kw is not None:
+        return kw.value
+    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
+    if len(positional) == len(call.args) and position < len(call.args):
+        return call.args[position]
+    return None

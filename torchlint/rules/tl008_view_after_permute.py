@@ -1,0 +1,340 @@
+"""TL008 view-after-permute."""
+
+from __future__ import annotations
+
+import ast
+
+from ..lint.dataflow import dataflow, method_call
+from ..lint.rule import Rule, register
+
+# Operations whose result shares storage with a reordered stride layout.
+PERMUTING_METHODS = frozenset({"permute", "transpose", "t", "swapaxes", "swapdims", "movedim", "moveaxis"})
+PERMUTING_ATTRIBUTES = frozenset({"T", "mT", "mH", "H"})
+PERMUTING_FUNCTIONS = frozenset(
+    {"torch.transpose", "torch.permute", "torch.t", "torch.swapaxes", "torch.swapdims", "torch.movedim", "torch.moveaxis"}
+)
+# Elementwise and conversion methods: their result keeps the input's (non-contiguous)
+# strides (TensorIterator follows the input layout; `.clone()` and `.to()` default to
+# `preserve_format`, which keeps the strides of a permuted tensor).
+LAYOUT_KEEPING_METHODS = frozenset(
+    {
+        "eq", "ne", "lt", "le", "gt", "ge", "float", "half", "double", "bfloat16", "int", "long", "bool",
+        "byte", "short", "char", "to", "type", "type_as", "detach", "clone", "cpu", "cuda", "abs", "neg", "exp",
+        "log", "sqrt", "rsqrt", "sigmoid", "tanh", "relu", "clamp", "clamp_min", "clamp_max", "mul", "add",
+        "sub", "div", "pow", "masked_fill", "logical_not", "sign", "round", "floor", "ceil", "requires_grad_",
+    }
+)
+# Operations whose result has a known number of dimensions.
+SHAPE_METHODS = frozenset({"view", "reshape", "expand", "new_zeros", "new_ones", "new_empty", "new_full"})
+SHAPE_FACTORIES = frozenset(
+    {"torch.zeros", "torch.ones", "torch.empty", "torch.randn", "torch.rand", "torch.full", "torch.randint"}
+)
+RANK_KEEPING_METHODS = LAYOUT_KEEPING_METHODS | PERMUTING_METHODS | {"contiguous", "softmax", "log_softmax"}
+
+
+def _is_minus_one(expr: ast.AST) -> bool:
+    return (
+        isinstance(expr, ast.UnaryOp)
+        and isinstance(expr.op, ast.USub)
+        and isinstance(expr.operand, ast.Constant)
+        and expr.operand.value == 1
+    )
+
+
+def _shape_args(call: ast.Call) -> list[ast.AST] | None:
+    """The sizes passed to ``view``/``reshape``-like calls, when written out; None otherwise."""
+    args = call.args
+    if call.keywords or any(isinstance(a, ast.Starred) for a in args) or not args:
+        return None
+    if len(args) == 1:
+        only = args[0]
+        if isinstance(only, (ast.Tuple, ast.List)):
+            if any(isinstance(e, ast.Starred) for e in only.elts):
+                return None
+            return list(only.elts)
+        if isinstance(only, ast.Constant) and isinstance(only.value, int) or _is_minus_one(only):
+            return [only]
+        return None  # a shape held in a variable, or a dtype: cannot tell
+    return list(args)
+
+
+def _is_product(expr: ast.AST) -> bool:
+    """``h * w``: a product of at least two non-constant factors (a merged size)."""
+    if not (isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult)):
+        return False
+    factors, stack = [], [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            stack.extend((node.left, node.right))
+        else:
+            factors.append(node)
+    return sum(not isinstance(f, ast.Constant) for f in factors) >= 2
+
+
+class _Layout:
+    """Layout facts for one file: which expressions hold permuted views, and ranks."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.flow = dataflow(ctx)
+        self._shape_unpacks: dict[ast.AST, dict[str, list[tuple[ast.AST, int]]]] = {}
+
+    # ----- permuted origins -----------------------------------------------------------------
+    def permuting_op(self, expr: ast.AST) -> ast.AST | None:
+        """``expr`` itself if it is a permuting operation."""
+        if isinstance(expr, ast.Attribute) and expr.attr in PERMUTING_ATTRIBUTES and isinstance(expr.ctx, ast.Load):
+            return expr
+        if isinstance(expr, ast.Call):
+            qual = self.ctx.call_qualname(expr)
+            if qual in PERMUTING_FUNCTIONS:
+                return expr
+            if qual is None and isinstance(expr.func, ast.Attribute) and expr.func.attr in PERMUTING_METHODS:
+                return expr
+        return None
+
+    @staticmethod
+    def through_layout_keeping(expr: ast.AST) -> ast.AST | None:
+        """Look through operations whose result keeps the input's strides."""
+        if isinstance(expr, ast.Subscript):
+            index = expr.slice
+            parts = index.elts if isinstance(index, ast.Tuple) else [index]
+            if all(isinstance(p, ast.Slice) or (isinstance(p, ast.Constant) and p.value is Ellipsis) for p in parts):
+                return expr.value
+            return None
+        found = method_call(expr)
+        if found is not None:
+            method, receiver = found
+            if method in LAYOUT_KEEPING_METHODS and not any(kw.arg == "memory_format" for kw in expr.keywords):
+                return receiver
+            return None
+        if isinstance(expr, ast.BinOp) and not isinstance(expr.op, ast.MatMult):
+            if isinstance(expr.right, ast.Constant):
+                return expr.left
+            if isinstance(expr.left, ast.Constant):
+                return expr.right
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+            return expr.operand
+        return None
+
+    def permuted_origin(self, expr: ast.AST) -> ast.AST | None:
+        """The permuting operation that may have produced ``expr``'s value, if any."""
+        for origin in self.flow.origins(expr, self.through_layout_keeping):
+            if origin is not None and self.permuting_op(origin) is not None:
+                return origin
+        return None
+
+    # ----- ranks ------------------------------------------------------------------------------
+    def rank_of_permuted(self, op: ast.AST) -> int | None:
+        if isinstance(op, ast.Attribute):
+            return 2 if op.attr == "T" else self.rank(op.value)
+        qual = self.ctx.call_qualname(op)
+        method = op.func.attr if isinstance(op.func, ast.Attribute) else None
+        if qual in ("torch.t",) or (qual is None and method == "t"):
+            return 2
+        if qual == "torch.permute" and len(op.args) == 2 and isinstance(op.args[1], (ast.Tuple, ast.List)):
+            return len(op.args[1].elts)
+        if qual is None and method == "permute":
+            if len(op.args) == 1 and isinstance(op.args[0], (ast.Tuple, ast.List)):
+                return len(op.args[0].elts)
+            if op.args and not any(isinstance(a, ast.Starred) for a in op.args) and len(op.args) > 1:
+                return len(op.args)
+            return None
+        base = op.args[0] if qual is not None and op.args else op.func.value if method else None
+        return self.rank(base) if base is not None else None
+
+    def rank(self, expr: ast.AST, depth: int = 0) -> int | None:
+        """The number of dimensions of ``expr``'s value, when every origin tells the same."""
+        if depth > 4:
+            return None
+        ranks = set()
+        for origin in self.flow.origins(expr):
+            ranks.add(self._rank_of_origin(origin, depth) if origin is not None else None)
+        if isinstance(expr, ast.Name) and (None in ranks or not ranks):
+            unpacked = self._rank_from_shape_unpack(expr)
+            if unpacked is not None:
+                return unpacked
+        return ranks.pop() if len(ranks) == 1 else None
+
+    def _rank_of_origin(self, origin: ast.AST, depth: int) -> int | None:
+        if not isinstance(origin, ast.Call):
+            if isinstance(origin, ast.Attribute) and origin.attr in PERMUTING_ATTRIBUTES:
+                return self.rank(origin.value, depth + 1)
+            return None
+        qual = self.ctx.call_qualname(origin)
+        if qual in SHAPE_FACTORIES or qual == "torch.reshape":
+            args = origin.args[1:] if qual == "torch.reshape" else origin.args
+            if qual == "torch.full" and args:
+                args = args[:1]
+            shape = _shape_args(ast.Call(func=origin.func, args=list(args), keywords=[]))
+            return len(shape) if shape is not None else None
+        found = method_call(origin)
+        if found is None or qual is not None:
+            return None
+        method, receiver = found
+        if method in SHAPE_METHODS:
+            shape = _shape_args(origin)
+            return len(shape) if shape is not None else None
+        if method == "permute":
+            return self.rank_of_permuted(origin)
+        if method in ("unsqueeze", "squeeze") and origin.args:
+            inner = self.rank(receiver, depth + 1)
+            return None if inner is None else inner + (1 if method == "unsqueeze" else -1)
+        if method == "flatten":
+            if not origin.args and not origin.keywords:
+                return 1
+            start = origin.args[0] if origin.args else None
+            if len(origin.args) == 1 and isinstance(start, ast.Constant) and isinstance(start.value, int):
+                return start.value + 1 if start.value >= 0 else None
+            return None
+        if method in RANK_KEEPING_METHODS:
+            return self.rank(receiver, depth + 1)
+        return None
+
+    def _rank_from_shape_unpack(self, name: ast.Name) -> int | None:
+        """``B, N, C = x.shape`` (or ``x.size()``) with the same value of ``x`` reaching here."""
+        scope = self.flow.scope_of(name)
+        table = self._shape_unpacks.get(scope)
+        if table is None:
+            table = self._shape_unpacks[scope] = self._collect_shape_unpacks(scope)
+        here = {id(b.stmt) for b in self.flow.reaching(name)}
+        for node, rank in table.get(name.id, ()):
+            there = {id(b.stmt) for b in self.flow.reaching(name.id, node)}
+            if here and here == there:
+                return rank
+        return None
+
+    def _collect_shape_unpacks(self, scope: ast.AST) -> dict[str, list[tuple[ast.AST, int]]]:
+        table: dict[str, list[tuple[ast.AST, int]]] = {}
+        for binding_list in self.flow.flow(scope).bindings.values():
+            for binding in binding_list:
+                source = binding.source
+                if binding.kind != "unpack" or binding.index != 0 or source is None:
+                    continue
+                target = binding.stmt.targets[0] if isinstance(binding.stmt, ast.Assign) else None
+                if not isinstance(target, (ast.Tuple, ast.List)) or any(
+                    isinstance(e, ast.Starred) for e in target.elts
+                ):
+                    continue
+                holder = None
+                if isinstance(source, ast.Attribute) and source.attr == "shape":
+                    holder = source.value
+                elif method_call(source) is not None and method_call(source)[0] == "size" and not source.args:
+                    holder = source.func.value
+                if isinstance(holder, ast.Name):
+                    table.setdefault(holder.id, []).append((source, len(target.elts)))
+        return table
+
+
+def _merges(shape: list[ast.AST], rank: int | None) -> bool:
+    """Whether a view to ``shape`` evidently merges dimensions of a rank-``rank`` tensor."""
+    if rank is not None:
+        # Fewer dimensions than the permuted tensor: some of them are merged. More: a
+        # split (always legal on any strides). Same count: a relabel we cannot judge.
+        return len(shape) < rank
+    if len(shape) == 1:
+        return True  # flattening a tensor of at least two dimensions
+    return len(shape) == 2 and any(_is_minus_one(s) or _is_product(s) for s in shape)
+
+
+@register
+class ViewAfterPermute(Rule):
+    code = "TL008"
+    name = "view-after-permute"
+    severity = "error"
+    summary = "`.view()` merges dimensions of a permuted (non-contiguous) tensor."
+    what = """
+        Reports a `.view(...)` whose input comes from `.permute`, `.transpose`, `.t()`,
+        `.T`, `.mT`, `.mH`, `.swapaxes`, `.swapdims`, `.movedim` or `torch.transpose` /
+        `torch.permute` — directly, through variables, through slicing, or through
+        elementwise ops that keep the strides (`.eq()`, `.float()`, `.clone()`, `* 2`)
+        — with no `.contiguous()` or `.reshape()` in between, when the new shape merges
+        dimensions: `-1` to flatten, a product such as `h * w`, or fewer dimensions
+        than the permuted tensor has. Views that only split a dimension (`(B, N, C)`
+        transposed, then viewed as `(B, C, H, W)`) are legal and not reported.
+    """
+    why = """
+        A permuted tensor shares its storage with the original, so its elements are
+        no longer laid out in order. `.view()` never copies: when the new shape merges
+        dimensions that are not adjacent in memory, PyTorch raises "view size is not
+        compatible with input tensor's size and stride". The classic case is the top-k
+        accuracy helper (`pred = pred.t()`, `correct = pred.eq(...)`,
+        `correct[:k].view(-1)`), which broke for many users when comparison results
+        started keeping the strides of their input. The crash often hides in a code
+        path that runs rarely (evaluation, a non-default config).
+    """
+    example = """
+        pred = output.topk(maxk, 1, True, True)[1].t()
+        correct = pred.eq(target.view(1, -1).expand_as(pred))
+        correct_k = correct[:k].view(-1).float().sum(0)
+    """
+    instead = """
+        pred = output.topk(maxk, 1, True, True)[1].t()
+        correct = pred.eq(target.view(1, -1).expand_as(pred))
+        correct_k = correct[:k].reshape(-1).float().sum(0)
+    """
+    VALID = [
+        """
+import torch
+def to_map(x, H, W):
+    B, N, C = x.shape
+    return x.transpose(1, 2).view(B, C, H, W)
+""",
+        """
+import torch
+def heads(x, B, T, C):
+    y = x.transpose(1, 2).contiguous().view(B, T, C)
+    z = x.permute(0, 2, 1, 3).reshape(B, T, -1)
+    return y, z
+""",
+    ]
+    INVALID = [
+        """
+import torch
+def accuracy(output, target, topk=(1,)):
+    maxk = max(topk)
+    _, pred = output.topk(maxk, 1, True, True)
+    pred = pred.t()
+    correct = pred.eq(target.view(1, -1).expand_as(pred))
+    res = []
+    for k in topk:
+        correct_k = correct[:k].view(-1).float().sum(0)  # expect: TL008
+        res.append(correct_k)
+    return res
+""",
+        """
+import torch
+def flatten_tokens(feat):
+    n, c, h, w = feat.shape
+    return feat.permute(0, 2, 3, 1).view(n, h * w, c)  # expect: TL008
+""",
+    ]
+
+    def check(self, ctx):
+        layout = None
+        for call in ctx.calls:
+            func = call.func
+            if not (isinstance(func, ast.Attribute) and func.attr == "view"):
+                continue
+            shape = _shape_args(call)
+            if shape is None:
+                continue
+            layout = layout or _Layout(ctx)
+            permuted = layout.permuted_origin(func.value)
+            if permuted is None:
+                continue
+            if not _merges(shape, layout.rank_of_permuted(permuted)):
+                continue
+            yield self.report(call, self._message(ctx, call, permuted))
+
+    @staticmethod
+    def _message(ctx, call, permuted) -> str:
+        op = ctx.segment(permuted) or "permute"
+        if len(op) > 40:
+            op = op[:37] + "..."
+        where = "" if permuted.lineno == call.lineno else f" (line {permuted.lineno})"
+        return (
+            f"`.view(...)` merges dimensions of the non-contiguous result of `{op}`{where}: this raises "
+            "\"view size is not compatible with input tensor's size and stride\"; use `.reshape(...)` "
+            "instead, or call `.contiguous()` before `.view(...)`"
+        )

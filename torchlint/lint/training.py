@@ -312,7 +312,8 @@ class TrainingModel:
         has_loss = any((symbol(a) or "").rsplit(".", 1)[-1].startswith("loss") for a in args)
         if has_opt and has_loss:
             opt = next(symbol(a) for a in args if symbol(a) and self.role_of(a) == OPTIMIZER)
-            return Event("opaque_step", call, target=opt)
+            loss = next(a for a in args if (symbol(a) or "").rsplit(".", 1)[-1].startswith("loss"))
+            return Event("opaque_step", call, target=opt, arg=loss)
         return None
 
     # ----- resolving calls into this file -------------------------------------------------------
@@ -321,16 +322,7 @@ class TrainingModel:
         ctx = self.ctx
         func = call.func
         if isinstance(func, ast.Name):
-            candidates = ctx.functions.get(func.id)
-            if not candidates:
-                return None
-            # Prefer a definition visible from the call: nested in an enclosing function, else module level.
-            scopes = [a for a in ctx.ancestors(call) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module))]
-            for scope in scopes:
-                for cand in candidates:
-                    if ctx.parent(cand) is scope:
-                        return cand
-            return None
+            return self.resolve_function_name(func.id, call)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
             cls = ctx.enclosing(call, ast.ClassDef)
             while cls is not None:
@@ -339,6 +331,31 @@ class TrainingModel:
                         return stmt
                 cls = self._local_base(cls)
         return None
+
+    def resolve_function_name(self, name: str, at: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The function called ``name`` visible from ``at``: nested in an enclosing function, else module level."""
+        ctx = self.ctx
+        candidates = ctx.functions.get(name)
+        if not candidates:
+            return None
+        # A def may sit in a block (``for ...: def _backward(loss): ...``): its scope is what matters.
+        for scope in ctx.ancestors(at):
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+                for cand in candidates:
+                    if ctx.enclosing_scope(cand) is scope:
+                        return cand
+        return None
+
+    def _step_closures(self, call: ast.Call, stack) -> list:
+        found = []
+        for arg in list(call.args) + [kw.value for kw in call.keywords if kw.arg == "closure"]:
+            if isinstance(arg, ast.Lambda):
+                found.append(arg)
+            elif isinstance(arg, ast.Name):
+                func = self.resolve_function_name(arg.id, call)
+                if func is not None and func not in stack and len(stack) < self.MAX_INLINE_DEPTH:
+                    found.append(func)
+        return found
 
     def _local_base(self, cls: ast.ClassDef) -> ast.ClassDef | None:
         for base in cls.bases:
@@ -416,6 +433,14 @@ class TrainingModel:
         for call in calls:
             event = self.classify_call(call)
             if event is not None:
+                if event.kind == "step":
+                    # `optimizer.step(closure)` (LBFGS) runs the closure -- its zero_grad and
+                    # backward -- inside the step, before the update.
+                    for closure in self._step_closures(call, stack):
+                        if isinstance(closure, ast.Lambda):
+                            self._walk_expr(closure.body, out, guards, loops, via + (call,), withs, stack)
+                        else:
+                            self._walk_block(closure.body, out, guards, loops, via + (call,), withs, stack + (closure,))
                 out.append(_place(event, guards, loops, via, withs))
                 continue
             target = self.resolve_local_call(call)
@@ -454,6 +479,386 @@ class TrainingModel:
             if not any(other is not loop and self.ctx.is_inside(other, loop) for other in loops):
                 yield loop
 
+    # ----- iterations: where each optimizer step is judged --------------------------------------
+    def loop_has_backward(self, loop: ast.AST) -> bool:
+        """Whether one iteration of ``loop`` runs a backward pass (directly, in inner loops or in called code)."""
+        return any(e.kind in BACKWARD_KINDS for e in self.loop_events.get(loop, ()))
+
+    @cached_property
+    def step_units(self) -> list["Unit"]:
+        """The blocks that stand for one training iteration, each with the optimizer steps it judges.
+
+        A step is judged by the innermost loop around it (through calls into this file's
+        functions) whose iteration runs a backward; loops in between that run no backward
+        (``for opt in optimizers: opt.step()``) are transparent. A step that no such loop
+        reaches is judged by every function whose body runs both a backward and the step:
+        such a function (``train_step(batch)``, detectron2's ``run_step``, Lightning's manual
+        ``training_step``) is called once per iteration by a caller this file does not show.
+        """
+        if not any(isinstance(c.func, ast.Attribute) and c.func.attr == "step" for c in self.ctx.calls):
+            return []
+        units: list[Unit] = []
+        judged: set[ast.AST] = set()
+        for loop, events in self.loop_events.items():
+            if not any(e.kind in BACKWARD_KINDS for e in events):
+                continue
+            steps = tuple(
+                i
+                for i, e in enumerate(events)
+                if e.kind == "step" and not any(self.loop_has_backward(inner) for inner in e.loops)
+            )
+            if steps:
+                units.append(Unit(loop, tuple(events), steps))
+                judged.update(events[i].node for i in steps)
+        for func in self.ctx.nodes(ast.FunctionDef, ast.AsyncFunctionDef):
+            if func.name.startswith("test") or _in_test_function(self.ctx, func):
+                continue  # a test runs one step to check something; it is not an iteration
+            events = self.function_events(func)
+            if not any(e.kind in BACKWARD_KINDS and not self._loss_is_parameter(e, func) for e in events):
+                continue  # a backward-and-step utility fed the caller's loss (timm's NativeScaler)
+            steps = tuple(
+                i
+                for i, e in enumerate(events)
+                if e.kind == "step"
+                and e.node not in judged
+                and not any(self.loop_has_backward(inner) for inner in e.loops)
+            )
+            if steps:
+                units.append(Unit(func, tuple(events), steps))
+        return units
+
+    def _loss_is_parameter(self, event: Event, func: ast.AST) -> bool:
+        """Whether a backward's loss is a parameter of ``func`` (its caller computed it)."""
+        if event.via or event.arg is None:
+            return False
+        root = event.arg
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        if isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute):
+            return self._loss_is_parameter(Event(event.kind, event.node, arg=root.func.value), func)
+        if not isinstance(root, ast.Name) or self.ctx.enclosing_function(event.node) is not func:
+            return False
+        params = func.args
+        names = {a.arg for a in params.posonlyargs + params.args + params.kwonlyargs}
+        defs = self.assignments(func).get(root.id)
+        if not defs:
+            return root.id in names
+        # `with amp.scale_loss(loss, optimizer) as scaled_loss:` -- still the caller's loss.
+        return all(
+            any(isinstance(n, ast.Name) and n.id in names and "loss" in n.id for n in _walk_no_scopes(_def_value(d)))
+            for d in defs
+        )
+
+    # ----- which optimizer a clearing call clears -------------------------------------------------
+    @cached_property
+    def optimizer_models(self) -> dict[str, frozenset[str]]:
+        """Optimizer symbol -> symbols of the models whose ``.parameters()`` it was built from
+        (``optimizerD = Adam(netD.parameters())`` -> {"netD"}); absent when it cannot be told."""
+        found: dict[str, frozenset[str]] = {}
+        for node in self.ctx.nodes(ast.Assign):
+            value = node.value
+            if not (isinstance(value, ast.Call) and len(node.targets) == 1 and self.constructor_role(value) == OPTIMIZER):
+                continue
+            key = symbol(node.targets[0])
+            params = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "params"), None)
+            if key is None or params is None:
+                continue
+            models = set()
+            for sub in _walk_no_scopes(params):
+                if (
+                    isinstance(sub, ast.Call)
+                    and isinstance(sub.func, ast.Attribute)
+                    and sub.func.attr in ("parameters", "named_parameters")
+                ):
+                    owner = symbol(sub.func.value)
+                    if owner:
+                        models.add(owner)
+            if models:
+                found[key] = frozenset(models)
+        return found
+
+    def _aliases(self, scope: ast.AST) -> dict[str, str]:
+        """``name -> symbol`` for plain copies in one function (``optimizer = self.optimizer``)."""
+        cache = self._alias_cache
+        if scope not in cache:
+            aliases: dict[str, str] = {}
+            for node in self.assignments(scope):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    value = symbol(node.value) if isinstance(node.value, (ast.Name, ast.Attribute)) else None
+                    if value and value != node.targets[0].id:
+                        aliases[node.targets[0].id] = value
+            cache[scope] = aliases
+        return cache[scope]
+
+    @cached_property
+    def _alias_cache(self) -> dict:
+        return {}
+
+    def canonical_target(self, event: Event) -> str | None:
+        """The event's target with local copies undone (``opt = self.opt; opt.step()`` -> ``self.opt``)."""
+        target = event.target
+        if target is None:
+            return None
+        at, via = event.node, event.via
+        for _ in range(self.MAX_INLINE_DEPTH + 1):
+            scope = self.ctx.enclosing_scope(at)
+            aliases = self._aliases(scope)
+            head, _, rest = target.partition(".")
+            for _ in range(3):
+                if head not in aliases:
+                    break
+                target = aliases[head] + ("." + rest if rest else "")
+                head, _, rest = target.partition(".")
+            # A parameter of a helper reached through a call: the caller's argument (closure(opt_1)).
+            if not (via and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and self.resolve_local_call(via[-1]) is scope):
+                break
+            arg = _argument_for(via[-1], scope, head)
+            key = symbol(arg) if arg is not None else None
+            if key is None:
+                break
+            target = key + ("." + rest if rest else "")
+            at, via = via[-1], via[:-1]
+        return target
+
+    def _loop_variable(self, event: Event) -> bool:
+        """Whether the event's target is the variable of a loop around it (``for opt in opts: opt.zero_grad()``)."""
+        for loop in event.loops:
+            if isinstance(loop, (ast.For, ast.AsyncFor)) and event.target and symbol(loop.target) == event.target:
+                return True
+        return False
+
+    def _is_model_target(self, target: str, node: ast.AST) -> bool:
+        if self.role_of(target) == MODEL or any(target in models for models in self.optimizer_models.values()):
+            return True
+        if target == "self":
+            cls = self.ctx.enclosing(node, ast.ClassDef)
+            return cls is not None and cls.name in self.ctx.module_classes
+        return False
+
+    def clears(self, clear: Event, step: Event, stepped: frozenset, strict: bool = False) -> bool:
+        """Whether the clearing event ``clear`` clears the gradients ``step`` applies.
+
+        ``stepped`` holds the (canonical) optimizers stepped in the same iteration. Not
+        strict (TL001: "is this optimizer ever cleared?"), anything that cannot be told
+        apart counts as clearing. Strict (TL002: "does this clear wipe what the step is
+        about to apply?"), only a clear that surely hits the step's optimizer counts.
+        """
+        if clear.kind == "clear_grad":
+            return not strict
+        opt = self.canonical_target(step)
+        target = self.canonical_target(clear)
+        if target is None or opt is None or self._loop_variable(clear):
+            return not strict or (opt is not None and len(stepped) == 1)
+        if target == opt or _last(target) == _last(opt):
+            return True
+        if self._is_model_target(target, clear.node):
+            models = self.optimizer_models.get(opt) or self.optimizer_models.get(step.target or "")
+            if models:
+                return target in models or _last(target) in {_last(m) for m in models}
+            return not strict or len(stepped) == 1
+        if self.role_of(target) == OPTIMIZER:
+            if len(stepped) == 1:
+                return True
+            # Another optimizer: it clears this one's gradients only if they share parameters.
+            mine, theirs = self.optimizer_models.get(opt), self.optimizer_models.get(target)
+            if mine and theirs:
+                return bool({_last(m) for m in mine} & {_last(m) for m in theirs})
+            return not strict
+        return not strict
+
+    def function_events_around(self, unit: "Unit") -> list[Event]:
+        """Events of the function (or module) that holds a loop unit, outside the loop itself."""
+        scope = self.ctx.enclosing_scope(unit.owner)
+        body = scope.body if hasattr(scope, "body") and isinstance(scope.body, list) else []
+        return [e for e in self.events(body) if unit.owner not in e.loops]
+
+    def stepped_optimizers(self, unit: "Unit") -> frozenset:
+        return frozenset(self.canonical_target(unit.events[i]) for i in unit.steps)
+
+    # ----- branch conditions -------------------------------------------------------------------------
+    def guard_key(self, guard) -> tuple:
+        """A key that makes two ``if`` tests with the same text (``if use_amp:`` twice) the same condition."""
+        test, branch = guard
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, branch = test.operand, not branch  # `if not flag:` is the other branch of `if flag:`
+        if isinstance(test, ast.expr):
+            return (self._text(test), branch)
+        return (id(test), branch)
+
+    def guard_keys(self, event: Event) -> frozenset:
+        return frozenset(self.guard_key(g) for g in event.guards)
+
+    def _text(self, node: ast.AST) -> str:
+        cache = self._text_cache
+        if node not in cache:
+            cache[node] = ast.unparse(node)
+        return cache[node]
+
+    @cached_property
+    def _text_cache(self) -> dict:
+        return {}
+
+    def is_accumulation_test(self, test: ast.AST, depth: int = 0) -> bool:
+        """Whether an ``if`` test decides if this is an optimizer-update iteration of gradient
+        accumulation: a modulo (``(i + 1) % accum == 0``), a counter or flag named for
+        accumulation (``accum_count >= accum_steps``), or a name assigned from one of those
+        (timm's ``need_update = last_batch or (batch_idx + 1) % accum_steps == 0``)."""
+        if not isinstance(test, ast.expr):
+            return False
+        for node in _walk_no_scopes(test):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+                if not (isinstance(node.left, (ast.Constant, ast.JoinedStr)) and not isinstance(getattr(node.left, "value", 0), (int, float))):
+                    return True
+            elif isinstance(node, ast.Attribute) and ACCUMULATION_NAME.search(node.attr):
+                return True
+            elif isinstance(node, ast.Name):
+                if ACCUMULATION_NAME.search(node.id):
+                    return True
+                if depth < 2:
+                    scope = self.ctx.enclosing_scope(test)
+                    for assign in self.assignments(scope).get(node.id, ()):
+                        value = getattr(assign, "value", None)
+                        if isinstance(assign, ast.Assign) and value is not None and self.is_accumulation_test(value, depth + 1):
+                            return True
+        return False
+
+    # ----- assignments and the value a loss holds ------------------------------------------------------
+    def assignments(self, scope: ast.AST) -> dict[str, list[ast.AST]]:
+        """Assignments in one function (or the module), not inside nested scopes, by target
+        symbol, in source order: ``Assign``, ``AnnAssign``, ``AugAssign`` and tuple unpacking."""
+        cache = self._assign_cache
+        if scope not in cache:
+            found: dict[str, list[ast.AST]] = {}
+            body = scope.body if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)) else [scope]
+            for stmt in body:
+                for node in _walk_no_scopes(stmt):
+                    if isinstance(node, ast.Assign):
+                        targets = node.targets
+                    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                        targets = [node.target]
+                    elif isinstance(node, ast.NamedExpr):
+                        targets = [node.target]
+                    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                        targets = [node.optional_vars]  # `with amp.scale_loss(loss, opt) as scaled:`
+                    else:
+                        continue
+                    for target in targets:
+                        for sub in _flatten_targets(target):
+                            key = symbol(sub)
+                            if key:
+                                found.setdefault(key, []).append(node)
+            cache[scope] = found
+        return cache[scope]
+
+    @cached_property
+    def _assign_cache(self) -> dict:
+        return {}
+
+    def loss_is_divided(self, event: Event) -> bool:
+        """Whether the loss a backward (or opaque step) receives was divided before it:
+        ``(loss / n).backward()``, ``loss = loss / n``, ``loss /= n``, ``loss.div(n)``,
+        ``loss * (1 / n)``, ``criterion(out, y) / n``, a helper of this file returning a
+        divided loss, a parameter fed a divided value at the call site the event was
+        reached through. A value that cannot be traced (a parameter of an unknown caller)
+        counts as divided, so that the rules stay silent."""
+        if event.arg is None:
+            return True
+        return self._divided(event.arg, event.node, event.via, 0)
+
+    def _divided(self, expr: ast.AST, at: ast.AST, via: tuple, depth: int) -> bool:
+        if depth > 6:
+            return True
+        if isinstance(expr, ast.BinOp):
+            if isinstance(expr.op, (ast.Div, ast.FloorDiv)):
+                return True
+            return self._divided(expr.left, at, via, depth + 1) or self._divided(expr.right, at, via, depth + 1)
+        if isinstance(expr, ast.UnaryOp):
+            return self._divided(expr.operand, at, via, depth + 1)
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Attribute):
+                if func.attr in DIVIDING_METHODS:
+                    return True
+                if func.attr in ("mul", "mul_", "multiply") and any(
+                    self._divided(a, at, via, depth + 1) for a in expr.args
+                ):
+                    return True
+                if self.ctx.call_qualname(expr) in DIVIDING_FUNCTIONS:
+                    return True
+            callee = self.resolve_local_call(expr)
+            if callee is not None:
+                return self._returns_divided(callee, None, depth + 1)
+            if isinstance(func, ast.Attribute) and func.attr in LOSS_KEEPING_METHODS:
+                return self._divided(func.value, at, via, depth + 1)
+            return False
+        if isinstance(expr, ast.Subscript):
+            return self._divided(expr.value, at, via, depth + 1)
+        key = symbol(expr)
+        if key is None:
+            return False
+        return self._symbol_divided(key, at, via, depth)
+
+    def _symbol_divided(self, key: str, at: ast.AST, via: tuple, depth: int) -> bool:
+        ctx = self.ctx
+        scope = ctx.enclosing_scope(at)
+        while scope is not None:
+            defs = [d for d in self.assignments(scope).get(key, ()) if (d.lineno, d.col_offset) < (at.lineno, at.col_offset)]
+            for node in defs:
+                if self._definition_divides(node, key, at, via, depth):
+                    return True
+            if defs:
+                return False
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                params = scope.args
+                names = [a.arg for a in params.posonlyargs + params.args + params.kwonlyargs]
+                if key in names:
+                    if via and self.resolve_local_call(via[-1]) is scope:
+                        arg = _argument_for(via[-1], scope, key)
+                        if arg is None:
+                            return True
+                        return self._divided(arg, via[-1], via[:-1], depth + 1)
+                    return True  # fed by a caller that cannot be seen: give it the benefit of the doubt
+                at = scope
+                scope = ctx.enclosing_scope(scope)  # a closure's free variable
+                continue
+            return False
+        return False
+
+    def _definition_divides(self, node: ast.AST, key: str, at: ast.AST, via: tuple, depth: int) -> bool:
+        if isinstance(node, ast.AugAssign):
+            if isinstance(node.op, (ast.Div, ast.FloorDiv)):
+                return True
+            return isinstance(node.op, ast.Mult) and self._divided(node.value, node, via, depth + 1)
+        if isinstance(node, ast.withitem):
+            return self._divided(node.context_expr, node.context_expr, via, depth + 1)
+        value = node.value
+        if value is None:
+            return False
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, (ast.Tuple, ast.List)):
+                index = next((i for i, t in enumerate(target.elts) if symbol(t) == key), None)
+                if index is None:
+                    continue
+                if isinstance(value, (ast.Tuple, ast.List)) and index < len(value.elts):
+                    return self._divided(value.elts[index], node, via, depth + 1)
+                if isinstance(value, ast.Call):
+                    callee = self.resolve_local_call(value)
+                    if callee is not None:
+                        return self._returns_divided(callee, index, depth + 1)
+                return False
+        return self._divided(value, node, via, depth + 1)
+
+    def _returns_divided(self, func: ast.AST, index: int | None, depth: int) -> bool:
+        for node in _walk_no_scopes_body(func):
+            if isinstance(node, ast.Return) and node.value is not None:
+                value = node.value
+                if index is not None and isinstance(value, (ast.Tuple, ast.List)) and index < len(value.elts):
+                    value = value.elts[index]
+                if self._divided(value, node, (), depth):
+                    return True
+        return False
+
 
 def _place(event: Event, guards, loops, via, withs) -> Event:
     return Event(event.kind, event.node, event.target, event.arg, guards, loops, via, withs)
@@ -487,3 +892,77 @@ def exclusive(a: Event, b: Event) -> bool:
     so that one execution of the block cannot run both."""
     taken = {id(test): branch for test, branch in a.guards}
     return any(taken.get(id(test), branch) != branch for test, branch in b.guards)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One training iteration: a loop body or a per-iteration function, its events, and the
+    indices (into ``events``) of the optimizer steps this unit judges."""
+
+    owner: ast.AST
+    events: tuple
+    steps: tuple
+
+    @property
+    def is_loop(self) -> bool:
+        return isinstance(self.owner, (ast.For, ast.AsyncFor, ast.While))
+
+
+BACKWARD_KINDS = frozenset({"backward", "opaque_step"})
+CLEAR_KINDS = frozenset({"zero_grad", "clear_grad"})
+ACCUMULATION_NAME = re.compile(r"accum|accumulat|grad_acc", re.I)
+DIVIDING_METHODS = frozenset({"div", "div_", "divide", "true_divide", "true_divide_"})
+DIVIDING_FUNCTIONS = frozenset({"torch.div", "torch.divide", "torch.true_divide"})
+# Methods whose result keeps a loss's scaling (``loss.mean()``, ``loss.float()``).
+LOSS_KEEPING_METHODS = frozenset({"mean", "sum", "float", "double", "half", "to", "squeeze", "view", "reshape", "contiguous", "clone"})
+
+
+def _last(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+def _flatten_targets(target: ast.AST) -> Iterator[ast.AST]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        for elt in target.elts:
+            yield from _flatten_targets(elt)
+    elif isinstance(target, ast.Starred):
+        yield from _flatten_targets(target.value)
+    else:
+        yield target
+
+
+def _walk_no_scopes_body(func: ast.AST) -> Iterator[ast.AST]:
+    for stmt in func.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        yield from _walk_no_scopes(stmt)
+
+
+def _argument_for(call: ast.Call, func: ast.AST, name: str) -> ast.AST | None:
+    """The argument expression ``call`` passes for parameter ``name`` of ``func``."""
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    params = [a.arg for a in func.args.posonlyargs + func.args.args]
+    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    if name in params:
+        index = params.index(name)
+        if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+            return call.args[index]
+    return None
+
+
+def _def_value(node: ast.AST) -> ast.AST:
+    if isinstance(node, ast.withitem):
+        return node.context_expr
+    return getattr(node, "value", None) or node
+
+
+def _in_test_function(ctx, func: ast.AST) -> bool:
+    outer = ctx.enclosing_function(func)
+    while outer is not None:
+        if outer.name.startswith("test"):
+            return True
+        outer = ctx.enclosing_function(outer)
+    return False

@@ -1,0 +1,182 @@
+"""TL001 missing-zero-grad."""
+
+from __future__ import annotations
+
+import ast
+
+from ..lint.rule import Rule, register
+from ..lint.training import CLEAR_KINDS, SCALER
+
+
+@register
+class MissingZeroGrad(Rule):
+    code = "TL001"
+    name = "missing-zero-grad"
+    severity = "error"
+    summary = "An optimizer steps every iteration but its gradients are never cleared between steps."
+    what = """
+        Reports an optimizer step (`optimizer.step()`, `scaler.step(optimizer)`) in a
+        training iteration -- a loop body that runs a backward pass, or a per-iteration
+        step function such as `train_step(batch)` -- when nothing in that iteration clears
+        the gradients of that optimizer. Clearing counts in any form and at any point of
+        the iteration: `optimizer.zero_grad()`, `optimizer.zero_grad(set_to_none=True)`,
+        `model.zero_grad()` on the model the optimizer was built from, `p.grad = None` or
+        `p.grad.zero_()` over the parameters, or a helper of the same file that does one
+        of these. Each optimizer is judged on its own (a GAN's two optimizers), and a clear
+        that runs only on some iterations -- once before the loop, or in one branch only
+        (e.g. only when AMP is on) -- does not cover a step that runs on the others.
+    """
+    why = """
+        `backward()` adds into `.grad`; it does not overwrite it. Without clearing, every
+        step applies the sum of the gradients of all batches so far: the effective learning
+        rate grows with the iteration count and training diverges or stalls, without any
+        error message.
+    """
+    example = """
+        optimizer.zero_grad()
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+    """
+    instead = """
+        for x, y in loader:
+            optimizer.zero_grad(set_to_none=True)
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+    """
+    VALID = [
+        """
+import torch
+def train(model, loader, optimizer, criterion):
+    model.train()
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+""",
+        """
+import torch
+def fit(model, loader, epochs):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(epochs):
+        for x, y in loader:
+            loss = model(x).sub(y).pow(2).mean()
+            loss.backward()
+            opt.step()
+            for p in model.parameters():
+                p.grad = None
+""",
+    ]
+    INVALID = [
+        """
+import torch
+def train(model, loader, criterion):
+    optimizer = torch.optim.Adam(model.parameters())
+    optimizer.zero_grad()
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()  # expect: TL001
+""",
+        """
+import torch
+def train_gan(netG, netD, loader):
+    optG = torch.optim.Adam(netG.parameters())
+    optD = torch.optim.Adam(netD.parameters())
+    for real in loader:
+        netD.zero_grad()
+        lossD = netD(real).mean() - netD(netG(real).detach()).mean()
+        lossD.backward()
+        optD.step()
+        lossG = -netD(netG(real)).mean()
+        lossG.backward()
+        optG.step()  # expect: TL001
+""",
+    ]
+
+    def check(self, ctx):
+        training = ctx.training
+        verdicts: dict[ast.AST, tuple] = {}  # step node -> (cleared?, unit, event)
+        for unit in training.step_units:
+            stepped = training.stepped_optimizers(unit)
+            for index in unit.steps:
+                step = unit.events[index]
+                if _has_opaque_argument(training, step):
+                    continue
+                ok = _cleared(training, unit, step, stepped)
+                previous = verdicts.get(step.node)
+                if previous is None:
+                    verdicts[step.node] = (ok, unit, step)
+                elif unit.is_loop:
+                    # Any loop that steps without clearing is a bug in that loop.
+                    if not ok and (previous[0] or not previous[1].is_loop):
+                        verdicts[step.node] = (ok, unit, step)
+                elif ok and not previous[1].is_loop:
+                    # Functions: an outer per-iteration function that clears covers the inner one.
+                    verdicts[step.node] = (ok, unit, step)
+        for node, (ok, unit, step) in verdicts.items():
+            if not ok:
+                yield self.report(node, self._message(ctx, training, unit, step))
+
+    @staticmethod
+    def _message(ctx, training, unit, step) -> str:
+        opt = step.target or "optimizer"
+        where = f"the loop at line {unit.owner.lineno}" if unit.is_loop else f"`{unit.owner.name}()`"
+        once = any(
+            e.kind in CLEAR_KINDS for e in training.function_events_around(unit)
+        ) if unit.is_loop else False
+        hint = " (clearing once before the loop is not enough)" if once else ""
+        return (
+            f"`{ctx.segment(step.node)}` applies gradients that are never cleared in {where}{hint}: "
+            f"`.backward()` adds to `.grad`, so each step uses the sum of all batches so far; "
+            f"call `{opt}.zero_grad()` once per iteration"
+        )
+
+
+def _cleared(training, unit, step, stepped) -> bool:
+    """Whether, on every path that reaches ``step``, some clear of its optimizer runs in the iteration."""
+    step_keys = training.guard_keys(step)
+    residuals: set[frozenset] = set()
+    for event in unit.events:
+        if event.kind not in CLEAR_KINDS or not training.clears(event, step, stepped):
+            continue
+        # Conditions the clear needs beyond those of the step; accumulation windows
+        # (zero at the window's start, step at its end) are the same iterations.
+        extra = frozenset(
+            training.guard_key(g)
+            for g in event.guards
+            if training.guard_key(g) not in step_keys and not training.is_accumulation_test(g[0])
+        )
+        residuals.add(extra)
+    return frozenset() in _merge_branches(residuals)
+
+
+def _merge_branches(residuals: set[frozenset]) -> set[frozenset]:
+    """Merge ``A + (t, True)`` and ``A + (t, False)`` into ``A`` until nothing changes, so that a
+    clear in each branch of one ``if`` covers the step."""
+    changed = True
+    while changed and frozenset() not in residuals and len(residuals) > 1:
+        changed = False
+        for a in list(residuals):
+            for key in a:
+                text, branch = key
+                if not isinstance(branch, bool):
+                    continue
+                twin = (a - {key}) | {(text, not branch)}
+                if twin in residuals:
+                    residuals.add(a - {key})
+                    changed = True
+    return residuals
+
+
+def _has_opaque_argument(training, step) -> bool:
+    """``opt.step(context_id)`` (DistributedOptimizer) or ``opt.step(closure)`` with a closure this
+    file does not show: the step manages its gradients in ways the linter cannot see."""
+    call = step.node
+    if not isinstance(call, ast.Call) or training.role_of(call.func.value) == SCALER:
+        return False
+    args = list(call.args) + [kw.value for kw in call.keywords if kw.arg == "closure"]
+    return any(not training._step_closures(call, ()) for _ in args[:1]) if args else False

@@ -88,6 +88,8 @@ def _parser():
     parser.add_argument("--no-color", action="store_true", help="never colour the output (also: NO_COLOR=1)")
     parser.add_argument("--jobs", "-j", type=_jobs, default=1, metavar="N",
                         help="lint files in N processes (0: one per CPU; default: 1)")
+    parser.add_argument("--max-file-size", type=_megabytes, default=1.0, metavar="MB",
+                        help="skip (with a warning) files larger than this; 0: no limit (default: 1)")
     parser.add_argument("--quiet", "-q", action="store_true", help="print only the findings: no source lines, no summary")
     parser.add_argument("--statistics", action="store_true", help="print the number of findings per rule")
     parser.add_argument("--stdin-filename", metavar="NAME", help="the file name to report (and match config with) for -")
@@ -104,6 +106,18 @@ def _jobs(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a number of processes, got {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 (one per CPU) or more, got {value}")
+    return value
+
+
+def _megabytes(text: str) -> float:
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a size in MB, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 (no limit) or more, got {text}")
     return value
 
 
@@ -160,8 +174,8 @@ def _cmd_lint(argv: list[str]) -> int:
             results, files_checked = _lint_stdin(args, resolver, lint_stdin_bytes)
         else:
             targets = list(discover(paths or ["."], resolver.for_path))
-            results = list(lint_targets(targets, args.jobs))
-            files_checked = len(targets)
+            results = list(lint_targets(targets, args.jobs, int(args.max_file_size * 1_000_000)))
+            files_checked = sum(not r.skipped for r in results)
             if not targets:
                 print(f"{PROG}: warning: no Python files found in {', '.join(paths or ['.'])}", file=sys.stderr)
     except config_mod.ConfigError as exc:

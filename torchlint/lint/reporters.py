@@ -7,13 +7,11 @@ statistics for them go to stderr.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence, TextIO
-from urllib.parse import quote
 
 from .engine import FileResult
 from .finding import ERROR, Finding
@@ -134,6 +132,8 @@ def write_statistics(results: Sequence[FileResult], stream: TextIO) -> None:
 def report_json(results: Sequence[FileResult], stream: TextIO, options: ReportOptions) -> None:
     """A JSON array of findings; each has path, line, column, end_line, end_column (1-based,
     end exclusive), code, name, severity, message and fix (null, or {description, edits})."""
+    import json
+
     json.dump([f.to_dict() for f in all_findings(results)], stream, indent=2, ensure_ascii=False)
     stream.write("\n")
 
@@ -169,6 +169,8 @@ def report_github(results: Sequence[FileResult], stream: TextIO, options: Report
 def _artifact_uri(path: str) -> dict:
     """Relative URIs (from the working directory, i.e. the repository root in CI) so code
     scanning can place results; absolute file URIs for anything outside it."""
+    from urllib.parse import quote
+
     absolute = Path(os.path.abspath(path))
     try:
         rel = absolute.relative_to(Path(os.getcwd()))
@@ -240,6 +242,8 @@ def sarif_document(results: Sequence[FileResult], rules: Sequence[type]) -> dict
 
 
 def report_sarif(results: Sequence[FileResult], stream: TextIO, options: ReportOptions, rules=()) -> None:
+    import json
+
     json.dump(sarif_document(results, rules), stream, indent=2, ensure_ascii=False)
     stream.write("\n")
 

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 from typing import Iterable, Iterator, Sequence
 
-from .engine import FileResult, _syntax_finding, lint_bytes, lint_file
+from .engine import DEFAULT_MAX_FILE_BYTES, FileResult, _syntax_finding, lint_bytes, lint_file
 from .files import Target
 from .rule import Rule, all_rules
 
 # Below this many files a process pool costs more than it saves.
 MIN_FILES_PER_WORKER = 4
 
-# What a worker receives per file: (path, enabled codes, known error). Plain tuples pickle fast.
-Job = tuple[str, frozenset, "str | None"]
+# What a worker receives per file: (path, enabled codes, known error, size limit). Plain tuples pickle fast.
+Job = tuple[str, frozenset, "str | None", int]
 
 
 def _rules_for(codes: frozenset) -> list[type[Rule]]:
@@ -27,13 +26,13 @@ _RULE_CACHE: dict[frozenset, list[type[Rule]]] = {}
 
 
 def lint_job(job: Job) -> FileResult:
-    path, codes, error = job
+    path, codes, error, max_bytes = job
     rules = _RULE_CACHE.get(codes)
     if rules is None:
         rules = _RULE_CACHE[codes] = _rules_for(codes)
     if error is not None:
         return FileResult(path, findings=[_syntax_finding(path, 1, 1, error)] if "TL000" in codes else [])
-    return lint_file(path, rules)
+    return lint_file(path, rules, max_bytes)
 
 
 def lint_stdin_bytes(data: bytes, path: str, codes: frozenset) -> FileResult:
@@ -51,15 +50,19 @@ def resolve_jobs(jobs: int) -> int:
 
 
 def _pool_context():
+    import multiprocessing  # only when a pool is used: it is slow to import
+
     # fork starts workers instantly with every rule already imported; elsewhere use the default.
     if sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context()
 
 
-def lint_targets(targets: Sequence[Target], jobs: int = 1) -> Iterator[FileResult]:
+def lint_targets(
+    targets: Sequence[Target], jobs: int = 1, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> Iterator[FileResult]:
     """Results in the order of ``targets``."""
-    work: list[Job] = [(t.path, t.settings.codes_for(t.path), t.error) for t in targets]
+    work: list[Job] = [(t.path, t.settings.codes_for(t.path), t.error, max_bytes) for t in targets]
     workers = min(resolve_jobs(jobs), max(1, len(work) // MIN_FILES_PER_WORKER))
     if workers <= 1:
         yield from map(lint_job, work)
@@ -71,5 +74,5 @@ def lint_targets(targets: Sequence[Target], jobs: int = 1) -> Iterator[FileResul
         yield from pool.imap(lint_job, work, chunksize=chunksize)
 
 
-def lint_paths(targets: Iterable[Target], jobs: int = 1) -> list[FileResult]:
-    return list(lint_targets(list(targets), jobs))
+def lint_paths(targets: Iterable[Target], jobs: int = 1, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> list[FileResult]:
+    return list(lint_targets(list(targets), jobs, max_bytes))

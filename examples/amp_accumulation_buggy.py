@@ -24,7 +24,7 @@ class Attention(nn.Module):
         q, k, v = qkv[0], qkv[1], qkv[2]
         attn = (q @ k.transpose(-2, -1)) * (c // self.heads) ** -0.5
         attn = F.dropout(attn.softmax(dim=-1), p=self.drop)  # expect: TL011
-        out = (attn @ v).transpose(1, 2).view(b, n, c)  # expect: TL008
+        out = (attn @ v).transpose(1, 2).view(b, n, -1)  # expect: TL008
         return self.proj(out)
 
 

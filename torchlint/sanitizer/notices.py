@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from .core import Check
 
 COMPILED_NOTE = (
@@ -12,6 +14,11 @@ COMPILED_NOTE = (
 
 class CompiledNotice(Check):
     codes = {}
+
+    def install(self) -> None:
+        # torch warns on every call of a compiled module while global module hooks
+        # exist (ours); the note below says it once.  The session restores filters.
+        warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
 
     def on_root_pre(self, module, args) -> None:
         if type(module).__name__ == "OptimizedModule" or getattr(module, "_compiled_call_impl", None) is not None:

@@ -1,0 +1,54 @@
+"""Shared helpers for the sanitizer tests: tiny real models trained on the CPU."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+
+class Net(nn.Module):
+    """encoder -> head, so module paths look like ``model.encoder.0``."""
+
+    def __init__(self, features: int = 8, hidden: int = 16, classes: int = 3):
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Linear(features, hidden), nn.ReLU())
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        return self.head(self.encoder(x))
+
+
+@pytest.fixture
+def net():
+    torch.manual_seed(0)
+    return Net()
+
+
+@pytest.fixture
+def batches():
+    generator = torch.Generator().manual_seed(1)
+    return [(torch.randn(16, 8, generator=generator), torch.randint(0, 3, (16,), generator=generator)) for _ in range(4)]
+
+
+@pytest.fixture
+def quiet():
+    """Options that keep a test focused on the sanitizer core checks (TS101-TS105)."""
+    return {"summary": False, "action": "record", "training_checks": False}
+
+
+def line_of(marker: str, function=None) -> int:
+    """The line number of the source line carrying ``# <marker>`` in the caller's file."""
+    frame = inspect.currentframe().f_back
+    lines = open(frame.f_code.co_filename, encoding="utf-8").read().splitlines()
+    hits = [i + 1 for i, text in enumerate(lines) if text.rstrip().endswith(f"# {marker}")]
+    assert len(hits) == 1, f"marker {marker!r} found {len(hits)} times"
+    return hits[0]
+
+
+@pytest.fixture
+def mark():
+    return line_of

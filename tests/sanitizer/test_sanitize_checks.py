@@ -1,0 +1,359 @@
+"""TS101-TS105: each check on a real (tiny) model, with the bug and its fixed twin."""
+
+from __future__ import annotations
+
+import pytest
+
+import torchlint
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+F = torch.nn.functional
+
+
+def train(model, batches, **step_kwargs):
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    for x, y in batches:
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+
+def test_correct_training_has_no_findings(net, batches, quiet):
+    with torchlint.sanitize(**quiet, inplace="always") as report:
+        train(net, batches)
+    assert report.findings == []
+
+
+# -- TS101 autograd-anomaly ----------------------------------------------------
+def test_ts101_points_at_the_forward_line_of_the_failing_op(quiet, mark):
+    weight = torch.randn(3, requires_grad=True)
+    with torchlint.sanitize(**quiet) as report:
+        hidden = weight.sigmoid()  # sigmoid-line
+        hidden.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            hidden.sum().backward()  # backward-line
+    (finding,) = report.by_code("TS101")
+    assert finding.name == "autograd-anomaly"
+    assert (finding.filename, finding.lineno) == (__file__, mark("sigmoid-line"))
+    assert "SigmoidBackward0" in finding.message
+    assert finding.details["backward_location"] == f"{__file__}:{mark('backward-line')}"
+    assert any("weight.sigmoid()" in frame for frame in finding.details["forward_stack"])
+
+
+def test_ts101_nan_produced_in_backward_with_check_nan(quiet, mark):
+    x = torch.tensor([-1.0, 4.0], requires_grad=True)
+    with torchlint.sanitize(**quiet) as report:
+        root = x.sqrt()  # sqrt-line
+        with pytest.raises(RuntimeError, match="returned nan values"):
+            root.sum().backward()
+    (finding,) = report.by_code("TS101")
+    assert finding.lineno == mark("sqrt-line")
+    assert "SqrtBackward0" in finding.message
+
+
+def test_ts101_check_nan_off_and_anomaly_off(quiet):
+    x = torch.tensor([-1.0, 4.0], requires_grad=True)
+    with torchlint.sanitize(**quiet, check_nan=False) as report:
+        assert torch.is_anomaly_enabled() and not torch.is_anomaly_check_nan_enabled()
+        x.sqrt().sum().backward()  # NaN gradient, but not asked to look for it
+    assert report.by_code("TS101") == []
+    with torchlint.sanitize(**quiet, anomaly=False):
+        assert not torch.is_anomaly_enabled()
+
+
+def test_ts101_other_backward_warnings_are_replayed(quiet):
+    x = torch.randn(3, requires_grad=True)
+
+    def warn_in_backward(grad):
+        import warnings
+
+        warnings.warn("custom backward warning", UserWarning)
+        return grad
+
+    with torchlint.sanitize(**quiet):
+        y = x * 2
+        y.register_hook(warn_in_backward)
+        with pytest.warns(UserWarning, match="custom backward warning"):
+            y.sum().backward()
+
+
+# -- TS102 device-mismatch -----------------------------------------------------
+def test_ts102_input_on_another_device_names_the_module_path(net, quiet, mark):
+    net.head.to("meta")  # the head lives elsewhere: its input comes from the CPU encoder
+    with torchlint.sanitize(**quiet) as report:
+        with pytest.raises(RuntimeError):
+            net(torch.randn(2, 8))  # call-line
+    (finding,) = report.by_code("TS102")
+    assert finding.details == {
+        "module": "net.head",
+        "argument": "argument 0",
+        "input_device": "cpu",
+        "module_device": "meta",
+    }
+    assert "net.head (Linear)" in finding.message and ".to('meta')" in finding.message
+    # The user's line closest to the mismatch: inside Net.forward (conftest), called from here.
+    assert finding.function == "forward"
+
+
+def test_ts102_nested_inputs_and_keyword_arguments(quiet, mark):
+    class Scale(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("factor", torch.ones(()).to("meta").expand(4).contiguous())
+
+        def forward(self, pair=None, *, x=None):
+            return x
+
+    scale = Scale()
+    with torchlint.sanitize(**quiet) as report:
+        scale(x=torch.randn(4))  # kwarg-line
+        scale([torch.zeros(()), torch.randn(2)])  # nested-line
+    found = {(f.lineno, f.details["argument"]) for f in report.by_code("TS102")}
+    assert found == {(mark("kwarg-line"), "argument 'x'"), (mark("nested-line"), "argument 0[1]")}
+
+
+def test_ts102_same_device_and_cpu_scalars_are_fine(net, quiet):
+    class AddScalar(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bias = nn.Parameter(torch.zeros(3))
+
+        def forward(self, x, scalar):
+            return x + self.bias * scalar
+
+    with torchlint.sanitize(**quiet) as report:
+        net(torch.randn(2, 8))
+        AddScalar()(torch.randn(3), torch.tensor(2.0))
+    assert report.findings == []
+
+
+def test_ts102_optimizer_state_on_another_device(quiet, mark):
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.Adam(model.parameters())
+    model(torch.randn(3, 4)).sum().backward()
+    optimizer.step()
+    # As after moving state by hand, or a model moved after its optimizer stepped.
+    for state in optimizer.state.values():
+        state["exp_avg"] = state["exp_avg"].to("meta")
+    with torchlint.sanitize(**quiet) as report:
+        model(torch.randn(3, 4)).sum().backward()
+        with pytest.raises(Exception):
+            optimizer.step()  # step-line
+        optimizer.state.clear()  # fixed twin: fresh state on the parameters' device
+        optimizer.step()
+    (finding,) = report.by_code("TS102")
+    assert finding.lineno == mark("step-line")
+    assert finding.details["state_device"] == "meta" and finding.details["parameter_device"] == "cpu"
+    assert finding.details["state"] == "exp_avg" and finding.details["parameter"] == "model.weight"
+    assert finding.details["optimizer"] == "Adam"
+    assert "create the optimizer after model.to(device)" in finding.message
+
+
+# -- TS103 dtype-mismatch ------------------------------------------------------
+def test_ts103_float64_data_into_float32_model(net, quiet, mark):
+    with torchlint.sanitize(**quiet) as report:
+        with pytest.raises(RuntimeError):
+            net(torch.randn(2, 8, dtype=torch.float64))  # double-line
+        net(torch.randn(2, 8, dtype=torch.float64).float())  # fixed twin
+    (finding,) = report.by_code("TS103")
+    assert finding.details["module"] == "net.encoder.0"
+    assert finding.details["input_dtype"] == torch.float64
+    assert ".to(torch.float32)" in finding.message
+
+
+def test_ts103_integer_data_into_linear_but_not_embedding(quiet, mark):
+    linear = nn.Linear(4, 2)
+    embedding = nn.Embedding(10, 4)
+    with torchlint.sanitize(**quiet) as report:
+        vectors = embedding(torch.randint(0, 10, (3,)))  # indices into an Embedding: fine
+        linear(vectors)
+        with pytest.raises(RuntimeError):
+            linear(torch.randint(0, 10, (3, 4)))  # int-line
+    (finding,) = report.by_code("TS103")
+    assert finding.lineno == mark("int-line")
+    assert "needs floating input" in finding.message
+    assert len(report.findings) == 1
+
+
+def test_ts103_low_precision_inside_autocast_is_fine(net, quiet):
+    x = torch.randn(2, 8)
+    with torchlint.sanitize(**quiet) as report:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            net(x.bfloat16())
+    assert report.findings == []
+    with torchlint.sanitize(**quiet) as report:
+        with pytest.raises(RuntimeError):
+            net(x.bfloat16())
+    assert report.codes() == {"TS103"}
+
+
+def test_ts103_floating_class_index_targets(quiet, mark):
+    logits = torch.randn(4, 3)
+    with torchlint.sanitize(**quiet) as report:
+        with pytest.raises(RuntimeError):
+            F.cross_entropy(logits, torch.tensor([0.0, 2.0, 1.0, 1.0]))  # float-target-line
+        with pytest.raises(RuntimeError):
+            nn.NLLLoss()(logits.log_softmax(1), torch.tensor([0.0, 2.0, 1.0, 1.0]))  # nll-line
+        F.cross_entropy(logits, torch.tensor([0, 2, 1, 1]))  # fixed twin
+        F.cross_entropy(logits, torch.softmax(torch.randn(4, 3), 1))  # class probabilities: fine
+    lines = sorted(f.lineno for f in report.by_code("TS103"))
+    assert lines == [mark("float-target-line"), mark("nll-line")]
+    assert "pass target.long()" in report.findings[0].message
+
+
+# -- TS104 nonfinite-input -----------------------------------------------------
+def test_ts104_nan_batch_entering_the_model(net, batches, quiet, mark):
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    with torchlint.sanitize(**quiet, anomaly=False) as report:
+        for step, (x, y) in enumerate(batches):
+            if step == 2:
+                x = x.clone()
+                x[0, :3] = float("nan")
+                x[1, 0] = float("inf")
+            optimizer.zero_grad()
+            loss = F.cross_entropy(net(x), y)  # model-line
+            loss.backward()
+            optimizer.step()
+    (finding,) = report.by_code("TS104")  # one finding per (code, line)...
+    assert finding.lineno == mark("model-line")
+    # ...counting every occurrence there: the batch (step 2), then the NaN logits entering
+    # cross_entropy and the NaN loss in steps 2 and 3 (the weights are NaN after step 2).
+    assert finding.count == 5
+    assert finding.details["argument"] == "argument 0"
+    assert finding.details["nan"] == 3 and finding.details["inf"] == 1
+    assert finding.message.startswith("argument 0 of net contains 3 NaN and 1 Inf of 128 elements")
+
+
+def test_ts104_nonfinite_target_and_loss(quiet, mark):
+    prediction = torch.randn(4, requires_grad=True)
+    target = torch.tensor([1.0, float("inf"), 0.0, 2.0])
+    with torchlint.sanitize(**quiet, anomaly=False) as report:
+        loss = F.mse_loss(prediction, target)  # mse-line
+        manual = (prediction.log() * 0).sum() + (prediction * float("nan")).sum()
+        manual.backward()  # manual-backward-line
+    by_arg = {f.details["argument"]: f for f in report.by_code("TS104")}
+    assert by_arg["target"].lineno == mark("mse-line") and by_arg["target"].details["inf"] == 1
+    assert by_arg["loss"].lineno in {mark("mse-line"), mark("manual-backward-line")}
+    lines = {f.lineno for f in report.by_code("TS104")}
+    assert mark("manual-backward-line") in lines
+    assert loss.isinf()
+
+
+def test_ts104_batched_device_path_syncs_once_per_step(net, batches, quiet, mark):
+    """accelerator_devices=("cpu",) runs the CUDA code path: queued sums, one sync per step."""
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    session = torchlint.sanitize(**quiet, anomaly=False, accelerator_devices=("cpu",))
+    with session as report:
+        check = next(c for c in session.checks if type(c).__name__ == "NonfiniteCheck")
+        for step, (x, y) in enumerate(batches):
+            if step == 1:
+                x = x.clone()
+                x[0, 0] = float("nan")
+            optimizer.zero_grad()
+            loss = F.cross_entropy(net(x), y)  # batched-line
+            loss.backward()
+            assert report.by_code("TS104") == [] or step > 1  # not reported before the step's sync
+            optimizer.step()
+        syncs = check.syncs
+    assert syncs == len(batches)
+    first = report.by_code("TS104")[0]
+    assert first.lineno == mark("batched-line") and first.details["argument"] == "argument 0"
+
+
+def test_ts104_clean_data_has_no_finding(net, batches, quiet):
+    with torchlint.sanitize(**quiet, nonfinite=True) as report:
+        train(net, batches)
+    assert report.by_code("TS104") == []
+
+
+# -- TS105 inplace-on-autograd-tensor ------------------------------------------
+class InplaceNet(nn.Module):
+    def __init__(self, style: str):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.fc2 = nn.Linear(16, 3)
+        self.style = style
+
+    def forward(self, x):
+        h = self.fc1(x)
+        if self.style == "method":
+            h.relu_()  # method-line
+        elif self.style == "functional":
+            h = F.relu(h, inplace=True)  # functional-line
+        elif self.style == "setitem":
+            h[:, 0] = 0  # setitem-line
+        elif self.style == "out":
+            torch.mul(h, 2, out=h)  # out-line
+        elif self.style == "data-alias":
+            h = h.sigmoid()
+            h.data.mul_(0.5)  # data-line
+        else:
+            h = F.relu(h)
+        return self.fc2(h)
+
+
+@pytest.mark.parametrize(
+    "style,marker,what",
+    [
+        ("method", "method-line", "a tensor that requires grad"),
+        ("functional", "functional-line", "a tensor that requires grad"),
+        ("setitem", "setitem-line", "a tensor that requires grad"),
+        ("out", "out-line", "a tensor that requires grad"),
+        ("data-alias", "data-line", "the storage of a tensor saved for backward"),
+    ],
+)
+def test_ts105_inplace_writes_are_reported_at_their_line(style, marker, what, batches, quiet, mark):
+    torch.manual_seed(0)
+    model = InplaceNet(style)
+    with torchlint.sanitize(**quiet, inplace="always") as report:
+        try:
+            train(model, batches)
+        except RuntimeError:
+            pass  # some of these also break autograd at backward time
+    (finding,) = report.by_code("TS105")
+    assert finding.name == "inplace-on-autograd-tensor"
+    assert (finding.filename, finding.lineno) == (__file__, mark(marker))
+    assert finding.details["target"] == what
+
+
+def test_ts105_fixed_twin_optimizer_zero_grad_and_init_are_not_reported(batches, quiet):
+    torch.manual_seed(0)
+    model = InplaceNet("none")
+    with torchlint.sanitize(**quiet, inplace="always") as report:
+        with torch.no_grad():
+            nn.init.normal_(model.fc1.weight)  # initialisation under no_grad
+            model.fc2.bias.zero_()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        for x, y in batches:
+            optimizer.zero_grad(set_to_none=False)
+            loss = F.cross_entropy(model(x), y)
+            loss.backward(retain_graph=True)  # the graph (and its saved weights) stays alive
+            optimizer.step()
+    assert report.findings == []
+
+
+def test_ts105_saved_tensor_version_check_still_raises(quiet):
+    x = torch.randn(3, requires_grad=True)
+    with torchlint.sanitize(**quiet, inplace="always", anomaly=False) as report:
+        y = x.sigmoid()
+        with torch.no_grad():
+            y.mul_(2)  # no_grad does not protect a tensor saved for backward
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+    assert [f.details["target"] for f in report.by_code("TS105")] == ["the storage of a tensor saved for backward"]
+
+
+def test_ts105_auto_is_off_on_cpu_and_on_for_accelerators(batches, quiet):
+    torch.manual_seed(0)
+    model = InplaceNet("method")
+    with torchlint.sanitize(**quiet) as report:  # inplace="auto", CPU only: not active
+        train(model, batches)
+    assert report.by_code("TS105") == []
+    with torchlint.sanitize(**quiet, inplace="auto", accelerator_devices=("cpu",)) as report:
+        train(model, batches)
+    assert len(report.by_code("TS105")) == 1
+    with torchlint.sanitize(**quiet, inplace="never", accelerator_devices=("cpu",)) as report:
+        train(model, batches)
+    assert report.by_code("TS105") == []

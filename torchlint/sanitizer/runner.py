@@ -1,0 +1,111 @@
+"""``torchlint run [options] SCRIPT [ARGS...]``: run a script as ``__main__`` under ``sanitize()``.
+
+The script sees ``sys.argv == [SCRIPT, *ARGS]`` and its own directory first on
+``sys.path``, as with ``python SCRIPT ARGS``.  The exit status is the
+script's own: 0, the code of a ``SystemExit``, 1 for an uncaught exception
+(its traceback is printed, then the sanitizer summary).  Usage errors exit 2.
+
+Also runnable as ``python -m torchlint.sanitizer.runner``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+import traceback
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="torchlint run",
+        description="Run a Python training script under torchlint's runtime sanitizer.",
+    )
+    parser.add_argument(
+        "--raise", dest="raise_", action="store_true", help="stop at the first finding (SanitizerError)"
+    )
+    parser.add_argument(
+        "--no-anomaly", action="store_true", help="do not enable autograd anomaly mode (TS101); much faster"
+    )
+    parser.add_argument(
+        "--inplace",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="in-place checks (TS105): auto = only once a CUDA tensor is seen (default)",
+    )
+    parser.add_argument("--report", metavar="FILE", help="write the findings as JSON to FILE at exit")
+    parser.add_argument("script", metavar="SCRIPT", help="the Python script to run as __main__")
+    parser.add_argument("args", metavar="ARGS", nargs=argparse.REMAINDER, help="arguments for the script")
+    return parser
+
+
+def _exit_code(code: object) -> int:
+    """Translate a SystemExit code the way the interpreter does."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _print_script_traceback(exc: BaseException, script: str) -> None:
+    """Print the traceback as `python SCRIPT` would: from the script's frame on."""
+    tb = exc.__traceback__
+    target = os.path.abspath(script)
+    first = tb
+    while first is not None and os.path.abspath(first.tb_frame.f_code.co_filename) != target:
+        first = first.tb_next
+    traceback.print_exception(type(exc), exc, first or tb)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    try:
+        options = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return _exit_code(exc.code)
+    script = options.script
+    if not os.path.isfile(script):
+        print(f"torchlint run: error: no such script: {script}", file=sys.stderr)
+        return 2
+
+    try:
+        from .core import sanitize
+    except ImportError as exc:
+        print(f"torchlint run: error: the sanitizer needs torch ({exc})", file=sys.stderr)
+        return 2
+
+    session = sanitize(
+        action="raise" if options.raise_ else "warn",
+        anomaly=not options.no_anomaly,
+        inplace=options.inplace,
+        report=options.report,
+    )
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = [script, *options.args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    status = 0
+    try:
+        with session:
+            try:
+                runpy.run_path(script, run_name="__main__")
+            except SystemExit as exc:
+                status = _exit_code(exc.code)
+            except KeyboardInterrupt:
+                status = 130
+            except Exception as exc:
+                _print_script_traceback(exc, script)
+                status = 1
+    except Exception:  # a finding raised at session exit with --raise
+        traceback.print_exc()
+        status = status or 1
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,289 @@
+"""The `torchlint` command: options, subcommands, exit statuses, colours, stdin, processes."""
+
+import json
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+from cli_helpers import BUGGY, CLEAN, assert_one_line_error, run_cli, write
+
+import torchlint
+from torchlint.lint.rule import all_rules
+
+ANSI = "\x1b["
+
+
+@pytest.fixture(autouse=True)
+def _plain_env(monkeypatch, tmp_path):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def test_text_report_shows_location_rule_source_line_caret_and_summary(tmp_path):
+    write(tmp_path / "train.py", BUGGY)
+    run = run_cli(["train.py", "--select", "TL016"])
+    assert run.code == 1
+    lines = run.out.splitlines()
+    assert lines[0].startswith("train.py:5:9: TL016 [backward-under-no-grad] `loss.backward()` runs under")
+    assert lines[1] == "    5 |         loss.backward()"
+    # The caret run starts under column 9 and covers the 15 characters of the call.
+    assert lines[2] == "      |         " + "^" * 15
+    assert lines[-1] == "1 finding in 1 file (1 error, 0 warnings; 1 file checked)"
+    assert run.err == ""
+
+
+def test_clean_file_exits_zero_with_a_clean_message(tmp_path):
+    write(tmp_path / "eval.py", CLEAN)
+    run = run_cli(["eval.py"])
+    assert run.code == 0
+    assert run.out == "No findings (1 file checked)\n"
+
+
+def test_default_path_is_the_current_directory(tmp_path):
+    write(tmp_path / "pkg" / "train.py", BUGGY)
+    run = run_cli(["--select", "TL016", "-q"])
+    assert run.code == 1
+    assert run.out.startswith(os.path.join("pkg", "train.py") + ":5:9: TL016")
+
+
+def test_exit_zero_keeps_the_report_but_succeeds(tmp_path):
+    write(tmp_path / "train.py", BUGGY)
+    run = run_cli(["train.py", "--select", "TL016", "--exit-zero"])
+    assert run.code == 0
+    assert "TL016" in run.out
+
+
+def test_quiet_prints_only_finding_lines(tmp_path):
+    write(tmp_path / "a.py", BUGGY)
+    write(tmp_path / "b.py", BUGGY)
+    run = run_cli([".", "--select", "TL016", "--quiet"])
+    assert run.code == 1
+    assert [line.split(":")[0] for line in run.out.splitlines()] == ["a.py", "b.py"]
+
+
+def test_quiet_clean_run_prints_nothing(tmp_path):
+    write(tmp_path / "a.py", CLEAN)
+    run = run_cli(["a.py", "-q"])
+    assert (run.code, run.out) == (0, "")
+
+
+def test_statistics_counts_findings_per_rule(tmp_path):
+    write(tmp_path / "a.py", BUGGY)
+    write(tmp_path / "b.py", BUGGY)
+    write(tmp_path / "c.py", "def broken(:\n")
+    run = run_cli([".", "--select", "TL016", "--statistics", "-q"])
+    stats = run.out.splitlines()[-2:]
+    assert stats == ["2  TL016  backward-under-no-grad", "1  TL000  syntax-error"]
+
+
+def test_statistics_with_json_keeps_stdout_parseable(tmp_path):
+    write(tmp_path / "a.py", BUGGY)
+    run = run_cli(["a.py", "--select", "TL016", "--statistics", "--format", "json"])
+    assert len(json.loads(run.out)) == 1
+    assert "1  TL016  backward-under-no-grad" in run.err
+
+
+def test_output_file_receives_the_report(tmp_path):
+    write(tmp_path / "a.py", BUGGY)
+    run = run_cli(["a.py", "--select", "TL016", "--format", "json", "--output", "report.json"])
+    assert run.code == 1 and run.out == ""
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert [(f["line"], f["code"]) for f in data] == [(5, "TL016")]
+
+
+def test_output_to_an_unwritable_place_is_a_usage_error(tmp_path):
+    write(tmp_path / "a.py", BUGGY)
+    (tmp_path / "out").mkdir()
+    assert_one_line_error(run_cli(["a.py", "--output", "out"]), "--output", "out")
+
+
+def test_select_accepts_prefixes_and_ignore_removes(tmp_path):
+    write(tmp_path / "a.py", BUGGY)
+    assert "TL016" in run_cli(["a.py", "--select", "TL01", "-q"]).out
+    run = run_cli(["a.py", "--select", "TL016", "--ignore", "TL016"])
+    assert run.code == 0 and "TL016" not in run.out
+    # Lower case and spaces are accepted.
+    assert run_cli(["a.py", "--select", "tl016, tl000", "-q"]).code == 1
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--select", "TL999"], ["--select", "TL999"]),
+        (["--ignore", "TL0X"], ["--ignore", "TL0X"]),
+        (["--select", "E501"], ["E501"]),
+        (["--format", "xml"], ["--format", "xml"]),
+        (["--jobs", "two"], ["--jobs", "two"]),
+        (["--jobs", "-1"], ["--jobs"]),
+        (["--max-file-size", "big"], ["--max-file-size"]),
+        (["--frobnicate"], ["--frobnicate"]),
+        (["missing.py"], ["path not found", "missing.py"]),
+        (["--config", "nowhere.toml"], ["--config", "nowhere.toml"]),
+        (["-", "a.py"], ["'-'"]),
+        (["a.py", "--stdin-filename", "x.py"], ["--stdin-filename"]),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line_naming_the_culprit(tmp_path, args, words):
+    write(tmp_path / "a.py", BUGGY)
+    assert_one_line_error(run_cli(args), *words)
+
+
+def test_a_missing_path_stops_before_linting_anything(tmp_path):
+    write(tmp_path / "a.py", BUGGY)
+    run = run_cli(["a.py", "missing.py"])
+    assert_one_line_error(run, "missing.py")
+    assert run.out == ""
+
+
+def test_version():
+    run = run_cli(["--version"])
+    assert (run.code, run.out.strip()) == (0, f"torchlint {torchlint.__version__}")
+
+
+def test_help_mentions_every_option():
+    run = run_cli(["--help"])
+    assert run.code == 0
+    for option in ("--select", "--ignore", "--format", "--output", "--exit-zero", "--config", "--no-color",
+                   "--jobs", "--quiet", "--statistics", "--stdin-filename", "--version"):
+        assert option in run.out
+
+
+# ----- colour ----------------------------------------------------------------------------------
+
+
+def test_colour_on_a_terminal(tmp_path):
+    write(tmp_path / "a.py", BUGGY)
+    run = run_cli(["a.py", "--select", "TL016"], tty=True)
+    assert ANSI in run.out
+    assert "TL016" in run.out
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_no_colour_on_request_even_on_a_terminal(tmp_path, monkeypatch, how):
+    write(tmp_path / "a.py", BUGGY)
+    args = ["a.py", "--select", "TL016"]
+    if how == "flag":
+        args.append("--no-color")
+    else:
+        monkeypatch.setenv("NO_COLOR", "1")
+    run = run_cli(args, tty=True)
+    assert ANSI not in run.out and "TL016" in run.out
+
+
+def test_no_colour_when_piped_or_written_to_a_file(tmp_path):
+    write(tmp_path / "a.py", BUGGY)
+    assert ANSI not in run_cli(["a.py", "--select", "TL016"]).out
+    run_cli(["a.py", "--select", "TL016", "--output", "r.txt"], tty=True)
+    assert ANSI not in (tmp_path / "r.txt").read_text()
+
+
+def test_force_color_when_piped(tmp_path, monkeypatch):
+    write(tmp_path / "a.py", BUGGY)
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert ANSI in run_cli(["a.py", "--select", "TL016"]).out
+
+
+# ----- standard input --------------------------------------------------------------------------
+
+
+def test_stdin_is_linted_and_reported_under_the_given_name(tmp_path):
+    run = run_cli(["-", "--stdin-filename", "src/train.py", "--select", "TL016", "-q"], stdin=BUGGY.encode())
+    assert run.code == 1
+    assert run.out.startswith("src/train.py:5:9: TL016")
+
+
+def test_stdin_without_a_name(tmp_path):
+    run = run_cli(["-", "--select", "TL016", "--format", "json"], stdin=BUGGY.encode())
+    assert [f["path"] for f in json.loads(run.out)] == ["-"]
+    assert run_cli(["-"], stdin=CLEAN.encode()).code == 0
+
+
+def test_stdin_filename_alone_reads_stdin(tmp_path):
+    run = run_cli(["--stdin-filename", "t.py", "-q", "--select", "TL016"], stdin=BUGGY.encode())
+    assert run.out.startswith("t.py:5:9: TL016")
+
+
+# ----- subcommands -----------------------------------------------------------------------------
+
+
+def test_rules_prints_a_table_of_every_rule():
+    run = run_cli(["rules"])
+    assert run.code == 0
+    lines = run.out.splitlines()
+    assert lines[0].split() == ["CODE", "NAME", "SEVERITY", "SUMMARY"]
+    rows = {line.split()[0]: line.split(None, 3) for line in lines[1:]}
+    assert set(rows) == set(all_rules())
+    for code, rule in all_rules().items():
+        assert rows[code][1:] == [rule.name, rule.severity, rule.summary]
+
+
+def test_explain_prints_the_full_docs_by_code_or_name():
+    docs = all_rules()["TL016"].docs()
+    assert run_cli(["explain", "TL016"]).out == docs
+    assert run_cli(["explain", "tl016"]).out == docs
+    assert run_cli(["explain", "backward-under-no-grad"]).out == docs
+    assert "## Use instead" in docs
+
+
+def test_explain_errors():
+    assert_one_line_error(run_cli(["explain", "TL999"]), "TL999")
+    assert_one_line_error(run_cli(["explain"]), "explain")
+    assert_one_line_error(run_cli(["rules", "extra"]), "extra")
+
+
+def test_run_is_dispatched_to_the_sanitizer_runner(monkeypatch):
+    seen = []
+    fake = types.ModuleType("torchlint.sanitizer.runner")
+    fake.main = lambda argv: seen.append(argv) or 7
+    monkeypatch.setitem(sys.modules, "torchlint.sanitizer.runner", fake)
+    assert run_cli(["run", "train.py", "--epochs", "1"]).code == 7
+    assert seen == [["train.py", "--epochs", "1"]]
+
+
+# ----- processes ---------------------------------------------------------------------------------
+
+
+def test_jobs_gives_the_same_report_in_the_same_order(tmp_path):
+    for i in range(12):
+        write(tmp_path / f"m{i:02}.py", BUGGY if i % 3 else CLEAN + "def broken(:\n" * (i % 2))
+    one = run_cli([".", "--format", "json", "--jobs", "1"])
+    two = run_cli([".", "--format", "json", "--jobs", "2"])
+    auto = run_cli([".", "--format", "json", "--jobs", "0"])
+    assert one.code == two.code == auto.code == 1
+    assert json.loads(one.out) == json.loads(two.out) == json.loads(auto.out)
+    assert len(json.loads(one.out)) >= 8
+
+
+# ----- fresh processes ---------------------------------------------------------------------------
+
+
+def _python(code, cwd):
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_linting_imports_neither_torch_nor_libcst_nor_the_sanitizer(tmp_path):
+    write(tmp_path / "a.py", BUGGY)
+    proc = _python(
+        "import sys\n"
+        "from torchlint.lint.cli import main\n"
+        "main(['-q', 'a.py'])\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'libcst', 'numpy')"
+        " or m.startswith('torchlint.sanitizer'))\n"
+        "print('HEAVY', heavy)\n",
+        tmp_path,
+    )
+    assert "HEAVY []" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_python_dash_m_torchlint(tmp_path):
+    write(tmp_path / "a.py", BUGGY)
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchlint", "a.py", "--select", "TL016", "--no-color"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 1
+    assert proc.stdout.startswith("a.py:5:9: TL016")

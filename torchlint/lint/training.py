@@ -426,12 +426,32 @@ class TrainingModel:
             return
         self._walk_expr(stmt, *args)
 
+    def _call_plan(self, node) -> list:
+        """The calls of one expression in execution order, each with what it means for the events
+        (a classified event, a local function it runs, or an opaque step). Cached: loops nest and
+        helpers are inlined, so the same statement is walked many times."""
+        cache = self._plan_cache
+        plan = cache.get(node)
+        if plan is None:
+            calls = [n for n in _walk_no_scopes(node) if isinstance(n, ast.Call)]
+            # Inner calls run before outer ones: scaler.scale(loss) before .backward().
+            calls.sort(key=lambda c: (c.end_lineno or 0, c.end_col_offset or 0))
+            plan = []
+            for call in calls:
+                event = self.classify_call(call)
+                target = self.resolve_local_call(call) if event is None else None
+                opaque = self._opaque_step(call) if event is None and target is None else None
+                if event is not None or target is not None or opaque is not None:
+                    plan.append((call, event, target, opaque))
+            cache[node] = plan
+        return plan
+
+    @cached_property
+    def _plan_cache(self) -> dict:
+        return {}
+
     def _walk_expr(self, node, out, guards, loops, via, withs, stack) -> None:
-        calls = [n for n in _walk_no_scopes(node) if isinstance(n, ast.Call)]
-        # Inner calls run before outer ones: scaler.scale(loss) before .backward().
-        calls.sort(key=lambda c: (c.end_lineno or 0, c.end_col_offset or 0))
-        for call in calls:
-            event = self.classify_call(call)
+        for call, event, target, opaque in self._call_plan(node):
             if event is not None:
                 if event.kind == "step":
                     # `optimizer.step(closure)` (LBFGS) runs the closure -- its zero_grad and
@@ -443,11 +463,11 @@ class TrainingModel:
                             self._walk_block(closure.body, out, guards, loops, via + (call,), withs, stack + (closure,))
                 out.append(_place(event, guards, loops, via, withs))
                 continue
-            target = self.resolve_local_call(call)
-            if target is not None and target not in stack and len(stack) < self.MAX_INLINE_DEPTH:
-                self._walk_block(target.body, out, guards, loops, via + (call,), withs, stack + (target,))
-                continue
-            opaque = self._opaque_step(call)
+            if target is not None:
+                if target not in stack and len(stack) < self.MAX_INLINE_DEPTH:
+                    self._walk_block(target.body, out, guards, loops, via + (call,), withs, stack + (target,))
+                    continue
+                opaque = self._opaque_step(call)
             if opaque is not None:
                 out.append(_place(opaque, guards, loops, via, withs))
 
@@ -495,7 +515,8 @@ class TrainingModel:
         such a function (``train_step(batch)``, detectron2's ``run_step``, Lightning's manual
         ``training_step``) is called once per iteration by a caller this file does not show.
         """
-        if not any(isinstance(c.func, ast.Attribute) and c.func.attr == "step" for c in self.ctx.calls):
+        attrs = {c.func.attr for c in self.ctx.calls if isinstance(c.func, ast.Attribute)}
+        if "step" not in attrs or not (attrs & BACKWARD_METHODS or "loss" in self.ctx.source):
             return []
         units: list[Unit] = []
         judged: set[ast.AST] = set()
@@ -510,7 +531,7 @@ class TrainingModel:
             if steps:
                 units.append(Unit(loop, tuple(events), steps))
                 judged.update(events[i].node for i in steps)
-        for func in self.ctx.nodes(ast.FunctionDef, ast.AsyncFunctionDef):
+        for func in self._functions_reaching_training_calls():
             if func.name.startswith("test") or _in_test_function(self.ctx, func):
                 continue  # a test runs one step to check something; it is not an iteration
             events = self.function_events(func)
@@ -526,6 +547,29 @@ class TrainingModel:
             if steps:
                 units.append(Unit(func, tuple(events), steps))
         return units
+
+    def _functions_reaching_training_calls(self) -> list:
+        """Functions that contain a backward or step call, or call (by name, two levels deep) one that does:
+        the only ones whose events can hold both. A cheap filter so that not every function is walked."""
+        ctx = self.ctx
+        marked: set = set()
+        for call in ctx.calls:
+            func = call.func
+            if isinstance(func, ast.Attribute) and (func.attr in BACKWARD_METHODS or func.attr == "step"):
+                outer = ctx.enclosing_function(call)
+                while outer is not None and outer not in marked:
+                    marked.add(outer)
+                    outer = ctx.enclosing_function(outer)
+        for _ in range(2):
+            names = {f.name for f in marked}
+            for call in ctx.calls:
+                func = call.func
+                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+                if name in names:
+                    outer = ctx.enclosing_function(call)
+                    if outer is not None:
+                        marked.add(outer)
+        return [f for f in ctx.nodes(ast.FunctionDef, ast.AsyncFunctionDef) if f in marked]
 
     def _loss_is_parameter(self, event: Event, func: ast.AST) -> bool:
         """Whether a backward's loss is a parameter of ``func`` (its caller computed it)."""

@@ -202,6 +202,9 @@ class ActivationTracker:
     # ----- losses -------------------------------------------------------------------------
     def loss_calls(self, functions: frozenset[str], modules: frozenset[str]) -> Iterator[ast.Call]:
         """Calls of the given loss functions, or of objects built from the given loss classes."""
+        source = self.ctx.source
+        if not any(q.rsplit(".", 1)[-1] in source for q in functions | modules):
+            return  # cheap filter: every spelling, aliased or not, contains the last name part
         holders = self._names_bound_to(modules)
         for call in self.ctx.calls:
             qual = self.ctx.call_qualname(call)

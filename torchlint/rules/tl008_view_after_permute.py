@@ -311,6 +311,8 @@ def flatten_tokens(feat):
     ]
 
     def check(self, ctx):
+        if ".view" not in ctx.source:
+            return
         layout = None
         for call in ctx.calls:
             func = call.func

@@ -1,0 +1,132 @@
+"""TL011 functional-dropout-always-on."""
+
+from __future__ import annotations
+
+import ast
+
+from ..lint.dataflow import argument
+from ..lint.rule import Rule, register
+
+# Functional dropouts and the position of their `training` parameter.
+DROPOUT_FUNCTIONS = {
+    "torch.nn.functional.dropout": (2, "training"),
+    "torch.nn.functional.dropout1d": (2, "training"),
+    "torch.nn.functional.dropout2d": (2, "training"),
+    "torch.nn.functional.dropout3d": (2, "training"),
+    "torch.nn.functional.alpha_dropout": (2, "training"),
+    "torch.nn.functional.feature_alpha_dropout": (2, "training"),
+    "torch.dropout": (2, "train"),
+    "torch.alpha_dropout": (2, "train"),
+    "torch.feature_dropout": (2, "train"),
+    "torch.feature_alpha_dropout": (2, "train"),
+}
+
+
+@register
+class FunctionalDropoutAlwaysOn(Rule):
+    code = "TL011"
+    name = "functional-dropout-always-on"
+    severity = "error"
+    summary = "Functional dropout inside a module without `training=`: it stays on in eval mode."
+    what = """
+        Reports `F.dropout`, `F.dropout1d/2d/3d`, `F.alpha_dropout`,
+        `F.feature_alpha_dropout` (and `torch.dropout`-style functions) called inside
+        a method of an `nn.Module` subclass without a `training` argument. Passing
+        `training=self.training` (or any value) is fine; an explicit `training=True`
+        is taken as intended (Monte-Carlo dropout).
+    """
+    why = """
+        Unlike the `nn.Dropout` module, the functional form does not know the module's
+        mode: its `training` parameter defaults to `True`. `model.eval()` therefore
+        does not switch it off, so validation scores are noisy and too low and
+        inference is random — and nothing fails.
+    """
+    example = """
+        class Net(nn.Module):
+            def forward(self, x):
+                x = F.relu(self.fc1(x))
+                x = F.dropout(x, p=0.5)
+                return self.fc2(x)
+    """
+    instead = """
+        class Net(nn.Module):
+            def forward(self, x):
+                x = F.relu(self.fc1(x))
+                x = F.dropout(x, p=0.5, training=self.training)
+                return self.fc2(x)
+    """
+    VALID = [
+        """
+import torch.nn as nn
+import torch.nn.functional as F
+class Net(nn.Module):
+    def forward(self, x):
+        x = F.dropout(x, 0.1, self.training)
+        return F.dropout(x, p=0.2, training=True)  # Monte-Carlo dropout, on purpose
+""",
+        """
+import torch.nn.functional as F
+def augment(x):
+    return F.dropout(x, p=0.1)
+""",
+    ]
+    INVALID = [
+        """
+import torch.nn as nn
+from torch.nn.functional import dropout2d
+class Block(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+    def forward(self, x):
+        def drop(t):
+            return dropout2d(t, self.p)  # expect: TL011
+        return drop(x)
+""",
+    ]
+
+    def check(self, ctx):
+        if "dropout" not in ctx.source or not ctx.module_classes:
+            return
+        for call in ctx.calls:
+            qual = ctx.call_qualname(call)
+            spec = DROPOUT_FUNCTIONS.get(qual) if qual else None
+            if spec is None:
+                continue
+            position, parameter = spec
+            if argument(call, position, parameter) is not None or _passes_unknown_arguments(call):
+                continue
+            cls = ctx.enclosing(call, ast.ClassDef)
+            if cls is None or cls.name not in ctx.module_classes or _in_training_only_method(ctx, call, cls):
+                continue
+            yield self.report(call, self._message(ctx, call, parameter))
+
+    @staticmethod
+    def _message(ctx, call, parameter) -> str:
+        text = ctx.segment(call)
+        if len(text) > 50:
+            text = text[:47] + "..."
+        return (
+            f"`{text}` has no `{parameter}=` argument, which defaults to True: dropout stays on after "
+            f"`model.eval()`; pass `{parameter}=self.training` (or use an `nn.Dropout` submodule)"
+        )
+
+
+# Methods the framework runs only in training mode (Lightning): dropout on is right there.
+TRAINING_ONLY_METHODS = frozenset({"training_step"})
+
+
+def _in_training_only_method(ctx, call: ast.Call, cls: ast.ClassDef) -> bool:
+    """True outside methods of ``cls`` (class body) or inside a training-only method."""
+    method = None
+    for ancestor in ctx.ancestors(call):
+        if ancestor is cls:
+            break
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            method = ancestor
+    return method is None or method.name in TRAINING_ONLY_METHODS
+
+
+def _passes_unknown_arguments(call: ast.Call) -> bool:
+    """``f(*args)`` / ``f(**kwargs)`` may pass `training`: do not guess."""
+    return any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords)

@@ -1,0 +1,290 @@
+"""TL013 unregistered-parameter."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from ..lint.dataflow import dataflow, keyword, method_call
+from ..lint.rule import Rule, register
+from ..lint.training import MODEL
+
+PARAMETER = "torch.nn.Parameter"
+CONTAINER_LITERALS = (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp, ast.Set, ast.SetComp)
+EMPTY_CONTAINER_CALLS = frozenset({"list", "dict", "tuple", "OrderedDict", "collections.OrderedDict"})
+# Calls that register their arguments (or whatever the class stores by hand).
+REGISTERING_METHODS = frozenset({"add_module", "register_module", "register_parameter", "register_buffer"})
+# Builtins that only look at a container: passing `self.blocks` to them registers nothing.
+INSPECTING_BUILTINS = frozenset(
+    {"len", "enumerate", "zip", "range", "print", "isinstance", "iter", "reversed", "sorted", "min", "max", "repr", "str"}
+)
+
+
+@register
+class UnregisteredParameter(Rule):
+    code = "TL013"
+    name = "unregistered-parameter"
+    severity = "error"
+    summary = "Submodules in a plain list/dict, or a trainable tensor that is not an `nn.Parameter`."
+    what = """
+        Reports, in the `__init__` of an `nn.Module` subclass, an attribute that holds
+        newly built submodules (`nn.Linear(...)`, a module class of this file, an
+        `nn.Parameter`) in a plain `list`, `tuple` or `dict` — written as a literal, a
+        comprehension, or filled with `.append(...)` — and a tensor made trainable with
+        `requires_grad=True` or `.requires_grad_()` instead of `nn.Parameter`. Lists of
+        modules that are registered anyway (passed to `nn.Sequential(*layers)`,
+        `nn.ModuleList(...)`, `add_module`), lists of references to registered
+        submodules, buffers and plain-data lists are fine.
+    """
+    why = """
+        `nn.Module` registers only attributes that are modules, `nn.Parameter`s,
+        `nn.ModuleList`/`nn.ModuleDict`/`nn.ParameterList` and buffers. Anything hidden
+        in a plain container or a bare tensor is invisible: `model.parameters()` skips
+        it, so the optimizer never updates it; `.to(device)`/`.cuda()` leave it on the
+        CPU; `state_dict()` does not save it; `model.eval()` does not reach it. The
+        model trains with frozen random layers and no error.
+    """
+    example = """
+        class MLP(nn.Module):
+            def __init__(self, dims):
+                super().__init__()
+                self.layers = [nn.Linear(a, b) for a, b in zip(dims, dims[1:])]
+                self.scale = torch.ones(dims[-1], requires_grad=True)
+    """
+    instead = """
+        class MLP(nn.Module):
+            def __init__(self, dims):
+                super().__init__()
+                self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims, dims[1:]))
+                self.scale = nn.Parameter(torch.ones(dims[-1]))
+    """
+    VALID = [
+        """
+import torch
+import torch.nn as nn
+class Net(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        layers = [nn.Linear(8, 8) for _ in range(n)]
+        self.body = nn.Sequential(*layers)
+        self.heads = nn.ModuleList([nn.Linear(8, 2), nn.Linear(8, 3)])
+        self.alpha = nn.Parameter(torch.zeros(1))
+        self.register_buffer("mask", torch.ones(8))
+        self.out_channels = [8, 16, 32]
+        self.stages = [self.body, self.heads]
+""",
+    ]
+    INVALID = [
+        """
+import torch
+import torch.nn as nn
+class Net(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.blocks = [nn.Linear(8, 8) for _ in range(n)]  # expect: TL013
+        self.temperature = torch.ones(1, requires_grad=True)  # expect: TL013
+""",
+        """
+import torch.nn as nn
+class Block(nn.Module):
+    pass
+class Net(nn.Module):
+    def __init__(self, depth):
+        super().__init__()
+        self.stages = []  # expect: TL013
+        for i in range(depth):
+            self.stages.append(Block())
+""",
+    ]
+
+    def check(self, ctx):
+        if not ctx.module_classes:
+            return
+        for name in sorted(ctx.module_classes):
+            cls = ctx.classes[name]
+            init = next(
+                (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__"),
+                None,
+            )
+            if init is None or not init.args.args:
+                continue
+            yield from _InitChecker(self, ctx, cls, init).findings()
+
+
+class _InitChecker:
+    def __init__(self, rule, ctx, cls, init):
+        self.rule = rule
+        self.ctx = ctx
+        self.cls = cls
+        self.init = init
+        self.receiver = init.args.args[0].arg
+        self.flow = dataflow(ctx)
+        self._class_calls = [n for n in ast.walk(cls) if isinstance(n, ast.Call)]
+
+    def findings(self) -> Iterator:
+        registers_by_hand = any(self._is_registering_call(c) for c in self._class_calls)
+        for node in ast.walk(self.init):
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                attr = self._self_attribute(target)
+                if attr is None:
+                    continue
+                message = self._judge(attr, node.value, registers_by_hand)
+                if message:
+                    yield self.rule.report(node, message)
+
+    # ----- what an assignment stores ------------------------------------------------------------
+    def _judge(self, attr: str, value: ast.AST, registers_by_hand: bool) -> str | None:
+        trainable = self._trainable_tensor(value)
+        if trainable:
+            if self._wrapped_later(attr):
+                return None
+            return (
+                f"`self.{attr}` is a tensor made trainable with `{trainable}` but not an `nn.Parameter`: "
+                "the optimizer (`model.parameters()`), `.to(device)` and `state_dict()` never see it; "
+                f"wrap it: `self.{attr} = nn.Parameter(...)` (or `register_buffer` if it is not trained)"
+            )
+        fresh = self._fresh_modules_in_container(value)
+        if fresh is None and self._is_empty_container(value):
+            fresh = self._appended_modules(attr)
+        if not fresh or registers_by_hand or self._wrapped_later(attr):
+            return None
+        kind = "dict" if isinstance(value, (ast.Dict, ast.DictComp)) or _called(value) in ("dict", "OrderedDict") else (
+            "tuple" if isinstance(value, ast.Tuple) else "list"
+        )
+        if fresh == "parameter":
+            replacement = "nn.ParameterDict" if kind == "dict" else "nn.ParameterList"
+            what = "parameters"
+        else:
+            replacement = "nn.ModuleDict" if kind == "dict" else "nn.ModuleList"
+            what = "submodules"
+        return (
+            f"`self.{attr}` keeps {what} in a plain {kind}: they are not registered, so the optimizer "
+            "(`model.parameters()`), `.to(device)`, `state_dict()` and `model.eval()` never see them; "
+            f"use `{replacement}(...)` instead"
+        )
+
+    def _trainable_tensor(self, value: ast.AST) -> str | None:
+        if not isinstance(value, ast.Call):
+            return None
+        found = method_call(value)
+        if found is not None and found[0] == "requires_grad_":
+            if not value.args or _is_true(value.args[0]):
+                return "requires_grad_()"
+            return None
+        requires_grad = keyword(value, "requires_grad")
+        if requires_grad is None or not _is_true(requires_grad.value):
+            return None
+        qual = self.ctx.call_qualname(value)
+        if qual == PARAMETER or qual == "torch.nn.parameter.Parameter":
+            return None
+        if (qual and qual.startswith("torch.")) or (found is not None and found[0].startswith("new_")):
+            return "requires_grad=True"
+        return None
+
+    def _module_kind(self, expr: ast.AST) -> str | None:
+        """"module"/"parameter" when ``expr`` builds a new submodule or parameter here."""
+        if isinstance(expr, ast.IfExp):
+            return self._module_kind(expr.body) or self._module_kind(expr.orelse)
+        if not isinstance(expr, ast.Call):
+            return None
+        qual = self.ctx.call_qualname(expr)
+        if qual in (PARAMETER, "torch.nn.parameter.Parameter"):
+            return "parameter"
+        if self.ctx.training.constructor_role(expr) == MODEL:
+            return "module"
+        return None
+
+    def _fresh_modules_in_container(self, value: ast.AST) -> str | None:
+        if isinstance(value, (ast.ListComp, ast.SetComp)):
+            elements = [value.elt]
+        elif isinstance(value, ast.DictComp):
+            elements = [value.value]
+        elif isinstance(value, ast.Dict):
+            elements = list(value.values)
+        elif isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+            elements = list(value.elts)
+        else:
+            return None
+        kinds = {self._module_kind(e) for e in elements} - {None}
+        if not kinds:
+            return None
+        return "parameter" if kinds == {"parameter"} else "module"
+
+    @staticmethod
+    def _is_empty_container(value: ast.AST) -> bool:
+        if isinstance(value, (ast.List, ast.Tuple, ast.Dict)):
+            return not (value.elts if not isinstance(value, ast.Dict) else value.keys)
+        return _called(value) in EMPTY_CONTAINER_CALLS and not value.args and not value.keywords
+
+    def _appended_modules(self, attr: str) -> str | None:
+        """Modules put into ``self.attr`` later in ``__init__`` (append/extend/item/+=)."""
+        kinds = set()
+        for node in ast.walk(self.init):
+            added: list[ast.AST] = []
+            found = method_call(node)
+            if found is not None and found[0] in ("append", "extend", "insert") and self._self_attribute(found[1]) == attr:
+                args = node.args[-1:] if found[0] == "insert" else node.args
+                for arg in args:
+                    added.extend(arg.elts if found[0] == "extend" and isinstance(arg, (ast.List, ast.Tuple)) else [arg])
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Subscript) and self._self_attribute(target.value) == attr:
+                        added.append(node.value)
+            elif isinstance(node, ast.AugAssign) and self._self_attribute(node.target) == attr:
+                if isinstance(node.value, (ast.List, ast.Tuple)):
+                    added.extend(node.value.elts)
+            for expr in added:
+                kinds.add(self._value_kind(expr))
+        kinds.discard(None)
+        if not kinds:
+            return None
+        return "parameter" if kinds == {"parameter"} else "module"
+
+    def _value_kind(self, expr: ast.AST) -> str | None:
+        """Module kind of ``expr`` itself or of every value a local name may hold."""
+        if isinstance(expr, ast.Name):
+            origins = self.flow.origins(expr)
+            kinds = {self._module_kind(o) if o is not None else None for o in origins}
+            return kinds.pop() if len(kinds) == 1 else None
+        return self._module_kind(expr)
+
+    # ----- whether the container gets registered anyway --------------------------------------------
+    def _wrapped_later(self, attr: str) -> bool:
+        """``self.attr`` passed to a call anywhere in the class (``nn.Sequential(*self.attr)``,
+        ``nn.Parameter(self.attr)``, a helper), other than builtins that only inspect it."""
+        for call in self._class_calls:
+            if isinstance(call.func, ast.Name) and call.func.id in INSPECTING_BUILTINS:
+                continue
+            for arg in [*call.args, *(kw.value for kw in call.keywords)]:
+                if isinstance(arg, ast.Starred):
+                    arg = arg.value
+                if self._self_attribute(arg) == attr:
+                    return True
+        return False
+
+    def _is_registering_call(self, call: ast.Call) -> bool:
+        found = method_call(call)
+        if found is not None and found[0] in REGISTERING_METHODS:
+            return True
+        return isinstance(call.func, ast.Name) and call.func.id == "setattr"
+
+    def _self_attribute(self, expr: ast.AST) -> str | None:
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == self.receiver:
+            return expr.attr
+        return None
+
+
+def _called(expr: ast.AST) -> str | None:
+    if isinstance(expr, ast.Call):
+        if isinstance(expr.func, ast.Name):
+            return expr.func.id
+        if isinstance(expr.func, ast.Attribute):
+            return expr.func.attr
+    return None
+
+
+def _is_true(expr: ast.AST) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is True

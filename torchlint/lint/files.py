@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Callable, Iterator
 
 from .config import ConfigError, Settings, glob_match
@@ -61,6 +62,22 @@ def _excluded(path: str, settings: Settings, patterns: tuple[str, ...]) -> bool:
     return any(glob_match(rel, pattern) for pattern in patterns)
 
 
+def _excluded_entry(path: str, name: str, settings: Settings, patterns: tuple[str, ...]) -> bool:
+    """While walking: name patterns test this entry's own name (the directories above it were
+    tested on the way down, and a directory named on the command line is linted as asked)."""
+    rel = None
+    for pattern in patterns:
+        if "/" not in pattern.strip().rstrip("/"):
+            if fnmatchcase(name, pattern.strip().rstrip("/")):
+                return True
+            continue
+        if rel is None:
+            rel = settings.relative(path) or name
+        if glob_match(rel, pattern):
+            return True
+    return False
+
+
 def discover(paths: list[str], settings_for: Callable[[str], Settings]) -> Iterator[Target]:
     """Every file to lint under ``paths``, in argument order and sorted within directories, each once.
 
@@ -85,28 +102,28 @@ def _discover_one(path: str, settings_for: Callable[[str], Settings]) -> Iterato
         if not _excluded(path, settings, settings.user_excludes):
             yield Target(path, settings)
         return
-    stack = [path]
-    while stack:
-        directory = stack.pop()
+    yield from _walk(path, settings_for)
+
+
+def _walk(directory: str, settings_for: Callable[[str], Settings]) -> Iterator[Target]:
+    """Depth-first in sorted name order, so a report reads like a sorted list of paths."""
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError as exc:
+        # An unreadable directory: report it like a file that cannot be read, and go on.
+        reason = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc))
+        yield Target(directory, settings_for(directory), f"cannot read directory: {reason}")
+        return
+    settings = settings_for(directory)
+    excludes = settings.excludes()
+    for entry in entries:
+        child = entry.path if directory != "." else entry.name
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError as exc:
-            # An unreadable directory: report it like a file that cannot be read, and go on.
-            reason = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc))
-            yield Target(directory, settings_for(directory), f"cannot read directory: {reason}")
-            continue
-        settings = settings_for(directory)
-        subdirs = []
-        for entry in entries:
-            child = entry.path if directory != "." else entry.name
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                is_dir = False
-            if is_dir:
-                if _excluded(child, settings, settings.excludes()) or is_virtualenv(child):
-                    continue
-                subdirs.append(child)
-            elif entry.name.endswith(".py") and not _excluded(child, settings, settings.excludes()):
-                yield Target(child, settings)
-        stack.extend(reversed(subdirs))
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            is_dir = False
+        if is_dir:
+            if not _excluded_entry(child, entry.name, settings, excludes) and not is_virtualenv(child):
+                yield from _walk(child, settings_for)
+        elif entry.name.endswith(".py") and not _excluded_entry(child, entry.name, settings, excludes):
+            yield Target(child, settings)

@@ -38,7 +38,8 @@ class Suppressions:
     def from_source(cls, source: str) -> "Suppressions":
         result = cls()
         # Cheap pre-check: most files have no suppression comment at all.
-        if "noqa" not in source and "torchlint:" not in source:
+        lowered = source.lower()
+        if "noqa" not in lowered and "torchlint:" not in lowered:
             return result
         for line, comment in _comments(source):
             for match in _NOQA.finditer(comment):

@@ -1,0 +1,116 @@
+"""TL002 zero-grad-after-backward."""
+
+from __future__ import annotations
+
+import ast
+
+from ..lint.rule import Rule, register
+from ..lint.training import BACKWARD_KINDS, CLEAR_KINDS, exclusive
+
+
+@register
+class ZeroGradAfterBackward(Rule):
+    code = "TL002"
+    name = "zero-grad-after-backward"
+    severity = "error"
+    summary = "Gradients are cleared between the backward pass and the optimizer step, so the step applies zeros."
+    what = """
+        Reports a clearing call (`optimizer.zero_grad()`, `model.zero_grad()` on the model
+        the optimizer updates) that runs after the last backward pass and before the
+        optimizer step of the same iteration, on every path that reaches the step --
+        including inside a helper called in between, or inside a micro-step loop after its
+        backward. A clear before a later backward, a clear on a branch that skips the step
+        (`if not torch.isfinite(loss): optimizer.zero_grad(); continue`), and a clear of a
+        different optimizer (a GAN's generator while the discriminator steps) are fine.
+    """
+    why = """
+        `zero_grad()` throws away the gradients `backward()` just computed, so the step
+        that follows sees zeros (or `None`): plain SGD does nothing, momentum and Adam keep
+        moving on stale state, and weight decay alone shrinks the weights. The loss curve
+        stays flat and nothing raises.
+    """
+    example = """
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.zero_grad()
+            optimizer.step()
+    """
+    instead = """
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+    """
+    VALID = [
+        """
+import torch
+def train(model, loader, optimizer, scaler):
+    for x, y in loader:
+        with torch.autocast("cuda"):
+            loss = model(x, y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+""",
+    ]
+    INVALID = [
+        """
+import torch
+def train(model, loader):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = model(x).sub(y).pow(2).mean()
+        loss.backward()
+        optimizer.zero_grad()  # expect: TL002
+        optimizer.step()
+""",
+    ]
+
+    def check(self, ctx):
+        training = ctx.training
+        reported: set[ast.AST] = set()
+        for unit in training.step_units:
+            stepped = training.stepped_optimizers(unit)
+            for index in unit.steps:
+                step = unit.events[index]
+                found = _clear_after_last_backward(training, unit.events, index, stepped)
+                if found is None:
+                    continue
+                clear, backward = found
+                if clear.node in reported:
+                    continue
+                reported.add(clear.node)
+                yield self.report(clear.node, self._message(ctx, clear, backward, step))
+
+    @staticmethod
+    def _message(ctx, clear, backward, step) -> str:
+        via = f" (through the call on line {clear.via[0].lineno})" if clear.via else ""
+        return (
+            f"`{ctx.segment(clear.node)}` runs after `{ctx.segment(backward.node)}` (line {backward.node.lineno}) "
+            f"and before `{ctx.segment(step.node)}` (line {step.node.lineno}){via}, so the step applies "
+            "zeroed gradients; clear the gradients before the forward pass or after the step"
+        )
+
+
+def _clear_after_last_backward(training, events, index, stepped):
+    """The clear of the step's optimizer that sits between the last backward before ``events[index]``
+    and the step, on every path that reaches the step; with that backward."""
+    step = events[index]
+    step_keys = training.guard_keys(step)
+    candidates = []
+    for event in reversed(events[:index]):
+        if exclusive(event, step):
+            continue
+        if event.kind in BACKWARD_KINDS:
+            for clear in candidates:
+                if training.guard_keys(clear) <= step_keys and training.clears(clear, step, stepped, strict=True):
+                    return clear, event
+            return None
+        if event.kind == "step" and training.canonical_target(event) == training.canonical_target(step):
+            return None  # an earlier step of the same optimizer: this clear follows it
+        if event.kind in CLEAR_KINDS:
+            candidates.append(event)
+    return None

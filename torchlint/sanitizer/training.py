@@ -53,7 +53,9 @@ def _listing(names: list[str]) -> str:
 
 
 def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+    if n == 1:
+        return f"{n} {word}"
+    return f"{n} {word}{'es' if word.endswith('s') else 's'}"
 
 
 def _closure_of(args: tuple, kwargs: dict) -> tuple[Any, str | int | None]:
@@ -86,6 +88,14 @@ class OptimizerState:
 
     def params(self) -> list[torch.Tensor]:
         return [p for group in self.optimizer.param_groups for p in group["params"]]
+
+    def slot_name(self, param: torch.Tensor) -> str:
+        """``opt.param_groups[0]['params'][2]``: a name for a parameter of no known model."""
+        for g, group in enumerate(self.optimizer.param_groups):
+            for i, p in enumerate(group["params"]):
+                if p is param:
+                    return f"{self.label}.param_groups[{g}]['params'][{i}]"
+        return f"a parameter of {self.label}"
 
 
 class TrainingChecks(Check):
@@ -181,10 +191,10 @@ class TrainingChecks(Check):
         registry = self.registry
         known = registry.params
         states = []
-        for i, p in enumerate(params):
+        for p in params:
             state = known.get(id(p))
             if state is None and p.requires_grad:
-                state = registry.track(p, f"{opt.label}.param_groups[...][{i}]")
+                state = registry.track(p, opt.slot_name(p), provisional=True)
             if state is not None:
                 states.append(state)
         if len(opt.param_ids) != len(params):
@@ -321,6 +331,16 @@ class TrainingChecks(Check):
         stale = [s.name for s, flag in zip(evidence, nonzero) if flag]
         if not stale:
             return
+        if opt.closure_step:
+            self.emit(
+                "TS106",
+                f"the closure passed to {opt.label}.step() does not clear the gradients "
+                f"({_plural(len(stale), 'parameter')}: {_listing(stale)}): each call adds its backward pass "
+                f"to the previous ones (LBFGS calls it several times per step). Call {opt.label}.zero_grad() "
+                f"at the start of the closure. Static twin: TL001.",
+                {"optimizer": opt.label, "parameters": stale, "twin": "TL001", "closure": True},
+            )
+            return
         self.emit(
             "TS106",
             f"{opt.label}.step() uses gradients that still hold contributions from backward passes made "
@@ -423,8 +443,10 @@ class TrainingChecks(Check):
             return False
         self._discoveries += 1
         found = False
+        optimizer_type = torch.optim.Optimizer
         for obj in gc.get_objects():
-            if isinstance(obj, torch.optim.Optimizer) and id(obj) not in self.optimizers:
+            # type(), not isinstance(): the latter can run lazy-module __class__ properties.
+            if issubclass(type(obj), optimizer_type) and id(obj) not in self.optimizers:
                 label = type(obj).__name__
                 opt = self.optimizers[id(obj)] = OptimizerState(obj, label)
                 self._index_owner(opt, opt.params())
@@ -432,6 +454,9 @@ class TrainingChecks(Check):
         return found
 
     def _report_stall(self, opt: OptimizerState, n: int) -> None:
+        if opt.steps == 0:
+            # Found by the heap scan: name it as the code around this backward does.
+            opt.label = guess_variable_name(opt.optimizer, user_frame()) or opt.label
         grads = [p.grad for p in opt.params() if p.grad is not None and not p.grad.is_sparse]
         nonfinite = bool(grads) and not bool(
             torch.stack([torch.isfinite(g).all() for g in grads]).all()

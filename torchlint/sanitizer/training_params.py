@@ -100,6 +100,7 @@ class ParamState:
         "touched",
         "backwards_since_step",
         "handles",
+        "provisional_name",
     )
 
     def __init__(self, param: torch.Tensor, name: str):
@@ -117,6 +118,8 @@ class ParamState:
         self.touched = False
         self.backwards_since_step = 0
         self.handles: list = []
+        # Named after its optimizer slot until a root model that holds it is seen.
+        self.provisional_name = False
 
     def remember_grad(self) -> None:
         """Note the current .grad as 'seen', e.g. after an optimizer step,
@@ -152,17 +155,22 @@ class ParamRegistry:
         root = self.roots[id(module)] = RootModel(module, name)
         for pname, param in module.named_parameters():
             self.root_of.setdefault(id(param), root)
-            self.track(param, root.qualify(pname))
+            state = self.track(param, root.qualify(pname))
+            if state is not None and state.provisional_name:
+                state.name = root.qualify(pname)
+                state.provisional_name = False
         return root
 
-    def track(self, param: torch.Tensor, name: str) -> ParamState | None:
-        """Start watching ``param`` (idempotent); None if it cannot get a gradient."""
+    def track(self, param: torch.Tensor, name: str, provisional: bool = False) -> ParamState | None:
+        """Start watching ``param`` (idempotent); None if it cannot get a gradient.
+        A ``provisional`` name is replaced once a root model holding it is seen."""
         state = self.params.get(id(param))
         if state is not None:
             return state
         if not (isinstance(param, torch.Tensor) and param.requires_grad and param.is_leaf):
             return None
         state = self.params[id(param)] = ParamState(param, name)
+        state.provisional_name = provisional
         state.handles.append(param.register_post_accumulate_grad_hook(self._accumulate_hook(state)))
         return state
 

@@ -1,0 +1,221 @@
+"""TL019 dataloader-workers-without-main-guard: worker processes started by import-time code."""
+
+CODE = "TL019"
+
+
+def lines(findings):
+    return [f.line for f in findings]
+
+
+# ----- positives ------------------------------------------------------------------------------
+
+
+def test_module_level_loop_over_loader(lint):
+    findings = lint(
+        """
+        import torch
+        from torch.utils.data import DataLoader
+        loader = DataLoader(dataset, batch_size=64, shuffle=True, num_workers=4)
+        for epoch in range(10):
+            for x, y in loader:
+                step(x, y)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [4]
+    message = findings[0].message
+    assert "num_workers=4" in message and '`if __name__ == "__main__":`' in message and "spawn" in message
+    assert findings[0].severity == "warning" and findings[0].name == "dataloader-workers-without-main-guard"
+
+
+def test_argparse_default_and_int_cast_like_dcgan(lint):
+    findings = lint(
+        """
+        import argparse
+        import torch.utils.data
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--workers", type=int, default=2, help="data loading workers")
+        opt = parser.parse_args()
+        dataloader = torch.utils.data.DataLoader(dataset, batch_size=64, shuffle=True,
+                                                 num_workers=int(opt.workers))
+        for epoch in range(25):
+            for i, data in enumerate(dataloader, 0):
+                netD.zero_grad()
+        """,
+        CODE,
+    )
+    assert lines(findings) == [7]
+
+
+def test_loader_iterated_in_function_called_at_module_level(lint):
+    findings = lint(
+        """
+        from torch.utils.data import DataLoader
+        NUM_WORKERS = 8
+        training_data_loader = DataLoader(dataset=train_set, num_workers=NUM_WORKERS, shuffle=True)
+        def train(epoch):
+            for batch in training_data_loader:
+                optimize(batch)
+        for epoch in range(1, 10):
+            train(epoch)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [4]
+
+
+def test_kwargs_dict_and_cpu_count(lint):
+    findings = lint(
+        """
+        import os
+        import torch
+        kwargs = {"num_workers": 1, "pin_memory": True} if torch.cuda.is_available() else {}
+        a = torch.utils.data.DataLoader(train_set, batch_size=32, **kwargs)
+        b = torch.utils.data.DataLoader(test_set, num_workers=os.cpu_count())
+        fit(model, a, b)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [5, 6]
+
+
+def test_inline_loader_in_for_and_next_iter(lint):
+    findings = lint(
+        """
+        from torch.utils import data
+        first = next(iter(data.DataLoader(ds, num_workers=2)))
+        for batch in data.DataLoader(ds, num_workers=2):
+            print(batch)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [3, 4]
+
+
+def test_else_of_main_guard_runs_on_import(lint):
+    findings = lint(
+        """
+        from torch.utils.data import DataLoader
+        if __name__ == "__main__":
+            pass
+        else:
+            loader = DataLoader(ds, num_workers=2)
+            for b in loader:
+                pass
+        """,
+        CODE,
+    )
+    assert lines(findings) == [6]
+
+
+# ----- hard negatives -------------------------------------------------------------------------
+
+
+def test_under_main_guard(lint):
+    assert not lint(
+        """
+        from torch.utils.data import DataLoader
+        if __name__ == "__main__":
+            loader = DataLoader(ds, num_workers=4)
+            for b in loader:
+                train(b)
+        """,
+        CODE,
+    )
+
+
+def test_built_at_module_level_but_iterated_under_guard_like_vae(lint):
+    assert not lint(
+        """
+        import torch
+        kwargs = {"num_workers": 1, "pin_memory": True}
+        train_loader = torch.utils.data.DataLoader(train_set, batch_size=128, shuffle=True, **kwargs)
+        def train(epoch):
+            for data, _ in train_loader:
+                step(data)
+        if __name__ == "__main__":
+            for epoch in range(10):
+                train(epoch)
+        """,
+        CODE,
+    )
+
+
+def test_zero_workers_or_main_process_loading(lint):
+    assert not lint(
+        """
+        from torch.utils.data import DataLoader
+        loader = DataLoader(ds, batch_size=8, num_workers=0)
+        other = DataLoader(ds, batch_size=8)
+        for b in loader:
+            pass
+        for b in other:
+            pass
+        """,
+        CODE,
+    )
+
+
+def test_inside_functions(lint):
+    assert not lint(
+        """
+        from torch.utils.data import DataLoader
+        def main(args):
+            loader = DataLoader(ds, num_workers=args.workers)
+            for b in loader:
+                pass
+        def make_loader():
+            return DataLoader(ds, num_workers=4)
+        main(parse())
+        """,
+        CODE,
+    )
+
+
+def test_only_length_is_read_at_import(lint):
+    assert not lint(
+        """
+        from torch.utils.data import DataLoader
+        loader = DataLoader(ds, num_workers=4)
+        print(len(loader), loader.batch_size)
+        """,
+        CODE,
+    )
+
+
+def test_function_parameter_shadows_global_loader(lint):
+    assert not lint(
+        """
+        from torch.utils.data import DataLoader
+        loader = DataLoader(ds, num_workers=4)
+        def summarize(loader):
+            for b in loader:
+                print(b)
+        summarize([1, 2, 3])
+        """,
+        CODE,
+    )
+
+
+def test_unknown_worker_count(lint):
+    assert not lint(
+        """
+        from torch.utils.data import DataLoader
+        loader = DataLoader(ds, num_workers=config["workers"])
+        for b in loader:
+            pass
+        """,
+        CODE,
+    )
+
+
+def test_pytest_module_is_not_the_main_script(lint):
+    assert not lint(
+        """
+        from torch.utils.data import DataLoader
+        loader = DataLoader(ds, num_workers=2)
+        batches = [b for b in loader]
+        """,
+        CODE,
+        path="tests/test_data.py",
+    )

@@ -1,0 +1,245 @@
+"""Script-level facts shared by the data-loading rules: which code runs when the file is
+imported (outside ``if __name__ == "__main__":``), and what a ``DataLoader(...)`` call
+was given (dataset, shuffle, sampler, workers), with names resolved through simple
+assignments of the same function or of the module.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .imports import dotted_name, symbol
+
+if TYPE_CHECKING:
+    from .context import FileContext
+
+DATALOADER = "torch.utils.data.DataLoader"
+DISTRIBUTED_SAMPLER = "torch.utils.data.DistributedSampler"
+# DataLoader's positional parameters, in order.
+DATALOADER_PARAMS = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers")
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+# Words that mark a loader as evaluation-only (its order and sharding do not matter for training).
+EVAL_WORDS = re.compile(r"val|test|eval|dev(?!ice)|calib|pred|infer|bench", re.I)
+TRAIN_WORDS = re.compile(r"train", re.I)
+
+
+# ----- the main guard ---------------------------------------------------------------------------
+def is_main_guard(test: ast.AST) -> bool:
+    """``__name__ == "__main__"`` (either operand order)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    has_name = any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides)
+    has_main = any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides)
+    return has_name and has_main
+
+
+def runs_at_import(ctx: "FileContext", node: ast.AST) -> bool:
+    """Whether ``node`` runs when the module is imported: it is not inside a function, class
+    or lambda, nor in the body of an ``if __name__ == "__main__":``."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, _SCOPES):
+            return False
+        if isinstance(ancestor, ast.If) and is_main_guard(ancestor.test) and _in_list(child, ancestor.body):
+            return False
+        child = ancestor
+    return True
+
+
+def _in_list(node: ast.AST, nodes: list) -> bool:
+    return any(n is node for n in nodes)
+
+
+# ----- simple assignments -----------------------------------------------------------------------
+_ASSIGNMENTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def assignments(ctx: "FileContext") -> dict[str, list[ast.Assign]]:
+    """``target = value`` statements of the file by target symbol (``loader``, ``self.loader``)."""
+    found = _ASSIGNMENTS.get(ctx)
+    if found is None:
+        found = {}
+        for node in ctx.nodes(ast.Assign):
+            for target in node.targets:
+                key = symbol(target)
+                if key:
+                    found.setdefault(key, []).append(node)
+        _ASSIGNMENTS[ctx] = found
+    return found
+
+
+def resolve_value(ctx: "FileContext", expr: ast.AST) -> ast.AST:
+    """The value a plain name stands for, when one assignment in its function (or, failing
+    that, at module level) binds it; ``expr`` itself otherwise."""
+    if not isinstance(expr, ast.Name):
+        return expr
+    scope = ctx.enclosing_function(expr)
+    candidates = assignments(ctx).get(expr.id, [])
+    for wanted in (scope, None) if scope is not None else (None,):
+        values = [a.value for a in candidates if ctx.enclosing_function(a) is wanted]
+        if len(values) == 1:
+            return values[0]
+        if values:
+            return expr  # rebound: no single value
+    return expr
+
+
+def int_value(ctx: "FileContext", expr: ast.AST | None) -> int | None:
+    """An integer literal, possibly through a name bound once to one."""
+    if expr is None:
+        return None
+    value = resolve_value(ctx, expr)
+    if isinstance(value, ast.Constant) and type(value.value) is int:
+        return value.value
+    return None
+
+
+# ----- DataLoader calls --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LoaderCall:
+    call: ast.Call
+
+    def arg(self, name: str) -> ast.AST | None:
+        """The expression given for a DataLoader parameter (keyword or positional), or None."""
+        for keyword in self.call.keywords:
+            if keyword.arg == name:
+                return keyword.value
+        index = DATALOADER_PARAMS.index(name)
+        args = self.call.args
+        if index < len(args) and not any(isinstance(a, ast.Starred) for a in args[: index + 1]):
+            return args[index]
+        return None
+
+    def given(self, name: str) -> bool:
+        """Whether the parameter is given a value other than a literal None."""
+        value = self.arg(name)
+        if value is None:
+            return any(k.arg is None for k in self.call.keywords)  # **kwargs may carry it
+        return not (isinstance(value, ast.Constant) and value.value is None)
+
+
+def dataloader_calls(ctx: "FileContext") -> list[LoaderCall]:
+    return [LoaderCall(c) for c in ctx.calls if ctx.call_qualname(c) == DATALOADER]
+
+
+def bound_name(ctx: "FileContext", call: ast.Call) -> str | None:
+    """What the DataLoader is called where it is built: the assigned symbol, the keyword it
+    is passed as, or the name of the function that returns it."""
+    parent = ctx.parent(call)
+    if isinstance(parent, ast.Assign):
+        return symbol(parent.targets[0])
+    if isinstance(parent, ast.keyword) and parent.arg:
+        return parent.arg
+    if isinstance(parent, (ast.Return, ast.Dict, ast.Tuple)):
+        func = ctx.enclosing_function(call)
+        return func.name if func is not None else None
+    return None
+
+
+def is_distributed_sampler(ctx: "FileContext", expr: ast.AST | None) -> ast.Call | None:
+    """The ``DistributedSampler(...)`` call a sampler argument evaluates to (through one name
+    and either branch of a conditional expression), or None."""
+    if expr is None:
+        return None
+    value = resolve_value(ctx, expr)
+    options = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+    for option in options:
+        if isinstance(option, ast.Call) and ctx.call_qualname(option) == DISTRIBUTED_SAMPLER:
+            return option
+    return None
+
+
+def names_in(expr: ast.AST | None) -> str:
+    """The identifiers of an expression, joined (for matching words such as "train"/"val")."""
+    if expr is None:
+        return ""
+    return " ".join(
+        n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(expr) if isinstance(n, (ast.Name, ast.Attribute))
+    ) + " " + " ".join(
+        n.value for n in ast.walk(expr) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    )
+
+
+def is_iterated_name(ctx: "FileContext", name: ast.Name) -> bool:
+    """Whether a name is consumed as an iterable: ``for _ in name``, ``enumerate(name)``,
+    ``iter(name)``, a comprehension over it, or handed to another call (a training function)."""
+    child: ast.AST = name
+    for ancestor in ctx.ancestors(name):
+        if isinstance(ancestor, (ast.For, ast.AsyncFor, ast.comprehension)):
+            return child is ancestor.iter
+        if isinstance(ancestor, ast.Call):
+            func = dotted_name(ancestor.func) or ""
+            return func not in NON_CONSUMING_CALLS and child is not ancestor.func
+        if isinstance(ancestor, ast.keyword):
+            child = ancestor
+            continue
+        if not isinstance(ancestor, (ast.Starred, ast.Tuple, ast.List)):
+            return False
+        child = ancestor
+    return False
+
+
+# Calls that look at a loader without iterating it.
+NON_CONSUMING_CALLS = frozenset({"len", "print", "str", "repr", "type", "isinstance", "id", "hasattr", "getattr", "setattr"})
+
+
+# ----- what import-time code runs ------------------------------------------------------------------
+_IMPORT_TIME: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def import_time_functions(ctx: "FileContext", depth: int = 3) -> frozenset:
+    """Functions of this file that module-level code (outside the main guard) calls,
+    directly or through up to ``depth`` levels of local calls."""
+    found = _IMPORT_TIME.get(ctx)
+    if found is not None:
+        return found
+    training = ctx.training
+    reached: set = set()
+    frontier = [c for c in ctx.calls if ctx.enclosing_function(c) is None and runs_at_import(ctx, c)]
+    for _ in range(depth):
+        called = {training.resolve_local_call(c) for c in frontier} - {None} - reached
+        if not called:
+            break
+        reached |= called
+        frontier = [c for c in ctx.calls if ctx.enclosing_function(c) in called]
+    found = frozenset(reached)
+    _IMPORT_TIME[ctx] = found
+    return found
+
+
+def refers_to_global(ctx: "FileContext", name: ast.Name) -> bool:
+    """Whether a name read inside a function means the module-level binding (it is not one
+    of the function's parameters or assigned in it)."""
+    func = ctx.enclosing_function(name)
+    if func is None:
+        return True
+    args = func.args
+    params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    if name.id in params:
+        return False
+    return not any(ctx.enclosing_function(a) is func for a in assignments(ctx).get(name.id, ()))
+
+
+# ----- command-line defaults -------------------------------------------------------------------------
+def argparse_default(ctx: "FileContext", expr: ast.AST) -> ast.AST | None:
+    """``args.workers`` -> the ``default=`` of ``parser.add_argument("--workers", ...)`` in this file."""
+    if not isinstance(expr, ast.Attribute) or not isinstance(expr.value, ast.Name):
+        return None
+    wanted = expr.attr
+    for call in _add_argument_calls(ctx):
+        dest = next((k.value.value for k in call.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)), None)
+        flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        names = {dest} if dest else {f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")}
+        if wanted in names:
+            return next((k.value for k in call.keywords if k.arg == "default"), None)
+    return None
+
+
+def _add_argument_calls(ctx: "FileContext") -> list[ast.Call]:
+    return [c for c in ctx.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "add_argument"]

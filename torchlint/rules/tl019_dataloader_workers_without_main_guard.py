@@ -1,0 +1,165 @@
+"""TL019 dataloader-workers-without-main-guard."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ..lint.rule import Rule, register
+from ..lint.imports import dotted_name
+from ..lint.scripts import (
+    NON_CONSUMING_CALLS,
+    argparse_default,
+    dataloader_calls,
+    import_time_functions,
+    int_value,
+    is_iterated_name,
+    refers_to_global,
+    resolve_value,
+    runs_at_import,
+)
+
+CPU_COUNT = frozenset({"os.cpu_count", "multiprocessing.cpu_count", "os.sched_getaffinity"})
+# Modules the test runner imports: under spawn, workers re-import the *main* script, not them.
+_TEST_FILE = re.compile(r"(^|[/\\])(test_[^/\\]*|[^/\\]*_test|conftest)\.py$")
+
+
+@register
+class DataLoaderWorkersWithoutMainGuard(Rule):
+    code = "TL019"
+    name = "dataloader-workers-without-main-guard"
+    severity = "warning"
+    summary = "A multi-worker DataLoader is iterated at module level, outside the main guard."
+    what = """
+        Reports a `DataLoader(..., num_workers=N)` with N > 0 (a literal, a module constant,
+        an argparse option's default, a `**kwargs` dict, or `os.cpu_count()`) that is built
+        at module level of a script, outside `if __name__ == "__main__":`, and iterated by
+        code that also runs on import (module-level loops, or functions that module-level
+        code calls). Loaders built inside functions or under the guard, and
+        `num_workers=0`, are fine.
+    """
+    why = """
+        Worker processes are started with the platform's start method. With *spawn* (the
+        default on Windows and macOS, and whenever CUDA forces it) each worker imports the
+        main script again; unguarded module-level code then builds and iterates the
+        loader again inside the worker, which fails with "An attempt has been made to start
+        a new process before the current process has finished its bootstrapping phase"
+        or re-runs training. The script works on Linux (fork) and breaks elsewhere.
+    """
+    example = """
+        loader = DataLoader(dataset, batch_size=64, num_workers=4)
+        for epoch in range(10):
+            for x, y in loader:
+                train_step(x, y)
+    """
+    instead = """
+        def main():
+            loader = DataLoader(dataset, batch_size=64, num_workers=4)
+            for epoch in range(10):
+                for x, y in loader:
+                    train_step(x, y)
+
+        if __name__ == "__main__":
+            main()
+    """
+    VALID = [
+        """
+from torch.utils.data import DataLoader
+def main():
+    loader = DataLoader(range(10), num_workers=2)
+    for batch in loader:
+        print(batch)
+if __name__ == "__main__":
+    main()
+""",
+    ]
+    INVALID = [
+        """
+from torch.utils.data import DataLoader
+loader = DataLoader(range(10), batch_size=2, num_workers=2)  # expect: TL019
+for batch in loader:
+    print(batch)
+""",
+    ]
+
+    def check(self, ctx):
+        if _TEST_FILE.search(ctx.path):
+            return
+        for loader in dataloader_calls(ctx):
+            call = loader.call
+            if not runs_at_import(ctx, call):
+                continue
+            workers = next((w for w in _worker_expressions(ctx, loader) if _positive_workers(ctx, w)), None)
+            if workers is not None and _iterated_at_import(ctx, call):
+                yield self.report(call, self._message(ctx, workers))
+
+    @staticmethod
+    def _message(ctx, workers) -> str:
+        return (
+            f"`DataLoader(..., num_workers={ctx.segment(workers)})` is built and iterated by code that runs at "
+            'import, outside `if __name__ == "__main__":`; with the spawn start method (Windows, macOS) every '
+            "worker re-imports this script and re-runs this code, and the run crashes; move the training code "
+            'into a `main()` function called under `if __name__ == "__main__":`'
+        )
+
+
+def _worker_expressions(ctx, loader):
+    """``num_workers=`` as given, or as carried by a ``**kwargs`` dict built in the file."""
+    given = loader.arg("num_workers")
+    if given is not None:
+        yield given
+        return
+    for keyword in loader.call.keywords:
+        if keyword.arg is not None:
+            continue
+        value = resolve_value(ctx, keyword.value)
+        for option in (value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,):
+            if isinstance(option, ast.Dict):
+                for key, item in zip(option.keys, option.values):
+                    if isinstance(key, ast.Constant) and key.value == "num_workers":
+                        yield item
+
+
+def _positive_workers(ctx, workers) -> bool:
+    if isinstance(workers, ast.Call) and dotted_name(workers.func) == "int" and len(workers.args) == 1:
+        workers = workers.args[0]
+    count = int_value(ctx, workers)
+    if count is None:
+        default = argparse_default(ctx, workers)
+        count = int_value(ctx, default) if default is not None else None
+    if count is not None:
+        return count > 0
+    value = resolve_value(ctx, workers)
+    return isinstance(value, ast.Call) and ctx.call_qualname(value) in CPU_COUNT
+
+
+def _iterated_at_import(ctx, call: ast.Call) -> bool:
+    """The loader is consumed by import-time code: directly (``for b in DataLoader(...)``), or
+    through the global it is assigned to, at module level or in a function that module-level
+    code calls (``def train(): for b in loader: ...`` then ``train()``)."""
+    parent = ctx.parent(call)
+    if isinstance(parent, ast.Assign):
+        targets = {t.id for t in parent.targets if isinstance(t, ast.Name)}
+        if not targets:
+            return False
+        called = import_time_functions(ctx)
+        for name in ctx.nodes(ast.Name):
+            if name.id not in targets or not isinstance(name.ctx, ast.Load) or not is_iterated_name(ctx, name):
+                continue
+            if ctx.enclosing_function(name) is None:
+                if name.lineno > call.lineno and runs_at_import(ctx, name):
+                    return True
+            elif ctx.enclosing_function(name) in called and refers_to_global(ctx, name):
+                return True
+        return False
+    node: ast.AST = call
+    for ancestor in ctx.ancestors(call):
+        if isinstance(ancestor, (ast.For, ast.AsyncFor, ast.comprehension)):
+            return node is ancestor.iter
+        if isinstance(ancestor, ast.Call) and node is not ancestor.func:
+            # next(iter(DataLoader(...))), train(model, DataLoader(...))
+            return (dotted_name(ancestor.func) or "") not in NON_CONSUMING_CALLS
+        if isinstance(ancestor, ast.stmt):
+            return False
+        node = ancestor
+    return False

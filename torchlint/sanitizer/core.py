@@ -461,9 +461,6 @@ class Session:
             "warning_filters": list(warnings.filters),
             "function_modes": torch._C._len_torch_function_stack(),
         }
-        # Our own warnings are deduplicated per location by the report; make
-        # sure Python's "default" per-call-site memory does not hide new ones.
-        warnings.filterwarnings("always", category=SanitizerWarning)
 
     def _teardown(self) -> None:
         """Undo everything, in reverse order; never raises half-way."""
@@ -540,6 +537,8 @@ class Session:
         if action == "raise":
             raise SanitizerError(finding)
         if action == "warn" and is_new:
+            # registry=None: Python keeps no "already shown" memory; the report
+            # dedups by location, and the user's warning filters still apply.
             warnings.warn_explicit(
                 SanitizerWarning(finding), SanitizerWarning, location.filename, location.lineno, registry=None
             )

@@ -7,8 +7,8 @@ import warnings
 from .core import Check
 
 COMPILED_NOTE = (
-    "torch.compile'd modules run without the sanitizer's module, loss and in-place checks "
-    "inside the compiled region; run them uncompiled to inspect them"
+    "compiled regions are not inspected: torch.compile'd modules run without the sanitizer's "
+    "module, loss and in-place checks; run them uncompiled to check them"
 )
 
 

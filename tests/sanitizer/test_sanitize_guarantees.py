@@ -1,0 +1,193 @@
+"""The sanitizer's guarantees: it restores everything, nests, leaves numbers
+untouched, survives DataLoader workers and torch.compile, and points at user lines."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import pytest
+
+import torchlint
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+F = torch.nn.functional
+
+
+def global_state():
+    """Everything a session may touch, in comparable form."""
+    import torch.nn.modules.module as module_hooks
+    import torch.optim.optimizer as optimizer_hooks
+
+    return {
+        "anomaly": torch.is_anomaly_enabled(),
+        "anomaly_check_nan": torch.is_anomaly_check_nan_enabled(),
+        "grad": torch.is_grad_enabled(),
+        "module_pre_hooks": list(module_hooks._global_forward_pre_hooks),
+        "module_hooks": list(module_hooks._global_forward_hooks),
+        "optimizer_pre_hooks": list(optimizer_hooks._global_optimizer_pre_hooks),
+        "optimizer_post_hooks": list(optimizer_hooks._global_optimizer_post_hooks),
+        "backward": torch.autograd.backward,
+        "grad_fn": torch.autograd.grad,
+        "cross_entropy": F.cross_entropy,
+        "mse_loss": F.mse_loss,
+        "function_modes": torch._C._len_torch_function_stack(),
+        "saved_tensor_hooks": torch._C._autograd._top_saved_tensors_default_hooks(False),
+        "warning_filters": list(warnings.filters),
+    }
+
+
+def test_everything_is_restored_after_a_normal_exit(net, batches):
+    before = global_state()
+    with torchlint.sanitize(inplace="always", summary=False):
+        during = global_state()
+        torch.set_grad_enabled(False)
+        net(batches[0][0])
+    assert during != before  # the session really installed something...
+    assert during["anomaly"] and during["function_modes"] == before["function_modes"] + 1
+    assert global_state() == before  # ...and took all of it away
+
+
+@pytest.mark.parametrize("action", ["warn", "raise", "record"])
+def test_everything_is_restored_when_the_body_raises(net, action):
+    before = global_state()
+    with pytest.raises((ValueError, torchlint.SanitizerError)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with torchlint.sanitize(inplace="always", action=action, summary=False):
+                with torch.no_grad():
+                    try:
+                        net(torch.randn(2, 8, dtype=torch.float64))  # TS103 (raises with action="raise")
+                    except RuntimeError:
+                        pass
+                    raise ValueError("the training loop crashed")
+    assert global_state() == before
+    # autograd's own in-place detection works again without our saved-tensor hooks
+    x = torch.randn(3, requires_grad=True)
+    y = x.sigmoid()
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match="is at version 1; expected version 0 instead. Hint"):
+        y.sum().backward()
+
+
+def test_nested_sessions(net, quiet):
+    before = global_state()
+    nan_batch = torch.full((2, 8), float("nan"))
+    with torchlint.sanitize(**quiet, anomaly=False) as outer:
+        assert not torch.is_anomaly_enabled()
+        with torchlint.sanitize(**quiet, anomaly=True) as inner:
+            assert torch.is_anomaly_enabled()
+            assert len(global_state()["module_pre_hooks"]) == len(before["module_pre_hooks"]) + 1  # shared
+            with pytest.raises(RuntimeError):
+                net(torch.randn(2, 8, dtype=torch.float64))
+        assert not torch.is_anomaly_enabled()  # the outer session's setting is back
+        assert inner.codes() == {"TS103"}
+        assert outer.codes() == {"TS103"}  # merged into the enclosing report at inner exit
+        net(nan_batch)  # the outer session still watches
+    assert outer.codes() == {"TS103", "TS104"}
+    assert inner.codes() == {"TS103"}
+    assert global_state() == before
+
+
+def test_same_session_object_cannot_be_entered_twice(quiet):
+    session = torchlint.sanitize(**quiet)
+    with session:
+        with pytest.raises(RuntimeError, match="already active"):
+            with session:
+                pass
+
+
+def test_dataloader_with_two_workers_inside(net):
+    data = torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randint(0, 3, (64,)))
+    loader = torch.utils.data.DataLoader(data, batch_size=16, num_workers=2)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    with torchlint.sanitize(summary=False) as report:
+        steps = 0
+        for x, y in loader:
+            optimizer.zero_grad()
+            F.cross_entropy(net(x), y).backward()
+            optimizer.step()
+            steps += 1
+    assert steps == 4
+    assert report.findings == []
+
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.drop = nn.Dropout(0.3)  # consumes the RNG: sanitize() must not
+        self.fc = nn.Linear(8 * 8 * 8, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn(self.conv1(x))), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc(self.drop(x.flatten(1)))
+
+
+def run_training(sanitized: bool):
+    torch.manual_seed(0)
+    model = SmallCNN()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    losses = []
+    generator = torch.Generator().manual_seed(3)
+
+    def loop():
+        for _ in range(4):
+            x = torch.randn(8, 3, 32, 32, generator=generator)
+            y = torch.randint(0, 10, (8,), generator=generator)
+            optimizer.zero_grad()
+            loss = nn.CrossEntropyLoss()(model(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.detach().clone())
+
+    if sanitized:
+        with torchlint.sanitize(anomaly=False, summary=False) as report:
+            loop()
+        assert report.findings == []
+    else:
+        loop()
+    return losses, [p.detach().clone() for p in model.state_dict().values()]
+
+
+def test_bit_identical_losses_and_weights_with_anomaly_off():
+    plain_losses, plain_weights = run_training(sanitized=False)
+    losses, weights = run_training(sanitized=True)
+    assert all(torch.equal(a, b) for a, b in zip(plain_losses, losses))
+    assert len(weights) == len(plain_weights)
+    assert all(torch.equal(a, b) for a, b in zip(plain_weights, weights))
+
+
+def test_locations_are_user_lines_even_through_stdlib_frames(mark):
+    model = nn.Sequential(nn.Linear(8, 4), nn.ReLU())  # torch code only, down to the failing layer
+    dispatching = functools.singledispatch(model)  # functools (stdlib, pure Python) calls the model
+    with pytest.warns(torchlint.SanitizerWarning) as caught:
+        with torchlint.sanitize(summary=False, training_checks=False) as report:
+            for _ in range(3):
+                with pytest.raises(RuntimeError):
+                    dispatching(torch.randn(2, 8, dtype=torch.float64))  # user-line
+    (finding,) = report.findings
+    assert (finding.filename, finding.lineno, finding.count) == (__file__, mark("user-line"), 3)
+    # one warning per distinct finding and location, attributed to the user's line
+    ours = [w for w in caught if issubclass(w.category, torchlint.SanitizerWarning)]
+    assert len(ours) == 1
+    assert (ours[0].filename, ours[0].lineno) == (__file__, mark("user-line"))
+
+
+def test_torch_compile_does_not_crash_and_is_noted_once(capsys):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    compiled = torch.compile(model, backend="eager")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with torchlint.sanitize(summary=False) as report:
+        for _ in range(3):
+            optimizer.zero_grad()
+            F.cross_entropy(compiled(torch.randn(4, 8)), torch.tensor([0, 1, 2, 0])).backward()
+            optimizer.step()
+    assert report.findings == []
+    assert len(report.notes) == 1 and report.notes[0].startswith("compiled regions are not inspected")
+    assert capsys.readouterr().err.count("compiled regions are not inspected") == 1

@@ -903,6 +903,95 @@ class TrainingModel:
                     return True
         return False
 
+    # ----- gradient accumulation -----------------------------------------------------------------------
+    def accumulated_backwards(self, unit: "Unit", index: int) -> list[tuple[Event, ast.AST]]:
+        """Backward passes whose gradients pile up over several iterations before the step
+        ``unit.events[index]`` applies them (gradient accumulation), each with its evidence:
+
+        * the step runs under an accumulation test (``if (i + 1) % accum == 0:``), or after an
+          exit taken on non-update iterations (``if not need_update: continue``), while the
+          backward runs on every iteration and nothing clears the optimizer on every iteration;
+        * or the backward runs in an inner micro-step loop (``for micro_step in
+          range(gradient_accumulation_steps):``) that the step follows and that clears nothing.
+        """
+        events = unit.events
+        step = events[index]
+        gate, exit_index = self.accumulation_gate(events, index)
+        stepped = self.stepped_optimizers(unit)
+        low = 0
+        if len(stepped) > 1:  # several optimizers: only the backwards since the previous step feed this one
+            for j in range(index - 1, -1, -1):
+                if events[j].kind == "step" and not exclusive(events[j], step):
+                    low = j + 1
+                    break
+        if gate is not None and self._cleared_every_iteration(events, step, stepped, exit_index):
+            return []
+        found = []
+        for j, event in enumerate(events):
+            if event.kind != "backward" or exclusive(event, step) or (len(stepped) > 1 and not low <= j < index):
+                continue
+            if gate is not None:
+                if not self._gated(event, j, exit_index):
+                    found.append((event, gate))
+                continue
+            micro = next((l for l in event.loops if l not in step.loops and self.is_micro_step_loop(l)), None)
+            if micro is not None and not any(
+                c.kind in CLEAR_KINDS and micro in c.loops and self.clears(c, step, stepped) for c in events
+            ):
+                found.append((event, micro))
+        return found
+
+    def accumulation_gate(self, events, index: int) -> tuple:
+        """``(test, exit index)``: the accumulation test that decides whether ``events[index]`` runs,
+        as a condition around it (exit index None) or on an earlier ``continue``/``return`` at its level."""
+        step = events[index]
+        for test, _ in step.guards:
+            if self.is_accumulation_test(test):
+                return test, None
+        for j in range(index):
+            event = events[j]
+            if event.kind in ("continue", "return") and event.loops == step.loops and not exclusive(event, step):
+                for test, _ in event.guards:
+                    if self.is_accumulation_test(test):
+                        return test, j
+        return None, None
+
+    def _gated(self, event: Event, position: int, exit_index) -> bool:
+        """Whether an event runs only on update iterations (under an accumulation test, or after the exit)."""
+        if any(self.is_accumulation_test(test) for test, _ in event.guards):
+            return True
+        return exit_index is not None and position > exit_index
+
+    def _cleared_every_iteration(self, events, step, stepped, exit_index) -> bool:
+        for j, event in enumerate(events):
+            if event.kind in CLEAR_KINDS and event.loops == step.loops and self.clears(event, step, stepped):
+                if not self._gated(event, j, exit_index) and not exclusive(event, step):
+                    return True
+        return False
+
+    def is_micro_step_loop(self, loop: ast.AST) -> bool:
+        """A loop over the micro-batches of one update, told by its names (``micro_step``,
+        ``range(gradient_accumulation_steps)``, ``batch.chunk(n)``)."""
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return False
+        return bool(MICRO_STEP_NAME.search(self._text(loop.target) + " " + self._text(loop.iter)))
+
+    def accumulating_opaque_steps(self) -> list[tuple[Event, ast.AST]]:
+        """Opaque steps told to update only on some calls (MAE/DeiT's
+        ``loss_scaler(loss, optimizer, update_grad=(i + 1) % accum_iter == 0)``), with that test."""
+        found = []
+        seen = set()
+        for events in self.loop_events.values():
+            for event in events:
+                if event.kind != "opaque_step" or event.node in seen:
+                    continue
+                seen.add(event.node)
+                for kw in event.node.keywords:
+                    if kw.arg and "update" in kw.arg and self.is_accumulation_test(kw.value):
+                        found.append((event, kw.value))
+                        break
+        return found
+
 
 def _place(event: Event, guards, loops, via, withs) -> Event:
     return Event(event.kind, event.node, event.target, event.arg, guards, loops, via, withs)
@@ -955,6 +1044,7 @@ class Unit:
 BACKWARD_KINDS = frozenset({"backward", "opaque_step"})
 CLEAR_KINDS = frozenset({"zero_grad", "clear_grad"})
 ACCUMULATION_NAME = re.compile(r"accum|accumulat|grad_acc", re.I)
+MICRO_STEP_NAME = re.compile(r"accum|micro|chunk", re.I)
 DIVIDING_METHODS = frozenset({"div", "div_", "divide", "true_divide", "true_divide_"})
 DIVIDING_FUNCTIONS = frozenset({"torch.div", "torch.divide", "torch.true_divide"})
 # Methods whose result keeps a loss's scaling (``loss.mean()``, ``loss.float()``).

@@ -1,0 +1,148 @@
+"""TL009 unscaled-accumulated-loss."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ..lint.imports import symbol
+from ..lint.rule import Rule, register
+
+# Owners of a `.backward(loss)` that divide by the accumulation count themselves.
+_SELF_SCALING_OWNER = re.compile(r"engine|deepspeed", re.I)
+
+
+@register
+class UnscaledAccumulatedLoss(Rule):
+    code = "TL009"
+    name = "unscaled-accumulated-loss"
+    severity = "error"
+    summary = "Gradient accumulation sums the gradients of several micro-batches without dividing the loss."
+    what = """
+        Reports the backward call of a gradient-accumulation loop -- several backward passes
+        per optimizer step, because the step runs under a modulo or counter condition
+        (`if (i + 1) % accum_steps == 0:`, `if not need_update: continue`), or after an
+        inner micro-step loop (`for micro_step in range(gradient_accumulation_steps):`) --
+        when the loss sent to backward is not divided by the number of accumulated steps.
+        Any of these count as dividing: `loss = loss / n`, `loss /= n`,
+        `(loss / n).backward()`, `scaler.scale(loss / n)`, `criterion(out, y) / n`, a helper
+        of the same file that returns the divided loss. A division used only for logging
+        does not. No finding when a framework divides for you: `accelerator.backward(loss)`
+        with `Accelerator(gradient_accumulation_steps=...)` / `accelerator.accumulate(model)`,
+        DeepSpeed's `engine.backward(loss)`, Lightning's `accumulate_grad_batches`.
+    """
+    why = """
+        Gradients add up over the micro-steps, so each update is the *sum* of N mean-batch
+        gradients: N times the gradient of the large batch you meant to emulate. The
+        effective learning rate silently grows with the accumulation count, so changing
+        `accum_steps` changes the training dynamics (and often diverges).
+    """
+    example = """
+        for i, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y)
+            loss.backward()
+            if (i + 1) % accum_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+    """
+    instead = """
+        for i, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y) / accum_steps
+            loss.backward()
+            if (i + 1) % accum_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+    """
+    VALID = [
+        """
+import torch
+def train(model, loader, optimizer, accum_steps):
+    for i, (x, y) in enumerate(loader):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss = loss / accum_steps
+        loss.backward()
+        if (i + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+    ]
+    INVALID = [
+        """
+import torch
+def train(model, loader, optimizer, accum_steps):
+    for i, (x, y) in enumerate(loader):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()  # expect: TL009
+        if (i + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+    ]
+
+    def check(self, ctx):
+        training = ctx.training
+        reported: set[ast.AST] = set()
+        candidates = []
+        for unit in training.step_units:
+            for index in unit.steps:
+                step = unit.events[index]
+                for backward, evidence in training.accumulated_backwards(unit, index):
+                    candidates.append((backward, evidence, step))
+        for opaque, evidence in training.accumulating_opaque_steps():
+            candidates.append((opaque, evidence, opaque))
+        for backward, evidence, step in candidates:
+            if backward.node in reported or _framework_scales(ctx, training, backward, step):
+                continue
+            if training.loss_is_divided(backward):
+                continue
+            reported.add(backward.node)
+            yield self.report(backward.node, self._message(ctx, backward, evidence, step))
+
+    @staticmethod
+    def _message(ctx, backward, evidence, step) -> str:
+        count = _count_name(evidence) or "accum_steps"
+        loss = ctx.segment(backward.arg) if backward.arg is not None else "loss"
+        if isinstance(evidence, (ast.For, ast.AsyncFor)):
+            why = f"runs {ctx.segment(evidence.iter) or 'several'} times (micro-step loop, line {evidence.lineno}) per update"
+        elif step is backward:
+            why = f"is accumulated until `{ctx.segment(evidence)}`"
+        else:
+            why = (
+                f"is accumulated over several iterations: `{ctx.segment(step.node)}` (line {step.node.lineno}) "
+                f"runs only when `{ctx.segment(evidence)}`"
+            )
+        return (
+            f"`{ctx.segment(backward.node)}` {why}, but `{loss}` is not divided by the number of accumulated "
+            f"steps, so each update is that many times too large; use `{loss} = {loss} / {count}` before the backward"
+        )
+
+
+def _count_name(evidence: ast.AST) -> str | None:
+    """The accumulation count as written: the divisor of the modulo, or the micro-step loop's range."""
+    if isinstance(evidence, (ast.For, ast.AsyncFor)):
+        it = evidence.iter
+        if isinstance(it, ast.Call) and getattr(it.func, "id", None) == "range" and it.args:
+            return ast.unparse(it.args[-1] if len(it.args) == 1 else it.args[1])
+        return None
+    for node in ast.walk(evidence):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            return ast.unparse(node.right)
+    return None
+
+
+def _framework_scales(ctx, training, backward, step) -> bool:
+    """`accelerator.backward(loss)` with accumulation configured, DeepSpeed's engine, and the like."""
+    call = backward.node
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.args):
+        return False
+    owner = symbol(call.func.value) or ""
+    if "accelerator" in owner.lower():
+        withs = tuple(backward.withs) + tuple(step.withs)
+        accumulate = any(
+            isinstance(item.context_expr, ast.Call)
+            and isinstance(item.context_expr.func, ast.Attribute)
+            and item.context_expr.func.attr == "accumulate"
+            for item in withs
+        )
+        return accumulate or "gradient_accumulation_steps" in ctx.source
+    return bool(_SELF_SCALING_OWNER.search(owner)) or training.role_of(call.func.value) == "model"

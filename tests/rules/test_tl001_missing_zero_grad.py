@@ -1,0 +1,511 @@
+"""TL001 missing-zero-grad: an optimizer steps every iteration but its gradients are never cleared."""
+
+from _expect import check
+
+CODE = "TL001"
+
+
+# ----- positives ------------------------------------------------------------------------------
+
+
+def test_clearing_once_before_the_loop(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+        def fit(model, loader, loss_fn, epochs):
+            opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+            opt.zero_grad(set_to_none=True)
+            for epoch in range(epochs):
+                for inputs, labels in loader:
+                    loss = loss_fn(model(inputs), labels)
+                    loss.backward()
+                    opt.step()  # expect: TL001
+        """,
+        CODE,
+    )
+    message = findings[0].message
+    assert findings[0].name == "missing-zero-grad" and findings[0].severity == "error"
+    assert "`opt.step()`" in message and "opt.zero_grad()" in message
+    assert "once before the loop is not enough" in message
+
+
+def test_clearing_only_in_the_amp_branch(lint):
+    check(
+        lint,
+        """
+        import torch
+        def train_epoch(model, loader, optimizer, scaler, use_amp):
+            for images, targets in loader:
+                if use_amp:
+                    optimizer.zero_grad()
+                    with torch.autocast("cuda", dtype=torch.float16):
+                        loss = model(images, targets)
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                    scaler.update()
+                else:
+                    loss = model(images, targets)
+                    loss.backward()
+                    optimizer.step()  # expect: TL001
+        """,
+        CODE,
+    )
+
+
+def test_gan_generator_optimizer_never_cleared(lint):
+    # Each optimizer is judged on its own: clearing the discriminator does not clear the generator.
+    check(
+        lint,
+        """
+        import torch
+        from torch import nn, optim
+        class Critic(nn.Module):
+            pass
+        class Generator(nn.Module):
+            pass
+        critic, gen = Critic(), Generator()
+        opt_c = optim.RMSprop(critic.parameters(), lr=5e-5)
+        opt_g = optim.RMSprop(gen.parameters(), lr=5e-5)
+        for real, _ in loader:
+            fake = gen(torch.randn(real.size(0), 100))
+            critic.zero_grad()
+            loss_c = critic(fake.detach()).mean() - critic(real).mean()
+            loss_c.backward()
+            opt_c.step()
+            loss_g = -critic(fake).mean()
+            loss_g.backward()
+            opt_g.step()  # expect: TL001
+        """,
+        CODE,
+    )
+
+
+def test_step_inside_helper_called_from_loop_without_clearing(lint):
+    findings = check(
+        lint,
+        """
+        def apply_update(loss, optimizer):
+            loss.backward()
+            optimizer.step()  # expect: TL001
+        def train(model, loader, optimizer, criterion):
+            model.train()
+            for batch in loader:
+                apply_update(criterion(model(batch["x"]), batch["y"]), optimizer)
+        """,
+        CODE,
+    )
+    assert "loop at line 7" in findings[0].message
+
+
+def test_per_iteration_method_without_clearing(lint):
+    # A train_step the framework calls once per batch: nothing here or elsewhere clears.
+    check(
+        lint,
+        """
+        import torch
+        class Trainer:
+            def __init__(self, model):
+                self.model = model
+                self.optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+            def train_step(self, batch):
+                out = self.model(batch["image"])
+                loss = torch.nn.functional.cross_entropy(out, batch["label"])
+                loss.backward()
+                self.optimizer.step()  # expect: TL001
+                return loss.detach()
+        """,
+        CODE,
+    )
+
+
+def test_clearing_only_on_first_iteration(lint):
+    check(
+        lint,
+        """
+        import torch
+        def run(net, data, opt, scaler):
+            for it, (x, y) in enumerate(data):
+                if it == 0:
+                    opt.zero_grad()
+                scaler.scale(net(x, y)).backward()
+                scaler.step(opt)  # expect: TL001
+                scaler.update()
+        """,
+        CODE,
+    )
+
+
+def test_clearing_once_per_epoch_is_not_per_batch(lint):
+    check(
+        lint,
+        """
+        def train(model, loader, optimizer, epochs):
+            for epoch in range(epochs):
+                optimizer.zero_grad()
+                for x, y in loader:
+                    model(x).sub(y).square().mean().backward()
+                    optimizer.step()  # expect: TL001
+        """,
+        CODE,
+    )
+
+
+def test_clearing_the_other_optimizer_in_a_two_optimizer_class(lint):
+    check(
+        lint,
+        """
+        import torch
+        class GANTrainer:
+            def __init__(self, netG, netD):
+                self.netG, self.netD = netG, netD
+                self.opt_d = torch.optim.Adam(netD.parameters(), lr=2e-4)
+                self.opt_g = torch.optim.Adam(netG.parameters(), lr=2e-4)
+            def fit(self, loader):
+                for real in loader:
+                    self.opt_d.zero_grad()
+                    d_loss = self.netD(real).mean() - self.netD(self.netG(real).detach()).mean()
+                    d_loss.backward()
+                    self.opt_d.step()
+                    g_loss = -self.netD(self.netG(real)).mean()
+                    g_loss.backward()
+                    self.opt_g.step()  # expect: TL001
+        """,
+        CODE,
+    )
+
+
+# ----- hard negatives -------------------------------------------------------------------------------
+
+
+def test_nanogpt_shape_micro_steps_and_clear_after_update(lint):
+    check(
+        lint,
+        """
+        import torch
+        from contextlib import nullcontext
+        ctx = nullcontext()
+        scaler = torch.cuda.amp.GradScaler(enabled=True)
+        optimizer = model.configure_optimizers(0.1, 6e-4, (0.9, 0.95), "cuda")
+        X, Y = get_batch("train")
+        iter_num = 0
+        while True:
+            for micro_step in range(gradient_accumulation_steps):
+                with ctx:
+                    logits, loss = model(X, Y)
+                    loss = loss / gradient_accumulation_steps
+                X, Y = get_batch("train")
+                scaler.scale(loss).backward()
+            if grad_clip != 0.0:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+            iter_num += 1
+            if iter_num > max_iters:
+                break
+        """,
+        CODE,
+    )
+
+
+def test_mnist_shape(lint):
+    check(
+        lint,
+        """
+        import torch
+        import torch.nn.functional as F
+        def train(args, model, device, train_loader, optimizer, epoch):
+            model.train()
+            for batch_idx, (data, target) in enumerate(train_loader):
+                data, target = data.to(device), target.to(device)
+                optimizer.zero_grad()
+                output = model(data)
+                loss = F.nll_loss(output, target)
+                loss.backward()
+                optimizer.step()
+        def test(model, device, test_loader):
+            model.eval()
+            with torch.no_grad():
+                for data, target in test_loader:
+                    output = model(data.to(device))
+        """,
+        CODE,
+    )
+
+
+def test_accelerate_accumulate_loop(lint):
+    check(
+        lint,
+        """
+        from accelerate import Accelerator
+        accelerator = Accelerator(gradient_accumulation_steps=4)
+        model, optimizer, loader, scheduler = accelerator.prepare(model, optimizer, loader, scheduler)
+        for batch in loader:
+            with accelerator.accumulate(model):
+                outputs = model(**batch)
+                accelerator.backward(outputs.loss)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+        """,
+        CODE,
+    )
+
+
+def test_timm_shape_closures_continue_and_clear_after_update(lint):
+    check(
+        lint,
+        """
+        def train_one_epoch(model, loader, optimizer, loss_fn, accum_steps, loss_scaler=None):
+            optimizer.zero_grad()
+            last_idx = len(loader) - 1
+            for idx, (inp, tgt) in enumerate(loader):
+                need_update = idx == last_idx or (idx + 1) % accum_steps == 0
+                def _forward():
+                    out = model(inp)
+                    _loss = loss_fn(out, tgt)
+                    if accum_steps > 1:
+                        _loss /= accum_steps
+                    return _loss
+                def _backward(_loss):
+                    if loss_scaler is not None:
+                        loss_scaler(_loss, optimizer, need_update=need_update)
+                    else:
+                        _loss.backward()
+                        if need_update:
+                            optimizer.step()
+                loss = _forward()
+                _backward(loss)
+                if not need_update:
+                    continue
+                optimizer.zero_grad()
+        """,
+        CODE,
+    )
+
+
+def test_mae_loss_scaler_hides_backward_and_step(lint):
+    check(
+        lint,
+        """
+        def train_one_epoch(model, data_loader, optimizer, loss_scaler, accum_iter):
+            optimizer.zero_grad()
+            for data_iter_step, (samples, _) in enumerate(data_loader):
+                loss, _, _ = model(samples, mask_ratio=0.75)
+                loss /= accum_iter
+                loss_scaler(loss, optimizer, parameters=model.parameters(),
+                            update_grad=(data_iter_step + 1) % accum_iter == 0)
+                if (data_iter_step + 1) % accum_iter == 0:
+                    optimizer.zero_grad()
+        """,
+        CODE,
+    )
+
+
+def test_detectron2_run_step_with_both_clear_positions(lint):
+    check(
+        lint,
+        """
+        class SimpleTrainer:
+            def __init__(self, model, data_loader, optimizer, zero_grad_before_forward=False):
+                self.model, self.optimizer = model, optimizer
+                self._data_loader_iter = iter(data_loader)
+                self.zero_grad_before_forward = zero_grad_before_forward
+            def run_step(self):
+                data = next(self._data_loader_iter)
+                if self.zero_grad_before_forward:
+                    self.optimizer.zero_grad()
+                loss_dict = self.model(data)
+                losses = sum(loss_dict.values())
+                if not self.zero_grad_before_forward:
+                    self.optimizer.zero_grad()
+                losses.backward()
+                self.optimizer.step()
+        """,
+        CODE,
+    )
+
+
+def test_lbfgs_closure_clears(lint):
+    check(
+        lint,
+        """
+        import torch
+        optimizer = torch.optim.LBFGS(model.parameters(), lr=0.8)
+        for i in range(steps):
+            def closure():
+                optimizer.zero_grad()
+                loss = criterion(model(inputs), targets)
+                loss.backward()
+                return loss
+            optimizer.step(closure)
+        """,
+        CODE,
+    )
+
+
+def test_manual_sgd_with_model_zero_grad(lint):
+    check(
+        lint,
+        """
+        import torch
+        for epoch in range(100):
+            for x, y in batches:
+                model.zero_grad()
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                loss.backward()
+                with torch.no_grad():
+                    for p in model.parameters():
+                        p.data.add_(p.grad, alpha=-0.01)
+        """,
+        CODE,
+    )
+
+
+def test_kfold_sweep_with_a_whole_training_run_per_fold(lint):
+    check(
+        lint,
+        """
+        import torch
+        for fold, (train_idx, val_idx) in enumerate(kfold.split(dataset)):
+            model = Net()
+            optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+            for epoch in range(epochs):
+                for x, y in make_loader(train_idx):
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+        """,
+        CODE,
+    )
+
+
+def test_dcgan_clears_each_model_before_its_backward(lint):
+    check(
+        lint,
+        """
+        import torch.optim as optim
+        optimizerD = optim.Adam(netD.parameters(), lr=2e-4, betas=(0.5, 0.999))
+        optimizerG = optim.Adam(netG.parameters(), lr=2e-4, betas=(0.5, 0.999))
+        for epoch in range(niter):
+            for i, data in enumerate(dataloader, 0):
+                netD.zero_grad()
+                errD_real = criterion(netD(data[0]), real_label)
+                errD_real.backward()
+                fake = netG(noise)
+                errD_fake = criterion(netD(fake.detach()), fake_label)
+                errD_fake.backward()
+                optimizerD.step()
+                netG.zero_grad()
+                errG = criterion(netD(fake), real_label)
+                errG.backward()
+                optimizerG.step()
+        """,
+        CODE,
+    )
+
+
+def test_set_grad_to_none_over_parameters_at_end_of_iteration(lint):
+    check(
+        lint,
+        """
+        def train(model, loader, opt):
+            for x, y in loader:
+                (model(x) - y).abs().mean().backward()
+                opt.step()
+                for param in model.parameters():
+                    param.grad = None
+        """,
+        CODE,
+    )
+
+
+def test_clear_in_helper_and_clear_at_accumulation_window_start(lint):
+    check(
+        lint,
+        """
+        def reset(optimizer):
+            optimizer.zero_grad(set_to_none=True)
+        def train(model, loader, optimizer, accum):
+            for i, (x, y) in enumerate(loader):
+                if i % accum == 0:
+                    reset(optimizer)
+                (model(x, y) / accum).backward()
+                if (i + 1) % accum == 0:
+                    optimizer.step()
+        """,
+        CODE,
+    )
+
+
+def test_backward_and_step_utility_fed_the_callers_loss(lint):
+    # timm's NativeScaler: the caller owns the iteration and clears.
+    check(
+        lint,
+        """
+        import torch
+        class NativeScaler:
+            def __init__(self):
+                self._scaler = torch.amp.GradScaler()
+            def __call__(self, loss, optimizer, clip_grad=None, parameters=None):
+                self._scaler.scale(loss).backward()
+                self._scaler.step(optimizer)
+                self._scaler.update()
+        """,
+        CODE,
+    )
+
+
+def test_distributed_optimizer_step_with_context_id(lint):
+    check(
+        lint,
+        """
+        import torch.distributed.autograd as dist_autograd
+        from torch.distributed.optim import DistributedOptimizer
+        for epoch in range(10):
+            for x, y in batches:
+                with dist_autograd.context() as context_id:
+                    loss = criterion(model(x), y)
+                    dist_autograd.backward(context_id, [loss])
+                    opt.step(context_id)
+        """,
+        CODE,
+    )
+
+
+def test_lightning_manual_optimization_and_closure_helper(lint):
+    check(
+        lint,
+        """
+        import lightning as L
+        class GAN(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                opt_g, opt_d = self.optimizers()
+                def run(opt, loss):
+                    opt.zero_grad()
+                    self.manual_backward(loss)
+                run(opt_g, self.generator_loss(batch))
+                opt_g.step()
+                run(opt_d, self.discriminator_loss(batch))
+                opt_d.step()
+        """,
+        CODE,
+    )
+
+
+def test_single_step_in_a_test_function(lint):
+    check(
+        lint,
+        """
+        import torch
+        def test_scheduler_warmup():
+            p = torch.nn.Parameter(torch.zeros(3))
+            opt = torch.optim.SGD([p], lr=1.0)
+            p.sum().backward()
+            opt.step()
+            assert opt.param_groups[0]["lr"] == 1.0
+        """,
+        CODE,
+    )

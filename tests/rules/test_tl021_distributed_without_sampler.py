@@ -1,0 +1,249 @@
+"""TL021 distributed-without-sampler: DDP training where every rank reads the same data."""
+
+CODE = "TL021"
+
+DDP_HEADER = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler
+"""
+
+
+def lines(findings):
+    return [f.line for f in findings]
+
+
+# ----- positives ------------------------------------------------------------------------------
+
+
+def test_shuffle_true_without_sampler(lint):
+    findings = lint(
+        DDP_HEADER
+        + """
+def main(rank, world_size, model, train_set, optimizer):
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+    model = DDP(model.to(rank), device_ids=[rank])
+    train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=4)
+    for epoch in range(10):
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            model(x).sub(y).pow(2).mean().backward()
+            optimizer.step()
+""",
+        CODE,
+    )
+    assert lines(findings) == [10]
+    message = findings[0].message
+    assert "`shuffle=True` and no sampler" in message and "sampler=DistributedSampler(train_set)" in message
+    assert "set_epoch" in message
+    assert findings[0].severity == "warning" and findings[0].name == "distributed-without-sampler"
+
+
+def test_loader_without_shuffle_iterated_by_training_loop(lint):
+    findings = lint(
+        DDP_HEADER
+        + """
+def run(model, data, optimizer):
+    dist.init_process_group("gloo")
+    ddp = DDP(model)
+    loader = DataLoader(data, batch_size=16)
+    for batch in loader:
+        ddp(batch).mean().backward()
+        optimizer.step()
+""",
+        CODE,
+    )
+    assert lines(findings) == [10]
+    assert "has no sampler" in findings[0].message
+
+
+def test_trainer_class_builds_train_loader(lint):
+    findings = lint(
+        DDP_HEADER
+        + """
+class Trainer:
+    def __init__(self, model, train_dataset, gpu_id):
+        self.model = DDP(model, device_ids=[gpu_id])
+        self.train_data = self._prepare(train_dataset)
+    def _prepare(self, dataset):
+        return DataLoader(dataset, batch_size=32, pin_memory=True, shuffle=True)
+""",
+        CODE,
+    )
+    assert lines(findings) == [12]
+
+
+def test_distributed_sampler_without_set_epoch(lint):
+    findings = lint(
+        DDP_HEADER
+        + """
+def train(rank, model, train_set, optimizer, epochs):
+    dist.init_process_group("nccl")
+    model = DDP(model, device_ids=[rank])
+    sampler = DistributedSampler(train_set, shuffle=True)
+    loader = DataLoader(train_set, batch_size=32, sampler=sampler)
+    for epoch in range(epochs):
+        for x in loader:
+            model(x).mean().backward()
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+        CODE,
+    )
+    assert lines(findings) == [11]
+    message = findings[0].message
+    assert "`DistributedSampler` of this training `DataLoader` (line 10)" in message
+    assert "sampler.set_epoch(epoch)" in message
+
+
+def test_fsdp_script_with_init_process_group_only(lint):
+    findings = lint(
+        """
+        import torch
+        from torch.distributed import init_process_group
+        from torch.utils.data import DataLoader
+        def fsdp_main(model, train_ds, optimizer):
+            init_process_group("nccl")
+            train_loader = DataLoader(train_ds, batch_size=8)
+            for epoch in range(3):
+                for batch in train_loader:
+                    model(batch).loss.backward()
+                    optimizer.step()
+        """,
+        CODE,
+    )
+    assert lines(findings) == [7]
+
+
+# ----- hard negatives -------------------------------------------------------------------------
+
+
+def test_sampler_passed_and_set_epoch_called(lint):
+    assert not lint(
+        DDP_HEADER
+        + """
+class Trainer:
+    def _run_epoch(self, epoch, loader):
+        loader.sampler.set_epoch(epoch)
+        for x, y in loader:
+            self.opt.zero_grad()
+            self.model(x).sub(y).pow(2).mean().backward()
+            self.opt.step()
+def prepare(dataset):
+    return DataLoader(dataset, batch_size=32, shuffle=False, sampler=DistributedSampler(dataset))
+def main(model, train_set):
+    dist.init_process_group("nccl")
+    trainer = Trainer(DDP(model), prepare(train_set))
+""",
+        CODE,
+    )
+
+
+def test_validation_loader_without_sampler(lint):
+    assert not lint(
+        DDP_HEADER
+        + """
+def main(rank, model, train_set, val_set, optimizer):
+    dist.init_process_group("nccl")
+    model = DDP(model, device_ids=[rank])
+    train_sampler = DistributedSampler(train_set)
+    train_loader = DataLoader(train_set, batch_size=32, shuffle=(train_sampler is None), sampler=train_sampler)
+    val_loader = DataLoader(val_set, batch_size=64, shuffle=False)
+    test_loader = DataLoader(test_set, batch_size=64)
+    for epoch in range(5):
+        train_sampler.set_epoch(epoch)
+        for x in train_loader:
+            model(x).mean().backward()
+            optimizer.step()
+""",
+        CODE,
+    )
+
+
+def test_non_distributed_script(lint):
+    assert not lint(
+        """
+        import torch
+        from torch.utils.data import DataLoader
+        def main(model, train_set, optimizer):
+            train_loader = DataLoader(train_set, batch_size=32, shuffle=True)
+            for x in train_loader:
+                model(x).mean().backward()
+                optimizer.step()
+        """,
+        CODE,
+    )
+
+
+def test_branch_on_distributed_flag_like_imagenet(lint):
+    assert not lint(
+        DDP_HEADER
+        + """
+def main(args, model, train_dataset, optimizer):
+    if args.distributed:
+        dist.init_process_group(args.dist_backend)
+        model = DDP(model)
+        train_loader = DataLoader(train_dataset, sampler=DistributedSampler(train_dataset))
+    else:
+        train_loader = DataLoader(train_dataset, shuffle=True)
+    for epoch in range(args.epochs):
+        if args.distributed:
+            train_loader.sampler.set_epoch(epoch)
+        for x in train_loader:
+            model(x).mean().backward()
+            optimizer.step()
+""",
+        CODE,
+    )
+
+
+def test_accelerate_prepare_and_lightning_hooks_insert_samplers(lint):
+    assert not lint(
+        DDP_HEADER
+        + """
+import lightning as L
+class LitModel(L.LightningModule):
+    def train_dataloader(self):
+        return DataLoader(self.train_set, batch_size=32, shuffle=True)
+def main(accelerator, model, train_set, optimizer):
+    dist.init_process_group("nccl")
+    train_dataloader = DataLoader(train_set, shuffle=True, batch_size=16)
+    model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)
+""",
+        CODE,
+    )
+
+
+def test_dataset_sharded_by_rank(lint):
+    assert not lint(
+        DDP_HEADER
+        + """
+def main(rank, world_size, model, files, optimizer):
+    dist.init_process_group("nccl")
+    model = DDP(model)
+    train_ds = ShardedStream(files, rank=rank, world_size=world_size)
+    train_loader = DataLoader(train_ds, batch_size=16)
+    for x in train_loader:
+        model(x).mean().backward()
+        optimizer.step()
+""",
+        CODE,
+    )
+
+
+def test_custom_sampler_and_unshuffled_distributed_sampler(lint):
+    assert not lint(
+        DDP_HEADER
+        + """
+def main(model, train_set, optimizer):
+    dist.init_process_group("nccl")
+    model = DDP(model)
+    a = DataLoader(train_set, batch_sampler=RepeatAugSampler(train_set))
+    b = DataLoader(train_set, sampler=DistributedSampler(train_set, shuffle=False))
+    for x in a:
+        model(x).mean().backward()
+        optimizer.step()
+""",
+        CODE,
+    )

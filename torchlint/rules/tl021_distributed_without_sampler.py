@@ -1,0 +1,233 @@
+"""TL021 distributed-without-sampler."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ..lint.imports import dotted_name
+from ..lint.rule import Rule, register
+from ..lint.scripts import (
+    EVAL_WORDS,
+    TRAIN_WORDS,
+    LoaderCall,
+    bound_name,
+    dataloader_calls,
+    is_distributed_sampler,
+    names_in,
+    resolve_value,
+)
+
+DISTRIBUTED_SETUP = frozenset(
+    {
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.distributed.init_process_group",
+    }
+)
+# A branch on one of these decides between the distributed and the single-process setup.
+_DISTRIBUTED_WORDS = re.compile(r"distributed|ddp|world_size|rank|multi_?gpu|is_initialized", re.I)
+# Datasets that shard themselves per rank need no sampler.
+_SHARDING_WORDS = re.compile(r"rank|world_size|num_replicas|shard|split_dataset_by_node", re.I)
+# Frameworks that replace the sampler of the loaders handed to them.
+_PREPARE_METHODS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders", "fit"})
+
+
+@register
+class DistributedWithoutSampler(Rule):
+    code = "TL021"
+    name = "distributed-without-sampler"
+    severity = "warning"
+    summary = "A distributed training script gives every rank the same data."
+    what = """
+        In a file that trains under `DistributedDataParallel` or calls
+        `torch.distributed.init_process_group`, reports the training `DataLoader(...)` (one
+        with `shuffle=True`, named or built from something named "train", or iterated by a
+        training loop of the file) when it has no `sampler=`/`batch_sampler=`, and a
+        `DataLoader` whose `DistributedSampler` is never told the epoch (no
+        `.set_epoch(epoch)` anywhere in the file). Evaluation loaders, datasets that shard
+        themselves by rank, and loaders handed to `accelerator.prepare` /
+        `fabric.setup_dataloaders` (which insert the sampler) are not reported.
+    """
+    why = """
+        Without a `DistributedSampler` each of the N processes iterates the whole dataset:
+        an "epoch" is N copies of the same batches, gradients are averaged over duplicates,
+        and the run costs N times more for the learning of one GPU. With a
+        `DistributedSampler` whose `set_epoch` is never called, the shuffle is seeded
+        identically every epoch, so every epoch visits the data in the same order.
+    """
+    example = """
+        dist.init_process_group("nccl")
+        model = DDP(model.to(rank), device_ids=[rank])
+        loader = DataLoader(train_set, batch_size=32, shuffle=True)
+        for epoch in range(epochs):
+            for x, y in loader:
+                ...
+    """
+    instead = """
+        dist.init_process_group("nccl")
+        model = DDP(model.to(rank), device_ids=[rank])
+        sampler = DistributedSampler(train_set)  # shuffles by default
+        loader = DataLoader(train_set, batch_size=32, sampler=sampler)
+        for epoch in range(epochs):
+            sampler.set_epoch(epoch)  # a new shuffle each epoch
+            for x, y in loader:
+                ...
+    """
+    VALID = [
+        """
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler
+def main(rank, model, train_set, val_set, opt):
+    dist.init_process_group("nccl")
+    model = DDP(model, device_ids=[rank])
+    sampler = DistributedSampler(train_set)
+    loader = DataLoader(train_set, batch_size=32, sampler=sampler)
+    val_loader = DataLoader(val_set, batch_size=32)
+    for epoch in range(10):
+        sampler.set_epoch(epoch)
+        for x in loader:
+            model(x).mean().backward()
+            opt.step()
+""",
+    ]
+    INVALID = [
+        """
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader
+def main(rank, model, train_set, opt):
+    dist.init_process_group("nccl")
+    model = DDP(model, device_ids=[rank])
+    loader = DataLoader(train_set, batch_size=32, shuffle=True)  # expect: TL021
+    for epoch in range(10):
+        for x in loader:
+            model(x).mean().backward()
+            opt.step()
+""",
+        """
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+def main(model, train_set, opt):
+    dist.init_process_group("nccl")
+    loader = DataLoader(train_set, batch_size=32, sampler=DistributedSampler(train_set))  # expect: TL021
+    for epoch in range(10):
+        for x in loader:
+            model(x).mean().backward()
+            opt.step()
+""",
+    ]
+
+    def check(self, ctx):
+        if not any(ctx.call_qualname(c) in DISTRIBUTED_SETUP for c in ctx.calls):
+            return
+        loaders = dataloader_calls(ctx)
+        if not loaders:
+            return
+        sets_epoch = any(isinstance(c.func, ast.Attribute) and c.func.attr == "set_epoch" for c in ctx.calls)
+        iterated = _loaders_iterated_by_training_loops(ctx)
+        for loader in loaders:
+            name = bound_name(ctx, loader.call)
+            if not _is_training_loader(ctx, loader, name, iterated) or _framework_managed(ctx, loader, name):
+                continue
+            if not loader.given("sampler") and not loader.given("batch_sampler"):
+                if not _decided_by_distributed_branch(ctx, loader.call) and not _shards_itself(ctx, loader):
+                    yield self.report(loader.call, self._no_sampler_message(ctx, loader))
+                continue
+            sampler = is_distributed_sampler(ctx, loader.arg("sampler"))
+            if sampler is not None and not sets_epoch and _shuffles(sampler) and ctx.training.training_loops:
+                yield self.report(loader.call, self._no_set_epoch_message(ctx, sampler))
+
+    @staticmethod
+    def _no_sampler_message(ctx, loader) -> str:
+        shuffle = loader.arg("shuffle")
+        how = "`shuffle=True` and no sampler" if _is_true(shuffle) else "no sampler"
+        dataset = ctx.segment(loader.arg("dataset")) if loader.arg("dataset") is not None else "dataset"
+        return (
+            f"this training `DataLoader` has {how} in a distributed (DDP) script, so every rank iterates the "
+            f"whole dataset and sees the same batches; pass `sampler=DistributedSampler({dataset})` "
+            "(and drop `shuffle=True`), then call `sampler.set_epoch(epoch)` every epoch"
+        )
+
+    @staticmethod
+    def _no_set_epoch_message(ctx, sampler) -> str:
+        return (
+            f"the `{ctx.segment(sampler.func)}` of this training `DataLoader` (line {sampler.lineno}) is never "
+            "told the epoch: no `.set_epoch(epoch)` call in this file, so every epoch is shuffled in the same "
+            "order; call `sampler.set_epoch(epoch)` at the start of each epoch"
+        )
+
+
+def _is_true(expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is True
+
+
+def _shuffles(sampler: ast.Call) -> bool:
+    """DistributedSampler shuffles unless given a literal ``shuffle=False``."""
+    for keyword in sampler.keywords:
+        if keyword.arg == "shuffle":
+            return not (isinstance(keyword.value, ast.Constant) and keyword.value.value is False)
+    if len(sampler.args) >= 4:  # DistributedSampler(dataset, num_replicas, rank, shuffle, ...)
+        value = sampler.args[3]
+        return not (isinstance(value, ast.Constant) and value.value is False)
+    return True
+
+
+def _is_training_loader(ctx, loader: LoaderCall, name: str | None, iterated: set[str]) -> bool:
+    words = " ".join([name or "", names_in(loader.arg("dataset")), _function_name(ctx, loader.call)])
+    if EVAL_WORDS.search(words) and not TRAIN_WORDS.search(name or ""):
+        return False
+    if _is_true(loader.arg("shuffle")) or TRAIN_WORDS.search(words):
+        return True
+    return name is not None and name in iterated
+
+
+def _function_name(ctx, node) -> str:
+    func = ctx.enclosing_function(node)
+    return func.name if func is not None else ""
+
+
+def _loaders_iterated_by_training_loops(ctx) -> set[str]:
+    """Symbols iterated by the header of a training loop (``for x in loader`` /
+    ``enumerate(self.train_loader)``)."""
+    found = set()
+    for loop in ctx.training.training_loops:
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            for node in ast.walk(loop.iter):
+                name = dotted_name(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+                if name:
+                    found.add(name)
+    return found
+
+
+def _framework_managed(ctx, loader: LoaderCall, name: str | None) -> bool:
+    """Loaders whose sampler a framework replaces: returned by a Lightning ``*_dataloader``
+    hook, or handed to ``accelerator.prepare(...)`` / ``fabric.setup_dataloaders(...)``."""
+    func = ctx.enclosing_function(loader.call)
+    if func is not None and func.name.endswith("_dataloader") and isinstance(ctx.parent(func), ast.ClassDef):
+        return True
+    if name is None:
+        return False
+    for call in ctx.calls:
+        if isinstance(call.func, ast.Attribute) and call.func.attr in _PREPARE_METHODS:
+            if any(dotted_name(a) == name for a in call.args) or any(dotted_name(k.value) == name for k in call.keywords):
+                return True
+    return False
+
+
+def _decided_by_distributed_branch(ctx, call: ast.Call) -> bool:
+    """Built in a branch of ``if args.distributed:`` (the other branch handles the other case)."""
+    for ancestor in ctx.ancestors(call):
+        if isinstance(ancestor, (ast.If, ast.IfExp)) and _DISTRIBUTED_WORDS.search(names_in(ancestor.test)):
+            return True
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+    return False
+
+
+def _shards_itself(ctx, loader: LoaderCall) -> bool:
+    dataset = loader.arg("dataset")
+    if dataset is None:
+        return False
+    value = resolve_value(ctx, dataset)
+    return bool(_SHARDING_WORDS.search(names_in(dataset) + " " + names_in(value)))

@@ -1,0 +1,266 @@
+"""TL002 zero-grad-after-backward: gradients cleared between the last backward and the step."""
+
+from _expect import check
+
+CODE = "TL002"
+
+
+# ----- positives ------------------------------------------------------------------------------
+
+
+def test_clear_between_backward_and_step(lint):
+    findings = check(
+        lint,
+        """
+        def train(model, loader, optimizer, criterion):
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.zero_grad()  # expect: TL002
+                optimizer.step()
+        """,
+        CODE,
+    )
+    message = findings[0].message
+    assert findings[0].name == "zero-grad-after-backward" and findings[0].severity == "error"
+    assert "`loss.backward()` (line 5)" in message and "`optimizer.step()` (line 7)" in message
+    assert "zeroed gradients" in message
+
+
+def test_model_zero_grad_between_scaled_backward_and_scaler_step(lint):
+    check(
+        lint,
+        """
+        import torch
+        scaler = torch.amp.GradScaler("cuda")
+        optimizer = torch.optim.AdamW(model.parameters())
+        for batch in loader:
+            with torch.autocast("cuda"):
+                loss = model(**batch).loss
+            scaler.scale(loss).backward()
+            model.zero_grad(set_to_none=True)  # expect: TL002
+            scaler.step(optimizer)
+            scaler.update()
+        """,
+        CODE,
+    )
+
+
+def test_clear_inside_helper_called_between(lint):
+    findings = check(
+        lint,
+        """
+        class Trainer:
+            def _prepare_update(self):
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+                self.optimizer.zero_grad()  # expect: TL002
+            def train_step(self, batch):
+                loss = self.model(batch)
+                loss.backward()
+                self._prepare_update()
+                self.optimizer.step()
+        """,
+        CODE,
+    )
+    assert "through the call on line 9" in findings[0].message
+
+
+def test_clear_after_backward_inside_micro_step_loop(lint):
+    check(
+        lint,
+        """
+        for it in range(max_iters):
+            for micro_step in range(accum):
+                loss = model(*get_batch()) / accum
+                loss.backward()
+                optimizer.zero_grad(set_to_none=True)  # expect: TL002
+            optimizer.step()
+        """,
+        CODE,
+    )
+
+
+def test_clear_in_the_stepping_branch_of_accumulation(lint):
+    check(
+        lint,
+        """
+        def train(model, loader, opt, accum):
+            for i, (x, y) in enumerate(loader):
+                (model(x, y) / accum).backward()
+                if (i + 1) % accum == 0:
+                    opt.zero_grad()  # expect: TL002
+                    opt.step()
+        """,
+        CODE,
+    )
+
+
+def test_lightning_manual_optimization_clear_after_manual_backward(lint):
+    check(
+        lint,
+        """
+        import lightning as L
+        class Model(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.automatic_optimization = False
+            def training_step(self, batch, batch_idx):
+                opt = self.optimizers()
+                loss = self.compute_loss(batch)
+                self.manual_backward(loss)
+                opt.zero_grad()  # expect: TL002
+                opt.step()
+        """,
+        CODE,
+    )
+
+
+# ----- hard negatives -------------------------------------------------------------------------------
+
+
+def test_detectron2_clear_between_forward_and_backward(lint):
+    check(
+        lint,
+        """
+        class AMPTrainer:
+            def run_step(self):
+                data = next(self._data_loader_iter)
+                with torch.autocast("cuda"):
+                    losses = sum(self.model(data).values())
+                self.optimizer.zero_grad()
+                self.grad_scaler.scale(losses).backward()
+                self.grad_scaler.step(self.optimizer)
+                self.grad_scaler.update()
+        """,
+        CODE,
+    )
+
+
+def test_nanogpt_clear_after_scaler_update(lint):
+    check(
+        lint,
+        """
+        while True:
+            for micro_step in range(gradient_accumulation_steps):
+                with ctx:
+                    logits, loss = model(X, Y)
+                    loss = loss / gradient_accumulation_steps
+                scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+        """,
+        CODE,
+    )
+
+
+def test_skip_nonfinite_batch_clears_and_continues(lint):
+    check(
+        lint,
+        """
+        import torch
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                loss = model(x, y)
+                loss.backward()
+                if not torch.isfinite(loss):
+                    optimizer.zero_grad()
+                    continue
+                optimizer.step()
+                optimizer.zero_grad()
+        """,
+        CODE,
+    )
+
+
+def test_gan_clears_generator_after_discriminator_backward(lint):
+    check(
+        lint,
+        """
+        import torch
+        optD = torch.optim.Adam(netD.parameters())
+        optG = torch.optim.Adam(netG.parameters())
+        for real in loader:
+            netD.zero_grad()
+            lossD = netD(real).mean() - netD(netG(z).detach()).mean()
+            lossD.backward()
+            netG.zero_grad()
+            optD.step()
+            lossG = -netD(netG(z)).mean()
+            lossG.backward()
+            optG.step()
+        """,
+        CODE,
+    )
+
+
+def test_lbfgs_closure_clears_before_its_backward(lint):
+    check(
+        lint,
+        """
+        import torch
+        optimizer = torch.optim.LBFGS(model.parameters())
+        for step in range(20):
+            loss = criterion(model(x), y)
+            loss.backward()
+            def closure():
+                optimizer.zero_grad()
+                out = criterion(model(x), y)
+                out.backward()
+                return out
+            optimizer.step(closure)
+        """,
+        CODE,
+    )
+
+
+def test_clear_between_two_backwards_before_one_step(lint):
+    # The first backward only measures input gradients; its parameter grads are dropped on purpose.
+    check(
+        lint,
+        """
+        def adversarial_step(model, x, y, opt, eps):
+            x.requires_grad_(True)
+            model(x).sub(y).pow(2).mean().backward()
+            x_adv = (x + eps * x.grad.sign()).detach()
+            opt.zero_grad()
+            model(x_adv).sub(y).pow(2).mean().backward()
+            opt.step()
+        """,
+        CODE,
+    )
+
+
+def test_frozen_parameters_grads_dropped_before_step(lint):
+    check(
+        lint,
+        """
+        def train(model, loader, opt):
+            for x, y in loader:
+                opt.zero_grad()
+                model(x, y).backward()
+                for p in model.backbone.parameters():
+                    p.grad = None
+                opt.step()
+        """,
+        CODE,
+    )
+
+
+def test_timm_clear_after_update_with_continue(lint):
+    check(
+        lint,
+        """
+        def train_one_epoch(model, loader, optimizer, accum_steps):
+            for idx, (inp, tgt) in enumerate(loader):
+                need_update = (idx + 1) % accum_steps == 0
+                loss = model(inp, tgt) / accum_steps
+                loss.backward()
+                if need_update:
+                    optimizer.step()
+                if not need_update:
+                    continue
+                optimizer.zero_grad()
+        """,
+        CODE,
+    )

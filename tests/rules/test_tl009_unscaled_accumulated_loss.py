@@ -1,0 +1,378 @@
+"""TL009 unscaled-accumulated-loss: gradient accumulation without dividing the loss."""
+
+from _expect import check
+
+CODE = "TL009"
+
+
+# ----- positives ------------------------------------------------------------------------------
+
+
+def test_modulo_step_without_division(lint):
+    findings = check(
+        lint,
+        """
+        def train(model, loader, optimizer, criterion, accum_steps):
+            for i, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()  # expect: TL009
+                if (i + 1) % accum_steps == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+        """,
+        CODE,
+    )
+    message = findings[0].message
+    assert findings[0].name == "unscaled-accumulated-loss" and findings[0].severity == "error"
+    assert "`(i + 1) % accum_steps == 0`" in message and "loss = loss / accum_steps" in message
+
+
+def test_micro_step_loop_without_division(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+        scaler = torch.amp.GradScaler("cuda")
+        while True:
+            for micro_step in range(gradient_accumulation_steps):
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    logits, loss = model(X, Y)
+                X, Y = get_batch("train")
+                scaler.scale(loss).backward()  # expect: TL009
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+        """,
+        CODE,
+    )
+    assert "micro-step loop" in findings[0].message and "gradient_accumulation_steps" in findings[0].message
+
+
+def test_division_only_for_logging_does_not_count(lint):
+    check(
+        lint,
+        """
+        def train(model, loader, optimizer, accum):
+            running = 0.0
+            for step, batch in enumerate(loader):
+                loss = model(**batch).loss
+                loss.backward()  # expect: TL009
+                running += loss.item() / accum
+                if step % accum == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+                    print(f"loss {running:.3f}")
+                    running = 0.0
+        """,
+        CODE,
+    )
+
+
+def test_continue_on_non_update_iterations_without_division(lint):
+    check(
+        lint,
+        """
+        def train_one_epoch(model, loader, optimizer, loss_fn, accum_steps):
+            for idx, (inp, tgt) in enumerate(loader):
+                need_update = (idx + 1) % accum_steps == 0
+                loss = loss_fn(model(inp), tgt)
+                loss.backward()  # expect: TL009
+                if not need_update:
+                    continue
+                optimizer.step()
+                optimizer.zero_grad()
+        """,
+        CODE,
+    )
+
+
+def test_counter_in_a_trainer_method(lint):
+    check(
+        lint,
+        """
+        import torch
+        class Trainer:
+            def __init__(self, model, accumulation_steps):
+                self.model = model
+                self.optimizer = torch.optim.Adam(model.parameters())
+                self.accumulation_steps = accumulation_steps
+                self.accum_count = 0
+            def train_step(self, batch):
+                loss = self.model(batch)
+                loss.backward()  # expect: TL009
+                self.accum_count += 1
+                if self.accum_count == self.accumulation_steps:
+                    self.optimizer.step()
+                    self.optimizer.zero_grad()
+                    self.accum_count = 0
+        """,
+        CODE,
+    )
+
+
+def test_accelerator_backward_without_accumulation_configured(lint):
+    check(
+        lint,
+        """
+        from accelerate import Accelerator
+        accelerator = Accelerator(mixed_precision="bf16")
+        model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+        for step, batch in enumerate(loader):
+            loss = model(**batch).loss
+            accelerator.backward(loss)  # expect: TL009
+            if step % args.accum == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+        """,
+        CODE,
+    )
+
+
+def test_loss_scaler_told_to_update_every_n_without_division(lint):
+    check(
+        lint,
+        """
+        def train_one_epoch(model, data_loader, optimizer, loss_scaler, accum_iter):
+            for it, (samples, targets) in enumerate(data_loader):
+                loss = criterion(model(samples), targets)
+                loss_scaler(loss, optimizer, update_grad=(it + 1) % accum_iter == 0)  # expect: TL009
+                if (it + 1) % accum_iter == 0:
+                    optimizer.zero_grad()
+        """,
+        CODE,
+    )
+
+
+# ----- hard negatives -------------------------------------------------------------------------------
+
+
+def test_nanogpt_divides_inside_autocast(lint):
+    check(
+        lint,
+        """
+        while True:
+            for micro_step in range(gradient_accumulation_steps):
+                with ctx:
+                    logits, loss = model(X, Y)
+                    loss = loss / gradient_accumulation_steps
+                X, Y = get_batch("train")
+                scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+        """,
+        CODE,
+    )
+
+
+def test_every_division_form_counts(lint):
+    check(
+        lint,
+        """
+        import torch
+        def a(model, loader, opt, n):
+            for i, (x, y) in enumerate(loader):
+                (criterion(model(x), y) / n).backward()
+                if (i + 1) % n == 0:
+                    opt.step(); opt.zero_grad()
+        def b(model, loader, opt, n, scaler):
+            for i, (x, y) in enumerate(loader):
+                scaler.scale(model(x, y) / n).backward()
+                if (i + 1) % n == 0:
+                    scaler.step(opt); scaler.update(); opt.zero_grad()
+        def c(model, loader, opt, n):
+            for i, (x, y) in enumerate(loader):
+                loss = model(x, y)
+                loss /= n
+                loss.backward()
+                if (i + 1) % n == 0:
+                    opt.step(); opt.zero_grad()
+        def d(model, loader, opt, n):
+            for i, (x, y) in enumerate(loader):
+                loss = torch.nn.functional.mse_loss(model(x), y).div(n)
+                loss.backward()
+                if (i + 1) % n == 0:
+                    opt.step(); opt.zero_grad()
+        def e(model, loader, opt, n):
+            scale = 1.0 / n
+            for i, (x, y) in enumerate(loader):
+                loss = model(x, y) * scale
+                loss.backward()
+                if (i + 1) % n == 0:
+                    opt.step(); opt.zero_grad()
+        """,
+        CODE,
+    )
+
+
+def test_helper_returning_divided_loss(lint):
+    check(
+        lint,
+        """
+        class Trainer:
+            def compute_loss(self, batch):
+                out = self.model(**batch)
+                return out.loss / self.args.gradient_accumulation_steps
+            def train(self, loader):
+                for step, batch in enumerate(loader):
+                    loss = self.compute_loss(batch)
+                    loss.backward()
+                    if (step + 1) % self.args.gradient_accumulation_steps == 0:
+                        self.optimizer.step()
+                        self.optimizer.zero_grad()
+        """,
+        CODE,
+    )
+
+
+def test_timm_forward_closure_divides_backward_closure_gets_it(lint):
+    check(
+        lint,
+        """
+        def train_one_epoch(model, loader, optimizer, loss_fn, accum_steps):
+            for idx, (inp, tgt) in enumerate(loader):
+                need_update = (idx + 1) % accum_steps == 0
+                def _forward():
+                    _loss = loss_fn(model(inp), tgt)
+                    if accum_steps > 1:
+                        _loss /= accum_steps
+                    return _loss, None
+                def _backward(_loss):
+                    _loss.backward()
+                    if need_update:
+                        optimizer.step()
+                loss, _ = _forward()
+                _backward(loss)
+                if not need_update:
+                    continue
+                optimizer.zero_grad()
+        """,
+        CODE,
+    )
+
+
+def test_accelerate_accumulate_and_configured_backward(lint):
+    check(
+        lint,
+        """
+        from accelerate import Accelerator
+        accelerator = Accelerator(gradient_accumulation_steps=8)
+        for step, batch in enumerate(loader):
+            with accelerator.accumulate(model):
+                loss = model(**batch).loss
+                accelerator.backward(loss)
+                if accelerator.sync_gradients:
+                    accelerator.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                optimizer.zero_grad()
+        for step, batch in enumerate(loader):
+            loss = model(**batch).loss
+            accelerator.backward(loss)
+            if step % 8 == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+        """,
+        CODE,
+    )
+
+
+def test_deepspeed_engine_scales_itself(lint):
+    check(
+        lint,
+        """
+        import deepspeed
+        model_engine, optimizer, _, _ = deepspeed.initialize(model=model, config=cfg)
+        for step, batch in enumerate(loader):
+            loss = model_engine(batch)
+            model_engine.backward(loss)
+            if step % accum == 0:
+                model_engine.step()
+        """,
+        CODE,
+    )
+
+
+def test_lightning_accumulate_grad_batches(lint):
+    check(
+        lint,
+        """
+        import lightning as L
+        class LitModel(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                x, y = batch
+                return torch.nn.functional.cross_entropy(self(x), y)
+        trainer = L.Trainer(accumulate_grad_batches=4)
+        trainer.fit(LitModel(), loader)
+        """,
+        CODE,
+    )
+
+
+def test_step_every_iteration_and_periodic_logging(lint):
+    # A modulo that gates logging, and a step every iteration: no accumulation.
+    check(
+        lint,
+        """
+        def train(model, loader, opt, log_every):
+            for i, (x, y) in enumerate(loader):
+                opt.zero_grad()
+                loss = model(x, y)
+                loss.backward()
+                opt.step()
+                if i % log_every == 0:
+                    print(loss.item())
+        """,
+        CODE,
+    )
+
+
+def test_alternating_gan_updates_are_not_accumulation(lint):
+    check(
+        lint,
+        """
+        import torch
+        optD = torch.optim.Adam(netD.parameters())
+        optG = torch.optim.Adam(netG.parameters())
+        for i, real in enumerate(loader):
+            optD.zero_grad()
+            lossD = netD(netG(z).detach()).mean() - netD(real).mean()
+            lossD.backward()
+            optD.step()
+            if i % n_critic == 0:
+                optG.zero_grad()
+                lossG = -netD(netG(z)).mean()
+                lossG.backward()
+                optG.step()
+        """,
+        CODE,
+    )
+
+
+def test_skipped_steps_with_clear_every_iteration_are_not_accumulation(lint):
+    check(
+        lint,
+        """
+        def train(model, loader, opt, warmup):
+            for i, (x, y) in enumerate(loader):
+                opt.zero_grad()
+                model(x, y).backward()
+                if i % 2 == 0:
+                    opt.step()
+        """,
+        CODE,
+    )
+
+
+def test_multi_task_losses_in_inner_loop_are_not_micro_steps(lint):
+    check(
+        lint,
+        """
+        def train(model, loader, opt, tasks):
+            for batch in loader:
+                opt.zero_grad()
+                for task in tasks:
+                    model.head(task)(batch).backward()
+                opt.step()
+        """,
+        CODE,
+    )

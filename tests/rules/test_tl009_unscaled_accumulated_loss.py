@@ -69,7 +69,7 @@ def test_division_only_for_logging_does_not_count(lint):
 
 
 def test_continue_on_non_update_iterations_without_division(lint):
-    check(
+    findings = check(
         lint,
         """
         def train_one_epoch(model, loader, optimizer, loss_fn, accum_steps):
@@ -84,10 +84,12 @@ def test_continue_on_non_update_iterations_without_division(lint):
         """,
         CODE,
     )
+    assert "early exit on line 8 while `not need_update`" in findings[0].message
+    assert "loss = loss / accum_steps" in findings[0].message
 
 
 def test_counter_in_a_trainer_method(lint):
-    check(
+    findings = check(
         lint,
         """
         import torch
@@ -108,6 +110,7 @@ def test_counter_in_a_trainer_method(lint):
         """,
         CODE,
     )
+    assert "loss = loss / self.accumulation_steps" in findings[0].message
 
 
 def test_accelerator_backward_without_accumulation_configured(lint):

@@ -904,9 +904,10 @@ class TrainingModel:
         return False
 
     # ----- gradient accumulation -----------------------------------------------------------------------
-    def accumulated_backwards(self, unit: "Unit", index: int) -> list[tuple[Event, ast.AST]]:
+    def accumulated_backwards(self, unit: "Unit", index: int) -> list[tuple[Event, "Accumulation"]]:
         """Backward passes whose gradients pile up over several iterations before the step
-        ``unit.events[index]`` applies them (gradient accumulation), each with its evidence:
+        ``unit.events[index]`` applies them (gradient accumulation), each with its evidence
+        (an ``Accumulation``):
 
         * the step runs under an accumulation test (``if (i + 1) % accum == 0:``), or after an
           exit taken on non-update iterations (``if not need_update: continue``), while the
@@ -932,13 +933,16 @@ class TrainingModel:
                 continue
             if gate is not None:
                 if not self._gated(event, j, exit_index):
-                    found.append((event, gate))
+                    if exit_index is None:
+                        found.append((event, Accumulation("guard", gate, gate)))
+                    else:
+                        found.append((event, Accumulation("exit", events[exit_index].node, gate)))
                 continue
             micro = next((l for l in event.loops if l not in step.loops and self.is_micro_step_loop(l)), None)
             if micro is not None and not any(
                 c.kind in CLEAR_KINDS and micro in c.loops and self.clears(c, step, stepped) for c in events
             ):
-                found.append((event, micro))
+                found.append((event, Accumulation("micro_loop", micro, None)))
         return found
 
     def accumulation_gate(self, events, index: int) -> tuple:
@@ -976,7 +980,7 @@ class TrainingModel:
             return False
         return bool(MICRO_STEP_NAME.search(self._text(loop.target) + " " + self._text(loop.iter)))
 
-    def accumulating_opaque_steps(self) -> list[tuple[Event, ast.AST]]:
+    def accumulating_opaque_steps(self) -> list[tuple[Event, "Accumulation"]]:
         """Opaque steps told to update only on some calls (MAE/DeiT's
         ``loss_scaler(loss, optimizer, update_grad=(i + 1) % accum_iter == 0)``), with that test."""
         found = []
@@ -988,7 +992,7 @@ class TrainingModel:
                 seen.add(event.node)
                 for kw in event.node.keywords:
                     if kw.arg and "update" in kw.arg and self.is_accumulation_test(kw.value):
-                        found.append((event, kw.value))
+                        found.append((event, Accumulation("argument", kw.value, kw.value)))
                         break
         return found
 
@@ -1039,6 +1043,36 @@ class Unit:
     @property
     def is_loop(self) -> bool:
         return isinstance(self.owner, (ast.For, ast.AsyncFor, ast.While))
+
+
+@dataclass(frozen=True)
+class Accumulation:
+    """Why a backward is taken to be accumulated over several iterations.
+
+    ``kind``: "guard" (the step sits under ``test``), "exit" (``node``, a ``continue`` or
+    ``return`` under ``test``, skips the step on non-update iterations), "micro_loop"
+    (``node`` is the inner loop the backward runs in; ``test`` is None) or "argument"
+    (an opaque step's ``update_grad=test`` keyword)."""
+
+    kind: str
+    node: ast.AST
+    test: ast.AST | None
+
+    def count(self) -> str | None:
+        """The accumulation count as written, when it shows: the modulo's divisor, the micro-step
+        loop's ``range(...)`` bound, or the other side of a counter comparison."""
+        if self.kind == "micro_loop":
+            it = self.node.iter
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and it.args:
+                return ast.unparse(it.args[0] if len(it.args) == 1 else it.args[1])
+            return None
+        for node in ast.walk(self.test):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+                return ast.unparse(node.right)
+        for node in ast.walk(self.test):
+            if isinstance(node, ast.Compare) and node.comparators:
+                return ast.unparse(node.comparators[-1])
+        return None
 
 
 BACKWARD_KINDS = frozenset({"backward", "opaque_step"})

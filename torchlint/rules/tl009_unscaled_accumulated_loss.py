@@ -100,34 +100,27 @@ def train(model, loader, optimizer, accum_steps):
 
     @staticmethod
     def _message(ctx, backward, evidence, step) -> str:
-        count = _count_name(evidence) or "accum_steps"
+        count = evidence.count() or "accum_steps"
         loss = ctx.segment(backward.arg) if backward.arg is not None else "loss"
-        if isinstance(evidence, (ast.For, ast.AsyncFor)):
-            why = f"runs {ctx.segment(evidence.iter) or 'several'} times (micro-step loop, line {evidence.lineno}) per update"
-        elif step is backward:
-            why = f"is accumulated until `{ctx.segment(evidence)}`"
+        if evidence.kind == "micro_loop":
+            times = f"`{count}`" if evidence.count() else "several"
+            why = f"runs {times} times per update (micro-step loop, line {evidence.node.lineno})"
+        elif evidence.kind == "argument":
+            why = f"accumulates until `{ctx.segment(evidence.test)}`"
+        elif evidence.kind == "exit":
+            why = (
+                f"accumulates over several iterations: `{ctx.segment(step.node)}` (line {step.node.lineno}) is "
+                f"skipped by the early exit on line {evidence.node.lineno} while `{ctx.segment(evidence.test)}`"
+            )
         else:
             why = (
-                f"is accumulated over several iterations: `{ctx.segment(step.node)}` (line {step.node.lineno}) "
-                f"runs only when `{ctx.segment(evidence)}`"
+                f"accumulates over several iterations: `{ctx.segment(step.node)}` (line {step.node.lineno}) "
+                f"runs only when `{ctx.segment(evidence.test)}`"
             )
         return (
             f"`{ctx.segment(backward.node)}` {why}, but `{loss}` is not divided by the number of accumulated "
             f"steps, so each update is that many times too large; use `{loss} = {loss} / {count}` before the backward"
         )
-
-
-def _count_name(evidence: ast.AST) -> str | None:
-    """The accumulation count as written: the divisor of the modulo, or the micro-step loop's range."""
-    if isinstance(evidence, (ast.For, ast.AsyncFor)):
-        it = evidence.iter
-        if isinstance(it, ast.Call) and getattr(it.func, "id", None) == "range" and it.args:
-            return ast.unparse(it.args[-1] if len(it.args) == 1 else it.args[1])
-        return None
-    for node in ast.walk(evidence):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-            return ast.unparse(node.right)
-    return None
 
 
 def _framework_scales(ctx, training, backward, step) -> bool:

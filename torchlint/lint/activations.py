@@ -77,7 +77,7 @@ class ActivationInput:
     loss: ast.Call
     input: ast.AST
     kind: str  # the activation kind
-    producer: ast.AST  # the activation call (or the model call whose last layer it is)
+    producer: ast.AST  # the activation call, or the activation layer inside the model called
 
 
 class ActivationTracker:
@@ -196,7 +196,7 @@ class ActivationTracker:
         # Calling a module object: its last layer.
         output = self.module_output(origin.func, depth + 1)
         if output is not None:
-            return output[0], origin
+            return output  # the activation inside the module: where the user should look
         return None
 
     # ----- losses -------------------------------------------------------------------------

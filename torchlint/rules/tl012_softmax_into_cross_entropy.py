@@ -99,7 +99,7 @@ def step(logits, y):
         value = ctx.segment(found.input)
         if len(value) > 40:
             value = value[:37] + "..."
-        source = f"line {found.producer.lineno}"
+        source = f"{found.kind} at line {found.producer.lineno}"
         if found.kind == "softmax":
             return (
                 f"cross-entropy applies `log_softmax` itself, but `{value}` is already softmax output ({source}): "

@@ -95,6 +95,6 @@ def step(logits, y):
             value = value[:37] + "..."
         return (
             f"BCE-with-logits applies `sigmoid` itself, but `{value}` is already sigmoid output "
-            f"(line {found.producer.lineno}): the sigmoid is applied twice, so the loss and its gradients are "
+            f"(sigmoid at line {found.producer.lineno}): the sigmoid is applied twice, so the loss and its gradients are "
             "wrong; pass the logits, or use `nn.BCELoss` / `F.binary_cross_entropy` on probabilities"
         )

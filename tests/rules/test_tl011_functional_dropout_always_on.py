@@ -1,0 +1,202 @@
+"""TL011 functional-dropout-always-on: F.dropout in a module without `training=`."""
+
+CODE = "TL011"
+
+
+def lines(findings):
+    return [f.line for f in findings]
+
+
+# ----- positives ------------------------------------------------------------------------------
+
+
+def test_mnist_style_forward(lint):
+    findings = lint(
+        """
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc1 = nn.Linear(9216, 128)
+                self.fc2 = nn.Linear(128, 10)
+
+            def forward(self, x):
+                x = F.relu(self.fc1(x))
+                x = F.dropout(x, p=0.5)
+                return self.fc2(x)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [13]
+    finding = findings[0]
+    assert finding.severity == "error" and finding.name == "functional-dropout-always-on"
+    assert "`F.dropout(x, p=0.5)` has no `training=` argument" in finding.message
+    assert "`training=self.training`" in finding.message
+
+
+def test_full_module_path_and_positional_p(lint):
+    findings = lint(
+        """
+        import torch
+        class Head(torch.nn.Module):
+            def forward(self, x):
+                return torch.nn.functional.dropout(x, 0.2)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [5]
+
+
+def test_dropout2d_imported_by_name_in_helper_method(lint):
+    findings = lint(
+        """
+        from torch import nn
+        from torch.nn.functional import dropout2d, alpha_dropout
+        class Encoder(nn.Module):
+            def _drop(self, x):
+                return dropout2d(x, p=self.p, inplace=True)
+            def forward(self, x):
+                return alpha_dropout(self._drop(x), 0.1)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [6, 8]
+
+
+def test_subclass_of_local_module_and_nested_function(lint):
+    findings = lint(
+        """
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Base(nn.Module):
+            pass
+        class Block(Base):
+            def forward(self, x):
+                def drop(t):
+                    return F.feature_alpha_dropout(t, 0.1)
+                return drop(x)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [9]
+
+
+def test_lightning_module_forward(lint):
+    findings = lint(
+        """
+        import lightning as L
+        import torch.nn.functional as F
+        class LitModel(L.LightningModule):
+            def forward(self, x):
+                return self.out(F.dropout(self.hidden(x), 0.3))
+        """,
+        CODE,
+    )
+    assert lines(findings) == [6]
+
+
+def test_torch_dropout_alias(lint):
+    findings = lint(
+        """
+        import torch.nn as nn
+        import torch.nn.functional as functional
+        class M(nn.Module):
+            def forward(self, x):
+                return functional.dropout3d(x)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [6]
+
+
+# ----- hard negatives -------------------------------------------------------------------------
+
+
+def test_training_passed_by_keyword_or_position(lint):
+    assert lint(
+        """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Net(nn.Module):
+            def forward(self, x):
+                x = F.dropout(x, p=0.5, training=self.training)
+                x = F.dropout(x, 0.5, self.training)
+                x = F.dropout2d(x, 0.1, self.training and self.use_dropout)
+                return torch.dropout(x, 0.1, self.training)
+        """,
+        CODE,
+    ) == []
+
+
+def test_explicit_training_true_is_mc_dropout(lint):
+    assert lint(
+        """
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class BayesianNet(nn.Module):
+            def forward(self, x):
+                return F.dropout(self.fc(x), p=0.2, training=True)
+        """,
+        CODE,
+    ) == []
+
+
+def test_outside_any_module_class(lint):
+    assert lint(
+        """
+        import torch.nn.functional as F
+        def augment(x):
+            return F.dropout(x, p=0.1)
+        class Augmenter:
+            def __call__(self, x):
+                return F.dropout(x, 0.1)
+        """,
+        CODE,
+    ) == []
+
+
+def test_dropout_module_and_kwargs_forwarding(lint):
+    assert lint(
+        """
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.drop = nn.Dropout(0.5)
+            def forward(self, x, **kwargs):
+                x = self.drop(x)
+                return F.dropout(x, **kwargs)
+        """,
+        CODE,
+    ) == []
+
+
+def test_lightning_training_step_runs_only_in_training(lint):
+    assert lint(
+        """
+        import lightning as L
+        import torch.nn.functional as F
+        class Lit(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                x = F.dropout(batch[0], 0.1)
+                return self(x).sum()
+        """,
+        CODE,
+    ) == []
+
+
+def test_unrelated_dropout_function(lint):
+    assert lint(
+        """
+        import torch.nn as nn
+        from mylib import dropout
+        class Net(nn.Module):
+            def forward(self, x):
+                return dropout(x, 0.1)
+        """,
+        CODE,
+    ) == []

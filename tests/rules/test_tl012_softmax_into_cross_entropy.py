@@ -1,0 +1,237 @@
+"""TL012 softmax-into-cross-entropy: probabilities (or log-probabilities) fed to cross-entropy."""
+
+CODE = "TL012"
+
+
+def lines(findings):
+    return [f.line for f in findings]
+
+
+# ----- positives ------------------------------------------------------------------------------
+
+
+def test_model_whose_forward_returns_softmax(lint):
+    findings = lint(
+        """
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Classifier(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(128, 10)
+
+            def forward(self, x):
+                x = self.fc(x)
+                return F.softmax(x, dim=1)
+
+        def train(loader, optimizer):
+            model = Classifier().to("cuda")
+            criterion = nn.CrossEntropyLoss()
+            for x, y in loader:
+                optimizer.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+        """,
+        CODE,
+    )
+    assert lines(findings) == [19]
+    finding = findings[0]
+    assert finding.severity == "error" and finding.name == "softmax-into-cross-entropy"
+    assert "`model(x)` is already softmax output (softmax at line 12)" in finding.message
+    assert "pass the logits" in finding.message
+
+
+def test_softmax_method_through_variables_and_view(lint):
+    findings = lint(
+        """
+        import torch.nn.functional as F
+        def step(model, x, y):
+            logits = model(x)
+            probs = logits.softmax(dim=-1)
+            flat = probs.view(-1, probs.size(-1))
+            return F.cross_entropy(flat, y.view(-1))
+        """,
+        CODE,
+    )
+    assert lines(findings) == [7]
+    assert "(softmax at line 5)" in findings[0].message
+
+
+def test_nn_softmax_attribute_in_lightning_module(lint):
+    findings = lint(
+        """
+        import torch.nn as nn
+        import lightning.pytorch as pl
+        class Lit(pl.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.net = nn.Linear(32, 4)
+                self.softmax = nn.Softmax(dim=1)
+                self.loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)
+            def training_step(self, batch, batch_idx):
+                x, y = batch
+                out = self.softmax(self.net(x))
+                return self.loss_fn(out, y)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [13]
+
+
+def test_sequential_model_ending_in_softmax(lint):
+    findings = lint(
+        """
+        import torch
+        from torch import nn
+        model = nn.Sequential(nn.Flatten(), nn.Linear(784, 10), nn.Softmax(dim=1))
+        loss_fn = nn.CrossEntropyLoss()
+        for X, y in dataloader:
+            pred = model(X)
+            loss = loss_fn(pred, y)
+            loss.backward()
+        """,
+        CODE,
+    )
+    assert lines(findings) == [8]
+
+
+def test_log_softmax_into_cross_entropy_suggests_nll(lint):
+    findings = lint(
+        """
+        import torch
+        import torch.nn.functional as F
+        def step(logits, target):
+            logp = torch.log_softmax(logits, dim=-1)
+            return F.cross_entropy(input=logp, target=target)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [6]
+    assert "log_softmax output" in findings[0].message and "`F.nll_loss`" in findings[0].message
+
+
+def test_nested_model_class_with_softmax_head(lint):
+    findings = lint(
+        """
+        import torch.nn as nn
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.Sequential(nn.Linear(8, 3), nn.LogSoftmax(dim=-1))
+            def forward(self, x):
+                return self.layers(x)
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.head = Head()
+            def forward(self, x):
+                return self.head(x)
+        net = Net()
+        criterion = nn.CrossEntropyLoss()
+        loss = criterion(net(inputs).squeeze(1), labels)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [17]
+    assert "log_softmax at line 6" in findings[0].message
+
+
+# ----- hard negatives -------------------------------------------------------------------------
+
+
+def test_softmax_only_for_metrics_next_to_loss_on_logits(lint):
+    assert lint(
+        """
+        import torch
+        import torch.nn as nn
+        criterion = nn.CrossEntropyLoss()
+        def train_step(model, x, y):
+            logits = model(x)
+            loss = criterion(logits, y)
+            probs = torch.softmax(logits, dim=1)
+            conf, pred = probs.max(1)
+            return loss, conf, pred
+        """,
+        CODE,
+    ) == []
+
+
+def test_forward_returns_softmax_only_in_eval(lint):
+    assert lint(
+        """
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Net(nn.Module):
+            def forward(self, x):
+                x = self.fc(x)
+                if not self.training:
+                    return F.softmax(x, dim=1)
+                return x
+        model = Net()
+        criterion = nn.CrossEntropyLoss()
+        loss = criterion(model(inputs), targets)
+        """,
+        CODE,
+    ) == []
+
+
+def test_log_softmax_into_nll_loss_and_softmax_into_other_losses(lint):
+    assert lint(
+        """
+        import torch
+        import torch.nn.functional as F
+        def losses(logits, y, teacher_logits):
+            logp = F.log_softmax(logits, dim=1)
+            a = F.nll_loss(logp, y)
+            b = F.kl_div(logp, F.softmax(teacher_logits, dim=1), reduction="batchmean")
+            c = F.mse_loss(torch.softmax(logits, 1), F.one_hot(y, 10).float())
+            return a + b + c
+        """,
+        CODE,
+    ) == []
+
+
+def test_softmax_target_for_soft_labels(lint):
+    # The *target* of cross-entropy may be probabilities (soft labels, distillation).
+    assert lint(
+        """
+        import torch.nn.functional as F
+        def distill(student_logits, teacher_logits, T):
+            soft = F.softmax(teacher_logits / T, dim=-1)
+            return F.cross_entropy(student_logits / T, soft)
+        """,
+        CODE,
+    ) == []
+
+
+def test_reassigned_after_softmax_and_unknown_criterion(lint):
+    assert lint(
+        """
+        import torch.nn.functional as F
+        def step(model, x, y, criterion):
+            out = F.softmax(model(x), 1)
+            out = model.head(x)
+            a = F.cross_entropy(out, y)
+            b = criterion(F.softmax(model(x), 1), y)
+            return a + b
+        """,
+        CODE,
+    ) == []
+
+
+def test_model_with_softmax_in_the_middle(lint):
+    assert lint(
+        """
+        import torch.nn as nn
+        class Attn(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = nn.Sequential(nn.Linear(4, 4), nn.Softmax(dim=-1), nn.Linear(4, 3))
+            def forward(self, x):
+                return self.net(x)
+        model = Attn()
+        loss = nn.CrossEntropyLoss()(model(x), y)
+        """,
+        CODE,
+    ) == []

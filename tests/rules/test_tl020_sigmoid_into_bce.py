@@ -1,0 +1,220 @@
+"""TL020 sigmoid-into-bce: sigmoid output fed to a loss that applies sigmoid itself."""
+
+CODE = "TL020"
+
+
+def lines(findings):
+    return [f.line for f in findings]
+
+
+# ----- positives ------------------------------------------------------------------------------
+
+
+def test_dcgan_style_discriminator_ending_in_sigmoid(lint):
+    findings = lint(
+        """
+        import torch.nn as nn
+
+        class Discriminator(nn.Module):
+            def __init__(self, ndf):
+                super().__init__()
+                self.main = nn.Sequential(
+                    nn.Conv2d(ndf * 8, 1, 4, 1, 0, bias=False),
+                    nn.Sigmoid(),
+                )
+
+            def forward(self, input):
+                return self.main(input).view(-1, 1).squeeze(1)
+
+        netD = Discriminator(64).to(device)
+        criterion = nn.BCEWithLogitsLoss()
+        output = netD(real_cpu)
+        errD_real = criterion(output, label)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [18]
+    finding = findings[0]
+    assert finding.severity == "error" and finding.name == "sigmoid-into-bce"
+    assert "`output` is already sigmoid output (sigmoid at line 9)" in finding.message
+    assert "pass the logits" in finding.message and "`nn.BCELoss`" in finding.message
+
+
+def test_torch_sigmoid_through_squeeze(lint):
+    findings = lint(
+        """
+        import torch
+        import torch.nn.functional as F
+        def step(model, x, y):
+            p = torch.sigmoid(model(x)).squeeze(-1)
+            return F.binary_cross_entropy_with_logits(p, y.float())
+        """,
+        CODE,
+    )
+    assert lines(findings) == [6]
+
+
+def test_sigmoid_method_and_module_level_criterion(lint):
+    findings = lint(
+        """
+        import torch.nn as nn
+        bce = nn.BCEWithLogitsLoss(pos_weight=w)
+        def train(model, loader):
+            for x, y in loader:
+                scores = model(x).sigmoid()
+                loss = bce(scores, y)
+                loss.backward()
+        """,
+        CODE,
+    )
+    assert lines(findings) == [7]
+
+
+def test_self_activation_attribute(lint):
+    findings = lint(
+        """
+        import torch
+        from torch import nn
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(16, 1)
+                self.act = nn.Sigmoid()
+                self.criterion = nn.BCEWithLogitsLoss()
+            def loss(self, x, y):
+                return self.criterion(self.act(self.fc(x)), y)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [11]
+
+
+def test_clamped_sigmoid_and_fresh_loss_object(lint):
+    findings = lint(
+        """
+        import torch
+        import torch.nn as nn
+        def step(logits, y):
+            prob = torch.clamp(torch.sigmoid(logits), 1e-4, 1 - 1e-4)
+            return nn.BCEWithLogitsLoss()(prob, y)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [6]
+
+
+def test_model_forward_returns_sigmoid_on_every_path(lint):
+    findings = lint(
+        """
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def forward(self, x):
+                if self.extra:
+                    return torch.sigmoid(self.a(x))
+                return torch.sigmoid(self.b(x))
+        model = Net()
+        criterion = nn.BCEWithLogitsLoss()
+        loss = criterion(model(x), y)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [11]
+
+
+# ----- hard negatives -------------------------------------------------------------------------
+
+
+def test_logits_to_loss_sigmoid_for_predictions(lint):
+    assert lint(
+        """
+        import torch
+        import torch.nn as nn
+        criterion = nn.BCEWithLogitsLoss()
+        def step(model, x, y):
+            logits = model(x)
+            loss = criterion(logits, y)
+            preds = (torch.sigmoid(logits) > 0.5).float()
+            return loss, preds
+        """,
+        CODE,
+    ) == []
+
+
+def test_sigmoid_into_plain_bce(lint):
+    assert lint(
+        """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        criterion = nn.BCELoss()
+        def step(model, x, y):
+            p = torch.sigmoid(model(x))
+            return criterion(p, y) + F.binary_cross_entropy(p, y)
+        """,
+        CODE,
+    ) == []
+
+
+def test_gan_discriminator_without_sigmoid(lint):
+    assert lint(
+        """
+        import torch.nn as nn
+        class D(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.main = nn.Sequential(nn.Linear(8, 8), nn.Sigmoid(), nn.Linear(8, 1))
+            def forward(self, x):
+                return self.main(x)
+        netD = D()
+        criterion = nn.BCEWithLogitsLoss()
+        loss = criterion(netD(x), y)
+        """,
+        CODE,
+    ) == []
+
+
+def test_sigmoid_only_in_eval_branch(lint):
+    assert lint(
+        """
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def forward(self, x):
+                out = self.fc(x)
+                if not self.training:
+                    out = torch.sigmoid(out)
+                return out
+        model = Net()
+        criterion = nn.BCEWithLogitsLoss()
+        loss = criterion(model(x), y)
+        """,
+        CODE,
+    ) == []
+
+
+def test_sigmoid_used_as_target_or_weight(lint):
+    assert lint(
+        """
+        import torch
+        import torch.nn.functional as F
+        def distill(student_logits, teacher_logits, w):
+            soft_targets = torch.sigmoid(teacher_logits)
+            return F.binary_cross_entropy_with_logits(student_logits, soft_targets, weight=torch.sigmoid(w))
+        """,
+        CODE,
+    ) == []
+
+
+def test_unknown_loss_object_and_rebound_name(lint):
+    assert lint(
+        """
+        import torch
+        def step(model, x, y, loss_fn):
+            out = torch.sigmoid(model(x))
+            a = loss_fn(out, y)
+            out = model.logits(x)
+            return a + torch.nn.functional.binary_cross_entropy_with_logits(out, y)
+        """,
+        CODE,
+    ) == []

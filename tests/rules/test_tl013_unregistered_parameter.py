@@ -1,0 +1,236 @@
+"""TL013 unregistered-parameter: submodules in plain containers, trainable bare tensors."""
+
+CODE = "TL013"
+
+
+def lines(findings):
+    return [f.line for f in findings]
+
+
+# ----- positives ------------------------------------------------------------------------------
+
+
+def test_list_comprehension_of_layers(lint):
+    findings = lint(
+        """
+        import torch.nn as nn
+
+        class MLP(nn.Module):
+            def __init__(self, dims):
+                super().__init__()
+                self.layers = [nn.Linear(a, b) for a, b in zip(dims, dims[1:])]
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x
+        """,
+        CODE,
+    )
+    assert lines(findings) == [7]
+    finding = findings[0]
+    assert finding.severity == "error" and finding.name == "unregistered-parameter"
+    assert "`self.layers` keeps submodules in a plain list" in finding.message
+    assert "`nn.ModuleList(...)`" in finding.message
+
+
+def test_blocks_appended_in_loop(lint):
+    findings = lint(
+        """
+        import torch.nn as nn
+        class Block(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.fc = nn.Linear(dim, dim)
+        class Transformer(nn.Module):
+            def __init__(self, depth, dim):
+                super().__init__()
+                self.blocks = []
+                for _ in range(depth):
+                    block = Block(dim)
+                    self.blocks.append(block)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [10]
+
+
+def test_dict_of_heads(lint):
+    findings = lint(
+        """
+        from torch import nn
+        class MultiTask(nn.Module):
+            def __init__(self, tasks):
+                super().__init__()
+                self.backbone = nn.Linear(32, 32)
+                self.heads = {name: nn.Linear(32, n) for name, n in tasks.items()}
+        """,
+        CODE,
+    )
+    assert lines(findings) == [7]
+    assert "plain dict" in findings[0].message and "`nn.ModuleDict(...)`" in findings[0].message
+
+
+def test_tensor_with_requires_grad(lint):
+    findings = lint(
+        """
+        import torch
+        import torch.nn as nn
+        class Scale(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.gamma = torch.ones(n, requires_grad=True)
+                self.beta = torch.zeros(n).requires_grad_()
+                self.w: torch.Tensor = torch.empty(n, n).normal_().requires_grad_(True)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [7, 8, 9]
+    assert "`self.gamma` is a tensor made trainable with `requires_grad=True` but not an `nn.Parameter`" in (
+        findings[0].message
+    )
+    assert "`requires_grad_()`" in findings[1].message
+
+
+def test_list_of_parameters_and_tuple_of_layers(lint):
+    findings = lint(
+        """
+        import torch
+        import torch.nn as nn
+        class Mix(nn.Module):
+            def __init__(self, k):
+                super().__init__()
+                self.weights = [nn.Parameter(torch.randn(4)) for _ in range(k)]
+                self.pair = (nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8))
+        """,
+        CODE,
+    )
+    assert lines(findings) == [7, 8]
+    assert "`nn.ParameterList(...)`" in findings[0].message
+    assert "plain tuple" in findings[1].message
+
+
+def test_lightning_module_list_of_layers(lint):
+    findings = lint(
+        """
+        import torch.nn as nn
+        from lightning.pytorch import LightningModule
+        class Lit(LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.encoders = [nn.GRU(8, 8), nn.GRU(8, 8)]
+        """,
+        CODE,
+    )
+    assert lines(findings) == [7]
+
+
+# ----- hard negatives -------------------------------------------------------------------------
+
+
+def test_layers_collected_then_wrapped(lint):
+    assert lint(
+        """
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self, depth):
+                super().__init__()
+                self.stages = []
+                for i in range(depth):
+                    self.stages.append(nn.Conv2d(8, 8, 3))
+                self.stages = nn.Sequential(*self.stages)
+                self.heads = [nn.Linear(8, 2)]
+                self.heads = nn.ModuleList(self.heads)
+        """,
+        CODE,
+    ) == []
+
+
+def test_references_to_registered_modules_and_plain_data(lint):
+    assert lint(
+        """
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv1 = nn.Conv2d(3, 8, 3)
+                self.conv2 = nn.Conv2d(8, 8, 3)
+                self.convs = [self.conv1, self.conv2]
+                self.feature_info = [dict(num_chs=8, reduction=2, module="conv1")]
+                self.channels = (8, 16, 32)
+                self.names = {"a": 1}
+                self.out_indices = []
+                self.out_indices.append(3)
+        """,
+        CODE,
+    ) == []
+
+
+def test_registered_by_hand(lint):
+    assert lint(
+        """
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.layers = []
+                for i in range(n):
+                    layer = nn.Linear(4, 4)
+                    self.add_module(f"layer{i}", layer)
+                    self.layers.append(layer)
+                w = torch.zeros(4, requires_grad=True)
+                self.register_parameter("w", nn.Parameter(w))
+        """,
+        CODE,
+    ) == []
+
+
+def test_parameters_buffers_and_frozen_tensors(lint):
+    assert lint(
+        """
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.alpha = nn.Parameter(torch.zeros(1), requires_grad=True)
+                self.beta = torch.nn.Parameter(torch.ones(3))
+                self.register_buffer("running", torch.zeros(3))
+                self.mask = torch.ones(3, requires_grad=False)
+                self.scale = torch.tensor(2.0)
+                self.params = nn.ParameterList([nn.Parameter(torch.ones(2)) for _ in range(3)])
+        """,
+        CODE,
+    ) == []
+
+
+def test_not_a_module_class(lint):
+    assert lint(
+        """
+        import torch
+        import torch.nn as nn
+        class Ensemble:
+            def __init__(self, n):
+                self.models = [nn.Linear(4, 4) for _ in range(n)]
+                self.temperature = torch.ones(1, requires_grad=True)
+        """,
+        CODE,
+    ) == []
+
+
+def test_outside_init_and_wrapped_parameter(lint):
+    assert lint(
+        """
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = torch.randn(4, 4, requires_grad=True)
+                self.w = nn.Parameter(self.w)
+            def reset(self):
+                self.cache = [nn.Linear(2, 2)]
+        """,
+        CODE,
+    ) == []

@@ -414,6 +414,10 @@ class Session:
             _shared_hooks.acquire()
             locations.reset_cache()
             for cls in classes:
+                for klass in cls.__mro__:
+                    if klass is not object:
+                        locations.mark_library_code(klass)
+            for cls in classes:
                 if cls.enabled(self.options):
                     check = cls(self)
                     self.checks.append(check)
@@ -666,19 +670,27 @@ class Session:
 
 
 def _variable_name(obj: Any) -> str | None:
-    """The name the user's code gives ``obj`` (``model``), found in user frames."""
+    """The name the user's code gives ``obj`` (``model``), found in user frames.
+
+    Frames below the first torch frame are hooks and checks (possibly
+    user-written plug-ins, whose parameter would name it ``module``): they are
+    searched only when no torch frame is on the stack.
+    """
+    frames = []
     frame = sys._getframe(1)
-    depth = 0
-    while frame is not None and depth < 40:
-        if locations.is_user_file(frame.f_code.co_filename):
-            for name, value in frame.f_locals.items():
-                if value is obj and name != "self":
-                    return name
-            for name, value in frame.f_globals.items():
-                if value is obj:
-                    return name
+    while frame is not None and len(frames) < 80:
+        frames.append(frame)
         frame = frame.f_back
-        depth += 1
+    first_torch = next((i for i, f in enumerate(frames) if locations.is_torch_file(f.f_code.co_filename)), 0)
+    for frame in frames[first_torch:]:
+        if not locations.is_user_file(frame.f_code.co_filename):
+            continue
+        for name, value in frame.f_locals.items():
+            if value is obj and name != "self":
+                return name
+        for name, value in frame.f_globals.items():
+            if value is obj:
+                return name
     return None
 
 

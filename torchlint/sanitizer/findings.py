@@ -93,8 +93,12 @@ class SanitizerWarning(UserWarning):
         self.finding = finding
 
 
-class SanitizerError(RuntimeError):
-    """Raised at the first finding when ``action="raise"``."""
+class SanitizerError(Exception):
+    """Raised at the first finding when ``action="raise"``.
+
+    Not a RuntimeError on purpose: training loops often catch RuntimeError
+    (out-of-memory retries), which must not swallow the sanitizer's stop.
+    """
 
     def __init__(self, finding: Finding):
         super().__init__(finding.format())

@@ -21,6 +21,7 @@ _LIBRARY_PACKAGES = ("torch", "torchvision", "torchaudio", "functorch", "triton"
 
 _is_user_cache: dict[CodeType, bool] = {}
 _skip_prefixes: tuple[str, ...] | None = None
+_torch_prefix: str | None = None
 
 
 def _library_prefixes() -> tuple[str, ...]:
@@ -48,8 +49,8 @@ def _library_prefixes() -> tuple[str, ...]:
 
 def reset_cache() -> None:
     """Forget cached decisions (torch may have been imported since)."""
-    global _skip_prefixes
-    _skip_prefixes = None
+    global _skip_prefixes, _torch_prefix
+    _skip_prefixes = _torch_prefix = None
     _is_user_cache.clear()
 
 
@@ -63,6 +64,32 @@ def is_user_file(filename: str) -> bool:
     # Python reports the source file as given on sys.path; normalise it once.
     path = os.path.abspath(filename)
     return not path.startswith(_library_prefixes())
+
+
+def mark_library_code(cls: type) -> None:
+    """Never report a location inside ``cls`` (a check class, possibly user-written)."""
+    pending = []
+    for value in vars(cls).values():
+        value = getattr(value, "__func__", value)  # classmethod / staticmethod
+        if isinstance(value, property):
+            value = value.fget
+        code = getattr(value, "__code__", None)
+        if code is not None:
+            pending.append(code)
+    while pending:
+        code = pending.pop()
+        _is_user_cache[code] = False
+        pending.extend(const for const in code.co_consts if isinstance(const, CodeType))
+
+
+def is_torch_file(filename: str) -> bool:
+    """Inside the torch package itself."""
+    global _torch_prefix
+    if _torch_prefix is None:
+        torch = sys.modules.get("torch")
+        file = getattr(torch, "__file__", None)
+        _torch_prefix = os.path.dirname(os.path.abspath(file)) + os.sep if file else "\0"
+    return filename.startswith(_torch_prefix)
 
 
 def _is_user(code: CodeType) -> bool:

@@ -1,0 +1,112 @@
+"""``torchlint run``: torchlint.sanitizer.runner.main(argv) and ``python -m``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("torch")
+
+from torchlint.sanitizer import SanitizerWarning  # noqa: E402
+from torchlint.sanitizer.runner import main  # noqa: E402
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import torch
+
+    def record(**facts):
+        with open(sys.argv[1], "w") as fh:
+            json.dump(facts, fh)
+
+    if __name__ == "__main__":
+        record(
+            argv=sys.argv[2:],
+            name=__name__,
+            anomaly=torch.is_anomaly_enabled(),
+            modes=torch._C._len_torch_function_stack(),
+        )
+        model = torch.nn.Linear(3, 2)
+        if "float64" in sys.argv:
+            try:
+                model(torch.randn(2, 3, dtype=torch.float64))  # float64-line
+            except RuntimeError:
+                pass
+        if "crash" in sys.argv:
+            raise KeyError("boom")
+        if "exit" in sys.argv:
+            sys.exit(int(sys.argv[-1]))
+    """
+)
+
+
+@pytest.fixture
+def script(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT)
+    return path
+
+
+def facts(tmp_path):
+    return json.loads((tmp_path / "facts.json").read_text())
+
+
+def test_runs_the_script_as_main_with_its_arguments(script, tmp_path, capsys):
+    argv_before = sys.argv[:]
+    assert main([str(script), str(tmp_path / "facts.json"), "--epochs", "3", "-v"]) == 0
+    seen = facts(tmp_path)
+    assert seen["argv"] == ["--epochs", "3", "-v"] and seen["name"] == "__main__"
+    assert seen["anomaly"] is True and seen["modes"] == 0
+    assert sys.argv == argv_before
+    assert "torchlint.sanitize: no findings" in capsys.readouterr().err
+
+
+def test_exit_status_is_the_scripts_own(script, tmp_path, capsys):
+    out = str(tmp_path / "facts.json")
+    assert main([str(script), out, "exit", "7"]) == 7
+    assert main([str(script), out, "exit", "0"]) == 0
+    assert main([str(script), out, "crash"]) == 1
+    err = capsys.readouterr().err
+    assert "KeyError: 'boom'" in err and "runpy" not in err  # the script's traceback, from its own frame
+
+
+def test_usage_errors_exit_2(tmp_path, capsys):
+    assert main([]) == 2
+    assert main(["--inplace", "sometimes", "x.py"]) == 2
+    assert main([str(tmp_path / "missing.py")]) == 2
+    assert "no such script" in capsys.readouterr().err
+    assert main(["--help"]) == 0
+
+
+def test_options_reach_the_session(script, tmp_path, capsys):
+    report = tmp_path / "report.json"
+    out = str(tmp_path / "facts.json")
+    with pytest.warns(SanitizerWarning, match="TS103"):
+        status = main(["--no-anomaly", "--inplace", "always", "--report", str(report), str(script), out, "float64"])
+    assert status == 0
+    seen = facts(tmp_path)
+    assert seen["anomaly"] is False and seen["modes"] == 1
+    (finding,) = json.loads(report.read_text())["findings"]
+    line = next(i for i, text in enumerate(SCRIPT.splitlines(), 1) if text.endswith("# float64-line"))
+    assert (finding["code"], finding["filename"], finding["lineno"]) == ("TS103", str(script), line)
+    assert "TS103" in capsys.readouterr().err
+
+
+def test_raise_stops_the_script_with_status_1(script, tmp_path, capsys):
+    assert main(["--raise", str(script), str(tmp_path / "facts.json"), "float64"]) == 1
+    assert "SanitizerError" in capsys.readouterr().err
+
+
+def test_python_dash_m_entry_point(script, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "torchlint.sanitizer.runner", "--no-anomaly", str(script), str(tmp_path / "f.json"), "exit", "4"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 4, result.stderr
+    assert json.loads((tmp_path / "f.json").read_text())["argv"] == ["exit", "4"]

@@ -239,3 +239,17 @@ def test_numpy_transpose_is_not_a_tensor_permute(lint):
         """,
         CODE,
     ) == []
+
+
+def test_layer_named_t_is_not_a_transpose(lint):
+    # timm's non-local block: `self.t` is a 1x1 conv, and `t.view(B, C, -1)` is fine.
+    assert lint(
+        """
+        def forward(self, x):
+            t = self.t(x)
+            B, C, H, W = t.size()
+            t = t.view(B, C, -1).permute(0, 2, 1)
+            return t
+        """,
+        CODE,
+    ) == []

@@ -89,7 +89,12 @@ class _Layout:
             qual = self.ctx.call_qualname(expr)
             if qual in PERMUTING_FUNCTIONS:
                 return expr
-            if qual is None and isinstance(expr.func, ast.Attribute) and expr.func.attr in PERMUTING_METHODS:
+            func = expr.func
+            if qual is None and isinstance(func, ast.Attribute) and func.attr in PERMUTING_METHODS:
+                if func.attr == "t" and (expr.args or expr.keywords):
+                    return None  # `self.t(x)`: a layer named t, not Tensor.t()
+                if isinstance(func.value, ast.Name) and func.value.id == "self":
+                    return None  # a module's own method that happens to be called permute/transpose
                 return expr
         return None
 

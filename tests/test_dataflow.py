@@ -1,0 +1,156 @@
+"""torchlint.lint.dataflow: reaching bindings and origins inside one file."""
+
+import ast
+import textwrap
+
+from torchlint.lint.context import FileContext
+from torchlint.lint.dataflow import argument, dataflow
+
+
+def _setup(source):
+    source = textwrap.dedent(source)
+    ctx = FileContext("t.py", source, ast.parse(source))
+    return ctx, dataflow(ctx)
+
+
+def _use(ctx, name, line):
+    """The Name node loading ``name`` on ``line``."""
+    for node in ctx.nodes(ast.Name):
+        if node.id == name and node.lineno == line and isinstance(node.ctx, ast.Load):
+            return node
+    raise AssertionError(f"no load of {name} on line {line}")
+
+
+def _values(bindings):
+    return [ast.unparse(b.value) if b.value is not None else b.kind for b in bindings]
+
+
+def test_shared_per_file():
+    ctx, flow = _setup("x = 1\n")
+    assert dataflow(ctx) is flow
+
+
+def test_latest_assignment_wins_and_self_reference_sees_previous():
+    ctx, flow = _setup(
+        """
+        def f(x):
+            y = x.t()
+            y = y + 1
+            return y
+        """
+    )
+    assert _values(flow.reaching(_use(ctx, "y", 4))) == ["x.t()"]
+    assert _values(flow.reaching(_use(ctx, "y", 5))) == ["y + 1"]
+    assert _values(flow.reaching(_use(ctx, "x", 3))) == ["param"]
+
+
+def test_branches_give_every_candidate_but_exclusive_branches_do_not_mix():
+    ctx, flow = _setup(
+        """
+        def f(x, c):
+            y = x
+            if c:
+                y = x.t()
+                a = y
+            else:
+                y = x * 2
+                b = y
+            return y
+        """
+    )
+    assert _values(flow.reaching(_use(ctx, "y", 6))) == ["x.t()"]
+    assert _values(flow.reaching(_use(ctx, "y", 9))) == ["x * 2"]
+    assert _values(flow.reaching(_use(ctx, "y", 10))) == ["x * 2", "x.t()", "x"]
+
+
+def test_loop_bodies_and_targets():
+    ctx, flow = _setup(
+        """
+        def f(items):
+            total = 0
+            for k, v in items.items():
+                total += v
+            return total
+        """
+    )
+    (v,) = flow.reaching(_use(ctx, "v", 5))
+    assert v.kind == "for" and ast.unparse(v.source) == "items.items()" and v.index == 1
+    assert [b.kind for b in flow.reaching(_use(ctx, "total", 6))] == ["augassign", "assign"]
+
+
+def test_try_handlers_and_comprehensions():
+    ctx, flow = _setup(
+        """
+        def f(xs):
+            try:
+                k = 1
+            except ValueError:
+                k = 2
+            except KeyError:
+                print(k)
+            return [k for k in xs]
+        """
+    )
+    assert _values(flow.reaching(_use(ctx, "k", 8))) == ["1"]
+    (comp,) = flow.reaching(_use(ctx, "k", 9))
+    assert comp.kind == "for" and ast.unparse(comp.source) == "xs"
+
+
+def test_enclosing_and_module_scopes():
+    ctx, flow = _setup(
+        """
+        import torch.nn as nn
+        criterion = nn.CrossEntropyLoss()
+        def outer():
+            scale = 2
+            def inner(x):
+                return criterion(x) * scale
+            return inner
+        """
+    )
+    assert _values(flow.reaching(_use(ctx, "criterion", 7))) == ["nn.CrossEntropyLoss()"]
+    assert _values(flow.reaching(_use(ctx, "scale", 7))) == ["2"]
+    assert [b.kind for b in flow.reaching(_use(ctx, "nn", 3))] == ["import"]
+
+
+def test_tuple_unpacking():
+    ctx, flow = _setup(
+        """
+        def f(model, x):
+            a, b = x.t(), x
+            logits, loss = model(x)
+            return a, b, loss
+        """
+    )
+    assert _values(flow.reaching(_use(ctx, "a", 5))) == ["x.t()"]
+    (loss,) = flow.reaching(_use(ctx, "loss", 5))
+    assert loss.kind == "unpack" and loss.index == 1 and ast.unparse(loss.source) == "model(x)"
+
+
+def test_origins_follow_names_self_attributes_and_through():
+    ctx, flow = _setup(
+        """
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.act = nn.Sigmoid()
+            def forward(self, x, c):
+                h = self.act
+                y = x.softmax(1) if c else x.sigmoid()
+                z = y.view(-1)
+                return h, z, c
+        """
+    )
+    ret = ctx.nodes(ast.Return)[0].value.elts
+    assert [ast.unparse(o) for o in flow.origins(ret[0])] == ["nn.Sigmoid()"]
+    through_view = lambda e: e.func.value if isinstance(e, ast.Call) and e.func.attr == "view" else None  # noqa: E731
+    assert [ast.unparse(o) for o in flow.origins(ret[1], through_view)] == ["x.softmax(1)", "x.sigmoid()"]
+    assert flow.origins(ret[2]) == [None]
+
+
+def test_argument_by_position_or_keyword():
+    call = ast.parse("f(a, b, training=c)").body[0].value
+    assert ast.unparse(argument(call, 1, "p")) == "b"
+    assert ast.unparse(argument(call, 2, "training")) == "c"
+    assert argument(call, 3, "inplace") is None

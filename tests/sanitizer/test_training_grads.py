@@ -396,3 +396,24 @@ def test_ts112_raise_action_stops_the_run_inside_backward():
 def test_finite_math_helper_sanity():
     # Guards the NaN-producing scenarios above: they must really produce NaN.
     assert math.isnan(float(torch.tensor(float("nan")) * 0))
+
+
+def test_nested_session_does_not_confuse_the_outer_one():
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    x, y = data()
+
+    def epoch(iterations):
+        for _ in range(iterations):
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+
+    def outer():
+        epoch(3)
+        # The inner session gets the step events; the outer one's gradient
+        # hooks still fire and must not count these backward passes.
+        assert sanitized(lambda: epoch(25)).findings == []
+        epoch(3)
+
+    assert sanitized(outer).findings == []

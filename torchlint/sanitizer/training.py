@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from .core import Check
+from .core import _SESSIONS, Check
 from .findings import Location
 from .locations import user_frame
 from .training_eval import EvalGraphTracker
@@ -85,6 +85,7 @@ class OptimizerState:
         self.param_ids: frozenset[int] = frozenset()
         self.norms: GradNormMonitor | None = None
         self.closure_handle = None  # per-optimizer step pre-hook wrapping closures
+        self.step_states: list | None = None  # parameter states of the step in progress
 
     def params(self) -> list[torch.Tensor]:
         return [p for group in self.optimizer.param_groups for p in group["params"]]
@@ -121,7 +122,10 @@ class TrainingChecks(Check):
         self.update_window = max(1, int(getattr(opts, "update_window", 3)))
         self.explosion_factor = float(getattr(opts, "grad_explosion_factor", 1e3))
         self.stall_backwards = max(1, int(getattr(opts, "stall_backwards", 20)))
-        self.registry = ParamRegistry(self.stall_backwards, self._on_stall)
+        sessions, session = _SESSIONS, self.session
+        self.registry = ParamRegistry(
+            self.stall_backwards, self._on_stall, lambda: bool(sessions) and sessions[-1] is session
+        )
         self.eval_graphs = EvalGraphTracker(self._report_unused_graph)
         self.optimizers: dict[int, OptimizerState] = {}
         self.owners: dict[int, list[OptimizerState]] = {}  # id(param) -> optimizers
@@ -129,6 +133,7 @@ class TrainingChecks(Check):
         self._unoptimized_checked = False
         self._discoveries = 0
         self._orphans: set[int] = set()  # params no optimizer holds (checked by a scan)
+        self._backward_location: Location | None = None
 
     def finish(self) -> None:
         self.eval_graphs.flush()
@@ -144,6 +149,12 @@ class TrainingChecks(Check):
         self.optimizers.clear()
         self.owners.clear()
         self._seen_roots.clear()
+
+    def on_backward(self, event) -> None:
+        # Gradients of accelerator tensors are accumulated on the autograd
+        # engine's device threads, whose stacks hold no user frame: remember
+        # the user's backward line for findings raised from those hooks.
+        self._backward_location = event.location
 
     # -- root models -------------------------------------------------------------
     def on_root_post(self, module, args, kwargs, output) -> None:
@@ -220,7 +231,7 @@ class TrainingChecks(Check):
             self._check_unoptimized()
         opt.in_step = True
         params = opt.params()
-        states = self._param_states(opt, params)
+        states = opt.step_states = self._param_states(opt, params)
         self._check_eval_mode(opt, states)
         opt.closure_step = _closure_of(args, kwargs)[0] is not None
         if not opt.closure_step:
@@ -254,7 +265,10 @@ class TrainingChecks(Check):
 
     def on_optimizer_post_step(self, optimizer, args, kwargs) -> None:
         opt = self._optimizer_state(optimizer)
-        states = self._param_states(opt, opt.params())
+        states = opt.step_states
+        if states is None:  # no pre-step call seen (hooks installed mid-step)
+            states = self._param_states(opt, opt.params())
+        opt.step_states = None
         if opt.closure_step:
             self._check_gradients(opt, states)
         period = 0
@@ -481,6 +495,7 @@ class TrainingChecks(Check):
             "TS112",
             f"{what}. {why}",
             {"optimizer": opt.label, "backward_passes": n, "steps": opt.steps, "nonfinite_grads": nonfinite},
+            self._backward_location,
         )
 
 

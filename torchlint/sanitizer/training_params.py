@@ -83,6 +83,8 @@ class RootModel:
         self.last_grad_forward_eval = False
 
     def qualify(self, name: str) -> str:
+        # torch.compile wraps the model: show the user's own attribute path.
+        name = name.replace("_orig_mod.", "")
         return f"{self.name}.{name}" if name else self.name
 
 
@@ -136,12 +138,20 @@ class ParamState:
 class ParamRegistry:
     """All trainable parameters and root models known to one session."""
 
-    def __init__(self, stall_backwards: int, on_stall: Callable[[ParamState], None]):
+    def __init__(
+        self,
+        stall_backwards: int,
+        on_stall: Callable[[ParamState], None],
+        is_current: Callable[[], bool] = lambda: True,
+    ):
         self.params: dict[int, ParamState] = {}
         self.roots: dict[int, RootModel] = {}
         self.root_of: dict[int, RootModel] = {}  # id(param) -> its root model
         self._stall = max(1, int(stall_backwards))
         self._on_stall = on_stall
+        # False while a nested sanitize() session has the events: our step
+        # hooks do not run then, so counting its backward passes would lie.
+        self._is_current = is_current
 
     # -- discovery -----------------------------------------------------------
     def add_root(self, module: nn.Module, name: str | None = None) -> RootModel:
@@ -177,10 +187,11 @@ class ParamRegistry:
     def _accumulate_hook(self, state: ParamState):
         stall = self._stall
         on_stall = self._on_stall
+        is_current = self._is_current
 
         def after_accumulate(param: torch.Tensor) -> None:
             grad = param.grad
-            if grad is None:
+            if grad is None or not is_current():
                 return
             ref = state.grad_ref
             if ref is not None and ref() is grad and grad._version == state.grad_version + 1:

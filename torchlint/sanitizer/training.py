@@ -41,6 +41,9 @@ from .training_params import ParamRegistry, ParamState, RootModel, guess_variabl
 
 #: Parameter names listed in one message before "and N more".
 _MAX_NAMES = 6
+#: TS112: gradients that pile up without ever being cleared are reported only
+#: after this many times ``stall_backwards`` passes (deliberate accumulation).
+ACCUMULATION_FACTOR = 5
 #: How often one session may scan the heap for optimizers that never stepped.
 _MAX_DISCOVERIES = 3
 
@@ -276,6 +279,7 @@ class TrainingChecks(Check):
             if state.backwards_since_step > period:
                 period = state.backwards_since_step
             state.backwards_since_step = 0
+            state.discards = 0
             state.step_since_grad = True
             state.remember_grad()
         if not opt.closure_step and period > opt.max_period:
@@ -431,7 +435,17 @@ class TrainingChecks(Check):
     # -- TS112 -----------------------------------------------------------------------------
     def _on_stall(self, state: ParamState) -> None:
         """Runs inside backward, when a parameter has received ``stall_backwards``
-        (or a multiple) gradients since an optimizer holding it last stepped."""
+        (or a multiple) gradients since an optimizer holding it last stepped.
+
+        Gradients that were cleared although no step used them (zero_grad()
+        outside the condition that guards the step, or a GradScaler skipping
+        every step) are reported after ``stall_backwards`` passes.  Gradients
+        that only pile up look like deliberate accumulation until
+        ``ACCUMULATION_FACTOR`` times as many passes (nanoGPT accumulates 40)."""
+        n = state.backwards_since_step
+        limit = self.stall_backwards if state.discards else ACCUMULATION_FACTOR * self.stall_backwards
+        if n < limit:
+            return
         pid = id(state.param)
         owners = self.owners.get(pid)
         if not owners:
@@ -442,14 +456,13 @@ class TrainingChecks(Check):
             if not owners:
                 self._orphans.add(pid)
                 return
-        n = state.backwards_since_step
         for opt in owners:
             if opt.in_step or opt.stall_reported:
                 continue
-            if opt.steps and n < max(self.stall_backwards, 3 * opt.max_period):
-                continue  # it used to step, just not that often (long accumulation)
+            if opt.steps and n < 3 * opt.max_period:
+                continue  # it used to step, just not that often
             opt.stall_reported = True
-            self._report_stall(opt, n)
+            self._report_stall(opt, n, discarded=state.discards > 0)
 
     def _discover_optimizers(self) -> bool:
         """Find optimizers that never stepped (so no hook saw them): one heap scan."""
@@ -467,7 +480,7 @@ class TrainingChecks(Check):
                 found = True
         return found
 
-    def _report_stall(self, opt: OptimizerState, n: int) -> None:
+    def _report_stall(self, opt: OptimizerState, n: int, discarded: bool) -> None:
         if opt.steps == 0:
             # Found by the heap scan: name it as the code around this backward does.
             opt.label = guess_variable_name(opt.optimizer, user_frame()) or opt.label
@@ -476,10 +489,10 @@ class TrainingChecks(Check):
             torch.stack([torch.isfinite(g).all() for g in grads]).all()
         )
         step = f"{opt.label}.step()"
-        if opt.steps == 0:
-            what = f"{_plural(n, 'backward pass')} filled the gradients of {opt.label}'s parameters, but {step} never ran"
-        else:
-            what = f"{_plural(n, 'backward pass')} filled the gradients of {opt.label}'s parameters since {step} last ran"
+        since = "never ran" if opt.steps == 0 else "did not run in between"
+        what = f"{_plural(n, 'backward pass')} filled the gradients of {opt.label}'s parameters, but {step} {since}"
+        if discarded:
+            what += " (the gradients were cleared without being used)"
         if nonfinite:
             why = (
                 "Its gradients contain Inf/NaN: a GradScaler skips optimizer.step() whenever they do, "

@@ -101,6 +101,7 @@ class ParamState:
         "evidence",
         "touched",
         "backwards_since_step",
+        "discards",
         "handles",
         "provisional_name",
     )
@@ -119,6 +120,8 @@ class ParamState:
         self.evidence: torch.Tensor | None = None
         self.touched = False
         self.backwards_since_step = 0
+        # Clears of gradients that no optimizer step used (TS112).
+        self.discards = 0
         self.handles: list = []
         # Named after its optimizer slot until a root model that holds it is seen.
         self.provisional_name = False
@@ -201,6 +204,8 @@ class ParamRegistry:
             else:
                 state.dirty = False
                 state.evidence = None
+                if state.backwards_since_step:
+                    state.discards += 1
             state.grad_ref = weakref.ref(grad)
             state.grad_version = grad._version
             state.step_since_grad = False

@@ -291,3 +291,22 @@ def test_branch_without_scaler(lint, backward):
         """,
         CODE,
     )
+
+
+def test_aliased_clip_import(lint):
+    findings = lint(
+        """
+        import torch
+        from torch.nn.utils import clip_grad_norm_ as clip
+        scaler = torch.amp.GradScaler()
+        def train(model, opt, loader):
+            for x in loader:
+                scaler.scale(model(x)).backward()
+                clip(model.parameters(), 5.0)
+                scaler.step(opt)
+                scaler.update()
+        """,
+        CODE,
+    )
+    assert lines(findings) == [8]
+    assert "`clip`" in findings[0].message

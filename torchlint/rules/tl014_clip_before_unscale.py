@@ -117,7 +117,8 @@ class Trainer:
 
     def check(self, ctx):
         training = ctx.training
-        clips = [c for c in ctx.calls if _is_checked_clip(ctx, training, c)]
+        names = _CLIP_NAMES | {alias for alias, qual in ctx.imports.aliases.items() if qual in CLIP_FUNCTIONS}
+        clips = [c for c in ctx.calls if _clip_like_name(c, names) and _is_checked_clip(ctx, training, c)]
         if not clips or not any(_is_scale_call(c) for c in ctx.calls):
             return
         reported: set[ast.AST] = set()
@@ -148,6 +149,16 @@ def _stepped_optimizer(later_events) -> str | None:
         if event.kind == "step" and event.target and isinstance(event.node, ast.Call) and event.node.args:
             return event.target
     return None
+
+
+_CLIP_NAMES = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
+
+
+def _clip_like_name(call: ast.Call, names) -> bool:
+    """Cheap name filter (clip names and their import aliases) before asking the training model."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return name in names
 
 
 def _is_scale_call(call: ast.Call) -> bool:

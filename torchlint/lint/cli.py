@@ -42,9 +42,11 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # `torchlint ... | head`: the reader left; stop quietly.
+        # Point stdout at /dev/null so the interpreter's final flush does not complain either.
         try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:  # pragma: no cover
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):  # pragma: no cover - stdout without a descriptor
             pass
         return 1
     except Exception as exc:  # a bug in torchlint itself: one line, not a traceback, unless asked

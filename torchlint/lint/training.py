@@ -1,16 +1,62 @@
 """A model of training code, shared by the rules that reason about training steps.
 
-It answers, once per file:
+Built lazily, once per file, as ``ctx.training`` (a ``TrainingModel``). What it answers:
 
-* which names hold optimizers, schedulers, grad scalers, models and loss modules
-  (from constructor calls, ``accelerator.prepare``-style unpacking, wrappers such
-  as ``DDP(model)``, and, as a fallback, conventional names);
-* for any block of code — a loop body, a function body — the ordered *events* of
-  one execution of it: backward passes, optimizer steps, gradient clearing,
-  scaler calls, clipping, scheduler steps, train/eval switches, with the branch
-  conditions and inner loops around each, following calls into functions,
-  methods and closures defined in the same file;
-* which loops run training steps (a backward and an optimizer step per iteration).
+Roles -- who holds what
+    ``roles`` (symbol -> role), ``role_of(expr_or_symbol)``, ``expr_role(expr)``,
+    ``constructor_role(call)``: ``OPTIMIZER``, ``SCHEDULER``, ``SCALER``, ``MODEL``,
+    ``CRITERION``, from constructor calls, ``accelerator.prepare``-style unpacking,
+    wrappers (``DDP(model)``, ``model.cuda()``), then conventional names
+    (``self.optimizer``, ``opt_g``, ``optD``, ``netG``). ``optimizer_models``: optimizer
+    symbol -> the models whose ``.parameters()`` built it (``optimizerD`` -> {"netD"}).
+
+Events -- what one execution of a block does, in order
+    ``classify_call(call)`` -> ``Event`` or None; ``events(body)`` /
+    ``function_events(func)`` / ``loop_events[loop]`` (one iteration). Event kinds
+    are in ``EVENT_KINDS``: backward, step, zero_grad, clear_grad (``p.grad = None``,
+    ``p.grad.zero_()``), scaler_update, unscale, clip, sched_step, train, eval,
+    opaque_step (``loss_scaler(loss, optimizer)``: backward and step hidden in a call;
+    its ``arg`` is the loss), continue, break, return. Each event carries ``guards``
+    (``(test, branch)`` of the ``if``/``except``/``case`` around it inside the block),
+    ``loops`` (inner loops around it), ``via`` (call sites followed into functions,
+    methods and closures of this file -- including defs nested in loop bodies, and
+    ``optimizer.step(closure)``, whose closure runs inside the step) and ``withs``.
+    ``exclusive(a, b)``: two events in different branches of one ``if``.
+    ``resolve_local_call(call)`` / ``resolve_function_name(name, at)``: the local def run.
+
+Iterations -- where an optimizer step is judged
+    ``step_units``: ``Unit(owner, events, steps)`` -- a loop body, or a per-iteration
+    function, with the indices of the steps it judges. A step belongs to the innermost
+    loop around it (through calls) whose iteration runs a backward; loops without a
+    backward in between (``for opt in optimizers: opt.step()``) are transparent. Steps
+    no such loop reaches are judged by the functions that run both a backward and the
+    step (``train_step(batch)``, detectron2's ``run_step``, Lightning's manual
+    ``training_step``), except ``test*`` functions and utilities fed the caller's loss
+    (timm's ``NativeScaler.__call__(loss, optimizer)``). ``training_loops``,
+    ``innermost_training_loops()``, ``loop_has_backward(loop)`` are coarser views.
+
+Clearing
+    ``clears(clear, step, stepped, strict=False)``: does this clear hit the gradients
+    this step applies? ``stepped`` = ``stepped_optimizers(unit)``. Per optimizer:
+    same symbol (after ``canonical_target``, which undoes ``opt = self.opt`` copies and
+    maps a helper's parameter to the caller's argument), ``model.zero_grad()`` on a
+    model the optimizer was built from, another optimizer only if they share
+    parameters; not strict, whatever cannot be told apart counts as clearing.
+
+Branch conditions
+    ``guard_key(guard)`` / ``guard_keys(event)``: a condition by its text, with ``not``
+    folded into the branch, so ``if amp:`` twice, or ``if f:`` and ``if not f:``, line up.
+
+Gradient accumulation and loss division
+    ``is_accumulation_test(test)``: a modulo, a counter or flag named for accumulation,
+    or a name assigned from one. ``accumulation_gate(events, i)``,
+    ``accumulated_backwards(unit, i)`` -> ``[(backward, Accumulation)]`` (kinds: guard,
+    exit, micro_loop; ``Accumulation.count()`` is the count as written),
+    ``accumulating_opaque_steps()`` (``update_grad=(i + 1) % n == 0``),
+    ``is_micro_step_loop(loop)``. ``loss_is_divided(event)``: the backward's loss was
+    divided before it (in any spelling, through assignments, helpers' returns, tuple
+    unpacking and closure parameters). ``assignments(scope)``: symbol -> assignment
+    nodes of one function, not entering nested scopes.
 """
 
 from __future__ import annotations
@@ -78,7 +124,10 @@ _NAME_HINTS = (
     (re.compile(r"(^|_)sched(uler)?s?($|_)|lr_scheduler|scheduler", re.I), SCHEDULER),
     (re.compile(r"scaler$", re.I), SCALER),
     (re.compile(r"(^|_)(optim|optimi[sz]er|opt)s?($|_)|optimi[sz]er", re.I), OPTIMIZER),
+    # GAN code names its pairs optG/optD, optimD, netG/netD (case matters: `options` is no optimizer).
+    (re.compile(r"^opt(im)?[A-Z]"), OPTIMIZER),
     (re.compile(r"(^|_)(model|net|network|module)s?($|_)", re.I), MODEL),
+    (re.compile(r"^net[A-Z]"), MODEL),
     (re.compile(r"(criterion|loss_fn|loss_func|lossfn)", re.I), CRITERION),
 )
 
@@ -276,7 +325,9 @@ class TrainingModel:
             return None
         if method == "zero_grad":
             return Event("zero_grad", call, target=owner_key)
-        if method in ("zero_", "detach_") and isinstance(owner, ast.Attribute) and _is_grad_attr(owner):
+        if method == "zero_" and isinstance(owner, ast.Attribute) and _is_grad_attr(owner):
+            return Event("clear_grad", call)  # `p.grad.zero_()` (a bare `detach_()` clears nothing)
+        if qual == "torch._foreach_zero_":
             return Event("clear_grad", call)
         if method == "update" and owner_key and self.role_of(owner) == SCALER:
             return Event("scaler_update", call, target=owner_key)
@@ -421,7 +472,7 @@ class TrainingModel:
         if isinstance(stmt, ast.Assign):
             self._walk_expr(stmt.value, *args)
             for target in stmt.targets:
-                if isinstance(target, ast.Attribute) and target.attr == "grad" and _is_none(stmt.value):
+                if isinstance(target, ast.Attribute) and target.attr == "grad" and _clears_value(self.ctx, stmt.value):
                     out.append(Event("clear_grad", stmt, guards=guards, loops=loops, via=via, withs=withs))
             return
         self._walk_expr(stmt, *args)
@@ -1015,6 +1066,13 @@ def _walk_no_scopes(node: ast.AST) -> Iterator[ast.AST]:
 
 def _is_none(expr: ast.AST) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is None
+
+
+def _clears_value(ctx, expr: ast.AST) -> bool:
+    """``None`` or fresh zeros (``torch.zeros_like(p)``): what ``p.grad = ...`` clears with."""
+    if _is_none(expr):
+        return True
+    return isinstance(expr, ast.Call) and ctx.call_qualname(expr) in ("torch.zeros_like", "torch.zeros")
 
 
 def _is_grad_attr(expr: ast.AST) -> bool:

@@ -1,0 +1,338 @@
+"""The shared model of training code (``ctx.training``): roles, events, iterations, clearing,
+accumulation and loss division -- the facts TL001/TL002/TL009 and other rules build on."""
+
+import ast
+import textwrap
+
+import pytest
+
+from torchlint.lint.context import FileContext
+
+
+def model_of(source):
+    source = textwrap.dedent(source)
+    ctx = FileContext("train.py", source, ast.parse(source))
+    return ctx, ctx.training
+
+
+def kinds(events):
+    return [e.kind for e in events]
+
+
+def only(units, owner_type):
+    found = [u for u in units if isinstance(u.owner, owner_type)]
+    assert len(found) == 1, found
+    return found[0]
+
+
+# ----- roles ------------------------------------------------------------------------------------------
+
+
+def test_roles_from_constructors_prepare_and_names():
+    ctx, tm = model_of(
+        """
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        net = DDP(torch.nn.Linear(2, 2).cuda())
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        sched = torch.optim.lr_scheduler.StepLR(opt, 10)
+        scaler = torch.cuda.amp.GradScaler()
+        model, optimizer = accelerator.prepare(net, opt)
+        """
+    )
+    assert tm.role_of("net") == "model" and tm.role_of("opt") == "optimizer"
+    assert tm.role_of("sched") == "scheduler" and tm.role_of("scaler") == "scaler"
+    assert tm.role_of("model") == "model" and tm.role_of("optimizer") == "optimizer"
+    assert tm.role_of("self.optimizer_g") == "optimizer" and tm.role_of("optD") == "optimizer"
+    assert tm.role_of("netG") == "model" and tm.role_of("options") is None
+
+
+def test_optimizer_models_from_parameters_argument():
+    ctx, tm = model_of(
+        """
+        import torch
+        optD = torch.optim.Adam(netD.parameters())
+        self.opt = torch.optim.AdamW([{"params": self.backbone.parameters()}, {"params": self.head.parameters()}])
+        opt_any = torch.optim.SGD(param_groups, lr=0.1)
+        """
+    )
+    assert tm.optimizer_models["optD"] == {"netD"}
+    assert tm.optimizer_models["self.opt"] == {"self.backbone", "self.head"}
+    assert "opt_any" not in tm.optimizer_models
+
+
+# ----- events -------------------------------------------------------------------------------------------
+
+
+def test_events_in_order_with_guards_loops_and_via():
+    ctx, tm = model_of(
+        """
+        import torch
+        def update(opt):
+            opt.step()
+        for x in loader:
+            if amp:
+                scaler.scale(model(x)).backward()
+            else:
+                model(x).backward()
+            for p in model.parameters():
+                p.grad = torch.zeros_like(p)
+            update(optimizer)
+            optimizer.zero_grad()
+        """
+    )
+    loop = ctx.nodes(ast.For)[0]
+    events = tm.loop_events[loop]
+    assert kinds(events) == ["backward", "backward", "clear_grad", "step", "zero_grad"]
+    assert [tm.guard_key(g) for g in events[0].guards] == [("amp", True)]
+    assert [tm.guard_key(g) for g in events[1].guards] == [("amp", False)]
+    assert events[2].loops == (ctx.nodes(ast.For)[1],)
+    assert events[3].via and events[3].via[0].lineno == 12 and events[3].site.lineno == 12
+    assert tm.canonical_target(events[3]) == "optimizer"  # the helper's parameter, mapped to the argument
+
+
+def test_step_closure_runs_inside_the_step_and_defs_in_loop_bodies_resolve():
+    ctx, tm = model_of(
+        """
+        for i in range(10):
+            def closure():
+                optimizer.zero_grad()
+                loss = model(x)
+                loss.backward()
+                return loss
+            optimizer.step(closure)
+            def _backward(l):
+                l.backward()
+            _backward(model(x))
+        """
+    )
+    events = tm.loop_events[ctx.nodes(ast.For)[0]]
+    assert kinds(events) == ["zero_grad", "backward", "step", "backward"]
+    assert events[0].via[0].lineno == 8
+
+
+def test_grad_detach_alone_is_not_clearing():
+    ctx, tm = model_of(
+        """
+        for p in params:
+            p.grad.detach_()
+            p.grad.zero_()
+        """
+    )
+    assert kinds(tm.loop_events[ctx.nodes(ast.For)[0]]) == ["clear_grad"]
+
+
+def test_guard_key_folds_not_and_repeated_tests():
+    ctx, tm = model_of(
+        """
+        if not self.flag:
+            a()
+        if self.flag:
+            b()
+        """
+    )
+    first, second = ctx.nodes(ast.If)
+    assert tm.guard_key((first.test, True)) == tm.guard_key((second.test, False)) == ("self.flag", False)
+
+
+# ----- iterations -----------------------------------------------------------------------------------
+
+
+def test_step_is_judged_by_innermost_loop_with_a_backward():
+    ctx, tm = model_of(
+        """
+        for epoch in range(3):
+            for x in loader:
+                model(x).backward()
+                for opt in optimizers:
+                    opt.step()
+        """
+    )
+    epoch_loop, batch_loop, opt_loop = ctx.nodes(ast.For)
+    units = tm.step_units
+    assert [u.owner for u in units] == [batch_loop]
+    assert units[0].is_loop and kinds([units[0].events[i] for i in units[0].steps]) == ["step"]
+
+
+def test_per_iteration_functions_are_units_but_tests_and_loss_utilities_are_not():
+    ctx, tm = model_of(
+        """
+        class T:
+            def run_step(self):
+                loss = self.model(next(self.it))
+                loss.backward()
+                self.optimizer.step()
+            def __call__(self, loss, optimizer):
+                loss.backward()
+                optimizer.step()
+        def test_one_step():
+            loss = model(x)
+            loss.backward()
+            opt.step()
+        """
+    )
+    assert [u.owner.name for u in tm.step_units] == ["run_step"]
+
+
+def test_a_step_reached_from_a_loop_is_judged_by_the_loop_not_the_helper():
+    ctx, tm = model_of(
+        """
+        def train_step(batch):
+            loss = model(batch)
+            loss.backward()
+            optimizer.step()
+        for batch in loader:
+            train_step(batch)
+        """
+    )
+    assert [type(u.owner).__name__ for u in tm.step_units] == ["For"]
+
+
+# ----- clearing -------------------------------------------------------------------------------------
+
+
+def test_clears_judges_each_optimizer_on_its_own():
+    ctx, tm = model_of(
+        """
+        import torch
+        optD = torch.optim.Adam(netD.parameters())
+        optG = torch.optim.Adam(netG.parameters())
+        for real in loader:
+            netD.zero_grad()
+            netD(real).mean().backward()
+            optD.step()
+            optG.zero_grad()
+            netG(real).mean().backward()
+            optG.step()
+        """
+    )
+    unit = tm.step_units[0]
+    stepped = tm.stepped_optimizers(unit)
+    assert stepped == {"optD", "optG"}
+    clear_d, _, step_d, clear_g, _, step_g = unit.events
+    assert tm.clears(clear_d, step_d, stepped) and not tm.clears(clear_d, step_g, stepped)
+    assert tm.clears(clear_g, step_g, stepped, strict=True) and not tm.clears(clear_g, step_d, stepped)
+
+
+def test_strict_clearing_needs_certainty():
+    ctx, tm = model_of(
+        """
+        for x in loader:
+            model(x).backward()
+            for p in frozen:
+                p.grad = None
+            something.zero_grad()
+            optimizer.step()
+        """
+    )
+    unit = tm.step_units[0]
+    _, clear_grad, unknown, step = unit.events
+    stepped = tm.stepped_optimizers(unit)
+    assert tm.clears(clear_grad, step, stepped) and not tm.clears(clear_grad, step, stepped, strict=True)
+    assert tm.clears(unknown, step, stepped) and not tm.clears(unknown, step, stepped, strict=True)
+
+
+# ----- accumulation and loss division ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "test, expected",
+    [
+        ("(i + 1) % accum == 0", True),
+        ("not (step + 1) % args.gradient_accumulation_steps", True),
+        ("self.accum_count >= self.accum_steps", True),
+        ("need_update", True),  # assigned from a modulo below
+        ("'%d' % i", False),
+        ("epoch > 3", False),
+    ],
+)
+def test_accumulation_tests(test, expected):
+    ctx, tm = model_of(
+        f"""
+        def f(i, step, accum, args, epoch):
+            need_update = i == last or (i + 1) % accum == 0
+            if {test}:
+                pass
+        """
+    )
+    assert tm.is_accumulation_test(ctx.nodes(ast.If)[0].test) is expected
+
+
+@pytest.mark.parametrize(
+    "lines, divided",
+    [
+        (["loss = criterion(out, y)", "loss.backward()"], False),
+        (["loss = criterion(out, y) / n", "loss.backward()"], True),
+        (["loss = criterion(out, y)", "loss /= n", "loss.backward()"], True),
+        (["loss = criterion(out, y)", "(loss / n).backward()"], True),
+        (["loss = criterion(out, y)", "scaler.scale(loss / n).backward()"], True),
+        (["loss = criterion(out, y).div(n)", "loss.backward()"], True),
+        (["loss = criterion(out, y)", "loss.backward()", "loss = loss / n"], False),  # after the backward
+        (["loss = criterion(out, y)", "shown = loss.item() / n", "loss.backward()"], False),
+        (["loss = helper()", "loss.backward()"], True),
+        (["loss, aux = helper_pair()", "loss.backward()"], True),
+        (["loss = outputs.loss", "accelerator.backward(loss)"], False),
+    ],
+)
+def test_loss_is_divided(lines, divided):
+    body = "\n".join("    " + line for line in lines)
+    ctx, tm = model_of(
+        "def helper():\n    return model(x) / n\n"
+        "def helper_pair():\n    l = model(x)\n    l /= n\n    return l, 0\n"
+        f"def train(criterion, out, y, n):\n{body}\n"
+    )
+    backward = next(e for e in tm.events(ctx.functions["train"][0].body) if e.kind == "backward")
+    assert tm.loss_is_divided(backward) is divided
+
+
+def test_loss_division_followed_through_a_closure_parameter():
+    ctx, tm = model_of(
+        """
+        for i, (x, y) in enumerate(loader):
+            def _forward():
+                _loss = model(x, y)
+                _loss /= accum
+                return _loss, None
+            def _backward(_loss):
+                _loss.backward()
+            loss, _ = _forward()
+            _backward(loss)
+            if (i + 1) % accum == 0:
+                opt.step()
+        """
+    )
+    unit = tm.step_units[0]
+    backward = next(e for e in unit.events if e.kind == "backward")
+    assert tm.loss_is_divided(backward)
+    ((found, evidence),) = tm.accumulated_backwards(unit, unit.steps[0])
+    assert found is backward and evidence.kind == "guard" and evidence.count() == "accum"
+
+
+def test_accumulation_evidence_kinds():
+    ctx, tm = model_of(
+        """
+        for it in range(iters):
+            for micro_step in range(grad_accum):
+                model(x).backward()
+            opt.step()
+            opt.zero_grad()
+        for i, x in enumerate(loader):
+            model(x).backward()
+            if i % k != 0:
+                continue
+            opt.step()
+            opt.zero_grad()
+        for i, x in enumerate(loader):
+            opt.zero_grad()
+            model(x).backward()
+            if i % 2 == 0:
+                opt.step()
+        """
+    )
+    micro_unit, exit_unit, skipping_unit = tm.step_units
+    (_, micro), = tm.accumulated_backwards(micro_unit, micro_unit.steps[0])
+    assert micro.kind == "micro_loop" and micro.count() == "grad_accum"
+    (_, exit_), = tm.accumulated_backwards(exit_unit, exit_unit.steps[0])
+    assert exit_.kind == "exit" and isinstance(exit_.node, ast.Continue) and exit_.count() == "k"
+    # Cleared on every iteration: steps are skipped, nothing accumulates.
+    assert tm.accumulated_backwards(skipping_unit, skipping_unit.steps[0]) == []

@@ -1,0 +1,409 @@
+"""Which loops continue one training run, and which repeat whole, independent runs.
+
+Building a model or an optimizer inside a loop is a bug when the loop's
+iterations continue one training run (epochs, batches, steps): each iteration
+throws away the weights or the optimizer state (momentum, Adam moments) of the
+previous one. It is correct when the loop repeats a whole run: k-fold splits,
+trials, seeds, hyper-parameter values, tasks, federated rounds. Both shapes look
+alike (a loop around a training loop), so the verdict combines three clues:
+
+* how deep the optimizer steps sit below the loop: steps in the loop's own
+  iteration mean a per-step loop; steps two loops down mean the loop's body holds
+  a whole epoch-and-batch run;
+* the names the loop is written with (``for epoch in ...``, ``for x, y in
+  loader`` versus ``for fold, (tr, va) in enumerate(kf.split(X))``, ``for seed in
+  seeds``, ``for lr in lrs``);
+* data flow: an optimizer rebuilt each iteration over a model that is *not*
+  rebuilt keeps training that model (one run continues); a model rebuilt
+  together with its optimizer starts a fresh run.
+
+Constructors inside a function are judged at the function's call sites too (an
+optimizer built inside ``train_one_epoch`` that the epoch loop calls), and calls
+to local factories (``def build_optimizer(model): return SGD(...)``) count as
+constructors at their call site.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from .callgraph import call_graph, per_file
+from .training import MODEL, OPTIMIZER
+
+if TYPE_CHECKING:
+    from .context import FileContext
+
+# Names a loop is written with, split on "_" (``num_epochs`` -> num, epochs).
+EPOCH_TOKENS = frozenset({"epoch", "epochs", "ep"})
+STEP_TOKENS = frozenset(
+    {
+        "step", "steps", "iter", "iters", "iteration", "iterations", "it", "batch", "batches",
+        "minibatch", "minibatches", "loader", "dataloader", "update", "updates",
+    }
+)
+RUN_TOKENS = frozenset(
+    {
+        "fold", "folds", "kfold", "kf", "skf", "cv", "split", "splits", "trial", "trials", "seed",
+        "seeds", "run", "runs", "repeat", "repeats", "rep", "reps", "repetition", "repetitions",
+        "experiment", "experiments", "exp", "exps", "hparam", "hparams", "hyperparam", "hyperparams",
+        "hyperparameter", "hyperparameters", "grid", "sweep", "lr", "lrs", "round", "rounds",
+        "client", "clients", "task", "tasks", "stage", "stages", "model", "models", "arch", "archs",
+        "architecture", "architectures", "candidate", "candidates", "dataset", "datasets", "env",
+        "envs", "config", "configs", "cfg", "cfgs", "setting", "settings", "restart", "restarts",
+    }
+)
+# Names that qualify a namespace rather than the loop (``range(cfg.epochs)``): only
+# looked at when they are the loop variable itself.
+_NAMESPACE_TOKENS = frozenset({"config", "configs", "cfg", "cfgs", "setting", "settings", "args", "hparams"})
+
+# torch.nn layers without weights or state: building one per iteration costs nothing.
+STATELESS_LAYERS = frozenset(
+    {
+        "ReLU", "ReLU6", "LeakyReLU", "PReLU_", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid",
+        "Tanh", "Hardtanh", "Hardswish", "Hardsigmoid", "Softplus", "Softsign", "Softmax", "LogSoftmax",
+        "Softmin", "Softmax2d", "Tanhshrink", "Softshrink", "Hardshrink", "Threshold", "GLU", "LogSigmoid",
+        "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
+        "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+        "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
+        "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d",
+        "MaxUnpool3d", "Flatten", "Unflatten", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
+        "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
+        "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d",
+        "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d",
+        "CircularPad2d", "CircularPad3d", "Fold", "Unfold", "CosineSimilarity", "PairwiseDistance",
+        "Identity", "Sequential", "ModuleList", "ModuleDict",
+    }
+)
+_NOT_A_MODEL_CLASS = re.compile(r"(Loss|Criterion|Metric|Metrics)$")
+# Calls that give the iteration a fresh model without a constructor.
+_MODEL_REFRESH_METHODS = frozenset({"load_state_dict", "reset_parameters", "apply"})
+_MODEL_REFRESH_FUNCTIONS = frozenset({"copy.deepcopy", "torch.load", "torch.hub.load", "torch.jit.load"})
+
+CONTINUING = "continuing"  # the loop's iterations continue one run
+INDEPENDENT = "independent"  # the loop repeats whole runs
+
+
+@dataclass(frozen=True)
+class RebuiltInLoop:
+    """A constructor that runs again in every iteration of a loop continuing one run."""
+
+    loop: ast.AST  # the loop whose iterations continue one run
+    via: tuple  # call sites between the loop and the constructor (outermost first)
+    reason: str  # "per-step", "epoch", "keeps-model", "keeps-optimizer"
+
+
+class RunAnalysis:
+    MAX_CALL_DEPTH = 3
+
+    def __init__(self, ctx: "FileContext"):
+        self.ctx = ctx
+        self.training = ctx.training
+        self._reach_cache: dict = {}
+
+    # ----- what gets built --------------------------------------------------------------------
+    def built_role(self, call: ast.Call) -> str | None:
+        """MODEL or OPTIMIZER when ``call`` builds one that carries trainable state."""
+        role = self.training.constructor_role(call)
+        if role == MODEL:
+            qual = self.ctx.call_qualname(call) or ""
+            last = qual.rsplit(".", 1)[-1] if qual else _last_name(call.func)
+            if qual.startswith("torch.nn.") and last in STATELESS_LAYERS:
+                return None
+            if last and _NOT_A_MODEL_CLASS.search(last):
+                return None
+            return MODEL
+        if role == OPTIMIZER:
+            return OPTIMIZER
+        return None
+
+    @cached_property
+    def _direct(self) -> list[tuple[ast.Call, str]]:
+        return [(call, role) for call in self.ctx.calls if self._may_build(call) and (role := self.built_role(call))]
+
+    def _may_build(self, call: ast.Call) -> bool:
+        """A cheap pre-filter before import resolution: constructors are capitalised, or
+        known factories (`from_pretrained`, `create_model`, `torchvision.models.resnet18`)."""
+        func = call.func
+        if isinstance(func, ast.Name):
+            return func.id[:1].isupper() or func.id in self._model_functions
+        if isinstance(func, ast.Attribute):
+            if func.attr[:1].isupper() or func.attr in ("from_pretrained", "create_model"):
+                return True
+            root = func.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            return isinstance(root, ast.Name) and root.id in self._model_modules
+        return False
+
+    @cached_property
+    def _model_functions(self) -> frozenset[str]:
+        """Names imported from model zoos (`from torchvision.models import resnet18`)."""
+        return frozenset(
+            alias for alias, qual in self.ctx.imports.aliases.items() if qual.startswith(("torchvision", "timm"))
+        )
+
+    @cached_property
+    def _model_modules(self) -> frozenset[str]:
+        return self._model_functions
+
+    @cached_property
+    def factories(self) -> dict[ast.AST, str]:
+        """Local functions that return what they build (`return SGD(...)`, `opt = SGD(...); return opt`)."""
+        ctx = self.ctx
+        found: dict[ast.AST, str] = {}
+        for call, role in self._direct:
+            parent = ctx.parent(call)
+            func = ctx.enclosing_function(call)
+            if func is None or func in found:
+                continue
+            if isinstance(parent, ast.Return):
+                found[func] = role
+            elif isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+                if parent.targets[0].id in self._returned_names.get(func, ()):
+                    found[func] = role
+        return found
+
+    @cached_property
+    def _returned_names(self) -> dict[ast.AST, set[str]]:
+        """Function -> the plain names its `return` statements return."""
+        names: dict[ast.AST, set[str]] = {}
+        for ret in self.ctx.nodes(ast.Return):
+            if isinstance(ret.value, ast.Name):
+                func = self.ctx.enclosing_function(ret)
+                if func is not None:
+                    names.setdefault(func, set()).add(ret.value.id)
+        return names
+
+    @cached_property
+    def _constructions(self) -> list[tuple[ast.Call, str]]:
+        found = list(self._direct)
+        graph = call_graph(self.ctx)
+        for func, role in self.factories.items():
+            found.extend((site, role) for site in graph.callers(func))
+        found.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
+        return found
+
+    def constructions(self) -> list[tuple[ast.Call, str]]:
+        """Every call that builds a model or optimizer: constructors, and calls to local factories."""
+        return self._constructions
+
+    # ----- where it gets built ------------------------------------------------------------------
+    @cached_property
+    def _training_loops(self) -> frozenset:
+        return frozenset(self.training.training_loops)
+
+    def rebuilt(self, role: str) -> list[tuple[ast.Call, RebuiltInLoop]]:
+        """Constructions of ``role`` (MODEL or OPTIMIZER) that run again in every iteration
+        of a loop continuing one training run, with that loop."""
+        if not self._training_loops:
+            return []  # nothing trains in this file, so nothing is rebuilt while training
+        found = []
+        for call, built in self.constructions():
+            if built == role:
+                where = self.rebuilt_in_loop(call, role)
+                if where is not None:
+                    found.append((call, where))
+        return found
+
+    def rebuilt_in_loop(self, call: ast.Call, role: str) -> RebuiltInLoop | None:
+        """The loop continuing one training run that rebuilds ``call``'s object every iteration."""
+        return self._search(call, role, via=(), depth=0, seen=frozenset())
+
+    def _search(self, node, role, via, depth, seen) -> RebuiltInLoop | None:
+        ctx = self.ctx
+        for loop in ctx.enclosing_loops(node):
+            if loop not in self._training_loops:
+                continue  # a loop that trains nothing (building layers, iterating configs)
+            if self._conditional_in(node, loop):
+                return None  # built once, when a condition holds (lazy init, a switch at some epoch)
+            verdict, reason = self.judge(loop, role)
+            if verdict == CONTINUING:
+                return RebuiltInLoop(loop, via, reason)
+            return None  # the loop repeats whole runs, and so do the loops around it
+        func = ctx.enclosing_function(node)
+        if func is None or depth >= self.MAX_CALL_DEPTH or func in seen:
+            return None
+        sites = call_graph(ctx).callers(func)
+        if not self._runs_in_training_loop(func, 0) or (not via and not self._trains(func)):
+            return None  # e.g. an evaluation helper that builds a model to load a checkpoint into
+        for site in sites:
+            found = self._search(site, role, (site,) + via, depth + 1, seen | {func})
+            if found is not None:
+                return found
+        return None
+
+    def _runs_in_training_loop(self, func, depth: int) -> bool:
+        """Whether some chain of local calls (at most MAX_CALL_DEPTH long) runs ``func`` inside a training loop."""
+        key = (func, depth)
+        if key not in self._reach_cache:
+            self._reach_cache[key] = False  # guards recursion
+            ctx = self.ctx
+            result = False
+            for site in call_graph(ctx).callers(func):
+                if any(loop in self._training_loops for loop in ctx.enclosing_loops(site)):
+                    result = True
+                    break
+                caller = ctx.enclosing_function(site)
+                if caller is not None and depth + 1 < self.MAX_CALL_DEPTH and self._runs_in_training_loop(caller, depth + 1):
+                    result = True
+                    break
+            self._reach_cache[key] = result
+        return self._reach_cache[key]
+
+    def _trains(self, func) -> bool:
+        kinds = {e.kind for e in self.training.function_events(func)}
+        return "backward" in kinds or "step" in kinds or "opaque_step" in kinds
+
+    def _conditional_in(self, node, loop) -> bool:
+        loop_names = _target_names(loop)
+        for ancestor in self.ctx.ancestors(node):
+            if ancestor is loop:
+                return False
+            if isinstance(ancestor, ast.If):
+                if not ancestor.orelse or loop_names & _names_in(ancestor.test):
+                    return True
+        return False
+
+    # ----- the verdict ------------------------------------------------------------------------------
+    def judge(self, loop, role: str) -> tuple[str, str]:
+        """(CONTINUING or INDEPENDENT, reason) for an object of ``role`` built in ``loop``'s iteration."""
+        kind = loop_name_kind(loop)
+        if kind == "run":
+            return INDEPENDENT, "named"
+        if kind in ("epoch", "step"):
+            return CONTINUING, kind
+        depths = self.step_depths(loop)
+        if depths and min(depths) >= 2:
+            return INDEPENDENT, "whole-runs"
+        if depths == {0}:
+            return CONTINUING, "step"
+        # An epoch-like loop with neutral names: follow the data.
+        other = MODEL if role == OPTIMIZER else OPTIMIZER
+        if self.rebuilds(loop, other):
+            return INDEPENDENT, "fresh-run"
+        return CONTINUING, "keeps-model" if role == OPTIMIZER else "keeps-optimizer"
+
+    def step_depths(self, loop) -> set[int]:
+        """How many loops down, inside one iteration of ``loop``, its optimizer steps run."""
+        events = self.training.loop_events.get(loop, [])
+        depths = {len(e.loops) for e in events if e.kind in ("step", "opaque_step")}
+        return depths or {len(e.loops) for e in events if e.kind == "backward"}
+
+    def rebuilds(self, loop, role: str) -> bool:
+        """Whether one iteration of ``loop`` builds (or reloads) an object of ``role``."""
+        for site in self._rebuild_sites(role):
+            if self.ctx.is_inside(site, loop):
+                return True
+        return False
+
+    def _rebuild_sites(self, role: str) -> list[ast.AST]:
+        """Calls that build an object of ``role``, plus call sites of functions that do."""
+        def build() -> list[ast.AST]:
+            direct = [c for c, r in self.constructions() if r == role]
+            if role == MODEL:
+                direct += [c for c in self.ctx.calls if self._refreshes_model(c)]
+            sites = list(direct)
+            graph = call_graph(self.ctx)
+            for c in direct:  # one level of helpers: `def make(): model = Net(); ...` called in the loop
+                func = self.ctx.enclosing_function(c)
+                if func is not None:
+                    sites.extend(graph.callers(func))
+            return sites
+
+        return per_file(self.ctx, f"rebuild-sites-{role}", build)
+
+    def _refreshes_model(self, call: ast.Call) -> bool:
+        if self.ctx.call_qualname(call) in _MODEL_REFRESH_FUNCTIONS:
+            return True
+        func = call.func
+        return isinstance(func, ast.Attribute) and func.attr in _MODEL_REFRESH_METHODS and (
+            self.training.role_of(func.value) == MODEL
+        )
+
+
+# ----- loop names ------------------------------------------------------------------------------------
+def loop_name_kind(loop) -> str | None:
+    """"epoch", "step", "run" or None, from the loop variable first, then the iterable."""
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        kind = _kind_of(_tokens(loop.target, namespaces=True))
+        if kind:
+            return kind
+        return _kind_of(_tokens(loop.iter, namespaces=False))
+    return _kind_of(_tokens(loop.test, namespaces=False))
+
+
+def _kind_of(tokens: set[str]) -> str | None:
+    # A run-level name wins over an epoch-level one: when in doubt, stay silent.
+    if tokens & RUN_TOKENS:
+        return "run"
+    if tokens & EPOCH_TOKENS:
+        return "epoch"
+    if tokens & STEP_TOKENS:
+        return "step"
+    return None
+
+
+def _tokens(expr: ast.AST, namespaces: bool) -> set[str]:
+    """Lower-case words of the names in ``expr``: plain names and the last attribute of a chain."""
+    words: set[str] = set()
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name):
+            words.update(_split(node.id))
+        elif isinstance(node, ast.Attribute):
+            words.update(_split(node.attr))
+            inner = node.value
+            while isinstance(inner, ast.Attribute):  # skip the namespace part of `self.cfg.epochs`
+                inner = inner.value
+            if not isinstance(inner, ast.Name):
+                stack.append(inner)
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+    if not namespaces:
+        words -= _NAMESPACE_TOKENS
+    return words
+
+
+def _split(name: str) -> list[str]:
+    return [w for w in re.split(r"[_\d]+", name.lower()) if w]
+
+
+def _target_names(loop) -> set[str]:
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        return _names_in(loop.target)
+    return set()
+
+
+def _names_in(expr: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+
+
+def _last_name(func: ast.AST) -> str:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return ""
+
+
+def run_analysis(ctx: "FileContext") -> RunAnalysis:
+    return per_file(ctx, "runs", lambda: RunAnalysis(ctx))
+
+
+def describe_loop(ctx: "FileContext", loop) -> str:
+    """``the loop at line 12 (`for epoch in range(args.epochs)`)`` for messages."""
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        header = f"for {ast.unparse(loop.target)} in {ast.unparse(loop.iter)}"
+    else:
+        header = f"while {ast.unparse(loop.test)}"
+    if len(header) > 60:
+        header = header[:57] + "..."
+    return f"the loop at line {loop.lineno} (`{header}`)"
+
+
+__all__ = ["RunAnalysis", "RebuiltInLoop", "run_analysis", "loop_name_kind", "CONTINUING", "INDEPENDENT"]

@@ -1,0 +1,126 @@
+"""TL004 optimizer-in-loop."""
+
+from __future__ import annotations
+
+from ..lint.rule import Rule, register
+from ..lint.runs import describe_loop, run_analysis
+from ..lint.training import OPTIMIZER
+
+
+@register
+class OptimizerInLoop(Rule):
+    code = "TL004"
+    name = "optimizer-in-loop"
+    severity = "error"
+    summary = "An optimizer is built inside the training loop, so its state restarts every iteration."
+    what = """
+        Reports the constructor of an optimizer (`torch.optim.*`, and well-known
+        third-party ones such as `transformers.AdamW`, `timm.optim.*`,
+        `bitsandbytes.optim.*`, or a local function returning one) that runs inside
+        the loop whose iterations continue one training run — per batch, per step or
+        per epoch, including inside a function the epoch loop calls (a
+        `train_one_epoch` that starts with `optimizer = SGD(...)`). An outer loop
+        whose body is a whole training run with its own model (folds, trials, seeds,
+        hyper-parameter values, tasks, federated rounds) is not reported.
+    """
+    why = """
+        An optimizer carries state between steps: momentum buffers, Adam's first
+        and second moments and step count (which drives its bias correction), and
+        the learning-rate schedule attached to it. Rebuilding it every epoch or
+        every batch silently resets all of it: Adam restarts with bias-corrected
+        large steps, momentum never builds up, and a scheduler keeps stepping an
+        optimizer that is no longer used, so the learning rate never decays.
+    """
+    example = """
+        model = Net().to(device)
+        for epoch in range(num_epochs):
+            optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+    """
+    instead = """
+        model = Net().to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        for epoch in range(num_epochs):
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+    """
+    VALID = [
+        """
+import torch
+
+def train(cfg):
+    model = build_model(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
+    for epoch in range(cfg.epochs):
+        for x, y in loader:
+            opt.zero_grad()
+            model(x).sub(y).pow(2).mean().backward()
+            opt.step()
+
+for seed in (0, 1, 2):
+    torch.manual_seed(seed)
+    train(cfg)
+""",
+        """
+import torch
+
+model = make_model()
+for epoch in range(10):
+    if epoch == 5:
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for x, y in loader:
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+""",
+    ]
+    INVALID = [
+        """
+import torch
+
+model = make_model()
+for epoch in range(10):
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)  # expect: TL004
+    for x, y in loader:
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+""",
+        """
+import torch
+
+def train_one_epoch(model, loader, lr):
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)  # expect: TL004
+    model.train()
+    for x, y in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+def main(model, loader):
+    for epoch in range(90):
+        train_one_epoch(model, loader, lr=0.1 * 0.1 ** (epoch // 30))
+""",
+    ]
+
+    def check(self, ctx):
+        for call, found in run_analysis(ctx).rebuilt(OPTIMIZER):
+            yield self.report(call, self._message(ctx, call, found))
+
+    @staticmethod
+    def _message(ctx, call, found) -> str:
+        text = ctx.segment(call.func) + "(...)"
+        where = describe_loop(ctx, found.loop)
+        if found.via:
+            where += f", through the call at line {found.via[0].lineno}"
+        return (
+            f"`{text}` builds a new optimizer in every iteration of {where}, which continues one training run: "
+            "its state (momentum buffers, Adam moments and step count, the scheduler attached to it) restarts "
+            "each time; build the optimizer once, before the loop, and change the learning rate through "
+            "`param_groups` or a scheduler"
+        )

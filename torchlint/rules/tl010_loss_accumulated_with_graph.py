@@ -9,7 +9,7 @@ from ..lint.dataflow import Binding, dataflow, method_call
 from ..lint.gradmode import lexical_grad_disabler
 from ..lint.imports import symbol
 from ..lint.rule import Rule, register
-from ..lint.training import CRITERION
+from ..lint.training import BACKWARD_METHODS, CRITERION
 
 # Methods/functions whose result is a plain number or a tensor cut from the graph.
 CONVERTING_METHODS = frozenset({"item", "tolist", "detach", "detach_", "numpy"})
@@ -128,7 +128,7 @@ def train(model, loader, optimizer):
         candidates = _candidates(ctx)
         if not candidates:
             return
-        backward_args = _backward_args_by_scope(ctx)
+        backward_args = _backward_args_by_scope(ctx, set(candidates))
         flow = dataflow(ctx)
         training_loops = None
         for scope, found in candidates.items():
@@ -209,22 +209,35 @@ def _plausible_value(expr: ast.AST) -> bool:
     return not isinstance(expr, (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast.Compare))
 
 
-def _backward_args_by_scope(ctx) -> dict[ast.AST, list[tuple[ast.AST, ast.AST]]]:
-    """(loss expression, call) of every backward (and hidden-backward helper call), by scope."""
+def _backward_args_by_scope(ctx, scopes: set) -> dict[ast.AST, list[tuple[ast.AST, ast.AST]]]:
+    """(loss expression, call) of every backward (and hidden-backward helper call) in ``scopes``."""
     training = ctx.training
     flow = dataflow(ctx)
     found: dict[ast.AST, list] = defaultdict(list)
     for call in ctx.calls:
-        event = training.classify_call(call)
-        if event is None or event.kind != "backward":
-            event = training._opaque_step(call) if _may_be_opaque_step(call) else None
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in BACKWARD_METHODS:
+            event = training.classify_call(call)
+        elif _may_be_opaque_step(call):
+            event = training._opaque_step(call)  # `loss_scaler(loss, optimizer, ...)` hides backward
+        else:
+            continue
         if event is not None and event.kind in ("backward", "opaque_step") and event.arg is not None:
-            found[flow.scope_of(call)].append((event.arg, call))
+            scope = flow.scope_of(call)
+            if scope in scopes:
+                found[scope].append((event.arg, call))
     return found
 
 
 def _may_be_opaque_step(call: ast.Call) -> bool:
-    return len(call.args) + len(call.keywords) >= 2
+    """Cheap filter before asking the training model: a loss-named argument among several."""
+    if len(call.args) + len(call.keywords) < 2:
+        return False
+    for arg in [*call.args, *(kw.value for kw in call.keywords)]:
+        name = arg.id if isinstance(arg, ast.Name) else arg.attr if isinstance(arg, ast.Attribute) else ""
+        if name.startswith("loss"):
+            return True
+    return False
 
 
 def _aggregated_later(ctx, flow, scope, accumulator: ast.Name) -> bool:

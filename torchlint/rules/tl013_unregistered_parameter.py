@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from functools import cached_property
 from typing import Iterator
 
 from ..lint.dataflow import dataflow, keyword, method_call
@@ -100,15 +101,23 @@ class Net(nn.Module):
     def check(self, ctx):
         if not ctx.module_classes:
             return
-        for name in sorted(ctx.module_classes):
-            cls = ctx.classes[name]
-            init = next(
-                (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__"),
-                None,
-            )
-            if init is None or not init.args.args:
+        checkers: dict[ast.AST, _InitChecker] = {}
+        for node in ctx.nodes(ast.Assign, ast.AnnAssign):
+            if node.value is None:
                 continue
-            yield from _InitChecker(self, ctx, cls, init).findings()
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if not any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) for t in targets):
+                continue
+            init = ctx.enclosing_function(node)
+            if init is None or init.name != "__init__" or not init.args.args:
+                continue
+            cls = ctx.parent(init)
+            if not isinstance(cls, ast.ClassDef) or cls.name not in ctx.module_classes:
+                continue
+            checker = checkers.get(init)
+            if checker is None:
+                checker = checkers[init] = _InitChecker(self, ctx, cls, init)
+            yield from checker.judge_assignment(node, targets)
 
 
 class _InitChecker:
@@ -119,24 +128,27 @@ class _InitChecker:
         self.init = init
         self.receiver = init.args.args[0].arg
         self.flow = dataflow(ctx)
-        self._class_calls = [n for n in ast.walk(cls) if isinstance(n, ast.Call)]
 
-    def findings(self) -> Iterator:
-        registers_by_hand = any(self._is_registering_call(c) for c in self._class_calls)
-        for node in ast.walk(self.init):
-            if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+    @cached_property
+    def _class_calls(self) -> list[ast.Call]:
+        # Only needed once a finding is about to be reported: most classes never get here.
+        return [n for n in ast.walk(self.cls) if isinstance(n, ast.Call)]
+
+    @cached_property
+    def _registers_by_hand(self) -> bool:
+        return any(self._is_registering_call(c) for c in self._class_calls)
+
+    def judge_assignment(self, node, targets) -> Iterator:
+        for target in targets:
+            attr = self._self_attribute(target)
+            if attr is None:
                 continue
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                attr = self._self_attribute(target)
-                if attr is None:
-                    continue
-                message = self._judge(attr, node.value, registers_by_hand)
-                if message:
-                    yield self.rule.report(node, message)
+            message = self._judge(attr, node.value)
+            if message:
+                yield self.rule.report(node, message)
 
     # ----- what an assignment stores ------------------------------------------------------------
-    def _judge(self, attr: str, value: ast.AST, registers_by_hand: bool) -> str | None:
+    def _judge(self, attr: str, value: ast.AST) -> str | None:
         trainable = self._trainable_tensor(value)
         if trainable:
             if self._wrapped_later(attr):
@@ -149,7 +161,7 @@ class _InitChecker:
         fresh = self._fresh_modules_in_container(value)
         if fresh is None and self._is_empty_container(value):
             fresh = self._appended_modules(attr)
-        if not fresh or registers_by_hand or self._wrapped_later(attr):
+        if not fresh or self._registers_by_hand or self._wrapped_later(attr):
             return None
         kind = "dict" if isinstance(value, (ast.Dict, ast.DictComp)) or _called(value) in ("dict", "OrderedDict") else (
             "tuple" if isinstance(value, ast.Tuple) else "list"

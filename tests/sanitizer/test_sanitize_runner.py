@@ -110,3 +110,10 @@ def test_python_dash_m_entry_point(script, tmp_path):
     )
     assert result.returncode == 4, result.stderr
     assert json.loads((tmp_path / "f.json").read_text())["argv"] == ["exit", "4"]
+
+
+def test_torchlint_cli_dispatches_run(script, tmp_path):
+    from torchlint.lint.cli import main as cli_main
+
+    assert cli_main(["run", "--no-anomaly", str(script), str(tmp_path / "facts.json"), "exit", "5"]) == 5
+    assert facts(tmp_path)["anomaly"] is False

@@ -1,0 +1,145 @@
+"""Overhead of torchlint.sanitize() on CPU training steps.
+
+Times a small MLP (batch 64, 784-256-256-10) and a small CNN (two conv layers
+on 32x32 inputs) in one process, interleaving the configurations round by
+round so that machine noise hits all of them alike, and prints the median
+ms/step and the ratio to plain training:
+
+    plain                      no sanitizer
+    anomaly alone              torch.autograd.set_detect_anomaly(True)
+    sanitize()                 all defaults (anomaly mode on)
+    sanitize(anomaly=False)    all checks except anomaly mode
+    ...training_checks=False   the same without TS106-TS112 (their cost is the difference)
+    sanitize(inplace=always)   adds the TS105 function mode (on by default only on CUDA)
+
+Targets (issue 5): sanitize(anomaly=False) <= 1.25x plain on the MLP and
+<= 1.15x on the CNN; sanitize() <= 1.10x anomaly alone.
+
+    python bench/sanitizer_overhead.py [--rounds 7] [--steps 30] [--model mlp|cnn|both] [--clock cpu|wall]
+
+The default clock is the process's CPU time (with one intra-op thread): on a
+shared machine, other processes inflate wall time unevenly; ``--clock wall``
+measures wall time instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import torchlint
+
+torch.set_num_threads(1)  # steadier numbers; the ratios are what matter
+
+
+def make_mlp():
+    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+    return model, (torch.randn(64, 784), torch.randint(0, 10, (64,)))
+
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.fc = nn.Linear(32 * 8 * 8, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc(x.flatten(1))
+
+
+def make_cnn():
+    return SmallCNN(), (torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,)))
+
+
+@contextlib.contextmanager
+def anomaly_alone():
+    torch.autograd.set_detect_anomaly(True)
+    try:
+        yield
+    finally:
+        torch.autograd.set_detect_anomaly(False)
+
+
+CONFIGS = {
+    "plain": contextlib.nullcontext,
+    "anomaly alone": anomaly_alone,
+    "sanitize()": lambda: torchlint.sanitize(summary=False),
+    "sanitize(anomaly=False)": lambda: torchlint.sanitize(anomaly=False, summary=False),
+    "  ...training_checks=False": lambda: torchlint.sanitize(anomaly=False, training_checks=False, summary=False),
+    "sanitize(inplace='always')": lambda: torchlint.sanitize(inplace="always", summary=False),
+}
+
+
+clock = time.process_time
+
+
+def time_steps(model, optimizer, batch, steps: int) -> float:
+    x, y = batch
+    start = clock()
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+    return (clock() - start) / steps * 1e3
+
+
+def bench(name: str, make, rounds: int, steps: int) -> dict[str, float]:
+    torch.manual_seed(0)
+    model, batch = make()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    samples: dict[str, list[float]] = {config: [] for config in CONFIGS}
+    for config, context in CONFIGS.items():  # warm-up, also of each session's first use
+        with context():
+            time_steps(model, optimizer, batch, 3)
+    for _ in range(rounds):
+        for config, context in CONFIGS.items():
+            with context():
+                samples[config].append(time_steps(model, optimizer, batch, steps))
+    medians = {config: statistics.median(values) for config, values in samples.items()}
+    plain, anomaly = medians["plain"], medians["anomaly alone"]
+    print(f"\n{name}: median of {rounds} interleaved rounds x {steps} steps")
+    print(f"  {'configuration':28} {'ms/step':>8} {'x plain':>8} {'x anomaly':>9}")
+    for config, value in medians.items():
+        print(f"  {config:28} {value:8.3f} {value / plain:8.2f} {value / anomaly:9.2f}")
+    return medians
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--model", choices=("mlp", "cnn", "both"), default="both")
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
+    args = parser.parse_args()
+    global clock
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {args.clock} time")
+    results = {}
+    if args.model in ("mlp", "both"):
+        results["MLP"] = bench("MLP 784-256-256-10, batch 64", make_mlp, args.rounds, args.steps)
+    if args.model in ("cnn", "both"):
+        results["CNN"] = bench("CNN 2 conv on 32x32, batch 32", make_cnn, args.rounds, args.steps)
+    targets = {"MLP": 1.25, "CNN": 1.15}
+    print("\ntargets:")
+    for name, medians in results.items():
+        ratio = medians["sanitize(anomaly=False)"] / medians["plain"]
+        vs_anomaly = medians["sanitize()"] / medians["anomaly alone"]
+        print(
+            f"  {name}: sanitize(anomaly=False) {ratio:.2f}x plain (target <= {targets[name]}) "
+            f"{'ok' if ratio <= targets[name] else 'MISSED'}; "
+            f"sanitize() {vs_anomaly:.2f}x anomaly alone (target <= 1.10) {'ok' if vs_anomaly <= 1.10 else 'MISSED'}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -280,3 +280,27 @@ def test_rebound_to_item_before_accumulating(lint):
         """,
         CODE,
     ) == []
+
+
+def test_style_transfer_partial_losses_summed_then_backpropagated(lint):
+    # Shaped like a style-transfer loop: a per-layer sum that is scaled, added to the
+    # content loss and backpropagated; only `.item()` values are kept across batches.
+    assert lint(
+        """
+        def train(epochs, loader, vgg, transformer, optimizer, mse_loss, grams, weight):
+            for e in range(epochs):
+                agg = 0.0
+                for x, _ in loader:
+                    optimizer.zero_grad()
+                    feats = vgg(transformer(x))
+                    style = 0.0
+                    for f, g in zip(feats, grams):
+                        style += mse_loss(f, g)
+                    style *= weight
+                    total = style + mse_loss(feats[1], x)
+                    total.backward()
+                    optimizer.step()
+                    agg += style.item()
+        """,
+        CODE,
+    ) == []

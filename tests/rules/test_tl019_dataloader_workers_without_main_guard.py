@@ -92,6 +92,24 @@ def test_inline_loader_in_for_and_next_iter(lint):
     assert lines(findings) == [3, 4]
 
 
+def test_unguarded_main_call(lint):
+    findings = lint(
+        """
+        import torch
+        def train(model, loader):
+            for x, y in loader:
+                model(x)
+        def main():
+            model = Net()
+            loader = torch.utils.data.DataLoader(ds, batch_size=32, num_workers=4)
+            train(model, loader)
+        main()
+        """,
+        CODE,
+    )
+    assert lines(findings) == [8]
+
+
 def test_else_of_main_guard_runs_on_import(lint):
     findings = lint(
         """
@@ -156,17 +174,23 @@ def test_zero_workers_or_main_process_loading(lint):
     )
 
 
-def test_inside_functions(lint):
+def test_inside_functions_called_under_guard(lint):
     assert not lint(
         """
         from torch.utils.data import DataLoader
-        def main(args):
-            loader = DataLoader(ds, num_workers=args.workers)
+        def main(workers):
+            loader = DataLoader(ds, num_workers=workers)
             for b in loader:
                 pass
         def make_loader():
             return DataLoader(ds, num_workers=4)
-        main(parse())
+        def train():
+            loader = make_loader()
+            for b in DataLoader(ds, num_workers=4):
+                pass
+        if __name__ == "__main__":
+            main(4)
+            train()
         """,
         CODE,
     )

@@ -243,3 +243,12 @@ def argparse_default(ctx: "FileContext", expr: ast.AST) -> ast.AST | None:
 
 def _add_argument_calls(ctx: "FileContext") -> list[ast.Call]:
     return [c for c in ctx.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "add_argument"]
+
+
+def reached_on_import(ctx: "FileContext", node: ast.AST) -> bool:
+    """Whether ``node`` runs when the module is imported: at module level outside the main
+    guard, or inside a function that such code calls (``main()`` left unguarded)."""
+    func = ctx.enclosing_function(node)
+    if func is None:
+        return runs_at_import(ctx, node)
+    return func in import_time_functions(ctx)

@@ -12,6 +12,7 @@ from ..lint.scripts import (
     argparse_default,
     dataloader_calls,
     import_time_functions,
+    reached_on_import,
     int_value,
     is_iterated_name,
     refers_to_global,
@@ -33,9 +34,9 @@ class DataLoaderWorkersWithoutMainGuard(Rule):
     what = """
         Reports a `DataLoader(..., num_workers=N)` with N > 0 (a literal, a module constant,
         an argparse option's default, a `**kwargs` dict, or `os.cpu_count()`) that is built
-        at module level of a script, outside `if __name__ == "__main__":`, and iterated by
-        code that also runs on import (module-level loops, or functions that module-level
-        code calls). Loaders built inside functions or under the guard, and
+        and iterated by code that runs on import: module-level code outside
+        `if __name__ == "__main__":`, or a function such code calls (a `main()` called
+        without the guard). Loaders built in functions that only the guard calls, and
         `num_workers=0`, are fine.
     """
     why = """
@@ -87,7 +88,7 @@ for batch in loader:
             return
         for loader in dataloader_calls(ctx):
             call = loader.call
-            if not runs_at_import(ctx, call):
+            if not reached_on_import(ctx, call):
                 continue
             workers = next((w for w in _worker_expressions(ctx, loader) if _positive_workers(ctx, w)), None)
             if workers is not None and _iterated_at_import(ctx, call):
@@ -142,14 +143,16 @@ def _iterated_at_import(ctx, call: ast.Call) -> bool:
         targets = {t.id for t in parent.targets if isinstance(t, ast.Name)}
         if not targets:
             return False
+        home = ctx.enclosing_function(call)
         called = import_time_functions(ctx)
         for name in ctx.nodes(ast.Name):
             if name.id not in targets or not isinstance(name.ctx, ast.Load) or not is_iterated_name(ctx, name):
                 continue
-            if ctx.enclosing_function(name) is None:
-                if name.lineno > call.lineno and runs_at_import(ctx, name):
+            where = ctx.enclosing_function(name)
+            if where is home:  # the same module level or function, further down
+                if name.lineno > call.lineno and (home is not None or runs_at_import(ctx, name)):
                     return True
-            elif ctx.enclosing_function(name) in called and refers_to_global(ctx, name):
+            elif home is None and where in called and refers_to_global(ctx, name):
                 return True
         return False
     node: ast.AST = call

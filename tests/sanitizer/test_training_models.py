@@ -345,3 +345,39 @@ def test_hooks_are_removed_on_exit_also_after_an_error():
 def test_training_checks_can_be_switched_off():
     report = sanitized(lambda: epochs(Classifier, back_to_train=False), training_checks=False)
     assert codes(report) == []
+
+
+@pytest.mark.parametrize("clear_d", [True, False])
+def test_gan_with_requires_grad_toggling_keeps_model_paths(clear_d):
+    """D is frozen while G trains (and during D's first forward): its
+    parameters are tracked late, but still named from the root model."""
+
+    def train():
+        torch.manual_seed(0)
+        netG = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 8))
+        netD = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1), nn.Linear(1, 1))
+        optG = torch.optim.Adam(netG.parameters(), lr=1e-3)
+        optD = torch.optim.Adam(list(netD.parameters())[:-2], lr=1e-3)  # last layer left out
+        real, ones, zeros = torch.randn(16, 8), torch.ones(16, 1), torch.zeros(16, 1)
+        for _ in range(4):
+            netD.requires_grad_(False)
+            optG.zero_grad()
+            fake = netG(torch.randn(16, 4))
+            F.binary_cross_entropy_with_logits(netD(fake), ones).backward()
+            optG.step()
+            netD.requires_grad_(True)
+            if clear_d:
+                optD.zero_grad()
+            loss_d = F.binary_cross_entropy_with_logits(netD(real), ones)
+            loss_d = loss_d + F.binary_cross_entropy_with_logits(netD(fake.detach()), zeros)
+            loss_d.backward()
+            optD.step()
+
+    report = sanitized(train)
+    (finding,) = codes(report, "TS107")
+    assert finding.details["parameters"] == ["netD.3.weight", "netD.3.bias"]
+    stale = codes(report, "TS106")
+    if clear_d:
+        assert [f.code for f in codes(report)] == ["TS107"]
+    else:
+        assert stale[0].details["parameters"] == ["netD.0.weight", "netD.0.bias", "netD.2.weight", "netD.2.bias"]

@@ -378,8 +378,10 @@ class TrainingChecks(Check):
         for root in self.registry.roots.values():
             missing = []
             for name, p in root.module.named_parameters():
-                if id(p) in held or not p.requires_grad:
+                if id(p) in held:
                     continue
+                # Frozen parameters never get a .grad; one frozen just now (a GAN
+                # freezes D while G trains) may have one and still count.
                 state = self.registry.params.get(id(p))
                 if (state is not None and state.touched) or p.grad is not None:
                     missing.append(root.qualify(name))

@@ -33,16 +33,24 @@ class NormCheck:
         self.baseline = baseline  # running median, set when the total exploded
 
 
+def _foreach_norm(grads: list[torch.Tensor], dtype: torch.dtype) -> list[torch.Tensor]:
+    try:
+        return list(torch._foreach_norm(grads, 2, dtype=dtype))
+    except TypeError:  # torch < 2.3: no dtype argument
+        return [n.to(dtype) for n in torch._foreach_norm(grads, 2)]
+
+
 def _norms(grads: list[torch.Tensor]) -> list[torch.Tensor]:
+    # Half-precision norms overflow early; compute them in float32 (or float64).
     dtype = torch.float64 if any(g.dtype == torch.float64 for g in grads) else torch.float32
     devices = {g.device for g in grads}
     if len(devices) == 1:
-        return list(torch._foreach_norm(grads, 2, dtype=dtype))
+        return _foreach_norm(grads, dtype)
     # foreach kernels want one device per call; keep the original order.
     out: list[torch.Tensor | None] = [None] * len(grads)
     for device in devices:
         idx = [i for i, g in enumerate(grads) if g.device == device]
-        for i, n in zip(idx, torch._foreach_norm([grads[i] for i in idx], 2, dtype=dtype)):
+        for i, n in zip(idx, _foreach_norm([grads[i] for i in idx], dtype)):
             out[i] = n.to(grads[0].device)
     return out  # type: ignore[return-value]
 

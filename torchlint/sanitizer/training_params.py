@@ -150,6 +150,7 @@ class ParamRegistry:
         self.params: dict[int, ParamState] = {}
         self.roots: dict[int, RootModel] = {}
         self.root_of: dict[int, RootModel] = {}  # id(param) -> its root model
+        self.names: dict[int, str] = {}  # id(param) -> "model.head.weight", frozen ones too
         self._stall = max(1, int(stall_backwards))
         self._on_stall = on_stall
         # False while a nested sanitize() session has the events: our step
@@ -168,6 +169,7 @@ class ParamRegistry:
         root = self.roots[id(module)] = RootModel(module, name)
         for pname, param in module.named_parameters():
             self.root_of.setdefault(id(param), root)
+            self.names.setdefault(id(param), root.qualify(pname))
             state = self.track(param, root.qualify(pname))
             if state is not None and state.provisional_name:
                 state.name = root.qualify(pname)
@@ -182,6 +184,10 @@ class ParamRegistry:
             return state
         if not (isinstance(param, torch.Tensor) and param.requires_grad and param.is_leaf):
             return None
+        # A parameter frozen when its model was first seen keeps its model path.
+        known = self.names.get(id(param))
+        if known is not None:
+            name, provisional = known, False
         state = self.params[id(param)] = ParamState(param, name)
         state.provisional_name = provisional
         state.handles.append(param.register_post_accumulate_grad_hook(self._accumulate_hook(state)))
@@ -249,3 +255,4 @@ class ParamRegistry:
         self.params.clear()
         self.roots.clear()
         self.root_of.clear()
+        self.names.clear()

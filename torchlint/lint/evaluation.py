@@ -1,0 +1,518 @@
+"""Evaluation code, and the train/eval and autograd modes that reach it.
+
+Shared by TL005 (eval-without-eval-mode), TL006 (eval-without-no-grad) and TL007
+(train-mode-not-restored).
+
+Evaluation code is a *unit*: a function or a loop that runs the model forward over
+validation, test or inference data, without an optimizer step:
+
+* a function named for evaluation (``validate``, ``evaluate``, ``test``,
+  ``estimate_loss``, ``predict``, ``run_inference``...), except pytest tests and
+  framework hooks (Lightning's ``validation_step``: the framework sets the modes);
+* a loop over evaluation data (``for x, y in val_loader``, ``dataloaders["test"]``)
+  inside other code (inline validation in an epoch loop, an evaluation script);
+* a function the training loop calls that runs the model in a loop of its own
+  and trains nothing (``check_accuracy(model, loader)`` after each epoch).
+
+What reaches a unit is judged in its own function first (a ``model.eval()`` before
+the model call that no ``model.train()`` undoes; a ``torch.no_grad()`` /
+``inference_mode`` / ``set_grad_enabled(False)`` block or decorator around it),
+then at every call site of the function in this file, a few calls deep. When a
+function is called from nowhere in this file and receives its model from its
+caller, the caller's mode is unknown and nothing is reported.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from .callgraph import call_graph, per_file
+from .context import FUNCTION_TYPES
+from .gradmode import grad_effect, lexical_grad_disabler
+from .training import MODEL
+
+if TYPE_CHECKING:
+    from .context import FileContext
+
+EVAL_WORDS = frozenset(
+    {
+        "val", "valid", "validate", "validation", "eval", "evaluate", "evaluation", "evaluator", "test",
+        "testing", "dev", "predict", "prediction", "predictions", "infer", "inference", "estimate",
+        "holdout", "heldout",
+    }
+)
+# Framework hooks run by a trainer that sets the modes itself (Lightning, Fabric loops).
+_HOOK = re.compile(r"(_step|_step_end|_epoch_end|_epoch_start|_batch_end|_batch_start|_dataloader|_loop_run)$|^on_")
+_EVAL_CONTEXT = re.compile(r"eval|inference_context|evaluating", re.I)
+_GRAD_NEEDING_METHODS = frozenset({"backward", "requires_grad_", "retain_grad"})
+_GRAD_NEEDING_FUNCTIONS = frozenset({"torch.autograd.grad", "torch.autograd.backward", "torch.enable_grad"})
+_SET_GRAD = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
+
+REACHED, NOT_REACHED, UNKNOWN = True, False, None
+
+
+@dataclass(frozen=True)
+class EvalUnit:
+    node: ast.AST  # the function or the loop
+    kind: str  # "function", "loop", "called-from-training"
+    first_call: ast.Call  # the first model call in it, where TL005/TL006 report
+    function: ast.AST | None  # the function holding the first call (None: module level)
+    needs_grad: bool  # it runs a backward / autograd.grad (saliency, attacks): not a TL006 case
+
+    @property
+    def label(self) -> str:
+        if isinstance(self.node, FUNCTION_TYPES):
+            return f"`{self.node.name}()`"
+        return f"the evaluation loop at line {self.node.lineno}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    reached: bool | None
+    site: ast.AST | None = None  # the call site where the mode was missing, when it was a caller's
+
+
+@dataclass(frozen=True)
+class UnrestoredEval:
+    """A switch to eval mode inside a training loop that no ``train()`` undoes before the next step."""
+
+    site: ast.AST  # the `model.eval()` call, or the call into the function that makes it
+    switch: ast.AST  # the `model.eval()` call itself
+    loop: ast.AST  # the training loop whose next iteration trains in eval mode
+    target: str | None
+
+
+class EvaluationAnalysis:
+    MAX_CALL_DEPTH = 3
+
+    def __init__(self, ctx: "FileContext"):
+        self.ctx = ctx
+        self.training = ctx.training
+        self._events: dict[ast.AST, list] = {}
+
+    # ----- model calls --------------------------------------------------------------------------
+    def is_model_call(self, call: ast.Call) -> bool:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            func = func.value
+        if not isinstance(func, (ast.Name, ast.Attribute, ast.Subscript)):
+            return False
+        if isinstance(func, ast.Name) and (func.id in self.ctx.classes or func.id in self.ctx.functions):
+            return False
+        return self.training.role_of(func) == MODEL
+
+    @cached_property
+    def model_calls(self) -> list[ast.Call]:
+        return [call for call in self.ctx.calls if self._maybe_model_callee(call.func) and self.is_model_call(call)]
+
+    @staticmethod
+    def _maybe_model_callee(func) -> bool:
+        # Cheap pre-filter: calls of a plain or dotted name, or of `x.forward`.
+        return isinstance(func, (ast.Name, ast.Attribute, ast.Subscript))
+
+    # ----- units ----------------------------------------------------------------------------------
+    @cached_property
+    def is_test_file(self) -> bool:
+        path = self.ctx.path.replace("\\", "/")
+        base = os.path.basename(path)
+        return base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py" or "/tests/" in path
+
+    @cached_property
+    def units(self) -> list[EvalUnit]:
+        """Every evaluation unit of the file, the outermost one for each model call, in source order."""
+        ctx = self.ctx
+        seen: dict[ast.AST, EvalUnit] = {}
+        for call in self.model_calls:
+            unit_node, kind = self._unit_of(call)
+            if unit_node is None or unit_node in seen:
+                continue
+            if self._trains(unit_node):
+                continue
+            seen[unit_node] = EvalUnit(
+                unit_node, kind, call, ctx.enclosing_function(call), self._needs_grad(unit_node)
+            )
+        return sorted(seen.values(), key=lambda u: (u.first_call.lineno, u.first_call.col_offset))
+
+    def _unit_of(self, call: ast.Call) -> tuple[ast.AST | None, str]:
+        ctx = self.ctx
+        loops: list[ast.AST] = []
+        functions: list[ast.AST] = []
+        for ancestor in ctx.ancestors(call):
+            if isinstance(ancestor, (ast.For, ast.AsyncFor, ast.While)):
+                if not functions:
+                    loops.append(ancestor)
+            elif isinstance(ancestor, FUNCTION_TYPES):
+                functions.append(ancestor)
+            elif isinstance(ancestor, (ast.Lambda,)):
+                return None, ""
+            elif isinstance(ancestor, ast.ClassDef):
+                if ancestor.name in ctx.module_classes or (self.is_test_file and ancestor.name.startswith("Test")):
+                    return None, ""  # a module's own methods run in whatever mode its caller set
+        for func in reversed(functions):  # the outermost evaluation function wins
+            if self.is_eval_function(func):
+                return func, "function"
+        if not functions or not self._is_excluded_function(functions[0]):
+            for loop in reversed(loops):
+                if self._is_eval_loop(loop):
+                    return loop, "loop"
+        if functions and loops and self._called_from_training(functions[0]):
+            return functions[0], "called-from-training"
+        return None, ""
+
+    def is_eval_function(self, func) -> bool:
+        if self._is_excluded_function(func):
+            return False
+        return bool(_words(func.name) & EVAL_WORDS)
+
+    def _is_excluded_function(self, func) -> bool:
+        name = func.name
+        if _HOOK.search(name):
+            return True
+        return self.is_test_file and name.startswith("test")
+
+    def _is_eval_loop(self, loop) -> bool:
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return False
+        return bool(_expr_words(loop.iter) & EVAL_WORDS) and loop not in self._training_loops
+
+    @cached_property
+    def _training_loops(self) -> frozenset:
+        return frozenset(self.training.training_loops)
+
+    def _called_from_training(self, func) -> bool:
+        ctx = self.ctx
+        for site in call_graph(ctx).callers(func):
+            if any(loop in self._training_loops for loop in ctx.enclosing_loops(site)):
+                return True
+        return False
+
+    def _trains(self, node) -> bool:
+        events = self._block_events(node)
+        return any(e.kind in ("step", "opaque_step") for e in events)
+
+    def _block_events(self, node) -> list:
+        if node not in self._events:
+            if node is None:
+                self._events[node] = self.training.events(self.ctx.tree.body)
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+                self._events[node] = self.training.loop_events.get(node) or self.training.events(node.body)
+            else:
+                self._events[node] = self.training.events(node.body)
+        return self._events[node]
+
+    def _needs_grad(self, node) -> bool:
+        if any(e.kind == "backward" for e in self._block_events(node)):
+            return True
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call):
+                func = sub.func
+                if isinstance(func, ast.Attribute) and func.attr in _GRAD_NEEDING_METHODS:
+                    return True
+                if self.ctx.call_qualname(sub) in _GRAD_NEEDING_FUNCTIONS:
+                    return True
+        return False
+
+    # ----- train/eval mode ----------------------------------------------------------------------------
+    def eval_mode(self, unit: EvalUnit) -> Verdict:
+        """Whether the model is in eval mode when the unit's first model call runs."""
+        return self._mode_at(unit.first_call, unit.function, depth=0, seen=frozenset())
+
+    def _mode_at(self, node, func, depth, seen) -> Verdict:
+        local = self._local_mode(node, func)
+        if local is not None:
+            return Verdict(local)
+        if func is None:
+            return Verdict(NOT_REACHED)
+        return self._from_callers(
+            node, func, depth, seen, self._mode_at, self._file_sets_eval_once, self._disables_grad_itself
+        )
+
+    def _local_mode(self, node, func) -> bool | None:
+        """True/False when a switch in ``func`` (before ``node``) or a context around ``node`` decides the mode."""
+        pos = _pos(node)
+        last = None
+        for event in self._block_events(func):
+            if event.kind in ("eval", "train") and _pos(event.site) < pos:
+                last = event.kind
+        if last is not None:
+            return last == "eval"
+        for ancestor in self._ancestors_in(node, func):
+            if isinstance(ancestor, (ast.With, ast.AsyncWith)):
+                for item in ancestor.items:
+                    if self._is_eval_context(item.context_expr):
+                        return True
+        for call in self._entered_contexts(func, pos):
+            if self._is_eval_context(call):
+                return True
+        return None
+
+    def _is_eval_context(self, expr) -> bool:
+        if not isinstance(expr, ast.Call):
+            return False
+        qual = self.ctx.call_qualname(expr) or ""
+        if qual.startswith("torch."):
+            return False  # torch.inference_mode() disables autograd, not dropout/batch-norm updates
+        name = _callee_name(expr.func)
+        return bool(name and _EVAL_CONTEXT.search(name))
+
+    def _file_sets_eval_once(self) -> bool:
+        """An inference script: models are put in eval mode somewhere and never back in train mode."""
+        kinds = {e.kind for e in self._all_switches}
+        return "eval" in kinds and "train" not in kinds
+
+    @cached_property
+    def _all_switches(self) -> list:
+        found = []
+        for call in self.ctx.calls:
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr in ("eval", "train"):
+                event = self.training.classify_call(call)
+                if event is not None and event.kind in ("eval", "train"):
+                    found.append(event)
+        return found
+
+    # ----- autograd mode --------------------------------------------------------------------------------
+    def no_grad(self, unit: EvalUnit) -> Verdict:
+        """Whether autograd is off when the unit's first model call runs."""
+        return self._grad_at(unit.first_call, unit.function, depth=0, seen=frozenset())
+
+    def _grad_at(self, node, func, depth, seen) -> Verdict:
+        if lexical_grad_disabler(self.ctx, node) is not None:
+            return Verdict(REACHED)
+        if self._enabled_around(node, func):
+            return Verdict(NOT_REACHED)
+        pos = _pos(node)
+        for call in self._entered_contexts(func, pos):
+            if grad_effect(self.ctx, call) is False:
+                return Verdict(REACHED)
+        if self._global_grad_off(func, pos):
+            return Verdict(REACHED)
+        if func is None:
+            return Verdict(NOT_REACHED)
+        return self._from_callers(
+            node, func, depth, seen, self._grad_at, lambda: self._global_grad_off(None, None), self._sets_eval_itself
+        )
+
+    def _enabled_around(self, node, func) -> bool:
+        for ancestor in self._ancestors_in(node, func):
+            if isinstance(ancestor, (ast.With, ast.AsyncWith)):
+                if any(grad_effect(self.ctx, item.context_expr) is True for item in ancestor.items):
+                    return True
+        return False
+
+    def _global_grad_off(self, func, pos) -> bool:
+        """A bare `torch.set_grad_enabled(False)` statement before ``pos`` in ``func`` (or at module level)."""
+        for stmt_call in self._set_grad_calls:
+            if grad_effect(self.ctx, stmt_call) is not False:
+                continue
+            owner = self.ctx.enclosing_function(stmt_call)
+            if owner is None or (owner is func and pos is not None and _pos(stmt_call) < pos):
+                return True
+        return False
+
+    @cached_property
+    def _set_grad_calls(self) -> list[ast.Call]:
+        return [
+            c for c in self.ctx.calls
+            if isinstance(self.ctx.parent(c), ast.Expr) and self.ctx.call_qualname(c) in _SET_GRAD
+        ]
+
+    # ----- shared: callers, contexts --------------------------------------------------------------------------
+    def _from_callers(self, node, func, depth, seen, check, fallback, self_contained) -> Verdict:
+        """Judge ``func`` by every call site of it; ``node`` is the model call or call site inside it.
+
+        With no call site in this file: a function handed its model by its caller is not judged
+        (the caller owns the model and its modes), unless it is evidently self-contained
+        evaluation code: it sets the *other* mode itself (``model.eval()`` but no no-grad)."""
+        sites = call_graph(self.ctx).callers(func)
+        if not sites or depth >= self.MAX_CALL_DEPTH or func in seen:
+            if self._model_from_caller(node, func) and not (depth == 0 and self_contained(func)):
+                return Verdict(UNKNOWN)
+            return Verdict(REACHED if fallback() else NOT_REACHED)
+        unknown = False
+        for site in sites:
+            verdict = check(site, self.ctx.enclosing_function(site), depth + 1, seen | {func})
+            if verdict.reached is NOT_REACHED:
+                return Verdict(NOT_REACHED, verdict.site or site)
+            if verdict.reached is UNKNOWN:
+                unknown = True
+        return Verdict(UNKNOWN if unknown else REACHED)
+
+    def _sets_eval_itself(self, func) -> bool:
+        return any(e.kind == "eval" and not e.via for e in self._block_events(func))
+
+    def _disables_grad_itself(self, func) -> bool:
+        if any(grad_effect(self.ctx, d) is False for d in func.decorator_list):
+            return True
+        return any(
+            grad_effect(self.ctx, item.context_expr) is False
+            for with_node in self._withs_by_function.get(func, ())
+            for item in with_node.items
+        )
+
+    @cached_property
+    def _withs_by_function(self) -> dict:
+        by_function: dict = {}
+        for node in self.ctx.nodes(ast.With, ast.AsyncWith):
+            by_function.setdefault(self.ctx.enclosing_function(node), []).append(node)
+        return by_function
+
+    def _model_from_caller(self, node, func) -> bool:
+        """Whether the model used at ``node`` (a model call, or a call site handing a model on) is a
+        parameter of ``func`` or an attribute of ``self``: then ``func``'s caller decides its mode."""
+        if self.is_model_call(node):
+            func_expr = node.func
+            if isinstance(func_expr, ast.Attribute) and func_expr.attr == "forward":
+                func_expr = func_expr.value
+            exprs = [func_expr]
+        else:
+            exprs = [a for a in list(node.args) + [k.value for k in node.keywords] if self.training.role_of(a) == MODEL]
+        owners = _params(func) | {"self"}
+        return any(_root_name(e) in owners for e in exprs)
+
+    def _ancestors_in(self, node, func):
+        for ancestor in self.ctx.ancestors(node):
+            if ancestor is func or isinstance(ancestor, (ast.ClassDef, ast.Lambda)):
+                return
+            yield ancestor
+
+    def _entered_contexts(self, func, pos) -> list[ast.AST]:
+        """Context managers entered with `stack.enter_context(cm)` in ``func`` before ``pos``."""
+        found = []
+        for call in self._enter_context_calls.get(func, ()):
+            if _pos(call) < pos and call.args:
+                found.append(call.args[0])
+        return found
+
+    @cached_property
+    def _enter_context_calls(self) -> dict[ast.AST | None, list[ast.Call]]:
+        by_function: dict = {}
+        for call in self.ctx.calls:
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr == "enter_context":
+                by_function.setdefault(self.ctx.enclosing_function(call), []).append(call)
+        return by_function
+
+    # ----- TL007: eval never undone inside the training loop ------------------------------------------------------
+    @cached_property
+    def unrestored_evals(self) -> list[UnrestoredEval]:
+        found: dict[ast.AST, UnrestoredEval] = {}
+        training = self.training
+        loops = training.training_loops
+        # Innermost training loops first: they judge an eval inside them most precisely.
+        ordered = sorted(loops, key=lambda l: -_depth(self.ctx, l))
+        judged: set[ast.AST] = set()
+        for loop in ordered:
+            events = training.loop_events.get(loop, [])
+            trains = [i for i, e in enumerate(events) if e.kind in ("backward", "step", "opaque_step")]
+            if not trains:
+                continue
+            for index, event in enumerate(events):
+                if event.kind != "eval" or event.node in judged:
+                    continue
+                judged.add(event.node)
+                if _frozen_copy(event.target):
+                    continue
+                if not self._restored(events, index, trains):
+                    found.setdefault(event.site, UnrestoredEval(event.site, event.node, loop, event.target))
+        return sorted(found.values(), key=lambda u: _pos(u.site))
+
+    @staticmethod
+    def _restored(events, index, trains) -> bool:
+        evaluation = events[index]
+        first_train = trains[0]
+        for j, other in enumerate(events):
+            if other.kind != "train" or not _same_model(other.target, evaluation.target):
+                continue
+            if j > index:  # later in the same iteration
+                return True
+            if j < first_train:  # at the top of the next iteration, before its first training step
+                return True
+            if evaluation.loops and evaluation.loops[-1] in other.loops:
+                return True  # in the same inner loop (a train/val phase loop): its next pass restores
+        return False
+
+
+# ----- helpers ------------------------------------------------------------------------------------------------
+def _pos(node) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+_WORD_SPLIT = re.compile(r"[^A-Za-z]+|(?<=[a-z])(?=[A-Z])")
+
+
+def _words(name: str) -> set[str]:
+    """``val_loader`` -> {val, loader}; ``evalLoader`` -> {eval, loader}."""
+    return {w.lower() for w in _WORD_SPLIT.split(name) if w}
+
+
+def _expr_words(expr: ast.AST) -> set[str]:
+    """Words of the names, attributes and string keys in an iterable expression."""
+    words: set[str] = set()
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Name):
+            words |= _words(node.id)
+        elif isinstance(node, ast.Attribute):
+            words |= _words(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 30:
+            words |= _words(node.value)
+    return words
+
+
+def _params(func) -> set[str]:
+    args = func.args
+    params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    if args.vararg:
+        params.add(args.vararg.arg)
+    if args.kwarg:
+        params.add(args.kwarg.arg)
+    return params
+
+
+def _root_name(expr) -> str | None:
+    while isinstance(expr, (ast.Attribute, ast.Subscript, ast.Call)):
+        expr = expr.func if isinstance(expr, ast.Call) else expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
+def _callee_name(func) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+_FROZEN = re.compile(r"(^|[._])(ema|teacher|target|frozen|ref|reference|pretrained|swa|averaged)([._]|$)", re.I)
+
+
+def _frozen_copy(target: str | None) -> bool:
+    """A model kept in eval mode on purpose: an EMA/teacher/target copy, never trained by the step."""
+    return target is None or bool(_FROZEN.search(target))
+
+
+def _norm(target: str | None) -> str | None:
+    if target is None:
+        return None
+    parts = [p for p in target.split(".") if p not in ("self", "module", "_orig_mod")]
+    return ".".join(parts)
+
+
+def _same_model(a: str | None, b: str | None) -> bool:
+    if a is None or b is None:
+        return True
+    a, b = _norm(a), _norm(b)
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".") or not a or not b
+
+
+def _depth(ctx, node) -> int:
+    return sum(1 for _ in ctx.ancestors(node))
+
+
+def evaluation_analysis(ctx: "FileContext") -> EvaluationAnalysis:
+    return per_file(ctx, "evaluation", lambda: EvaluationAnalysis(ctx))

@@ -1,0 +1,129 @@
+"""TL005 eval-without-eval-mode."""
+
+from __future__ import annotations
+
+from ..lint.evaluation import NOT_REACHED, evaluation_analysis
+from ..lint.rule import Rule, register
+
+
+@register
+class EvalWithoutEvalMode(Rule):
+    code = "TL005"
+    name = "eval-without-eval-mode"
+    severity = "warning"
+    summary = "Evaluation code runs the model while it is still in training mode."
+    what = """
+        Reports the first model call of evaluation code — a function named for
+        evaluation (`validate`, `evaluate`, `test`, `estimate_loss`, `predict`,
+        `infer`...), a loop over validation/test data (`for x, y in val_loader`), or
+        a function the training loop calls that runs the model over data without
+        training it — when no `model.eval()` / `model.train(False)` reaches it: not
+        earlier in the function, not in a context manager around it, and not before
+        the calls into it in this file. Lightning's `validation_step`/`test_step`
+        and other framework hooks are not reported: the framework switches modes.
+        A function that receives its model from a caller outside this file is not
+        judged.
+    """
+    why = """
+        In training mode dropout keeps zeroing activations and batch norm normalises
+        with the statistics of the current batch and keeps updating its running
+        averages with evaluation data. Validation metrics come out noisy and too low,
+        depend on the batch size, and the evaluation data leaks into the model's
+        batch-norm statistics.
+    """
+    example = """
+        def evaluate(model, loader):
+            correct = 0
+            with torch.no_grad():
+                for x, y in loader:
+                    correct += (model(x).argmax(1) == y).sum().item()
+            return correct
+
+        for epoch in range(epochs):
+            train_one_epoch(model, optimizer, train_loader)  # calls model.train()
+            evaluate(model, val_loader)
+    """
+    instead = """
+        def evaluate(model, loader):
+            model.eval()
+            correct = 0
+            with torch.no_grad():
+                for x, y in loader:
+                    correct += (model(x).argmax(1) == y).sum().item()
+            return correct
+    """
+    VALID = [
+        """
+import torch
+
+def train(model, loader, opt):
+    model.train()
+    for x, y in loader:
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+def test(model, loader):
+    model.eval()
+    with torch.no_grad():
+        for x, y in loader:
+            out = model(x)
+
+for epoch in range(3):
+    train(model, train_loader, opt)
+    test(model, test_loader)
+""",
+    ]
+    INVALID = [
+        """
+import torch
+
+def train(model, loader, opt):
+    model.train()
+    for x, y in loader:
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+def test(model, loader):
+    with torch.no_grad():
+        for x, y in loader:
+            out = model(x)  # expect: TL005
+
+for epoch in range(3):
+    train(model, train_loader, opt)
+    test(model, test_loader)
+""",
+        """
+import torch
+
+for epoch in range(10):
+    model.train()
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+    with torch.no_grad():
+        for x, y in val_loader:
+            val_loss = criterion(model(x), y)  # expect: TL005
+""",
+    ]
+
+    def check(self, ctx):
+        analysis = evaluation_analysis(ctx)
+        for unit in analysis.units:
+            verdict = analysis.eval_mode(unit)
+            if verdict.reached is NOT_REACHED:
+                yield self.report(unit.first_call, self._message(ctx, unit, verdict))
+
+    @staticmethod
+    def _message(ctx, unit, verdict) -> str:
+        call = ctx.segment(unit.first_call.func)
+        where = unit.label
+        if verdict.site is not None:
+            where += f", called at line {verdict.site.lineno} where no `.eval()` precedes it"
+        return (
+            f"`{call}(...)` runs in {where} while the model is still in training mode: dropout stays "
+            "active and batch norm uses and updates batch statistics; call `model.eval()` before "
+            "evaluating (and `model.train()` before training again)"
+        )

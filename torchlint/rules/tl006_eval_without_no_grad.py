@@ -1,0 +1,124 @@
+"""TL006 eval-without-no-grad."""
+
+from __future__ import annotations
+
+from ..lint.evaluation import NOT_REACHED, evaluation_analysis
+from ..lint.rule import Rule, register
+
+
+@register
+class EvalWithoutNoGrad(Rule):
+    code = "TL006"
+    name = "eval-without-no-grad"
+    severity = "warning"
+    summary = "Evaluation code runs the model with autograd on."
+    what = """
+        Reports the first model call of evaluation code — a function named for
+        evaluation (`validate`, `evaluate`, `test`, `estimate_loss`, `predict`,
+        `infer`...), a loop over validation/test data, or a function the training
+        loop calls that runs the model over data without training it — when
+        autograd is still on there: no `torch.no_grad()`, `torch.inference_mode()` or
+        `torch.set_grad_enabled(False)` as a `with` block or decorator, in the
+        function or around the calls into it in this file. Evaluation that needs
+        gradients on purpose (it calls `backward()` or `torch.autograd.grad`, e.g.
+        saliency maps or adversarial examples) is not reported, nor are
+        Lightning's `validation_step`/`test_step`, which the framework runs under
+        no-grad.
+    """
+    why = """
+        With autograd on, every forward pass records its graph and keeps every
+        intermediate activation alive until the outputs are freed: evaluation
+        uses several times the memory it needs (often running out of GPU memory
+        with the larger evaluation batch size) and runs slower. Accumulating an
+        output tensor (`total_loss += loss`) keeps every batch's graph alive.
+    """
+    example = """
+        @torch.no_grad()  # missing
+        def validate(model, loader):
+            model.eval()
+            total = 0.0
+            for x, y in loader:
+                total += criterion(model(x), y).item()
+            return total / len(loader)
+    """
+    instead = """
+        @torch.no_grad()
+        def validate(model, loader):
+            model.eval()
+            total = 0.0
+            for x, y in loader:
+                total += criterion(model(x), y).item()
+            return total / len(loader)
+    """
+    VALID = [
+        """
+import torch
+
+@torch.inference_mode()
+def validate(model, loader):
+    model.eval()
+    return [model(x) for x, _ in loader]
+""",
+        """
+import torch
+
+def saliency(model, loader):
+    model.eval()
+    for x, y in loader:
+        x.requires_grad_(True)
+        model(x).gather(1, y[:, None]).sum().backward()
+        yield x.grad.abs()
+""",
+    ]
+    INVALID = [
+        """
+import torch
+
+def validate(model, loader, criterion):
+    model.eval()
+    total = 0.0
+    for x, y in loader:
+        total += criterion(model(x), y).item()  # expect: TL006
+    return total / len(loader)
+""",
+        """
+import torch
+
+def evaluate(model, loader):
+    model.eval()
+    return sum((model(x).argmax(1) == y).sum().item() for x, y in loader)  # expect: TL006
+
+for epoch in range(5):
+    model.train()
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+    evaluate(model, val_loader)
+""",
+    ]
+
+    def check(self, ctx):
+        analysis = evaluation_analysis(ctx)
+        for unit in analysis.units:
+            if unit.needs_grad:
+                continue
+            verdict = analysis.no_grad(unit)
+            if verdict.reached is NOT_REACHED:
+                yield self.report(unit.first_call, self._message(ctx, unit, verdict))
+
+    @staticmethod
+    def _message(ctx, unit, verdict) -> str:
+        call = ctx.segment(unit.first_call.func)
+        where = unit.label
+        if verdict.site is not None:
+            where += f", called at line {verdict.site.lineno} outside any no-grad block"
+        fix = (
+            f"decorate `{unit.node.name}` with `@torch.no_grad()`"
+            if unit.kind != "loop" and hasattr(unit.node, "name")
+            else "wrap the evaluation loop in `with torch.no_grad():`"
+        )
+        return (
+            f"`{call}(...)` runs in {where} with autograd on: every forward pass records a graph and keeps "
+            f"its activations alive, wasting memory and time; {fix} (or use `torch.inference_mode()`)"
+        )

@@ -1,0 +1,117 @@
+"""TL007 train-mode-not-restored."""
+
+from __future__ import annotations
+
+from ..lint.evaluation import evaluation_analysis
+from ..lint.rule import Rule, register
+
+
+@register
+class TrainModeNotRestored(Rule):
+    code = "TL007"
+    name = "train-mode-not-restored"
+    severity = "error"
+    summary = "The model is switched to eval mode inside the training loop and never back to train mode."
+    what = """
+        Reports a `model.eval()` (or `model.train(False)`), or the call into a
+        function that makes it, inside a training loop when no `model.train()`
+        follows it before the loop's next training step: not later in the
+        iteration, not at the top of the next one, not at the top of the training
+        function the loop calls. EMA, teacher and target copies that are never
+        trained are not reported.
+    """
+    why = """
+        After the first validation the model stays in eval mode for the rest of
+        training: dropout is off (the model overfits as if it had none) and batch
+        norm stops updating its running statistics and normalises with stale ones.
+        Nothing fails; the run is just quietly worse after the first epoch.
+    """
+    example = """
+        for epoch in range(epochs):
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            model.eval()
+            with torch.no_grad():
+                val_loss = sum(criterion(model(x), y) for x, y in val_loader)
+    """
+    instead = """
+        for epoch in range(epochs):
+            model.train()
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            model.eval()
+            with torch.no_grad():
+                val_loss = sum(criterion(model(x), y) for x, y in val_loader)
+    """
+    VALID = [
+        """
+import torch
+
+@torch.no_grad()
+def estimate_loss():
+    model.eval()
+    losses = [model(x, y)[1] for x, y in val_batches]
+    model.train()
+    return sum(losses)
+
+while True:
+    if it % 100 == 0:
+        estimate_loss()
+    logits, loss = model(X, Y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+""",
+    ]
+    INVALID = [
+        """
+import torch
+
+for epoch in range(10):
+    for x, y in train_loader:
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+    model.eval()  # expect: TL007
+    with torch.no_grad():
+        for x, y in val_loader:
+            criterion(model(x), y)
+""",
+        """
+import torch
+
+def validate(model, loader):
+    model.eval()
+    with torch.no_grad():
+        return [model(x) for x, _ in loader]
+
+for step, (x, y) in enumerate(train_loader):
+    optimizer.zero_grad()
+    criterion(model(x), y).backward()
+    optimizer.step()
+    if step % 500 == 0:
+        validate(model, val_loader)  # expect: TL007
+""",
+    ]
+
+    def check(self, ctx):
+        for found in evaluation_analysis(ctx).unrestored_evals:
+            yield self.report(found.site, self._message(ctx, found))
+
+    @staticmethod
+    def _message(ctx, found) -> str:
+        model = found.target or "model"
+        if found.site is found.switch:
+            what = f"`{ctx.segment(found.switch)}`"
+        else:
+            what = f"`{ctx.segment(found.site)}` (which calls `{ctx.segment(found.switch)}` at line {found.switch.lineno})"
+        return (
+            f"{what} switches the model to eval mode inside the training loop at line {found.loop.lineno}, and "
+            f"nothing switches it back before the next training step: training continues without dropout and "
+            f"with frozen batch-norm statistics; call `{model}.train()` at the start of each epoch (or right "
+            "after evaluating)"
+        )

@@ -49,14 +49,24 @@ class FileContext:
     def _index(self, tree: ast.AST) -> None:
         # Iterative pre-order walk (no recursion: deeply nested expressions must not
         # hit the recursion limit here), children pushed reversed to keep source order.
+        # Reads _fields directly rather than through ast.iter_child_nodes: same nodes in the
+        # same order, about twice as fast (this walk costs about as much as the parse).
         parents = self.parents
         by_type = self._by_type
         stack = [tree]
-        iter_children = ast.iter_child_nodes
+        AST = ast.AST
         while stack:
             node = stack.pop()
             by_type[type(node)].append(node)
-            children = list(iter_children(node))
+            children = []
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if isinstance(value, AST):
+                    children.append(value)
+                elif isinstance(value, list):
+                    for item in value:
+                        if isinstance(item, AST):
+                            children.append(item)
             for child in children:
                 parents[child] = node
             children.reverse()

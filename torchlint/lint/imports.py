@@ -9,6 +9,7 @@ imports are common in training scripts); a later binding of the same alias wins.
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from typing import Iterable
 
 # Spellings that mean the same object; the key is rewritten to the value.
@@ -30,6 +31,7 @@ _CANONICAL_PREFIXES = (
 )
 
 
+@lru_cache(maxsize=8192)  # called for every name a rule resolves; the answers repeat
 def canonical(qualname: str) -> str:
     for prefix, replacement in _CANONICAL_PREFIXES:
         if qualname == prefix or qualname.startswith(prefix):

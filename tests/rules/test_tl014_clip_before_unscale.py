@@ -310,3 +310,22 @@ def test_aliased_clip_import(lint):
     )
     assert lines(findings) == [8]
     assert "`clip`" in findings[0].message
+
+
+def test_scaled_loss_held_in_a_variable(lint):
+    findings = lint(
+        """
+        import torch
+        def train(model, opt, loader):
+            grad_scaler = torch.amp.GradScaler()
+            for x in loader:
+                scaled = grad_scaler.scale(model(x).mean())
+                scaled.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                grad_scaler.step(opt)
+                grad_scaler.update()
+        """,
+        CODE,
+    )
+    assert lines(findings) == [8]
+    assert "grad_scaler.unscale_(opt)" in findings[0].message

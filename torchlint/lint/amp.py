@@ -153,20 +153,28 @@ def _assignments(ctx: "FileContext") -> dict[str, list[ast.Assign]]:
     return cache
 
 
-def scaled_backward(training: "TrainingModel", event: "Event") -> bool:
-    """Whether a backward event is ``scaler.scale(loss).backward()`` (through a GradScaler)."""
+def backward_scaler(training: "TrainingModel", event: "Event") -> ast.AST | None:
+    """The GradScaler expression of ``scaler.scale(loss).backward()`` (also through
+    ``scaled = scaler.scale(loss); scaled.backward()``), or None for any other event."""
     if event.kind != "backward":
-        return False
+        return None
     call = event.node
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
-        return False
+        return None
     inner = call.func.value
+    if isinstance(inner, ast.Name):
+        inner = _single_assignment(training.ctx, inner) or inner
     if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "scale"):
-        return False
+        return None
     from .training import SCALER
 
     owner = inner.func.value
-    return training.role_of(owner) == SCALER
+    return owner if training.role_of(owner) == SCALER else None
+
+
+def scaled_backward(training: "TrainingModel", event: "Event") -> bool:
+    """Whether a backward event goes through a GradScaler."""
+    return backward_scaler(training, event) is not None
 
 
 # Events that show a GradScaler (or a helper wrapping one) is looking after the gradients.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ..lint.amp import scaled_backward
+from ..lint.amp import backward_scaler, scaled_backward
 from ..lint.imports import dotted_name
 from ..lint.rule import Rule, register
 from ..lint.training import CLIP_FUNCTIONS, MODEL, exclusive
@@ -135,7 +135,7 @@ class Trainer:
 
     @staticmethod
     def _message(ctx, clip, backward, optimizer) -> str:
-        scaler = dotted_name(backward.node.func.value.func.value) or "scaler"
+        scaler = dotted_name(backward_scaler(ctx.training, backward)) or "scaler"
         return (
             f"`{ctx.segment(clip.func)}` clips gradients that are still scaled by `{scaler}` "
             f"(scaled backward on line {backward.node.lineno}), so the threshold is compared with a norm "

@@ -45,13 +45,16 @@ class DistributedWithoutSampler(Rule):
         training loop of the file) when it has no `sampler=`/`batch_sampler=`, and a
         `DataLoader` whose `DistributedSampler` is never told the epoch (no
         `.set_epoch(epoch)` anywhere in the file). Evaluation loaders, datasets that shard
-        themselves by rank, and loaders handed to `accelerator.prepare` /
-        `fabric.setup_dataloaders` (which insert the sampler) are not reported.
+        themselves by rank, loaders built in `if args.distributed:`-style branches, and
+        loaders that a framework re-samples (handed to `accelerator.prepare` /
+        `fabric.setup_dataloaders`, returned by a Lightning `*_dataloader` hook) are not
+        reported.
     """
     why = """
         Without a `DistributedSampler` each of the N processes iterates the whole dataset:
-        an "epoch" is N copies of the same batches, gradients are averaged over duplicates,
-        and the run costs N times more for the learning of one GPU. With a
+        an "epoch" is N passes over the same samples (in the very same order when the ranks
+        share a seed), gradients are averaged over duplicates, and the run costs N times
+        more compute for the progress of one GPU. With a
         `DistributedSampler` whose `set_epoch` is never called, the shuffle is seeded
         identically every epoch, so every epoch visits the data in the same order.
     """
@@ -145,7 +148,7 @@ def main(model, train_set, opt):
         dataset = ctx.segment(loader.arg("dataset")) if loader.arg("dataset") is not None else "dataset"
         return (
             f"this training `DataLoader` has {how} in a distributed (DDP) script, so every rank iterates the "
-            f"whole dataset and sees the same batches; pass `sampler=DistributedSampler({dataset})` "
+            f"whole dataset instead of its own shard; pass `sampler=DistributedSampler({dataset})` "
             "(and drop `shuffle=True`), then call `sampler.set_epoch(epoch)` every epoch"
         )
 

@@ -243,3 +243,20 @@ def test_autograd_check_without_optimizer(lint):
         """,
         CODE,
     )
+
+
+def test_apex_scale_loss_context(lint):
+    assert not lint(
+        """
+        import torch
+        from apex import amp
+        def train(model, optimizer, loader):
+            for x in loader:
+                with torch.cuda.amp.autocast():
+                    loss = model(x).mean()
+                    with amp.scale_loss(loss, optimizer) as scaled_loss:
+                        scaled_loss.backward()
+                optimizer.step()
+        """,
+        CODE,
+    )

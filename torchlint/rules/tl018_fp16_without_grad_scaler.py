@@ -128,8 +128,22 @@ def _is_unscaled_backward(ctx, training, event) -> bool:
     if not isinstance(call, ast.Call):
         return False
     if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
+        if isinstance(call.func.value, ast.Name) and _bound_by_with(ctx, call.func.value):
+            return False  # `with amp.scale_loss(loss, opt) as scaled: scaled.backward()` (apex)
         return not call.args  # accelerator.backward(loss) / engine.backward(loss) scale for you
     return ctx.call_qualname(call) == "torch.autograd.backward"
+
+
+def _bound_by_with(ctx, name: ast.Name) -> bool:
+    """Whether ``name`` is the ``as`` target of an enclosing with-statement."""
+    for ancestor in ctx.ancestors(name):
+        if isinstance(ancestor, (ast.With, ast.AsyncWith)):
+            for item in ancestor.items:
+                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name.id:
+                    return True
+        elif isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+    return False
 
 
 def _names_bound_in(with_node) -> frozenset[str]:

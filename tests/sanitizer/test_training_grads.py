@@ -371,10 +371,27 @@ def test_ts112_long_deliberate_accumulation_is_clean():
 def test_ts112_grad_scaler_skipping_every_step():
     report = sanitized(lambda: amp_training(poison=True, steps=22), nonfinite=False)
     (finding,) = codes(report, "TS112")
-    assert "GradScaler" in finding.message and "Inf/NaN" in finding.message
-    assert finding.details["nonfinite_grads"] is True
+    assert "a GradScaler skips opt.step()" in finding.message and "Inf/NaN" in finding.message
+    assert finding.details["nonfinite_grads"] is True and finding.details["grad_scaler"] is True
     # The scaler skipped every step, so the optimizer never saw NaN gradients.
     assert codes(report, "TS111") == []
+
+
+def test_ts112_nonfinite_gradients_without_a_grad_scaler():
+    def train():
+        model = Net()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        x, y = data()
+        x[0, 0] = float("inf")
+        for i in range(21):
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            if i > 1000:
+                opt.step()
+
+    (finding,) = codes(sanitized(train, nonfinite=False), "TS112")
+    assert "also contain Inf/NaN" in finding.message and "GradScaler" not in finding.message
+    assert finding.details["grad_scaler"] is False
 
 
 def test_ts112_lbfgs_many_backwards_inside_one_step_is_clean():

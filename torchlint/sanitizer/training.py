@@ -72,6 +72,18 @@ def _closure_of(args: tuple, kwargs: dict) -> tuple[Any, str | int | None]:
     return None, None
 
 
+def _grad_scaler_in_use() -> bool:
+    """Whether an enabled GradScaler has scaled a loss (a heap scan: only
+    called when a finding is about to be reported).  Which optimizer it drives
+    is not recorded past ``scaler.update()``."""
+    scaler_type = torch.amp.GradScaler
+    for obj in gc.get_objects():
+        if issubclass(type(obj), scaler_type):
+            if getattr(obj, "_enabled", False) and getattr(obj, "_scale", None) is not None:
+                return True
+    return False
+
+
 class OptimizerState:
     """What the training checks remember about one optimizer."""
 
@@ -495,11 +507,17 @@ class TrainingChecks(Check):
         what = f"{_plural(n, 'backward pass')} filled the gradients of {opt.label}'s parameters, but {step} {since}"
         if discarded:
             what += " (the gradients were cleared without being used)"
-        if nonfinite:
+        scaled = nonfinite and _grad_scaler_in_use()
+        if nonfinite and scaled:
             why = (
-                "Its gradients contain Inf/NaN: a GradScaler skips optimizer.step() whenever they do, "
+                f"Its gradients contain Inf/NaN, and a GradScaler skips {step} whenever they do, "
                 "so the model is never updated. Find the source of the non-finite values "
-                "(sanitize(anomaly=True), TS104, TS111), or lower the initial loss scale."
+                "(sanitize(anomaly=True), TS104), or lower the initial loss scale."
+            )
+        elif nonfinite:
+            why = (
+                "Its gradients also contain Inf/NaN. Check the condition around the step, and find the "
+                "source of the non-finite values (sanitize(anomaly=True), TS104)."
             )
         else:
             why = (
@@ -509,7 +527,8 @@ class TrainingChecks(Check):
         self.emit(
             "TS112",
             f"{what}. {why}",
-            {"optimizer": opt.label, "backward_passes": n, "steps": opt.steps, "nonfinite_grads": nonfinite},
+            {"optimizer": opt.label, "backward_passes": n, "steps": opt.steps, "nonfinite_grads": nonfinite,
+             "grad_scaler": scaled},
             self._backward_location,
         )
 

@@ -232,3 +232,26 @@ def test_scheduler_loop_without_training(lint):
         """,
         CODE,
     )
+
+
+def test_gan_scheduler_before_its_own_optimizer(lint):
+    findings = lint(
+        """
+        import torch
+        def train(netD, netG, loader):
+            optD = torch.optim.Adam(netD.parameters())
+            optG = torch.optim.Adam(netG.parameters())
+            schedD = torch.optim.lr_scheduler.StepLR(optD, 10)
+            schedG = torch.optim.lr_scheduler.StepLR(optG, 10)
+            for real in loader:
+                netD(real).mean().backward()
+                optD.step()
+                schedD.step()
+                schedG.step()
+                netG(real).mean().backward()
+                optG.step()
+        """,
+        CODE,
+    )
+    assert lines(findings) == [12]
+    assert "`schedG.step()` runs before `optG.step()` (line 14)" in findings[0].message

@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 
 from ..lint.rule import Rule, register
-from ..lint.training import exclusive
+from ..lint.imports import symbol
+from ..lint.training import SCHEDULER, exclusive
 
 _STEPS = ("step", "opaque_step")
 
@@ -112,9 +113,10 @@ def train(model, optimizer, lr_scheduler, loader):
         for index, event in enumerate(events):
             if event.kind != "sched_step" or event.node in reported or not _is_plain_sched_step(ctx.training, event.node):
                 continue
-            if any(e.kind in _STEPS and not exclusive(e, event) for e in events[:index]):
-                continue  # an optimizer step already ran in this iteration
-            later = next((e for e in events[index + 1 :] if _same_iteration_step(e, event)), None)
+            steps = _steps_of_scheduled_optimizer(ctx, event, events)
+            if any(e in steps and not exclusive(e, event) for e in events[:index]):
+                continue  # the optimizer step already ran in this iteration
+            later = next((e for e in events[index + 1 :] if e in steps and _same_iteration_step(e, event)), None)
             if later is None:
                 continue
             reported.add(event.node)
@@ -128,6 +130,34 @@ def train(model, optimizer, lr_scheduler, loader):
             "iteration, so the schedule advances before the update it should govern and its first learning "
             "rate is skipped; call it after the optimizer step"
         )
+
+
+def _steps_of_scheduled_optimizer(ctx, sched, events) -> set:
+    """The optimizer steps that matter for this scheduler: those of the optimizer it was
+    built on (``StepLR(optG, ...)`` -> ``optG.step()``) when the file says so and such steps
+    are present; otherwise every optimizer step."""
+    steps = [e for e in events if e.kind in _STEPS]
+    optimizer = _scheduled_optimizer(ctx, sched.target)
+    matching = [e for e in steps if optimizer is not None and e.target == optimizer]
+    return set(matching or steps)
+
+
+def _scheduled_optimizer(ctx, scheduler: str | None) -> str | None:
+    """The optimizer symbol a scheduler symbol was constructed from, when all its
+    constructions agree."""
+    if scheduler is None:
+        return None
+    training = ctx.training
+    found = set()
+    for assign in ctx.nodes(ast.Assign):
+        value = assign.value
+        if not isinstance(value, ast.Call) or training.constructor_role(value) != SCHEDULER:
+            continue
+        if not any(symbol(t) == scheduler for t in assign.targets):
+            continue
+        arg = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "optimizer"), None)
+        found.add(symbol(arg) if arg is not None else None)
+    return found.pop() if len(found) == 1 else None
 
 
 def _is_plain_sched_step(training, call: ast.Call) -> bool:

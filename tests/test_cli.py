@@ -143,6 +143,12 @@ def test_version():
     assert (run.code, run.out.strip()) == (0, f"torchlint {torchlint.__version__}")
 
 
+def test_format_choices_match_the_reporters():
+    from torchlint.lint import cli, reporters
+
+    assert cli.FORMATS == reporters.FORMATS == tuple(reporters.REPORTERS)
+
+
 def test_help_mentions_every_option():
     run = run_cli(["--help"])
     assert run.code == 0

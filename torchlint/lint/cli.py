@@ -17,6 +17,9 @@ import os
 import sys
 
 PROG = "torchlint"
+# Kept here (and checked against reporters.REPORTERS by a test) so --version and --help
+# need not import the engine.
+FORMATS = ("text", "json", "github", "sarif")
 SUBCOMMANDS = ("rules", "explain", "run")
 
 
@@ -71,7 +74,6 @@ def _parser():
             raise UsageError(message)
 
     from .. import __version__
-    from .reporters import FORMATS
 
     parser = Parser(
         prog=PROG,

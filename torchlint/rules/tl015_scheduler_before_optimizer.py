@@ -21,7 +21,8 @@ class SchedulerBeforeOptimizer(Rule):
         Reports a learning-rate scheduler's `step()` (no arguments) that runs, within one
         iteration of a training loop (a loop that runs a backward pass and an optimizer
         step, possibly in inner loops or helper functions of the same file), before the
-        optimizer's first `step()` of that iteration. `scheduler.step(metric)` calls
+        optimizer's first `step()` of that iteration (the optimizer the scheduler was built
+        on, when the file shows it: `StepLR(optG, ...)` pairs with `optG.step()`). `scheduler.step(metric)` calls
         (`ReduceLROnPlateau`, timm's `step(epoch)`) are not reported.
     """
     why = """

@@ -154,3 +154,18 @@ def test_argument_by_position_or_keyword():
     assert ast.unparse(argument(call, 1, "p")) == "b"
     assert ast.unparse(argument(call, 2, "training")) == "c"
     assert argument(call, 3, "inplace") is None
+
+
+def test_later_binding_in_the_same_loop_body_overwrites():
+    ctx, flow = _setup(
+        """
+        def f(x, levels):
+            for level in levels:
+                x = x.permute(0, 2, 1)
+                if level:
+                    x = x * 2
+                x = x.reshape(-1)
+            return x
+        """
+    )
+    assert _values(flow.reaching(_use(ctx, "x", 8))) == ["x.reshape(-1)", "param"]

@@ -254,6 +254,8 @@ class Dataflow:
                     continue
             if self._exclusive(binding.stmt, at_ancestors):
                 continue
+            if any(self._overwrites(later.stmt, binding.stmt) for later in found):
+                continue
             found.append(binding)
             if self._surely_before(binding.stmt, at_ancestors, scope):
                 break
@@ -267,6 +269,26 @@ class Dataflow:
             if id(ancestor) in at_ancestors:  # the lowest common ancestor
                 return _exclusive_blocks(ancestor, child, at_ancestors)
             child = ancestor
+        return False
+
+    def _overwrites(self, later: ast.AST, earlier: ast.AST) -> bool:
+        """Whether statement ``later`` always runs after ``earlier`` whenever ``earlier`` runs,
+        before the point: ``later`` sits in a block that holds ``earlier`` (or a statement
+        containing it) further up — ``x = x.permute(p); x = x.reshape(...)`` in one loop body."""
+        if isinstance(later, (ast.For, ast.AsyncFor, ast.arg)) or isinstance(earlier, ast.arg):
+            return False
+        block_owner = self.ctx.parent(later)
+        if block_owner is None:
+            return False
+        node = earlier
+        while node is not None and node is not block_owner:
+            parent = self.ctx.parent(node)
+            if parent is block_owner:
+                field_earlier = _block_of(block_owner, node)
+                if field_earlier[0] and field_earlier == _block_of(block_owner, later):
+                    return _start(node) < _start(later)
+                return False
+            node = parent
         return False
 
     def _surely_before(self, stmt: ast.AST, at_ancestors: set[int], scope: ast.AST) -> bool:

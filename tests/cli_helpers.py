@@ -25,6 +25,7 @@ CLEAN = textwrap.dedent(
     """\
     import torch
     def evaluate(model, x):
+        model.eval()
         with torch.no_grad():
             return model(x).argmax(1)
     """

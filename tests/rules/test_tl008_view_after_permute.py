@@ -253,3 +253,29 @@ def test_layer_named_t_is_not_a_transpose(lint):
         """,
         CODE,
     ) == []
+
+
+def test_attention_output_merged_without_contiguous(lint):
+    # The classic slip in hand-written attention: `.contiguous()` forgotten before merging heads.
+    findings = lint(
+        """
+        import math
+        import torch.nn.functional as F
+        class SelfAttention:
+            def forward(self, x):
+                B, T, C = x.size()
+                q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+                k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+                q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+                v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+                att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+                att = F.softmax(att, dim=-1)
+                y = att @ v
+                y = y.transpose(1, 2).view(B, T, C)
+                z = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).view(B, T, C)
+                return self.c_proj(y), z
+        """,
+        CODE,
+    )
+    assert lines(findings) == [14, 15]
+    assert "`y.transpose(1, 2)`" in findings[0].message

@@ -234,3 +234,22 @@ def test_outside_init_and_wrapped_parameter(lint):
         """,
         CODE,
     ) == []
+
+
+def test_repeated_list_and_moved_trainable_tensor(lint):
+    findings = lint(
+        """
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self, n, device):
+                super().__init__()
+                self.convs = [nn.Conv2d(8, 8, 3)] * n
+                self.bias = torch.zeros(8, requires_grad=True).to(device)
+                self.moved = nn.Linear(8, 8).to(device)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [7, 8]
+    assert "plain list" in findings[0].message
+    assert "`self.bias` is a tensor made trainable" in findings[1].message

@@ -29,6 +29,11 @@ SHAPE_METHODS = frozenset({"view", "reshape", "expand", "new_zeros", "new_ones",
 SHAPE_FACTORIES = frozenset(
     {"torch.zeros", "torch.ones", "torch.empty", "torch.randn", "torch.rand", "torch.full", "torch.randint"}
 )
+# Functions whose result has the rank of their first argument (attention outputs, matmul).
+RANK_OF_FIRST_ARGUMENT = frozenset(
+    {"torch.nn.functional.scaled_dot_product_attention", "torch.matmul", "torch.softmax", "torch.nn.functional.softmax",
+     "torch.nn.functional.dropout", "torch.sigmoid", "torch.tanh", "torch.relu"}
+)
 RANK_KEEPING_METHODS = LAYOUT_KEEPING_METHODS | PERMUTING_METHODS | {"contiguous", "softmax", "log_softmax"}
 
 
@@ -162,11 +167,18 @@ class _Layout:
         return ranks.pop() if len(ranks) == 1 else None
 
     def _rank_of_origin(self, origin: ast.AST, depth: int) -> int | None:
+        if isinstance(origin, ast.BinOp):
+            # Broadcasting (elementwise ops, and `@` on batched matrices): the larger rank.
+            ranks = [self.rank(side, depth + 1) for side in (origin.left, origin.right)]
+            known = [r for r in ranks if r is not None]
+            return max(known) if known and (len(known) == 2 or isinstance(origin.op, ast.MatMult)) else None
         if not isinstance(origin, ast.Call):
             if isinstance(origin, ast.Attribute) and origin.attr in PERMUTING_ATTRIBUTES:
                 return self.rank(origin.value, depth + 1)
             return None
         qual = self.ctx.call_qualname(origin)
+        if qual in RANK_OF_FIRST_ARGUMENT and origin.args:
+            return self.rank(origin.args[0], depth + 1)
         if qual in SHAPE_FACTORIES or qual == "torch.reshape":
             args = origin.args[1:] if qual == "torch.reshape" else origin.args
             if qual == "torch.full" and args:

@@ -11,6 +11,7 @@ from ..lint.rule import Rule, register
 from ..lint.training import MODEL
 
 PARAMETER = "torch.nn.Parameter"
+DEVICE_MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16"})
 CONTAINER_LITERALS = (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp, ast.Set, ast.SetComp)
 EMPTY_CONTAINER_CALLS = frozenset({"list", "dict", "tuple", "OrderedDict", "collections.OrderedDict"})
 # Calls that register their arguments (or whatever the class stores by hand).
@@ -164,7 +165,8 @@ class _InitChecker:
         if not fresh or self._registers_by_hand or self._wrapped_later(attr):
             return None
         kind = "dict" if isinstance(value, (ast.Dict, ast.DictComp)) or _called(value) in ("dict", "OrderedDict") else (
-            "tuple" if isinstance(value, ast.Tuple) else "list"
+            "tuple" if isinstance(value, ast.Tuple) or (isinstance(value, ast.BinOp) and isinstance(value.left, ast.Tuple))
+            else "list"
         )
         if fresh == "parameter":
             replacement = "nn.ParameterDict" if kind == "dict" else "nn.ParameterList"
@@ -179,9 +181,14 @@ class _InitChecker:
         )
 
     def _trainable_tensor(self, value: ast.AST) -> str | None:
+        # `torch.randn(n, requires_grad=True).to(device)`: look inside device/dtype moves.
+        found = method_call(value)
+        if found is not None and found[0] in DEVICE_MOVES:
+            inner = self._trainable_tensor(found[1])
+            if inner:
+                return inner
         if not isinstance(value, ast.Call):
             return None
-        found = method_call(value)
         if found is not None and found[0] == "requires_grad_":
             if not value.args or _is_true(value.args[0]):
                 return "requires_grad_()"
@@ -218,6 +225,12 @@ class _InitChecker:
             elements = list(value.values)
         elif isinstance(value, (ast.List, ast.Tuple, ast.Set)):
             elements = list(value.elts)
+        elif isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
+            # `[nn.Linear(8, 8)] * n`: the same module n times, still unregistered.
+            for side in (value.left, value.right):
+                if isinstance(side, (ast.List, ast.Tuple)):
+                    return self._fresh_modules_in_container(side)
+            return None
         else:
             return None
         kinds = {self._module_kind(e) for e in elements} - {None}

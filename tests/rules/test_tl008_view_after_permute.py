@@ -279,3 +279,22 @@ def test_attention_output_merged_without_contiguous(lint):
     )
     assert lines(findings) == [14, 15]
     assert "`y.transpose(1, 2)`" in findings[0].message
+
+
+def test_vit_attention_heads_from_indexed_qkv(lint):
+    findings = lint(
+        """
+        import torch.nn.functional as F
+        def forward(self, x):
+            b, n, c = x.shape
+            qkv = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv[0], qkv[1], qkv[2]
+            attn = (q @ k.transpose(-2, -1)) * self.scale
+            attn = F.dropout(attn.softmax(dim=-1), p=0.1, training=self.training)
+            out = (attn @ v).transpose(1, 2).view(b, n, -1)
+            ok = (attn @ v).transpose(1, 2).reshape(b, n, -1)
+            return out, ok
+        """,
+        CODE,
+    )
+    assert lines(findings) == [9]

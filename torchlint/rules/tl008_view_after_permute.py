@@ -172,6 +172,8 @@ class _Layout:
             ranks = [self.rank(side, depth + 1) for side in (origin.left, origin.right)]
             known = [r for r in ranks if r is not None]
             return max(known) if known and (len(known) == 2 or isinstance(origin.op, ast.MatMult)) else None
+        if isinstance(origin, ast.Subscript):
+            return self._rank_of_subscript(origin, depth)
         if not isinstance(origin, ast.Call):
             if isinstance(origin, ast.Attribute) and origin.attr in PERMUTING_ATTRIBUTES:
                 return self.rank(origin.value, depth + 1)
@@ -207,6 +209,24 @@ class _Layout:
         if method in RANK_KEEPING_METHODS:
             return self.rank(receiver, depth + 1)
         return None
+
+    def _rank_of_subscript(self, node: ast.Subscript, depth: int) -> int | None:
+        """``qkv[0]`` drops a dimension, ``x[:, :k]`` keeps them, ``x[None]`` adds one."""
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        change = 0
+        for part in parts:
+            if isinstance(part, ast.Slice) or (isinstance(part, ast.Constant) and part.value is Ellipsis):
+                if isinstance(part, ast.Constant) and len(parts) > 1:
+                    return None  # x[..., 0]: counts from the end; fine, but keep it simple
+                continue
+            if isinstance(part, ast.Constant) and part.value is None:
+                change += 1
+            elif isinstance(part, ast.Constant) and isinstance(part.value, int):
+                change -= 1
+            else:
+                return None  # a tensor or variable index: cannot tell
+        inner = self.rank(node.value, depth + 1)
+        return None if inner is None else inner + change
 
     def _rank_from_shape_unpack(self, name: ast.Name) -> int | None:
         """``B, N, C = x.shape`` (or ``x.size()``) with the same value of ``x`` reaching here."""

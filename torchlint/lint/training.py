@@ -358,14 +358,17 @@ class TrainingModel:
 
     def _opaque_step(self, call: ast.Call) -> Event | None:
         """A call handed both a loss-like value and an optimizer (``loss_scaler(loss, optimizer)``)."""
+        if len(call.args) + len(call.keywords) < 2:
+            return None
         args = list(call.args) + [kw.value for kw in call.keywords]
-        has_opt = any(self.role_of(a) == OPTIMIZER for a in args if symbol(a))
-        has_loss = any((symbol(a) or "").rsplit(".", 1)[-1].startswith("loss") for a in args)
-        if has_opt and has_loss:
-            opt = next(symbol(a) for a in args if symbol(a) and self.role_of(a) == OPTIMIZER)
-            loss = next(a for a in args if (symbol(a) or "").rsplit(".", 1)[-1].startswith("loss"))
-            return Event("opaque_step", call, target=opt, arg=loss)
-        return None
+        # The cheap test first: most calls have no loss-named argument.
+        loss = next((a for a in args if (symbol(a) or "").rsplit(".", 1)[-1].startswith("loss")), None)
+        if loss is None:
+            return None
+        opt = next((symbol(a) for a in args if symbol(a) and self.role_of(a) == OPTIMIZER), None)
+        if opt is None:
+            return None
+        return Event("opaque_step", call, target=opt, arg=loss)
 
     # ----- resolving calls into this file -------------------------------------------------------
     def resolve_local_call(self, call: ast.Call) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -484,7 +487,7 @@ class TrainingModel:
         cache = self._plan_cache
         plan = cache.get(node)
         if plan is None:
-            calls = [n for n in _walk_no_scopes(node) if isinstance(n, ast.Call)]
+            calls = self._calls_in(node)
             # Inner calls run before outer ones: scaler.scale(loss) before .backward().
             calls.sort(key=lambda c: (c.end_lineno or 0, c.end_col_offset or 0))
             plan = []
@@ -500,6 +503,35 @@ class TrainingModel:
     @cached_property
     def _plan_cache(self) -> dict:
         return {}
+
+    def _calls_in(self, node) -> list:
+        """The calls of a simple statement, or of one expression hanging off a statement (an
+        ``if`` test, a loop header, a ``with`` item), not inside lambdas or nested defs --
+        from a per-file index of calls by statement rather than a walk of every expression."""
+        parent = self.ctx.parent(node)
+        if isinstance(node, ast.stmt):
+            return [call for call, _ in self._calls_by_statement.get(node, ())]
+        if isinstance(parent, ast.stmt) or isinstance(parent, ast.withitem):
+            statement = parent if isinstance(parent, ast.stmt) else self.ctx.parent(parent)
+            return [call for call, tops in self._calls_by_statement.get(statement, ()) if node in tops]
+        return [n for n in _walk_no_scopes(node) if isinstance(n, ast.Call)]
+
+    @cached_property
+    def _calls_by_statement(self) -> dict:
+        """Statement -> [(call, the two nodes just below the statement on the way to the call)]."""
+        index: dict = {}
+        parents = self.ctx.parents
+        for call in self.ctx.calls:
+            child, below = call, None
+            current = parents.get(call)
+            while current is not None and not isinstance(current, ast.stmt):
+                if isinstance(current, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    break
+                child, below = current, child
+                current = parents.get(current)
+            if isinstance(current, ast.stmt):
+                index.setdefault(current, []).append((call, (child, below)))
+        return index
 
     def _walk_expr(self, node, out, guards, loops, via, withs, stack) -> None:
         for call, event, target, opaque in self._call_plan(node):
@@ -1036,6 +1068,8 @@ class TrainingModel:
         ``loss_scaler(loss, optimizer, update_grad=(i + 1) % accum_iter == 0)``), with that test."""
         found = []
         seen = set()
+        if not any(kw.arg and "update" in kw.arg for call in self.ctx.calls for kw in call.keywords):
+            return found
         for events in self.loop_events.values():
             for event in events:
                 if event.kind != "opaque_step" or event.node in seen:

@@ -379,3 +379,43 @@ def test_multi_task_losses_in_inner_loop_are_not_micro_steps(lint):
         """,
         CODE,
     )
+
+
+def test_timm_shape_without_division_is_reported(lint):
+    # The step under `if need_update:` inside a closure, the clear after `if not need_update: continue`.
+    check(
+        lint,
+        """
+        def train_one_epoch(model, loader, optimizer, loss_fn, accum_steps):
+            for idx, (inp, tgt) in enumerate(loader):
+                need_update = (idx + 1) % accum_steps == 0
+                def _backward(_loss):
+                    _loss.backward()  # expect: TL009
+                    if need_update:
+                        optimizer.step()
+                _backward(loss_fn(model(inp), tgt))
+                if not need_update:
+                    continue
+                optimizer.zero_grad()
+        """,
+        CODE,
+    )
+
+
+def test_accumulation_count_in_a_variable_does_not_configure_the_accelerator(lint):
+    # The shape of accelerate's fsdp_with_peak_mem_tracking example: manual accumulation, no division.
+    check(
+        lint,
+        """
+        from accelerate import Accelerator
+        accelerator = Accelerator(mixed_precision="fp16")
+        gradient_accumulation_steps = batch_size // MAX_GPU_BATCH_SIZE
+        for step, batch in enumerate(loader):
+            loss = model(**batch).loss
+            accelerator.backward(loss)  # expect: TL009
+            if step % gradient_accumulation_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+        """,
+        CODE,
+    )

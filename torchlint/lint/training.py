@@ -842,12 +842,21 @@ class TrainingModel:
                 if ACCUMULATION_NAME.search(node.id):
                     return True
                 if depth < 2:
-                    scope = self.ctx.enclosing_scope(test)
-                    for assign in self.assignments(scope).get(node.id, ()):
+                    for assign in self._visible_assignments(node.id, test):
                         value = getattr(assign, "value", None)
                         if isinstance(assign, ast.Assign) and value is not None and self.is_accumulation_test(value, depth + 1):
                             return True
         return False
+
+    def _visible_assignments(self, name: str, at: ast.AST) -> list:
+        """Assignments of ``name`` in the innermost scope around ``at`` that has any (closures see
+        their enclosing function's variables)."""
+        scope = self.ctx.enclosing_scope(at)
+        while True:
+            found = self.assignments(scope).get(name)
+            if found or isinstance(scope, ast.Module):
+                return found or []
+            scope = self.ctx.enclosing_scope(scope)
 
     # ----- assignments and the value a loss holds ------------------------------------------------------
     def assignments(self, scope: ast.AST) -> dict[str, list[ast.AST]]:
@@ -1000,7 +1009,13 @@ class TrainingModel:
         """
         events = unit.events
         step = events[index]
-        gate, exit_index = self.accumulation_gate(events, index)
+        # The step's own accumulation conditions, and an exit taken on non-update iterations:
+        # events after it run only on update iterations (timm has both: `if need_update:
+        # optimizer.step()` in a closure, then `if not need_update: continue` before the clear).
+        step_gates = {self.guard_key(g): g[0] for g in step.guards if self.is_accumulation_test(g[0])}
+        exit_test, exit_index = self._accumulation_exit(events, index, anywhere=True)
+        if exit_index is not None and exit_index > index:
+            exit_test = None  # an exit after the step gates what follows, not the step itself
         stepped = self.stepped_optimizers(unit)
         low = 0
         if len(stepped) > 1:  # several optimizers: only the backwards since the previous step feed this one
@@ -1008,18 +1023,36 @@ class TrainingModel:
                 if events[j].kind == "step" and not exclusive(events[j], step):
                     low = j + 1
                     break
-        if gate is not None and self._cleared_every_iteration(events, step, stepped, exit_index):
-            return []
+
+        def gated(event, position):
+            """Runs only on update iterations: under all of the step's gates, or after the exit."""
+            if exit_index is not None and position > exit_index and event.loops == step.loops:
+                return True
+            return bool(step_gates) and set(step_gates) <= self.guard_keys(event)
+
+        if step_gates or exit_test is not None:
+            for j, clear in enumerate(events):
+                if (
+                    clear.kind in CLEAR_KINDS
+                    and clear.loops == step.loops
+                    and not exclusive(clear, step)
+                    and not gated(clear, j)
+                    and not any(self.is_accumulation_test(t) for t, _ in clear.guards)
+                    and self.clears(clear, step, stepped)
+                ):
+                    return []  # cleared on every iteration: steps are skipped, nothing accumulates
         found = []
         for j, event in enumerate(events):
             if event.kind != "backward" or exclusive(event, step) or (len(stepped) > 1 and not low <= j < index):
                 continue
-            if gate is not None:
-                if not self._gated(event, j, exit_index):
-                    if exit_index is None:
-                        found.append((event, Accumulation("guard", gate, gate)))
-                    else:
-                        found.append((event, Accumulation("exit", events[exit_index].node, gate)))
+            if step_gates or exit_test is not None:
+                if gated(event, j):
+                    continue
+                missing = [test for key, test in step_gates.items() if key not in self.guard_keys(event)]
+                if missing:
+                    found.append((event, Accumulation("guard", missing[0], missing[0])))
+                elif exit_test is not None:
+                    found.append((event, Accumulation("exit", events[exit_index].node, exit_test)))
                 continue
             micro = next((l for l in event.loops if l not in step.loops and self.is_micro_step_loop(l)), None)
             if micro is not None and not any(
@@ -1035,26 +1068,19 @@ class TrainingModel:
         for test, _ in step.guards:
             if self.is_accumulation_test(test):
                 return test, None
-        for j in range(index):
+        return self._accumulation_exit(events, index)
+
+    def _accumulation_exit(self, events, index: int, anywhere: bool = False) -> tuple:
+        """The first ``continue``/``return`` under an accumulation test before ``events[index]``
+        (anywhere in the iteration, with ``anywhere``) at its level."""
+        step = events[index]
+        for j in range(len(events) if anywhere else index):
             event = events[j]
             if event.kind in ("continue", "return") and event.loops == step.loops and not exclusive(event, step):
                 for test, _ in event.guards:
                     if self.is_accumulation_test(test):
                         return test, j
         return None, None
-
-    def _gated(self, event: Event, position: int, exit_index) -> bool:
-        """Whether an event runs only on update iterations (under an accumulation test, or after the exit)."""
-        if any(self.is_accumulation_test(test) for test, _ in event.guards):
-            return True
-        return exit_index is not None and position > exit_index
-
-    def _cleared_every_iteration(self, events, step, stepped, exit_index) -> bool:
-        for j, event in enumerate(events):
-            if event.kind in CLEAR_KINDS and event.loops == step.loops and self.clears(event, step, stepped):
-                if not self._gated(event, j, exit_index) and not exclusive(event, step):
-                    return True
-        return False
 
     def is_micro_step_loop(self, loop: ast.AST) -> bool:
         """A loop over the micro-batches of one update, told by its names (``micro_step``,

@@ -137,5 +137,19 @@ def _framework_scales(ctx, training, backward, step) -> bool:
             and item.context_expr.func.attr == "accumulate"
             for item in withs
         )
-        return accumulate or "gradient_accumulation_steps" in ctx.source
+        return accumulate or _accelerator_accumulates(ctx)
     return bool(_SELF_SCALING_OWNER.search(owner)) or training.role_of(call.func.value) == "model"
+
+
+def _accelerator_accumulates(ctx) -> bool:
+    """An ``Accelerator(gradient_accumulation_steps=...)`` (or ``gradient_accumulation_plugin=``) in the
+    file: then ``accelerator.backward`` divides the loss. A local variable of that name is not enough."""
+    for call in ctx.calls:
+        func = call.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if name.endswith("Accelerator") and any(
+            kw.arg in ("gradient_accumulation_steps", "gradient_accumulation_plugin") or kw.arg is None
+            for kw in call.keywords
+        ):
+            return True
+    return False

@@ -420,9 +420,6 @@ class Dataflow:
                 return self._origins(inner, through, None, found, seen, depth + 1)
         found.append(expr)
 
-    def iter_origins(self, expr, through=None) -> Iterator[ast.AST | None]:
-        yield from self.origins(expr, through)
-
 
 def _block_of(branching: ast.AST, child: ast.AST) -> tuple[str, ast.AST | None]:
     """Which block of ``branching`` holds ``child`` (a node directly under it):

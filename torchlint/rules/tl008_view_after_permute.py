@@ -286,8 +286,10 @@ class ViewAfterPermute(Rule):
         `torch.permute` — directly, through variables, through slicing, or through
         elementwise ops that keep the strides (`.eq()`, `.float()`, `.clone()`, `* 2`)
         — with no `.contiguous()` or `.reshape()` in between, when the new shape merges
-        dimensions: `-1` to flatten, a product such as `h * w`, or fewer dimensions
-        than the permuted tensor has. Views that only split a dimension (`(B, N, C)`
+        dimensions: fewer dimensions than the permuted tensor has (its rank is read
+        from `permute(...)`, `B, N, C = x.shape`, earlier `view`/`reshape` calls), or,
+        when the rank is unknown, a flatten to one dimension (`view(-1)`) or to two
+        with `-1` or a product such as `h * w`. Views that only split a dimension (`(B, N, C)`
         transposed, then viewed as `(B, C, H, W)`) are legal and not reported.
     """
     why = """

@@ -509,3 +509,37 @@ def test_single_step_in_a_test_function(lint):
         """,
         CODE,
     )
+
+
+def test_two_optimizers_of_unknown_parameters_one_clear(lint):
+    # Lightning manual optimization: both optimizers may hold the same parameters; the one
+    # clear cannot be shown not to cover the other.
+    check(
+        lint,
+        """
+        import lightning as L
+        class Model(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                opt_a, opt_b = self.optimizers()
+                self.manual_backward(self.loss(self(batch)))
+                opt_a.step()
+                self.manual_backward(self.loss(self(batch)))
+                opt_b.step()
+                opt_b.zero_grad()
+        """,
+        CODE,
+    )
+
+
+def test_step_with_a_closure_defined_elsewhere(lint):
+    check(
+        lint,
+        """
+        def run(optimizer, closure_fn, model, iters):
+            for _ in range(iters):
+                loss = model()
+                loss.backward()
+                optimizer.step(closure_fn)
+        """,
+        CODE,
+    )

@@ -235,3 +235,42 @@ def test_unreadable_directory_is_reported_and_the_run_goes_on(tmp_path, monkeypa
         "locked:1:1: TL000 [syntax-error] cannot read directory: permission denied",
         "train.py:5:9: TL016 [backward-under-no-grad] " + run.out.splitlines()[1].split("] ", 1)[1],
     ]
+
+
+class Spinner(Rule):
+    """A rule that never finishes, and even swallows ordinary exceptions while it spins."""
+
+    code, name, severity, summary = "TL996", "spinning-rule", "error", "test"
+
+    def check(self, ctx):
+        while True:
+            try:
+                sum(range(1000))
+            except Exception:
+                pass
+        yield  # pragma: no cover
+
+
+def test_a_rule_that_never_finishes_is_stopped_by_its_cpu_budget():
+    result = lint_text(BUGGY, "t.py", [Spinner, all_rules()["TL016"]], rule_budget=0.3)
+    assert [f.code for f in result.findings] == ["TL016"]
+    assert result.problems == [
+        "t.py: TL996 stopped after using its 0.3 s CPU budget on this file (a performance bug in the rule,"
+        " please report it); its findings for this file are missing"
+    ]
+    # The timer is gone afterwards: slow code outside a rule is not interrupted.
+    import signal
+
+    assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
+
+
+def test_the_command_applies_a_cpu_budget(tmp_path, monkeypatch):
+    from torchlint.lint import rule
+
+    monkeypatch.setattr(engine, "DEFAULT_RULE_CPU_BUDGET", 0.3)
+    monkeypatch.setattr("torchlint.lint.runner.DEFAULT_RULE_CPU_BUDGET", 0.3)
+    monkeypatch.setitem(rule._REGISTRY, Spinner.code, Spinner)
+    write(tmp_path / "train.py", BUGGY)
+    run = run_cli(["-q", "train.py", "--select", "TL016,TL996"])
+    assert run.code == 1 and run.out.startswith("train.py:5:9: TL016")
+    assert "train.py: TL996 stopped after using its 0.3 s CPU budget" in run.err

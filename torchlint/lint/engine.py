@@ -11,8 +11,11 @@ from __future__ import annotations
 import ast
 import io
 import os
+import signal
 import stat
+import threading
 import tokenize
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -26,6 +29,10 @@ SYNTAX_CODE = SYNTAX_ERROR[0]
 # Real source files stay far below this (the largest of ~1,800 files in six big ML projects
 # is 0.22 MB); bigger ones are generated data that would only slow every run down.
 DEFAULT_MAX_FILE_BYTES = 1_000_000
+# CPU seconds one rule may spend on one file before the engine stops it (see cpu_budget).
+# Every rule takes milliseconds on real files; this only catches a rule that has gone
+# quadratic or worse on some unusual file, so that one file cannot hang a CI job.
+DEFAULT_RULE_CPU_BUDGET = 5.0
 
 
 @dataclass
@@ -53,8 +60,11 @@ def lint_source(source: str, path: str = "<string>", rules: Iterable[type[Rule]]
     return lint_text(source, path, rules).findings
 
 
-def lint_text(source: str, path: str, rules: Iterable[type[Rule]] | None = None) -> FileResult:
-    """Lint decoded source text. ``rules=None`` runs every registered rule (TL000 included)."""
+def lint_text(
+    source: str, path: str, rules: Iterable[type[Rule]] | None = None, rule_budget: float | None = None
+) -> FileResult:
+    """Lint decoded source text. ``rules=None`` runs every registered rule (TL000 included).
+    ``rule_budget``: CPU seconds each rule may spend on this file (None: no limit)."""
     rule_classes = list(all_rules().values()) if rules is None else list(rules)
     report_unparsable = rules is None or any(r.code == SYNTAX_CODE for r in rule_classes)
     result = FileResult(path, line_count=source.count("\n") + (not source.endswith("\n") and bool(source)))
@@ -64,10 +74,11 @@ def lint_text(source: str, path: str, rules: Iterable[type[Rule]] | None = None)
             result.findings.append(failure)
     else:
         ctx = FileContext(path, source, tree)
-        for rule_cls in rule_classes:
-            if rule_cls.code == SYNTAX_CODE:
-                continue
-            _run_rule(rule_cls, ctx, result)
+        with cpu_budget(rule_budget) as limit:
+            for rule_cls in rule_classes:
+                if rule_cls.code == SYNTAX_CODE:
+                    continue
+                _run_rule(rule_cls, ctx, result, limit, rule_budget)
     return _finish(result, source)
 
 
@@ -96,17 +107,62 @@ def _nul_finding(path: str, source: str) -> Finding:
     return _syntax_finding(path, line, column, "cannot parse: the file contains a NUL byte; is it a binary file?")
 
 
-def _run_rule(rule_cls: type[Rule], ctx: FileContext, result: FileResult) -> None:
+class RuleTimeout(BaseException):
+    """Raised inside a rule whose CPU budget ran out. A BaseException, so that a rule's own
+    ``except Exception`` cannot swallow it."""
+
+
+@contextmanager
+def cpu_budget(seconds: float | None):
+    """Yields ``limit()``, a context manager that stops the code inside it with RuleTimeout
+    after ``seconds`` of CPU time. Uses SIGPROF, so it works only in a main thread on Unix;
+    elsewhere (or with ``seconds`` None) it limits nothing."""
+    usable = (
+        seconds
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+    )
+    if not usable:
+        yield _no_limit
+        return
+
+    def on_timeout(signum, frame):
+        raise RuleTimeout()
+
+    previous = signal.signal(signal.SIGPROF, on_timeout)
+
+    @contextmanager
+    def limit():
+        signal.setitimer(signal.ITIMER_PROF, seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+
+    try:
+        yield limit
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+
+
+@contextmanager
+def _no_limit():
+    yield
+
+
+def _run_rule(rule_cls: type[Rule], ctx: FileContext, result: FileResult, limit=_no_limit, budget=None) -> None:
     rule = rule_cls()
     found: list[Finding] = []
     try:
-        for diag in rule.check(ctx):
-            line, col, end_line, end_col = ctx.span(diag.node)
-            found.append(
-                Finding(
-                    ctx.path, line, col, end_line, end_col, rule.code, rule.name, rule.severity, diag.message, diag.fix
-                )
-            )
+        with limit():
+            _collect(rule, ctx, found)
+    except RuleTimeout:
+        result.problems.append(
+            f"{ctx.path}: {rule.code} stopped after using its {budget:g} s CPU budget on this file"
+            " (a performance bug in the rule, please report it); its findings for this file are missing"
+        )
+        return
     except RecursionError:
         result.problems.append(
             f"{ctx.path}: {rule.code} skipped: the code is nested too deeply for this rule (recursion limit)"
@@ -119,6 +175,14 @@ def _run_rule(rule_cls: type[Rule], ctx: FileContext, result: FileResult) -> Non
         )
         return
     result.findings.extend(found)
+
+
+def _collect(rule: Rule, ctx: FileContext, found: list[Finding]) -> None:
+    for diag in rule.check(ctx):
+        line, col, end_line, end_col = ctx.span(diag.node)
+        found.append(
+            Finding(ctx.path, line, col, end_line, end_col, rule.code, rule.name, rule.severity, diag.message, diag.fix)
+        )
 
 
 def _finish(result: FileResult, source: str) -> FileResult:
@@ -164,12 +228,14 @@ def decode(data: bytes, path: str) -> tuple[str | None, Finding | None]:
     return text, None
 
 
-def lint_bytes(data: bytes, path: str, rules: Sequence[type[Rule]] | None = None) -> FileResult:
+def lint_bytes(
+    data: bytes, path: str, rules: Sequence[type[Rule]] | None = None, rule_budget: float | None = None
+) -> FileResult:
     text, failure = decode(data, path)
     if text is None:
         report = rules is None or any(r.code == SYNTAX_CODE for r in rules)
         return FileResult(path, findings=[failure] if report else [], line_count=data.count(b"\n"))
-    return lint_text(text, path, rules)
+    return lint_text(text, path, rules, rule_budget)
 
 
 class TooLarge(Exception):
@@ -196,7 +262,9 @@ def read_file(path: str, max_bytes: int = 0) -> tuple[bytes | None, str | None]:
         return None, f"cannot read: {exc.strerror or exc}"
 
 
-def lint_file(path: str, rules: Sequence[type[Rule]] | None = None, max_bytes: int = 0) -> FileResult:
+def lint_file(
+    path: str, rules: Sequence[type[Rule]] | None = None, max_bytes: int = 0, rule_budget: float | None = None
+) -> FileResult:
     try:
         data, reason = read_file(path, max_bytes)
     except TooLarge as size:
@@ -211,4 +279,4 @@ def lint_file(path: str, rules: Sequence[type[Rule]] | None = None, max_bytes: i
     if data is None:
         report = rules is None or any(r.code == SYNTAX_CODE for r in rules)
         return FileResult(path, findings=[_syntax_finding(path, 1, 1, reason)] if report else [])
-    return lint_bytes(data, path, rules)
+    return lint_bytes(data, path, rules, rule_budget)

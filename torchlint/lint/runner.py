@@ -6,7 +6,14 @@ import os
 import sys
 from typing import Iterable, Iterator, Sequence
 
-from .engine import DEFAULT_MAX_FILE_BYTES, FileResult, _syntax_finding, lint_bytes, lint_file
+from .engine import (
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_RULE_CPU_BUDGET,
+    FileResult,
+    _syntax_finding,
+    lint_bytes,
+    lint_file,
+)
 from .files import Target
 from .rule import Rule, all_rules
 
@@ -32,11 +39,11 @@ def lint_job(job: Job) -> FileResult:
         rules = _RULE_CACHE[codes] = _rules_for(codes)
     if error is not None:
         return FileResult(path, findings=[_syntax_finding(path, 1, 1, error)] if "TL000" in codes else [])
-    return lint_file(path, rules, max_bytes)
+    return lint_file(path, rules, max_bytes, DEFAULT_RULE_CPU_BUDGET)
 
 
 def lint_stdin_bytes(data: bytes, path: str, codes: frozenset) -> FileResult:
-    return lint_bytes(data, path, _rules_for(codes))
+    return lint_bytes(data, path, _rules_for(codes), DEFAULT_RULE_CPU_BUDGET)
 
 
 def resolve_jobs(jobs: int) -> int:

@@ -253,3 +253,20 @@ def test_repeated_list_and_moved_trainable_tensor(lint):
     assert lines(findings) == [7, 8]
     assert "plain list" in findings[0].message
     assert "`self.bias` is a tensor made trainable" in findings[1].message
+
+
+def test_stateless_layers_in_a_list_lose_nothing(lint):
+    findings = lint(
+        """
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.pools = [nn.MaxPool2d(2), nn.AvgPool2d(2)]
+                self.acts = {"relu": nn.ReLU(), "gelu": nn.GELU()}
+                self.drops = [nn.Dropout(0.1), nn.ReLU()]
+        """,
+        CODE,
+    )
+    # Dropout has train/eval behaviour: `model.eval()` never reaches it in a plain list.
+    assert lines(findings) == [8]

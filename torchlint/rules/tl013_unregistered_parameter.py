@@ -14,6 +14,19 @@ PARAMETER = "torch.nn.Parameter"
 DEVICE_MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16"})
 CONTAINER_LITERALS = (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp, ast.Set, ast.SetComp)
 EMPTY_CONTAINER_CALLS = frozenset({"list", "dict", "tuple", "OrderedDict", "collections.OrderedDict"})
+# Layers with no parameters, no buffers and the same behaviour in train and eval mode:
+# keeping them in a plain list loses nothing. (Dropout and normalisation layers are not here.)
+STATELESS_LAYERS = frozenset(
+    "torch.nn." + name
+    for name in (
+        "ReLU", "ReLU6", "LeakyReLU", "GELU", "SiLU", "Mish", "ELU", "SELU", "CELU", "Tanh", "Sigmoid",
+        "Hardswish", "Hardsigmoid", "Hardtanh", "Softplus", "Softmax", "LogSoftmax", "Identity", "Flatten",
+        "Unflatten", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+        "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+        "AdaptiveMaxPool3d", "Upsample", "PixelShuffle", "PixelUnshuffle", "ZeroPad2d", "ConstantPad2d",
+        "ReflectionPad2d", "ReplicationPad2d",
+    )
+)
 # Calls that register their arguments (or whatever the class stores by hand).
 REGISTERING_METHODS = frozenset({"add_module", "register_module", "register_parameter", "register_buffer"})
 # Builtins that only look at a container: passing `self.blocks` to them registers nothing.
@@ -213,6 +226,8 @@ class _InitChecker:
         if qual in (PARAMETER, "torch.nn.parameter.Parameter"):
             return "parameter"
         if self.ctx.training.constructor_role(expr) == MODEL:
+            if qual in STATELESS_LAYERS:
+                return None  # no parameters, buffers or train/eval behaviour: nothing is lost
             return "module"
         return None
 

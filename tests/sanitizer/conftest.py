@@ -52,3 +52,9 @@ def line_of(marker: str, function=None) -> int:
 @pytest.fixture
 def mark():
     return line_of
+
+
+@pytest.fixture(autouse=True)
+def strict_sanitizer(monkeypatch):
+    """In tests an internal error of a check fails loudly instead of switching the check off."""
+    monkeypatch.setenv("TORCHLINT_SANITIZER_STRICT", "1")

@@ -222,3 +222,37 @@ def test_plugin_options_are_accepted_by_sanitize_once_registered():
         _registered_checks.remove(EventLog)
     with pytest.raises(TypeError):
         torchlint.sanitize(log_limit=3)
+
+
+class Broken(Check):
+    codes = {"TS198": "broken"}
+
+    def install(self):
+        self.calls = 0
+
+    def on_module_pre(self, module, args):
+        self.calls += 1
+        raise KeyError("bug in a check")
+
+
+def test_a_failing_check_is_switched_off_not_the_training(monkeypatch):
+    from torchlint.sanitizer.core import SanitizerOptions, Session
+
+    monkeypatch.delenv("TORCHLINT_SANITIZER_STRICT")
+    model = nn.Linear(4, 2)
+    session = Session(SanitizerOptions(action="record", summary=False), [Broken])
+    with pytest.warns(RuntimeWarning, match="internal error in the sanitizer's Broken"):
+        with session as report:
+            check = session.checks[0]
+            for _ in range(3):
+                model(torch.randn(2, 4))
+    assert check.calls == 1
+    assert report.findings == [] and "Broken" in report.notes[0]
+
+
+def test_strict_mode_raises_internal_errors():
+    from torchlint.sanitizer.core import SanitizerOptions, Session
+
+    with pytest.raises(KeyError, match="bug in a check"):
+        with Session(SanitizerOptions(action="record", summary=False), [Broken]):
+            nn.Linear(4, 2)(torch.randn(2, 4))

@@ -436,6 +436,8 @@ class Session:
                     check.finish()
                 except SanitizerError as error:
                     pending = pending or error
+                except Exception as error:
+                    self._check_failed(check, error)
         finally:
             self._teardown()
             self._publish()
@@ -474,6 +476,10 @@ class Session:
                 check.uninstall()
             except Exception as error:  # keep restoring the rest
                 errors.append(error)
+                if not os.environ.get("TORCHLINT_SANITIZER_STRICT"):
+                    warnings.warn(
+                        f"internal error while uninstalling {type(check).__name__}: {error!r}", RuntimeWarning
+                    )
         self.checks = []
         self._callbacks = {event: [] for event in _EVENTS}
         if self in _SESSIONS:
@@ -488,7 +494,7 @@ class Session:
             warnings._filters_mutated()
         self.module_stack = []
         self._root_names = {}
-        if errors:
+        if errors and os.environ.get("TORCHLINT_SANITIZER_STRICT"):
             raise errors[0]
 
     def _publish(self) -> None:
@@ -519,6 +525,31 @@ class Session:
         self._cb_loss_post = cb["on_loss_post"]
         self._cb_opt_pre = cb["on_optimizer_pre_step"]
         self._cb_opt_post = cb["on_optimizer_post_step"]
+
+    def _dispatch(self, callbacks: list[Callable], *args: Any) -> None:
+        for callback in callbacks:
+            try:
+                callback(*args)
+            except SanitizerError:
+                raise
+            except Exception as error:
+                self._check_failed(callback.__self__, error)
+
+    def _check_failed(self, check: Check, error: BaseException) -> None:
+        """A bug in a check must not break the user's training: switch the check off, say so."""
+        if os.environ.get("TORCHLINT_SANITIZER_STRICT"):
+            raise error
+        self._callbacks = {
+            event: [c for c in callbacks if getattr(c, "__self__", None) is not check]
+            for event, callbacks in self._callbacks.items()
+        }
+        self._refresh_callbacks()
+        text = (
+            f"internal error in the sanitizer's {type(check).__name__} ({type(error).__name__}: {error}); "
+            f"that check is off for the rest of this session -- please report this"
+        )
+        self.note(text)
+        warnings.warn(text, RuntimeWarning, stacklevel=2)
 
     # -- reporting ----------------------------------------------------------
     def user_location(self) -> Location:
@@ -588,10 +619,8 @@ class Session:
         if len(stack) == 1:
             if id(module) not in self._roots:
                 self._roots[id(module)] = weakref.ref(module)
-            for callback in self._cb_root_pre:
-                callback(module, args)
-        for callback in self._cb_module_pre:
-            callback(module, args)
+            self._dispatch(self._cb_root_pre, module, args)
+        self._dispatch(self._cb_module_pre, module, args)
 
     def _module_post(self, module, args, kwargs, output, failed: bool) -> None:
         stack = self.module_stack
@@ -607,23 +636,19 @@ class Session:
         # post callbacks see the module popped; re-push so module_name() works.
         stack.append(module)
         try:
-            for callback in self._cb_module_post:
-                callback(module, args, kwargs, output)
+            self._dispatch(self._cb_module_post, module, args, kwargs, output)
             if len(stack) == 1:
-                for callback in self._cb_root_post:
-                    callback(module, args, kwargs, output)
+                self._dispatch(self._cb_root_post, module, args, kwargs, output)
         finally:
             stack.pop()
 
     def _optimizer_pre(self, optimizer, args, kwargs) -> None:
         self.in_optimizer_step += 1
-        for callback in self._cb_opt_pre:
-            callback(optimizer, args, kwargs)
+        self._dispatch(self._cb_opt_pre, optimizer, args, kwargs)
 
     def _optimizer_post(self, optimizer, args, kwargs) -> None:
         self.in_optimizer_step = max(0, self.in_optimizer_step - 1)
-        for callback in self._cb_opt_post:
-            callback(optimizer, args, kwargs)
+        self._dispatch(self._cb_opt_post, optimizer, args, kwargs)
 
     def _run_loss(self, original, name, args, kwargs):
         if self._loss_depth:  # a loss implemented with another (or re-dispatched by a mode)
@@ -632,11 +657,9 @@ class Session:
         target = args[1] if len(args) > 1 else kwargs.get("target")
         self._loss_depth += 1
         try:
-            for callback in self._cb_loss_pre:
-                callback(name, input, target)
+            self._dispatch(self._cb_loss_pre, name, input, target)
             loss = original(*args, **kwargs)
-            for callback in self._cb_loss_post:
-                callback(name, input, target, loss)
+            self._dispatch(self._cb_loss_post, name, input, target, loss)
         finally:
             self._loss_depth -= 1
         return loss
@@ -651,8 +674,7 @@ class Session:
         if isinstance(roots, torch.Tensor):
             roots = (roots,)
         event = BackwardEvent(kind, tuple(roots or ()), locations.user_location(sys._getframe(1)), args, kwargs)
-        for callback in callbacks["on_backward"]:
-            callback(event)
+        self._dispatch(callbacks["on_backward"], event)
 
         def call():
             return original(*args, **kwargs)
@@ -664,8 +686,7 @@ class Session:
             result = call()
         finally:
             self.in_backward -= 1
-        for callback in callbacks["on_backward_done"]:
-            callback(event)
+        self._dispatch(self._callbacks["on_backward_done"], event)
         return result
 
 

@@ -96,7 +96,11 @@ class NonfiniteCheck(Check):
             if len(self._pending) >= _MAX_PENDING:
                 self.flush()
             return
-        total = _finite_sum(tensor.detach()).item()
+        if tensor.numel() == 1:
+            total = tensor.item()  # a scalar loss: one op, no graph
+        else:
+            # detach only when needed: under anomaly mode a graph node would record a stack
+            total = _finite_sum(tensor.detach() if tensor.requires_grad else tensor).item()
         if not math.isfinite(total):
             self._report(tensor, what, details, location)
 

@@ -174,23 +174,23 @@ def _cmd_lint(argv: list[str]) -> int:
             raise UsageError("'-' (standard input) cannot be combined with other paths")
         if args.stdin_filename is not None and not reading_stdin:
             raise UsageError("--stdin-filename only applies when linting standard input ('-')")
-        if reading_stdin:
+        targets = None if reading_stdin else list(discover(paths or ["."], resolver.for_path))
+    except config_mod.ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+    # Open the output before the work, so a bad --output fails fast.
+    stream, close = _open_output(args.output)
+    try:
+        if targets is None:
             results, files_checked = _lint_stdin(args, resolver, lint_stdin_bytes)
         else:
-            targets = list(discover(paths or ["."], resolver.for_path))
             results = list(lint_targets(targets, args.jobs, int(args.max_file_size * 1_000_000)))
             files_checked = sum(not r.skipped for r in results)
             if not targets:
                 print(f"{PROG}: warning: no Python files found in {', '.join(paths or ['.'])}", file=sys.stderr)
-    except config_mod.ConfigError as exc:
-        raise UsageError(str(exc)) from None
-
-    for result in results:
-        for problem in result.problems:
-            print(f"{PROG}: warning: {problem}", file=sys.stderr)
-
-    stream, close = _open_output(args.output)
-    try:
+        for result in results:
+            for problem in result.problems:
+                print(f"{PROG}: warning: {problem}", file=sys.stderr)
         options = ReportOptions(
             color=args.output is None and use_color(stream, args.no_color),
             quiet=args.quiet,

@@ -336,3 +336,18 @@ def test_accumulation_evidence_kinds():
     assert exit_.kind == "exit" and isinstance(exit_.node, ast.Continue) and exit_.count() == "k"
     # Cleared on every iteration: steps are skipped, nothing accumulates.
     assert tm.accumulated_backwards(skipping_unit, skipping_unit.steps[0]) == []
+
+
+def test_loss_scale_attribute_set_in_another_method():
+    ctx, tm = model_of(
+        """
+        class Trainer:
+            def __init__(self, accum):
+                self.scale = 1.0 / accum
+            def step(self, batch):
+                loss = self.model(batch) * self.scale
+                loss.backward()
+        """
+    )
+    backward = next(e for e in tm.function_events(ctx.functions["step"][0]) if e.kind == "backward")
+    assert tm.loss_is_divided(backward)

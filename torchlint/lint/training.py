@@ -944,6 +944,19 @@ class TrainingModel:
                     return True
             if defs:
                 return False
+            if key.startswith("self.") and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                # An attribute set in another method (`self.scale = 1 / accum` in __init__).
+                cls = ctx.parent(scope)
+                if isinstance(cls, ast.ClassDef):
+                    return any(
+                        self._definition_divides(node, key, node, (), depth + 1)
+                        for method in cls.body
+                        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method is not scope
+                        for node in self.assignments(method).get(key, ())
+                    )
+            if isinstance(scope, ast.Lambda):
+                at, scope = scope, ctx.enclosing_scope(scope)
+                continue
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 params = scope.args
                 names = [a.arg for a in params.posonlyargs + params.args + params.kwonlyargs]

@@ -69,6 +69,17 @@ def fit(model, loader, epochs):
             for p in model.parameters():
                 p.grad = None
 """,
+        """
+import torch
+optimizer = torch.optim.LBFGS(model.parameters())
+for step in range(20):
+    def closure():
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        return loss
+    optimizer.step(closure)
+""",
     ]
     INVALID = [
         """
@@ -94,6 +105,19 @@ def train_gan(netG, netD, loader):
         lossG = -netD(netG(real)).mean()
         lossG.backward()
         optG.step()  # expect: TL001
+""",
+        """
+import torch
+def train(model, loader, optimizer, scaler, use_amp):
+    for x, y in loader:
+        if use_amp:
+            optimizer.zero_grad()
+            scaler.scale(model(x, y)).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            model(x, y).backward()
+            optimizer.step()  # expect: TL001
 """,
     ]
 

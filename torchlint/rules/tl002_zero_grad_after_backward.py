@@ -55,6 +55,15 @@ def train(model, loader, optimizer, scaler):
         scaler.update()
         optimizer.zero_grad(set_to_none=True)
 """,
+        """
+class SimpleTrainer:
+    def run_step(self):
+        loss_dict = self.model(next(self._data_loader_iter))
+        losses = sum(loss_dict.values())
+        self.optimizer.zero_grad()
+        losses.backward()
+        self.optimizer.step()
+""",
     ]
     INVALID = [
         """
@@ -66,6 +75,16 @@ def train(model, loader):
         loss.backward()
         optimizer.zero_grad()  # expect: TL002
         optimizer.step()
+""",
+        """
+class Trainer:
+    def _before_step(self):
+        self.optimizer.zero_grad()  # expect: TL002
+    def train_step(self, batch):
+        loss = self.model(batch)
+        loss.backward()
+        self._before_step()
+        self.optimizer.step()
 """,
     ]
 

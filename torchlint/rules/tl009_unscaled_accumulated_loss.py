@@ -65,6 +65,17 @@ def train(model, loader, optimizer, accum_steps):
             optimizer.step()
             optimizer.zero_grad()
 """,
+        """
+while True:
+    for micro_step in range(gradient_accumulation_steps):
+        with ctx:
+            logits, loss = model(X, Y)
+            loss = loss / gradient_accumulation_steps
+        scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad(set_to_none=True)
+""",
     ]
     INVALID = [
         """
@@ -76,6 +87,15 @@ def train(model, loader, optimizer, accum_steps):
         if (i + 1) % accum_steps == 0:
             optimizer.step()
             optimizer.zero_grad()
+""",
+        """
+for it in range(max_iters):
+    for micro_step in range(grad_accum):
+        logits, loss = model(*get_batch("train"))
+        scaler.scale(loss).backward()  # expect: TL009
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad(set_to_none=True)
 """,
     ]
 

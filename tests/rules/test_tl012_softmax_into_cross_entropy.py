@@ -235,3 +235,43 @@ def test_model_with_softmax_in_the_middle(lint):
         """,
         CODE,
     ) == []
+
+
+def test_wrapped_model_and_criterion_moved_to_device(lint):
+    findings = lint(
+        """
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.classifier = nn.Sequential(nn.Linear(512, 10), nn.Softmax(dim=1))
+            def forward(self, x):
+                return self.classifier(x)
+        def main(device, loader, optimizer):
+            model = torch.nn.DataParallel(Net()).to(device)
+            criterion = nn.CrossEntropyLoss().cuda()
+            for images, target in loader:
+                output = model(images)
+                loss = criterion(output, target)
+                loss.backward()
+        """,
+        CODE,
+    )
+    assert lines(findings) == [15]
+
+
+def test_criterion_chosen_by_config_is_unknown(lint):
+    assert lint(
+        """
+        import torch
+        import torch.nn as nn
+        def main(args, logits_model, x, y):
+            if args.loss == "ce":
+                criterion = nn.CrossEntropyLoss()
+            else:
+                criterion = nn.MSELoss()
+            return criterion(torch.softmax(logits_model(x), 1), y)
+        """,
+        CODE,
+    ) == []

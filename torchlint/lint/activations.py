@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
 from .dataflow import argument, dataflow, method_call
+from .training import ROLE_PRESERVING_FUNCTIONS, ROLE_PRESERVING_NAMES
 
 if TYPE_CHECKING:
     from .context import FileContext
@@ -102,11 +103,16 @@ class ActivationTracker:
             names.append(None)
         return names
 
-    @staticmethod
-    def _through_module_moves(expr: ast.AST) -> ast.AST | None:
+    def _through_module_moves(self, expr: ast.AST) -> ast.AST | None:
+        """``net.to(device)``, ``DDP(net)``, ``torch.compile(net)``: the same module."""
         found = method_call(expr)
         if found is not None and found[0] in ("to", "cuda", "cpu", "train", "eval", "float", "half"):
             return found[1]
+        if isinstance(expr, ast.Call) and expr.args:
+            if self.ctx.call_qualname(expr) in ROLE_PRESERVING_FUNCTIONS or (
+                isinstance(expr.func, ast.Name) and expr.func.id in ROLE_PRESERVING_NAMES
+            ):
+                return expr.args[0]
         return None
 
     def module_output(self, callee: ast.AST, depth: int) -> tuple[str, ast.AST] | None:

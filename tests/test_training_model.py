@@ -351,3 +351,31 @@ def test_loss_scale_attribute_set_in_another_method():
     )
     backward = next(e for e in tm.function_events(ctx.functions["step"][0]) if e.kind == "backward")
     assert tm.loss_is_divided(backward)
+
+
+def test_model_zero_grad_on_wrapped_or_parent_module_clears():
+    ctx, tm = model_of(
+        """
+        import torch
+        import torch_xla.core.xla_model as xm
+        class T:
+            def __init__(self):
+                self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+                self.opt_head = torch.optim.SGD(self.model.head.parameters(), lr=0.1)
+            def fit(self):
+                for x in self.loader:
+                    self.model.module.zero_grad()
+                    self.model(x).backward()
+                    xm.optimizer_step(self.opt)
+                    self.model.zero_grad()
+                    self.other.zero_grad()
+                    self.opt_head.step()
+        """
+    )
+    unit = tm.step_units[0]
+    stepped = tm.stepped_optimizers(unit)
+    clear_wrapped, _, step, clear_parent, clear_other, step_head = unit.events
+    assert step.kind == "step" and step.target == "self.opt"
+    assert tm.clears(clear_wrapped, step, stepped, strict=True)
+    assert tm.clears(clear_parent, step_head, stepped, strict=True)
+    assert not tm.clears(clear_other, step, stepped, strict=True)

@@ -304,6 +304,8 @@ class TrainingModel:
             return Event("backward", call, arg=call.args[0] if call.args else None)
         if qual in CLIP_FUNCTIONS:
             return Event("clip", call)
+        if qual == "torch_xla.core.xla_model.optimizer_step" and call.args:
+            return Event("step", call, target=symbol(call.args[0]))  # xm.optimizer_step(optimizer)
         if not isinstance(func, ast.Attribute):
             return None
         method = func.attr
@@ -781,7 +783,7 @@ class TrainingModel:
         if self._is_model_target(target, clear.node):
             models = self.optimizer_models.get(opt) or self.optimizer_models.get(step.target or "")
             if models:
-                return target in models or _last(target) in {_last(m) for m in models}
+                return any(_same_module(target, m) for m in models)
             return not strict or len(stepped) == 1
         if self.role_of(target) == OPTIMIZER:
             if len(stepped) == 1:
@@ -1218,6 +1220,19 @@ LOSS_KEEPING_METHODS = frozenset({"mean", "sum", "float", "double", "half", "to"
 
 def _last(name: str) -> str:
     return name.rsplit(".", 1)[-1]
+
+
+def _same_module(a: str, b: str) -> bool:
+    """``model``/``self.model`` name one module; ``model.module`` (the DDP-wrapped one) and
+    ``model.head`` are inside it, so clearing either side reaches the other's parameters."""
+    if a == b or _last(a) == _last(b):
+        return True
+    a_parts, b_parts = a.split("."), b.split(".")
+    for shorter, longer in ((a_parts, b_parts), (b_parts, a_parts)):
+        for start in range(len(longer) - len(shorter) + 1):
+            if longer[start:start + len(shorter)] == shorter:
+                return True
+    return False
 
 
 def _flatten_targets(target: ast.AST) -> Iterator[ast.AST]:

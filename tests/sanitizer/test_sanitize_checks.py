@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 import torchlint
@@ -86,6 +88,7 @@ def test_ts102_input_on_another_device_names_the_module_path(net, quiet, mark):
         with pytest.raises(RuntimeError):
             net(torch.randn(2, 8))  # call-line
     (finding,) = report.by_code("TS102")
+    inner = finding.details.pop("inner_location")
     assert finding.details == {
         "module": "net.head",
         "argument": "argument 0",
@@ -93,8 +96,10 @@ def test_ts102_input_on_another_device_names_the_module_path(net, quiet, mark):
         "module_device": "meta",
     }
     assert "net.head (Linear)" in finding.message and ".to('meta')" in finding.message
-    # The user's line closest to the mismatch: inside Net.forward (conftest), called from here.
-    assert finding.function == "forward"
+    # Reported at the user's line that called the model, naming the line inside its forward too.
+    assert (finding.filename, finding.lineno) == (__file__, mark("call-line"))
+    forward_body = inspect.getsourcelines(type(net).forward)[1] + 1
+    assert inner.endswith(f"conftest.py:{forward_body}") and f"(inside the model at {inner})" in finding.message
 
 
 def test_ts102_nested_inputs_and_keyword_arguments(quiet, mark):

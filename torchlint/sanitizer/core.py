@@ -41,7 +41,8 @@ Report with ``self.session.emit(code, name, message, details=None, location=None
 the location defaults to the user's innermost frame on the current stack
 (``self.session.user_location()``), dedup, counting and the action
 (warn/raise/record) are handled by the session.  Other helpers on the session:
-``module_stack`` (the active module calls, root first), ``module_name(module)``
+``module_stack`` (the active module calls, root first), ``model_call_location()``
+(the user line that called the root model), ``module_name(module)``
 (``"model.encoder.fc1"``), ``parameter_name(param)`` (``"model.head.weight"``),
 ``root_models()``, ``note(text)`` (one informational line, printed once),
 ``in_backward`` / ``in_optimizer_step`` (depth counters), ``options``.
@@ -251,6 +252,7 @@ class BackwardEvent:
 # the shared global hooks (installed once, whatever the nesting depth)
 # ---------------------------------------------------------------------------
 _SESSIONS: list[Session] = []  # active sessions, innermost last
+_CALL_IMPL_CODE = torch.nn.Module._call_impl.__code__
 
 LOSS_FUNCTIONS = (
     "cross_entropy",
@@ -596,6 +598,20 @@ class Session:
             names = {id(m): (f"{label}.{n}" if n else label) for n, m in root.named_modules()}
             entry = self._root_names[id(root)] = (root, names)
         return entry[1].get(id(module), type(module).__name__)
+
+    def model_call_location(self) -> Location:
+        """The user's line that called the root model of the current module call
+        (``out = model(x)``), even from deep inside its forward; falls back to
+        the innermost user frame."""
+        frame = sys._getframe(1)
+        if self.module_stack:
+            root = self.module_stack[0]
+            probe = frame
+            while probe is not None:
+                if probe.f_code is _CALL_IMPL_CODE and probe.f_locals.get("self") is root:
+                    return locations.user_location(probe)
+                probe = probe.f_back
+        return locations.user_location(frame)
 
     def parameter_name(self, param: torch.Tensor) -> str | None:
         """``model.head.weight`` for a parameter of a root model seen in this session, else None."""

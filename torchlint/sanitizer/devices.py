@@ -54,11 +54,13 @@ class DeviceCheck(Check):
             f"{argument} of {name} ({type(module).__name__}) is on {got} but the module's parameters are "
             f"on {expected}; move the input with .to({str(expected)!r}) (or the model with .to({str(got)!r}))"
         )
-        self.emit(
-            "TS102",
-            message,
-            {"module": name, "argument": argument, "input_device": str(got), "module_device": str(expected)},
-        )
+        location = self.session.model_call_location()
+        details = {"module": name, "argument": argument, "input_device": str(got), "module_device": str(expected)}
+        inner = self.session.user_location()
+        if inner != location:
+            details["inner_location"] = str(inner)
+            message += f" (inside the model at {inner})"
+        self.emit("TS102", message, details, location)
 
     # -- optimizer state ----------------------------------------------------
     def on_optimizer_pre_step(self, optimizer, args, kwargs) -> None:

@@ -58,6 +58,7 @@ class DtypeCheck(Check):
                 f"floating input ({param.dtype}); convert the data with .to({param.dtype}) "
                 f"(integer class indices belong in nn.Embedding or a loss target)",
                 {"module": name, "argument": "argument 0", "input_dtype": first.dtype, "module_dtype": param.dtype},
+                self.session.model_call_location(),
             )
             return
         for index, value in enumerate(args):
@@ -79,6 +80,7 @@ class DtypeCheck(Check):
                         "input_dtype": value.dtype,
                         "module_dtype": param.dtype,
                     },
+                    self.session.model_call_location(),
                 )
                 return
 

@@ -506,6 +506,12 @@ def test_single_step_in_a_test_function(lint):
             p.sum().backward()
             opt.step()
             assert opt.param_groups[0]["lr"] == 1.0
+        class DistOptimizerTest:
+            def _test_optim_base(self, optim_cls):
+                local_optim = optim_cls([w], lr=0.05)
+                loss = module(x).sum()
+                loss.backward()
+                local_optim.step()
         """,
         CODE,
     )

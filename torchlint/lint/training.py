@@ -31,7 +31,7 @@ Iterations -- where an optimizer step is judged
     backward in between (``for opt in optimizers: opt.step()``) are transparent. Steps
     no such loop reaches are judged by the functions that run both a backward and the
     step (``train_step(batch)``, detectron2's ``run_step``, Lightning's manual
-    ``training_step``), except ``test*`` functions and utilities fed the caller's loss
+    ``training_step``), except ``test*``/``_test*`` functions and utilities fed the caller's loss
     (timm's ``NativeScaler.__call__(loss, optimizer)``). ``training_loops``,
     ``innermost_training_loops()``, ``loop_has_backward(loop)`` are coarser views.
 
@@ -617,7 +617,7 @@ class TrainingModel:
                 units.append(Unit(loop, tuple(events), steps))
                 judged.update(events[i].node for i in steps)
         for func in self._functions_reaching_training_calls():
-            if func.name.startswith("test") or _in_test_function(self.ctx, func):
+            if _is_test_name(func.name) or _in_test_function(self.ctx, func):
                 continue  # a test runs one step to check something; it is not an iteration
             events = self.function_events(func)
             if not any(e.kind in BACKWARD_KINDS and not self._loss_is_parameter(e, func) for e in events):
@@ -1267,6 +1267,11 @@ def _argument_for(call: ast.Call, func: ast.AST, name: str) -> ast.AST | None:
     return None
 
 
+def _is_test_name(name: str) -> bool:
+    """``test_x`` and the test helpers ``_test_x`` run one step to check something."""
+    return name.lstrip("_").startswith("test")
+
+
 def _def_value(node: ast.AST) -> ast.AST:
     if isinstance(node, ast.withitem):
         return node.context_expr
@@ -1276,7 +1281,7 @@ def _def_value(node: ast.AST) -> ast.AST:
 def _in_test_function(ctx, func: ast.AST) -> bool:
     outer = ctx.enclosing_function(func)
     while outer is not None:
-        if outer.name.startswith("test"):
+        if _is_test_name(outer.name):
             return True
         outer = ctx.enclosing_function(outer)
     return False

@@ -119,6 +119,28 @@ def test_accumulated_before_backward_in_accelerate_loop(lint):
     assert lines(findings) == [8]
 
 
+def test_loss_returned_by_a_train_step_helper(lint):
+    findings = lint(
+        """
+        def train_step(model, batch, criterion, optimizer):
+            optimizer.zero_grad()
+            x, y = batch
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        def train(model, loader, criterion, optimizer, epochs):
+            for epoch in range(epochs):
+                epoch_loss = 0.0
+                for batch in loader:
+                    epoch_loss += train_step(model, batch, criterion, optimizer)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [14]
+
+
 def test_self_attribute_total_in_trainer_method(lint):
     findings = lint(
         """
@@ -301,6 +323,27 @@ def test_style_transfer_partial_losses_summed_then_backpropagated(lint):
                     total.backward()
                     optimizer.step()
                     agg += style.item()
+        """,
+        CODE,
+    ) == []
+
+
+def test_helper_returning_a_number(lint):
+    assert lint(
+        """
+        def train_step(model, batch, criterion, optimizer):
+            optimizer.zero_grad()
+            loss = criterion(model(batch[0]), batch[1])
+            loss.backward()
+            optimizer.step()
+            return loss.item()
+
+        def train(model, loader, criterion, optimizer):
+            total = 0.0
+            for batch in loader:
+                loss = train_step(model, batch, criterion, optimizer)
+                total += loss
+            return total
         """,
         CODE,
     ) == []

@@ -128,13 +128,10 @@ def train(model, loader, optimizer):
         candidates = _candidates(ctx)
         if not candidates:
             return
-        backward_args = _backward_args_by_scope(ctx, set(candidates))
-        flow = dataflow(ctx)
+        graphs = _Graphs(ctx)
+        flow = graphs.flow
         training_loops = None
         for scope, found in candidates.items():
-            graph = _GraphValues(ctx, flow, backward_args.get(scope, []))
-            if not graph.has_backward:
-                continue
             for node, accumulator, added in found:
                 if lexical_grad_disabler(ctx, node) is not None:
                     continue
@@ -144,6 +141,7 @@ def train(model, loader, optimizer):
                     training_loops = set(ctx.training.training_loops)
                 if not any(loop in training_loops for loop in ctx.enclosing_loops(node)):
                     continue
+                graph = graphs.of(scope)
                 if graph.accumulator_is_backwarded(node, accumulator):
                     continue
                 if not graph.attached(added, node):
@@ -209,8 +207,8 @@ def _plausible_value(expr: ast.AST) -> bool:
     return not isinstance(expr, (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast.Compare))
 
 
-def _backward_args_by_scope(ctx, scopes: set) -> dict[ast.AST, list[tuple[ast.AST, ast.AST]]]:
-    """(loss expression, call) of every backward (and hidden-backward helper call) in ``scopes``."""
+def _backward_args_by_scope(ctx) -> dict[ast.AST, list[tuple[ast.AST, ast.AST]]]:
+    """(loss expression, call) of every backward (and hidden-backward helper call), by scope."""
     training = ctx.training
     flow = dataflow(ctx)
     found: dict[ast.AST, list] = defaultdict(list)
@@ -223,9 +221,7 @@ def _backward_args_by_scope(ctx, scopes: set) -> dict[ast.AST, list[tuple[ast.AS
         else:
             continue
         if event is not None and event.kind in ("backward", "opaque_step") and event.arg is not None:
-            scope = flow.scope_of(call)
-            if scope in scopes:
-                found[scope].append((event.arg, call))
+            found[flow.scope_of(call)].append((event.arg, call))
     return found
 
 
@@ -252,15 +248,32 @@ def _aggregated_later(ctx, flow, scope, accumulator: ast.Name) -> bool:
     return False
 
 
+class _Graphs:
+    """The per-scope :class:`_GraphValues` of one file, built on demand."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.flow = dataflow(ctx)
+        self._backward_args = _backward_args_by_scope(ctx)
+        self._graphs: dict[ast.AST, _GraphValues] = {}
+
+    def of(self, scope: ast.AST) -> "_GraphValues":
+        graph = self._graphs.get(scope)
+        if graph is None:
+            graph = self._graphs[scope] = _GraphValues(self, scope, self._backward_args.get(scope, []))
+        return graph
+
+
 class _GraphValues:
     """Which bindings of one scope hold tensors attached to a graph that is backpropagated."""
 
     MAX_DEPTH = 8
 
-    def __init__(self, ctx, flow, backward_args):
-        self.ctx = ctx
-        self.flow = flow
-        self.has_backward = bool(backward_args)
+    def __init__(self, graphs: _Graphs, scope: ast.AST, backward_args):
+        self.graphs = graphs
+        self.ctx = graphs.ctx
+        self.flow = graphs.flow
+        self.scope = scope
         self.backwarded: set[tuple[str, int]] = set()
         self.backwarded_symbols: set[str] = set()
         for arg, call in backward_args:
@@ -360,8 +373,19 @@ class _GraphValues:
                 return self.attached(found[1], at, depth + 1)
             if self._aggregating(expr) and expr.args:
                 return self.attached(expr.args[0], at, depth + 1)
-            return self._is_loss_call(expr)
+            return self._is_loss_call(expr) or self._returns_attached(expr, depth)
         return False
+
+    def _returns_attached(self, call: ast.Call, depth: int) -> bool:
+        """A helper of this file (``loss = train_step(batch)``) that returns a graph-attached loss."""
+        function = self.ctx.training.resolve_local_call(call)
+        if function is None or function is self.scope or depth > 2:
+            return False
+        callee = self.graphs.of(function)
+        return any(
+            node.value is not None and callee.attached(node.value, node, depth + 3)
+            for node in _returns(function)
+        )
 
     def _is_loss_call(self, call: ast.Call) -> bool:
         qual = self.ctx.call_qualname(call)
@@ -371,6 +395,18 @@ class _GraphValues:
         if isinstance(func, (ast.Name, ast.Attribute)) and symbol(func):
             return self.ctx.training.role_of(func) == CRITERION
         return False
+
+
+def _returns(function: ast.AST):
+    """Return statements of ``function`` itself (not of functions nested in it)."""
+    stack = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.expr)):
+                stack.append(child)
 
 
 def _converted(expr: ast.AST | None) -> bool:

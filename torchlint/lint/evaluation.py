@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from .callgraph import call_graph, per_file
 from .context import FUNCTION_TYPES
 from .gradmode import grad_effect, lexical_grad_disabler
+from .imports import symbol
 from .training import MODEL
 
 if TYPE_CHECKING:
@@ -54,6 +55,12 @@ _GRAD_NEEDING_FUNCTIONS = frozenset({"torch.autograd.grad", "torch.autograd.back
 _SET_GRAD = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
 
 REACHED, NOT_REACHED, UNKNOWN = True, False, None
+_NOT_MODEL_HOLDER = re.compile(r"tokenizer|processor|config|feature_extractor|image_processor", re.I)
+_MODEL_NAME = re.compile(
+    r"^(?!(get|load|build|create|make|init|setup|save|to|from|is|has|named|set|update|wrap|unwrap|forward|call)_)"
+    r"(([a-z]+_)?(model|net|network)s?(_(ema|ddp|without_ddp|eval|copy|g|d|a|b|\d+|engine|compiled|wrapped))?"
+    r"|net[A-Z]\w*|([a-z]+_)?(backbone|encoder|decoder|classifier|generator|discriminator))$"
+)
 
 
 @dataclass(frozen=True)
@@ -102,9 +109,21 @@ class EvaluationAnalysis:
             func = func.value
         if not isinstance(func, (ast.Name, ast.Attribute, ast.Subscript)):
             return False
-        if isinstance(func, ast.Name) and (func.id in self.ctx.classes or func.id in self.ctx.functions):
+        if isinstance(func, ast.Name) and (
+            func.id in self.ctx.classes or func.id in self.ctx.functions or func.id in self.ctx.imports.aliases
+        ):
             return False
-        return self.training.role_of(func) == MODEL
+        key = symbol(func)
+        if key is None:
+            return False
+        last = key.rsplit(".", 1)[-1].split("[", 1)[0]
+        if _NOT_MODEL_HOLDER.search(last):
+            return False  # `self.tokenizer(...)`: a from_pretrained object that is no network
+        if self.training.roles.get(key) == MODEL:
+            return True
+        # Conventional names only when the whole last name says "model" (`self.model`, `net_g`,
+        # `model_ema`, `models[i]`), not a method that mentions one (`load_model`, `named_modules`).
+        return bool(_MODEL_NAME.match(last))
 
     @cached_property
     def model_calls(self) -> list[ast.Call]:
@@ -124,9 +143,12 @@ class EvaluationAnalysis:
 
     @cached_property
     def units(self) -> list[EvalUnit]:
-        """Every evaluation unit of the file, the outermost one for each model call, in source order."""
+        """Every evaluation unit of the file, the outermost one for each model call, in source order.
+        Test suites are left out: their "evaluation" checks outputs, not metrics."""
         ctx = self.ctx
         seen: dict[ast.AST, EvalUnit] = {}
+        if self.is_test_file:
+            return []
         for call in self.model_calls:
             unit_node, kind = self._unit_of(call)
             if unit_node is None or unit_node in seen:
@@ -151,7 +173,7 @@ class EvaluationAnalysis:
             elif isinstance(ancestor, (ast.Lambda,)):
                 return None, ""
             elif isinstance(ancestor, ast.ClassDef):
-                if ancestor.name in ctx.module_classes or (self.is_test_file and ancestor.name.startswith("Test")):
+                if self._is_module_like(ancestor):
                     return None, ""  # a module's own methods run in whatever mode its caller set
         for func in reversed(functions):  # the outermost evaluation function wins
             if self.is_eval_function(func):
@@ -160,9 +182,19 @@ class EvaluationAnalysis:
             for loop in reversed(loops):
                 if self._is_eval_loop(loop):
                     return loop, "loop"
-        if functions and loops and self._called_from_training(functions[0]):
+        if functions and loops and self._called_from_training(functions[0]) and not self._has_backward(functions[0]):
             return functions[0], "called-from-training"
         return None, ""
+
+    def _is_module_like(self, cls: ast.ClassDef) -> bool:
+        """A class of this file deriving from nn.Module, or any class defining `forward`
+        (its base may live in another file: detectron2's meta-architectures)."""
+        if cls.name in self.ctx.module_classes:
+            return True
+        return any(isinstance(stmt, FUNCTION_TYPES) and stmt.name == "forward" for stmt in cls.body)
+
+    def _has_backward(self, func) -> bool:
+        return any(e.kind == "backward" for e in self._block_events(func))
 
     def is_eval_function(self, func) -> bool:
         if self._is_excluded_function(func):
@@ -330,6 +362,8 @@ class EvaluationAnalysis:
         (the caller owns the model and its modes), unless it is evidently self-contained
         evaluation code: it sets the *other* mode itself (``model.eval()`` but no no-grad)."""
         sites = call_graph(self.ctx).callers(func)
+        if not sites and func.name in self._names_used_as_values:
+            return Verdict(UNKNOWN)  # handed to something else as a callback (`evaluator(eval_fn)`)
         if not sites or depth >= self.MAX_CALL_DEPTH or func in seen:
             if self._model_from_caller(node, func) and not (depth == 0 and self_contained(func)):
                 return Verdict(UNKNOWN)
@@ -342,6 +376,23 @@ class EvaluationAnalysis:
             if verdict.reached is UNKNOWN:
                 unknown = True
         return Verdict(UNKNOWN if unknown else REACHED)
+
+    @cached_property
+    def _names_used_as_values(self) -> frozenset[str]:
+        """Names read other than as the callee of a call (functions passed as callbacks)."""
+        ctx = self.ctx
+        used = set()
+        for name in ctx.nodes(ast.Name):
+            if isinstance(name.ctx, ast.Load) and name.id in ctx.functions:
+                parent = ctx.parent(name)
+                if not (isinstance(parent, ast.Call) and parent.func is name):
+                    used.add(name.id)
+        for attr in ctx.nodes(ast.Attribute):
+            if attr.attr in ctx.functions:
+                parent = ctx.parent(attr)
+                if not (isinstance(parent, ast.Call) and parent.func is attr):
+                    used.add(attr.attr)
+        return frozenset(used)
 
     def _sets_eval_itself(self, func) -> bool:
         return any(e.kind == "eval" and not e.via for e in self._block_events(func))
@@ -422,12 +473,11 @@ class EvaluationAnalysis:
                     found.setdefault(event.site, UnrestoredEval(event.site, event.node, loop, event.target))
         return sorted(found.values(), key=lambda u: _pos(u.site))
 
-    @staticmethod
-    def _restored(events, index, trains) -> bool:
+    def _restored(self, events, index, trains) -> bool:
         evaluation = events[index]
         first_train = trains[0]
         for j, other in enumerate(events):
-            if other.kind != "train" or not _same_model(other.target, evaluation.target):
+            if other.kind != "train" or not self._same_model(other, evaluation):
                 continue
             if j > index:  # later in the same iteration
                 return True
@@ -436,6 +486,15 @@ class EvaluationAnalysis:
             if evaluation.loops and evaluation.loops[-1] in other.loops:
                 return True  # in the same inner loop (a train/val phase loop): its next pass restores
         return False
+
+
+    def _same_model(self, a, b) -> bool:
+        """Whether two mode switches may concern the same model. Names only compare within one
+        function: across a call, `trainable_module.train()` may well be the caller's `model`."""
+        enclosing = self.ctx.enclosing_function
+        if enclosing(a.node) is not enclosing(b.node):
+            return True
+        return _same_model(a.target, b.target)
 
 
 # ----- helpers ------------------------------------------------------------------------------------------------

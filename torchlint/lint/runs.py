@@ -75,9 +75,10 @@ STATELESS_LAYERS = frozenset(
         "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d",
         "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d",
         "CircularPad2d", "CircularPad3d", "Fold", "Unfold", "CosineSimilarity", "PairwiseDistance",
-        "Identity", "Sequential", "ModuleList", "ModuleDict",
+        "Identity",
     }
 )
+_ZOO_HELPER = re.compile(r"param|checkpoint|load|resume|save|name|state|list_|register|^is_|^has_|utils|weight|adapt")
 _NOT_A_MODEL_CLASS = re.compile(r"(Loss|Criterion|Metric|Metrics)$")
 # Calls that give the iteration a fresh model without a constructor.
 _MODEL_REFRESH_METHODS = frozenset({"load_state_dict", "reset_parameters", "apply"})
@@ -93,7 +94,8 @@ class RebuiltInLoop:
 
     loop: ast.AST  # the loop whose iterations continue one run
     via: tuple  # call sites between the loop and the constructor (outermost first)
-    reason: str  # "per-step", "epoch", "keeps-model", "keeps-optimizer"
+    reason: str  # "step", "epoch", "keeps-model", "keeps-optimizer": why the loop continues one run
+    partner_rebuilt: bool  # the optimizer (for a model) or model (for an optimizer) is rebuilt there too
 
 
 class RunAnalysis:
@@ -115,6 +117,8 @@ class RunAnalysis:
                 return None
             if last and _NOT_A_MODEL_CLASS.search(last):
                 return None
+            if qual.startswith(("timm.", "torchvision.")) and last[:1].islower() and _ZOO_HELPER.search(last):
+                return None  # `timm.models.model_parameters(model)`, `load_checkpoint(...)`: helpers, not builders
             return MODEL
         if role == OPTIMIZER:
             return OPTIMIZER
@@ -122,7 +126,13 @@ class RunAnalysis:
 
     @cached_property
     def _direct(self) -> list[tuple[ast.Call, str]]:
-        return [(call, role) for call in self.ctx.calls if self._may_build(call) and (role := self.built_role(call))]
+        found = [(call, role) for call in self.ctx.calls if self._may_build(call) and (role := self.built_role(call))]
+        # `nn.Sequential(nn.Linear(...), ...)` is one model: keep the outermost constructor.
+        models = {call for call, role in found if role == MODEL}
+        return [
+            (call, role) for call, role in found
+            if role != MODEL or not isinstance(self.ctx.parent(call), ast.Call) or self.ctx.parent(call) not in models
+        ]
 
     def _may_build(self, call: ast.Call) -> bool:
         """A cheap pre-filter before import resolution: constructors are capitalised, or
@@ -220,9 +230,12 @@ class RunAnalysis:
                 continue  # a loop that trains nothing (building layers, iterating configs)
             if self._conditional_in(node, loop):
                 return None  # built once, when a condition holds (lazy init, a switch at some epoch)
+            if role == OPTIMIZER and not via and self._optimizes_fresh_copy(node, loop):
+                return None  # an inner optimizer over a model copied this iteration (meta-learning, probes)
             verdict, reason = self.judge(loop, role)
             if verdict == CONTINUING:
-                return RebuiltInLoop(loop, via, reason)
+                partner = MODEL if role == OPTIMIZER else OPTIMIZER
+                return RebuiltInLoop(loop, via, reason, self.rebuilds(loop, partner))
             return None  # the loop repeats whole runs, and so do the loops around it
         func = ctx.enclosing_function(node)
         if func is None or depth >= self.MAX_CALL_DEPTH or func in seen:
@@ -253,6 +266,38 @@ class RunAnalysis:
                     break
             self._reach_cache[key] = result
         return self._reach_cache[key]
+
+    def _optimizes_fresh_copy(self, call: ast.Call, loop) -> bool:
+        """The optimizer's parameters belong to a model bound earlier in the same iteration
+        (`learner = copy.deepcopy(model)`, `probe = nn.Linear(...)`, `fast = maml.clone()`)."""
+        if not isinstance(call, ast.Call):
+            return False
+        roots = set()
+        for arg in list(call.args[:1]) + [k.value for k in call.keywords if k.arg == "params"]:
+            for sub in ast.walk(arg):
+                if (
+                    isinstance(sub, ast.Call)
+                    and isinstance(sub.func, ast.Attribute)
+                    and sub.func.attr in ("parameters", "named_parameters")
+                ):
+                    root = sub.func.value
+                    while isinstance(root, ast.Attribute):
+                        root = root.value
+                    if isinstance(root, ast.Name):
+                        roots.add(root.id)
+        if not roots:
+            return False
+        for stmt in ast.walk(loop):
+            if not isinstance(stmt, ast.Assign) or stmt.lineno >= call.lineno or not isinstance(stmt.value, ast.Call):
+                continue
+            if any(isinstance(t, ast.Name) and t.id in roots for t in stmt.targets) and self._is_fresh_model(stmt.value):
+                return True
+        return False
+
+    def _is_fresh_model(self, value: ast.Call) -> bool:
+        if self.ctx.call_qualname(value) == "copy.deepcopy" or self.built_role(value) == MODEL:
+            return True
+        return isinstance(value.func, ast.Attribute) and value.func.attr in ("clone", "copy", "deepcopy")
 
     def _trains(self, func) -> bool:
         kinds = {e.kind for e in self.training.function_events(func)}

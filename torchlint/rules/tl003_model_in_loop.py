@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from ..lint.rule import Rule, register
 from ..lint.runs import describe_loop, run_analysis
 from ..lint.training import MODEL
@@ -117,13 +119,14 @@ for images, labels in train_loader:
 
     @staticmethod
     def _message(ctx, call, found) -> str:
-        text = ctx.segment(call.func) + "(...)"
+        text = ast.unparse(call.func) + "(...)"
         where = describe_loop(ctx, found.loop)
         if found.via:
             where += f", through the call at line {found.via[0].lineno}"
-        consequence = {
-            "keeps-optimizer": "and the optimizer built outside the loop keeps updating the old model's parameters",
-        }.get(found.reason, "so every iteration trains a freshly initialised network")
+        if found.partner_rebuilt:
+            consequence = "so every iteration trains a freshly initialised network"
+        else:
+            consequence = "and the optimizer built outside the loop keeps updating the old model's parameters"
         return (
             f"`{text}` builds a new model in every iteration of {where}, which continues one training run: "
             f"the weights learned so far are thrown away, {consequence}; build the model once, before the loop"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from ..lint.rule import Rule, register
 from ..lint.runs import describe_loop, run_analysis
 from ..lint.training import OPTIMIZER
@@ -114,7 +116,7 @@ def main(model, loader):
 
     @staticmethod
     def _message(ctx, call, found) -> str:
-        text = ctx.segment(call.func) + "(...)"
+        text = ast.unparse(call.func) + "(...)"
         where = describe_loop(ctx, found.loop)
         if found.via:
             where += f", through the call at line {found.via[0].lineno}"

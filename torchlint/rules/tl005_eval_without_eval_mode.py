@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from ..lint.evaluation import NOT_REACHED, evaluation_analysis
 from ..lint.rule import Rule, register
 
@@ -118,7 +120,7 @@ for epoch in range(10):
 
     @staticmethod
     def _message(ctx, unit, verdict) -> str:
-        call = ctx.segment(unit.first_call.func)
+        call = ast.unparse(unit.first_call.func)
         where = unit.label
         if verdict.site is not None:
             where += f", called at line {verdict.site.lineno} where no `.eval()` precedes it"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from ..lint.evaluation import evaluation_analysis
 from ..lint.rule import Rule, register
 
@@ -105,10 +107,11 @@ for step, (x, y) in enumerate(train_loader):
     @staticmethod
     def _message(ctx, found) -> str:
         model = found.target or "model"
+        switch = ast.unparse(found.switch)
         if found.site is found.switch:
-            what = f"`{ctx.segment(found.switch)}`"
+            what = f"`{switch}`"
         else:
-            what = f"`{ctx.segment(found.site)}` (which calls `{ctx.segment(found.switch)}` at line {found.switch.lineno})"
+            what = f"`{ast.unparse(found.site.func)}(...)` (which calls `{switch}` at line {found.switch.lineno})"
         return (
             f"{what} switches the model to eval mode inside the training loop at line {found.loop.lineno}, and "
             f"nothing switches it back before the next training step: training continues without dropout and "

@@ -1,0 +1,249 @@
+"""TL004 optimizer-in-loop: positives and hard negatives shaped like real training scripts."""
+
+
+def _lines(findings):
+    return [f.line for f in findings]
+
+
+# ----- positives ---------------------------------------------------------------------------------
+def test_adam_rebuilt_every_epoch_over_a_persistent_model(lint):
+    findings = lint(
+        """
+        import torch.optim as optim
+
+        model = Net().to(device)
+        for epoch in range(1, args.epochs + 1):
+            optimizer = optim.Adam(model.parameters(), lr=args.lr)
+            model.train()
+            for batch_idx, (data, target) in enumerate(train_loader):
+                optimizer.zero_grad()
+                loss = F.nll_loss(model(data), target)
+                loss.backward()
+                optimizer.step()
+        """,
+        "TL004",
+    )
+    assert _lines(findings) == [6]
+    message = findings[0].message
+    assert "`optim.Adam(...)`" in message and "line 5" in message
+    assert "momentum" in message and "build the optimizer once, before the loop" in message
+    assert findings[0].severity == "error" and findings[0].name == "optimizer-in-loop"
+
+
+def test_optimizer_built_per_batch(lint):
+    findings = lint(
+        """
+        import torch
+
+        for x, y in loader:
+            opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            opt.step()
+        """,
+        "TL004",
+    )
+    assert _lines(findings) == [5]
+
+
+def test_optimizer_built_in_train_epoch_helper_of_a_trainer_class(lint):
+    findings = lint(
+        """
+        import torch
+
+        class Trainer:
+            def __init__(self, model, loader):
+                self.model = model
+                self.loader = loader
+
+            def train_epoch(self, lr):
+                self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=lr)
+                for batch in self.loader:
+                    loss = self.model(**batch).loss
+                    loss.backward()
+                    self.optimizer.step()
+                    self.optimizer.zero_grad()
+
+            def fit(self, epochs):
+                for epoch in range(epochs):
+                    self.train_epoch(lr=1e-4 * 0.9 ** epoch)
+        """,
+        "TL004",
+    )
+    assert _lines(findings) == [10]
+    assert "through the call at line 19" in findings[0].message
+
+
+def test_third_party_optimizer_in_a_while_step_loop(lint):
+    findings = lint(
+        """
+        import bitsandbytes as bnb
+
+        step = 0
+        while step < max_steps:
+            optimizer = bnb.optim.AdamW8bit(model.parameters(), lr=3e-4)
+            x, y = next(batches)
+            optimizer.zero_grad(set_to_none=True)
+            model(x, y).loss.backward()
+            optimizer.step()
+            step += 1
+        """,
+        "TL004",
+    )
+    assert _lines(findings) == [6]
+
+
+def test_optimizer_factory_called_per_epoch_in_neutral_loop(lint):
+    findings = lint(
+        """
+        import torch
+
+        def make_optimizer(model, lr):
+            opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+            return opt
+
+        def train_one_epoch(model, opt, loader):
+            for x, y in loader:
+                opt.zero_grad()
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+                opt.step()
+
+        model = build()
+        for i in range(90):
+            opt = make_optimizer(model, 0.1 * (0.1 ** (i // 30)))
+            train_one_epoch(model, opt, loader)
+        """,
+        "TL004",
+    )
+    assert _lines(findings) == [16]
+    assert "`make_optimizer(...)`" in findings[0].message
+
+
+# ----- hard negatives ------------------------------------------------------------------------------
+def test_kfold_cross_validation_with_fresh_model_per_fold_is_silent(lint):
+    assert not lint(
+        """
+        import torch
+        from sklearn.model_selection import StratifiedKFold
+
+        def training_function(model, optimizer, train_dl, epochs):
+            for epoch in range(epochs):
+                model.train()
+                for batch in train_dl:
+                    loss = model(**batch).loss
+                    accelerator.backward(loss)
+                    optimizer.step()
+                    optimizer.zero_grad()
+
+        folds = StratifiedKFold(n_splits=3)
+        for i, (train_idxs, valid_idxs) in enumerate(folds.split(X, y)):
+            model = create_model()
+            optimizer = torch.optim.AdamW(params=model.parameters(), lr=2e-5)
+            training_function(model, optimizer, loaders[i], epochs=3)
+        """,
+        "TL004",
+    )
+
+
+def test_neutral_outer_loop_rebuilding_model_and_optimizer_is_silent(lint):
+    assert not lint(
+        """
+        import copy
+        import torch
+
+        init_state = copy.deepcopy(model.state_dict())
+        for width in (64, 128, 256):
+            model.load_state_dict(init_state)
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+            for x, y in loader:
+                opt.zero_grad()
+                model(x).sub(y).pow(2).mean().backward()
+                opt.step()
+        """,
+        "TL004",
+    )
+
+
+def test_inner_loop_optimizer_of_meta_learning_is_silent(lint):
+    assert not lint(
+        """
+        import copy
+        import torch
+
+        meta_opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        for batch in task_loader:
+            learner = copy.deepcopy(model)
+            inner_opt = torch.optim.SGD(learner.parameters(), lr=0.4)
+            for _ in range(5):
+                inner_opt.zero_grad()
+                loss_fn(learner(batch.support_x), batch.support_y).backward()
+                inner_opt.step()
+            meta_opt.zero_grad()
+            loss_fn(model(batch.query_x), batch.query_y).backward()
+            meta_opt.step()
+        """,
+        "TL004",
+    )
+
+
+def test_optimizer_switched_once_at_some_epoch_is_silent(lint):
+    assert not lint(
+        """
+        import torch
+
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        for epoch in range(100):
+            if epoch == swa_start:
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+            for x, y in loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+        """,
+        "TL004",
+    )
+
+
+def test_continual_learning_task_loop_and_optimizer_outside_epoch_loop_are_silent(lint):
+    assert not lint(
+        """
+        import torch
+
+        def train(model, loader, epochs):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+            scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, epochs)
+            for epoch in range(epochs):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+                scheduler.step()
+
+        for task_id, loader in enumerate(task_loaders):
+            train(model, loader, epochs=5)
+        """,
+        "TL004",
+    )
+
+
+def test_optimizer_built_in_loop_of_a_function_that_does_not_train_is_silent(lint):
+    assert not lint(
+        """
+        import torch
+
+        def optimizers_for(models):
+            result = []
+            for m in models:
+                result.append(torch.optim.Adam(m.parameters()))
+            return result
+
+        opts = optimizers_for([generator, discriminator])
+        for x in loader:
+            for opt in opts:
+                opt.zero_grad()
+            gan_loss(generator, discriminator, x).backward()
+            for opt in opts:
+                opt.step()
+        """,
+        "TL004",
+    )

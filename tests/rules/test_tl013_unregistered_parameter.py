@@ -270,3 +270,19 @@ def test_stateless_layers_in_a_list_lose_nothing(lint):
     )
     # Dropout has train/eval behaviour: `model.eval()` never reaches it in a plain list.
     assert lines(findings) == [8]
+
+
+def test_buffers_elsewhere_do_not_hide_a_plain_list(lint):
+    findings = lint(
+        """
+        import torch
+        import torch.nn as nn
+        class Decoder(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.register_buffer("pos", torch.arange(n))
+                self.layers = [nn.TransformerDecoderLayer(64, 4) for _ in range(n)]
+        """,
+        CODE,
+    )
+    assert lines(findings) == [8]

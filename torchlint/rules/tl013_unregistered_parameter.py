@@ -28,7 +28,7 @@ STATELESS_LAYERS = frozenset(
     )
 )
 # Calls that register their arguments (or whatever the class stores by hand).
-REGISTERING_METHODS = frozenset({"add_module", "register_module", "register_parameter", "register_buffer"})
+REGISTERING_METHODS = frozenset({"add_module", "register_module", "register_parameter"})
 # Builtins that only look at a container: passing `self.blocks` to them registers nothing.
 INSPECTING_BUILTINS = frozenset(
     {"len", "enumerate", "zip", "range", "print", "isinstance", "iter", "reversed", "sorted", "min", "max", "repr", "str"}

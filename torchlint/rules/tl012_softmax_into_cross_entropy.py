@@ -37,6 +37,7 @@ class SoftmaxIntoCrossEntropy(Rule):
             def forward(self, x):
                 return F.softmax(self.fc(x), dim=1)
 
+        model = Net()
         loss = F.cross_entropy(model(x), y)
     """
     instead = """
@@ -44,7 +45,9 @@ class SoftmaxIntoCrossEntropy(Rule):
             def forward(self, x):
                 return self.fc(x)  # logits; apply softmax only for predictions
 
+        model = Net()
         loss = F.cross_entropy(model(x), y)
+        probs = F.softmax(model(x), dim=1)  # when probabilities are needed
     """
     VALID = [
         """

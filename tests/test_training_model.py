@@ -379,3 +379,21 @@ def test_model_zero_grad_on_wrapped_or_parent_module_clears():
     assert tm.clears(clear_wrapped, step, stepped, strict=True)
     assert tm.clears(clear_parent, step_head, stepped, strict=True)
     assert not tm.clears(clear_other, step, stepped, strict=True)
+
+
+def test_lightning_optimizers_unpacking_takes_parameters_from_configure_optimizers():
+    ctx, tm = model_of(
+        """
+        import torch
+        import lightning as L
+        class GAN(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                opt_g, opt_d = self.optimizers()
+            def configure_optimizers(self):
+                g = torch.optim.Adam(self.generator.parameters())
+                d = torch.optim.Adam(self.discriminator.parameters())
+                return [g, d], []
+        """
+    )
+    assert tm.optimizer_models["opt_g"] == {"self.generator"}
+    assert tm.optimizer_models["opt_d"] == {"self.discriminator"}

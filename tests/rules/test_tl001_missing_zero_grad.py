@@ -517,21 +517,40 @@ def test_single_step_in_a_test_function(lint):
     )
 
 
-def test_two_optimizers_of_unknown_parameters_one_clear(lint):
-    # Lightning manual optimization: both optimizers may hold the same parameters; the one
-    # clear cannot be shown not to cover the other.
-    check(
+def test_lightning_manual_gan_clears_only_one_optimizer(lint):
+    # Each optimizer on its own: opt_d's clear does not reach opt_g's parameters.
+    findings = check(
         lint,
         """
         import lightning as L
-        class Model(L.LightningModule):
+        class GAN(L.LightningModule):
             def training_step(self, batch, batch_idx):
-                opt_a, opt_b = self.optimizers()
-                self.manual_backward(self.loss(self(batch)))
-                opt_a.step()
-                self.manual_backward(self.loss(self(batch)))
-                opt_b.step()
-                opt_b.zero_grad()
+                opt_g, opt_d = self.optimizers()
+                self.manual_backward(self.generator_loss(batch))
+                opt_g.step()  # expect: TL001
+                opt_d.zero_grad()
+                self.manual_backward(self.discriminator_loss(batch))
+                opt_d.step()
+        """,
+        CODE,
+    )
+    assert "in `training_step()`" in findings[0].message and "opt_g.zero_grad()" in findings[0].message
+
+
+def test_optimizers_known_to_share_parameters_clear_each_other(lint):
+    check(
+        lint,
+        """
+        import torch
+        def train(model, loader):
+            opt_body = torch.optim.SGD(model.parameters(), lr=0.1)
+            opt_swa = torch.optim.SGD(model.parameters(), lr=0.01)
+            for x in loader:
+                opt_body.zero_grad()
+                model(x).mean().backward()
+                opt_body.step()
+                model(x).mean().backward()
+                opt_swa.step()
         """,
         CODE,
     )
@@ -546,6 +565,30 @@ def test_step_with_a_closure_defined_elsewhere(lint):
                 loss = model()
                 loss.backward()
                 optimizer.step(closure_fn)
+        """,
+        CODE,
+    )
+
+
+def test_lightning_optimizers_over_one_layer_clear_each_other(lint):
+    # The shape of a Lightning manual-optimization test: both optimizers hold `self.layer`.
+    check(
+        lint,
+        """
+        import torch
+        import lightning as L
+        class Model(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                opt_a, opt_b = self.optimizers()
+                self.manual_backward(self.loss(self(batch)))
+                opt_a.step()
+                self.manual_backward(self.loss(self(batch)))
+                opt_b.step()
+                opt_b.zero_grad()
+            def configure_optimizers(self):
+                first = torch.optim.SGD(self.layer.parameters(), lr=0.1)
+                second = torch.optim.Adam(self.layer.parameters(), lr=0.001)
+                return [first, second]
         """,
         CODE,
     )

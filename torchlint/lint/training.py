@@ -664,8 +664,9 @@ class TrainingModel:
         while isinstance(root, (ast.Attribute, ast.Subscript)):
             root = root.value
         if isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute):
+            # `loss.mean()` is still the parameter; `self.loss(out)` is computed here.
             return self._loss_is_parameter(Event(event.kind, event.node, arg=root.func.value), func)
-        if not isinstance(root, ast.Name) or self.ctx.enclosing_function(event.node) is not func:
+        if not isinstance(root, ast.Name) or root.id in ("self", "cls") or self.ctx.enclosing_function(event.node) is not func:
             return False
         params = func.args
         names = {a.arg for a in params.posonlyargs + params.args + params.kwonlyargs}
@@ -704,7 +705,48 @@ class TrainingModel:
                         models.add(owner)
             if models:
                 found[key] = frozenset(models)
+        self._lightning_optimizer_models(found)
         return found
+
+    def _lightning_optimizer_models(self, found: dict) -> None:
+        """``opt_g, opt_d = self.optimizers()`` in a LightningModule: the optimizers
+        ``configure_optimizers`` returns, in order (``return [opt_g, opt_d]`` or
+        ``return [opt_g, opt_d], [sched]``), give their parameters to the unpacked names."""
+        for node in self.ctx.nodes(ast.Assign):
+            value = node.value
+            if not (
+                len(node.targets) == 1
+                and isinstance(node.targets[0], (ast.Tuple, ast.List))
+                and isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr == "optimizers"
+                and isinstance(value.func.value, ast.Name)
+                and value.func.value.id == "self"
+            ):
+                continue
+            cls = self.ctx.enclosing(node, ast.ClassDef)
+            while cls is not None:
+                configure = next(
+                    (f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "configure_optimizers"),
+                    None,
+                )
+                if configure is not None:
+                    break
+                cls = self._local_base(cls)
+            if cls is None:
+                continue
+            for ret in _walk_no_scopes_body(configure):
+                if not isinstance(ret, ast.Return) or not isinstance(ret.value, (ast.List, ast.Tuple)):
+                    continue
+                elts = ret.value.elts
+                if elts and isinstance(elts[0], (ast.List, ast.Tuple)):
+                    elts = elts[0].elts
+                for target, returned in zip(node.targets[0].elts, elts):
+                    models = found.get(symbol(returned) or "")
+                    key = symbol(target)
+                    if models and key and key not in found:
+                        found[key] = models
+                break
 
     def _aliases(self, scope: ast.AST) -> dict[str, str]:
         """``name -> symbol`` for plain copies in one function (``optimizer = self.optimizer``)."""
@@ -788,11 +830,12 @@ class TrainingModel:
         if self.role_of(target) == OPTIMIZER:
             if len(stepped) == 1:
                 return True
-            # Another optimizer: it clears this one's gradients only if they share parameters.
+            # Another optimizer clears this one's gradients only if they are known to share
+            # parameters: two optimizers almost always split the parameters (a GAN's pair).
             mine, theirs = self.optimizer_models.get(opt), self.optimizer_models.get(target)
             if mine and theirs:
-                return bool({_last(m) for m in mine} & {_last(m) for m in theirs})
-            return not strict
+                return any(_same_module(a, b) for a in mine for b in theirs)
+            return False
         return not strict
 
     def function_events_around(self, unit: "Unit") -> list[Event]:

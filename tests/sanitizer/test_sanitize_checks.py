@@ -362,3 +362,13 @@ def test_ts105_auto_is_off_on_cpu_and_on_for_accelerators(batches, quiet):
     with torchlint.sanitize(**quiet, inplace="never", accelerator_devices=("cpu",)) as report:
         train(model, batches)
     assert report.by_code("TS105") == []
+
+
+def test_lazy_modules_are_checked_once_materialised(quiet, mark):
+    lazy = nn.Sequential(nn.LazyLinear(4), nn.ReLU())
+    with torchlint.sanitize(**quiet) as report:
+        lazy(torch.randn(2, 8))  # first call materialises the parameters: nothing to compare yet
+        with pytest.raises(RuntimeError):
+            lazy(torch.randn(2, 8, dtype=torch.float64))  # lazy-line
+    (finding,) = report.findings
+    assert (finding.code, finding.lineno) == ("TS103", mark("lazy-line"))

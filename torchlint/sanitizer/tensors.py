@@ -51,19 +51,28 @@ def shape_of(tensor: torch.Tensor) -> str:
     return "(" + ", ".join(str(s) for s in tensor.shape) + ")"
 
 
+# Lazy modules (nn.LazyLinear...) hold these until their first call; they have
+# no dtype yet, and global pre-hooks run before the lazy module materialises them.
+_UNINITIALIZED = (torch.nn.parameter.UninitializedParameter, torch.nn.parameter.UninitializedBuffer)
+
+
 def first_param(module: torch.nn.Module) -> torch.Tensor | None:
     """The module's own first parameter, else its first buffer (no recursion: cheap)."""
     for tensor in module._parameters.values():
         if tensor is not None:
-            return tensor
+            return None if isinstance(tensor, _UNINITIALIZED) else tensor
     for tensor in module._buffers.values():
         if tensor is not None:
-            return tensor
+            return None if isinstance(tensor, _UNINITIALIZED) else tensor
     return None
 
 
 def first_float_param(module: torch.nn.Module) -> torch.Tensor | None:
     for tensor in module._parameters.values():
-        if tensor is not None and tensor.is_floating_point():
+        if tensor is None:
+            continue
+        if isinstance(tensor, _UNINITIALIZED):
+            return None
+        if tensor.is_floating_point():
             return tensor
     return None

@@ -57,7 +57,7 @@ def _shape_args(call: ast.Call) -> list[ast.AST] | None:
             if any(isinstance(e, ast.Starred) for e in only.elts):
                 return None
             return list(only.elts)
-        if isinstance(only, ast.Constant) and isinstance(only.value, int) or _is_minus_one(only):
+        if (isinstance(only, ast.Constant) and isinstance(only.value, int)) or _is_minus_one(only):
             return [only]
         return None  # a shape held in a variable, or a dtype: cannot tell
     return list(args)
@@ -127,12 +127,13 @@ class _Layout:
             return expr.operand
         return None
 
-    def permuted_origin(self, expr: ast.AST) -> ast.AST | None:
-        """The permuting operation that may have produced ``expr``'s value, if any."""
-        for origin in self.flow.origins(expr, self.through_layout_keeping):
-            if origin is not None and self.permuting_op(origin) is not None:
-                return origin
-        return None
+    def permuted_origins(self, expr: ast.AST) -> list[ast.AST]:
+        """The permuting operations that may have produced ``expr``'s value."""
+        return [
+            origin
+            for origin in self.flow.origins(expr, self.through_layout_keeping)
+            if origin is not None and self.permuting_op(origin) is not None
+        ]
 
     # ----- ranks ------------------------------------------------------------------------------
     def rank_of_permuted(self, op: ast.AST) -> int | None:
@@ -361,12 +362,10 @@ def flatten_tokens(feat):
             if shape is None:
                 continue
             layout = layout or _Layout(ctx)
-            permuted = layout.permuted_origin(func.value)
-            if permuted is None:
-                continue
-            if not _merges(shape, layout.rank_of_permuted(permuted)):
-                continue
-            yield self.report(call, self._message(ctx, call, permuted))
+            for permuted in layout.permuted_origins(func.value):
+                if _merges(shape, layout.rank_of_permuted(permuted)):
+                    yield self.report(call, self._message(ctx, call, permuted))
+                    break
 
     @staticmethod
     def _message(ctx, call, permuted) -> str:

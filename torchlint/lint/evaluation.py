@@ -372,7 +372,7 @@ class EvaluationAnalysis:
         for site in sites:
             verdict = check(site, self.ctx.enclosing_function(site), depth + 1, seen | {func})
             if verdict.reached is NOT_REACHED:
-                return Verdict(NOT_REACHED, verdict.site or site)
+                return Verdict(NOT_REACHED, site)  # the direct call site: the one to fix
             if verdict.reached is UNKNOWN:
                 unknown = True
         return Verdict(UNKNOWN if unknown else REACHED)

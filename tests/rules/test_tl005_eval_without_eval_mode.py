@@ -1,0 +1,320 @@
+"""TL005 eval-without-eval-mode: positives and hard negatives shaped like real training scripts."""
+
+
+def _lines(findings):
+    return [f.line for f in findings]
+
+
+MNIST_TRAIN = """
+import torch
+import torch.nn.functional as F
+
+def train(args, model, device, train_loader, optimizer, epoch):
+    model.train()
+    for batch_idx, (data, target) in enumerate(train_loader):
+        data, target = data.to(device), target.to(device)
+        optimizer.zero_grad()
+        loss = F.nll_loss(model(data), target)
+        loss.backward()
+        optimizer.step()
+"""
+
+
+# ----- positives ---------------------------------------------------------------------------------
+def test_test_function_without_eval_called_after_training(lint):
+    findings = lint(
+        MNIST_TRAIN
+        + """
+def test(model, device, test_loader):
+    correct = 0
+    with torch.no_grad():
+        for data, target in test_loader:
+            output = model(data.to(device))
+            correct += output.argmax(1).eq(target).sum().item()
+    return correct
+
+def main(args, model, device, train_loader, test_loader, optimizer):
+    for epoch in range(1, args.epochs + 1):
+        train(args, model, device, train_loader, optimizer, epoch)
+        test(model, device, test_loader)
+""",
+        "TL005",
+    )
+    assert _lines(findings) == [18]
+    message = findings[0].message
+    assert "`test()`" in message and "called at line 25" in message
+    assert "model.eval()" in message and "dropout" in message
+    assert findings[0].severity == "warning" and findings[0].name == "eval-without-eval-mode"
+
+
+def test_inline_validation_loop_in_epoch_loop(lint):
+    findings = lint(
+        """
+        import torch
+
+        for epoch in range(num_epochs):
+            model.train()
+            for step, batch in enumerate(train_dataloader):
+                loss = model(**batch).loss
+                accelerator.backward(loss)
+                optimizer.step()
+                optimizer.zero_grad()
+            for step, batch in enumerate(eval_dataloader):
+                with torch.no_grad():
+                    outputs = model(**batch)
+                predictions = outputs.logits.argmax(dim=-1)
+        """,
+        "TL005",
+    )
+    assert _lines(findings) == [13]
+    assert "the evaluation loop at line 11" in findings[0].message
+
+
+def test_evaluate_helper_on_global_model_in_script(lint):
+    findings = lint(
+        """
+        import torch
+        import torch.nn as nn
+
+        model = nn.Sequential(nn.Linear(10, 10), nn.Dropout(0.5), nn.Linear(10, 2))
+        opt = torch.optim.Adam(model.parameters())
+
+        @torch.no_grad()
+        def evaluate_accuracy():
+            hits = 0
+            for x, y in val_batches:
+                hits += (model(x).argmax(1) == y).sum().item()
+            return hits
+
+        for it in range(1000):
+            x, y = next(train_iter)
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            if it % 100 == 0:
+                print(evaluate_accuracy())
+        """,
+        "TL005",
+    )
+    assert _lines(findings) == [12]
+
+
+def test_trainer_method_validate_called_after_train_step_loop(lint):
+    findings = lint(
+        """
+        import torch
+
+        class Trainer:
+            def train_epoch(self):
+                self.model.train()
+                for x, y in self.train_loader:
+                    self.optimizer.zero_grad()
+                    self.criterion(self.model(x), y).backward()
+                    self.optimizer.step()
+
+            @torch.no_grad()
+            def validate(self):
+                total = 0.0
+                for x, y in self.val_loader:
+                    total += self.criterion(self.model(x), y).item()
+                return total
+
+            def fit(self, epochs):
+                for epoch in range(epochs):
+                    self.train_epoch()
+                    self.validate()
+        """,
+        "TL005",
+    )
+    assert _lines(findings) == [16]
+    assert "called at line 22" in findings[0].message
+
+
+def test_eval_undone_by_train_before_the_validation_loop(lint):
+    findings = lint(
+        """
+        import torch
+
+        def run_epoch(model, train_loader, val_loader, optimizer):
+            model.eval()
+            model.train()
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                model(x).mean().backward()
+                optimizer.step()
+            with torch.no_grad():
+                for x, y in val_loader:
+                    score = model(x)
+        """,
+        "TL005",
+    )
+    assert _lines(findings) == [13]
+
+
+def test_self_contained_no_grad_evaluation_function_without_callers(lint):
+    findings = lint(
+        """
+        import torch
+
+        def evaluate(model, loader):
+            with torch.no_grad():
+                return [model(x).argmax(1) for x, _ in loader]
+        """,
+        "TL005",
+    )
+    assert _lines(findings) == [6]
+
+
+# ----- hard negatives ------------------------------------------------------------------------------
+def test_pytorch_examples_mnist_is_silent(lint):
+    assert not lint(
+        MNIST_TRAIN
+        + """
+def test(model, device, test_loader):
+    model.eval()
+    with torch.no_grad():
+        for data, target in test_loader:
+            output = model(data.to(device))
+
+def main(args, model, device, train_loader, test_loader, optimizer):
+    for epoch in range(1, args.epochs + 1):
+        train(args, model, device, train_loader, optimizer, epoch)
+        test(model, device, test_loader)
+""",
+        "TL005",
+    )
+
+
+def test_nanogpt_estimate_loss_is_silent(lint):
+    assert not lint(
+        """
+        import torch
+
+        @torch.no_grad()
+        def estimate_loss():
+            out = {}
+            model.eval()
+            for split in ['train', 'val']:
+                losses = torch.zeros(eval_iters)
+                for k in range(eval_iters):
+                    X, Y = get_batch(split)
+                    with ctx:
+                        logits, loss = model(X, Y)
+                    losses[k] = loss.item()
+                out[split] = losses.mean()
+            model.train()
+            return out
+
+        while True:
+            if iter_num % eval_interval == 0:
+                losses = estimate_loss()
+            for micro_step in range(gradient_accumulation_steps):
+                with ctx:
+                    logits, loss = model(X, Y)
+                    loss = loss / gradient_accumulation_steps
+                scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+        """,
+        "TL005",
+    )
+
+
+def test_validate_helper_called_after_eval_inside_no_grad_is_silent(lint):
+    assert not lint(
+        """
+        import torch
+
+        def validate(model, loader, criterion):
+            return sum(criterion(model(x), y).item() for x, y in loader)
+
+        for epoch in range(10):
+            model.train()
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            model.eval()
+            with torch.no_grad():
+                val_loss = validate(model, val_loader, criterion)
+        """,
+        "TL005",
+    )
+
+
+def test_lightning_hooks_and_module_methods_are_silent(lint):
+    assert not lint(
+        """
+        import torch
+        import lightning as L
+
+        class LitClassifier(L.LightningModule):
+            def __init__(self, model):
+                super().__init__()
+                self.model = model
+
+            def validation_step(self, batch, batch_idx):
+                x, y = batch
+                self.log("val_loss", torch.nn.functional.cross_entropy(self.model(x), y))
+
+            def test_step(self, batch, batch_idx):
+                x, y = batch
+                return self.model(x)
+
+            def predict(self, x):
+                return self.model(x)
+        """,
+        "TL005",
+    )
+
+
+def test_inference_script_that_sets_eval_once_and_detectron_style_context_are_silent(lint):
+    assert not lint(
+        """
+        import torch
+        from contextlib import ExitStack
+
+        model = build_model(cfg)
+        model.load_state_dict(torch.load("best.pt"))
+        model.eval()
+
+        def predict(images):
+            with torch.inference_mode():
+                return model(images)
+
+        def inference_on_dataset(model, data_loader):
+            with ExitStack() as stack:
+                stack.enter_context(inference_context(model))
+                stack.enter_context(torch.no_grad())
+                for inputs in data_loader:
+                    outputs = model(inputs)
+
+        for batch in test_loader:
+            print(predict(batch))
+        inference_on_dataset(model, test_loader)
+        """,
+        "TL005",
+    )
+
+
+def test_evaluation_function_receiving_model_from_outside_is_not_judged(lint):
+    assert not lint(
+        """
+        def evaluate(model, loader, metric):
+            for x, y in loader:
+                metric.update(model(x), y)
+            return metric.compute()
+        """,
+        "TL005",
+    )
+
+
+def test_test_suite_files_are_silent(lint):
+    source = """
+        def test_model_forward():
+            model = Net()
+            for x, _ in val_loader:
+                assert model(x).shape == (2, 10)
+        """
+    assert not lint(source, "TL005", path="tests/test_forward.py")

@@ -1,0 +1,248 @@
+"""TL006 eval-without-no-grad: positives and hard negatives shaped like real training scripts."""
+
+
+def _lines(findings):
+    return [f.line for f in findings]
+
+
+# ----- positives ---------------------------------------------------------------------------------
+def test_validate_with_eval_but_no_no_grad(lint):
+    findings = lint(
+        """
+        import torch
+
+        def validate(model, val_loader, criterion, device):
+            model.eval()
+            running = 0.0
+            for images, target in val_loader:
+                output = model(images.to(device))
+                running += criterion(output, target.to(device)).item()
+            return running / len(val_loader)
+        """,
+        "TL006",
+    )
+    assert _lines(findings) == [8]
+    message = findings[0].message
+    assert "`validate()`" in message and "autograd on" in message
+    assert "decorate `validate` with `@torch.no_grad()`" in message
+    assert findings[0].severity == "warning" and findings[0].name == "eval-without-no-grad"
+
+
+def test_inline_validation_loop_without_no_grad(lint):
+    findings = lint(
+        """
+        for epoch in range(epochs):
+            model.train()
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            model.eval()
+            val_loss = 0.0
+            for x, y in val_loader:
+                val_loss += criterion(model(x), y)
+            model.train()
+        """,
+        "TL006",
+    )
+    assert _lines(findings) == [11]
+    assert "wrap the evaluation loop in `with torch.no_grad():`" in findings[0].message
+
+
+def test_helper_called_outside_no_grad_from_epoch_loop(lint):
+    findings = lint(
+        """
+        import torch
+
+        def evaluate(model, loader):
+            correct = 0
+            for x, y in loader:
+                correct += (model(x).argmax(1) == y).sum()
+            return correct
+
+        for epoch in range(epochs):
+            model.train()
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            model.eval()
+            acc = evaluate(model, val_loader)
+        """,
+        "TL006",
+    )
+    assert _lines(findings) == [7]
+    assert "called at line 17 outside any no-grad block" in findings[0].message
+
+
+def test_no_grad_closed_before_the_model_call(lint):
+    findings = lint(
+        """
+        import torch
+
+        @torch.no_grad()
+        def prepare(batch):
+            return batch.float()
+
+        def predict(loader):
+            model.eval()
+            with torch.no_grad():
+                batches = [prepare(b) for b in loader]
+            for b in batches:
+                yield model(b)
+
+        for out in predict(test_loader):
+            print(out)
+        """,
+        "TL006",
+    )
+    assert _lines(findings) == [13]
+
+
+def test_enable_grad_around_the_evaluation_overrides_outer_no_grad(lint):
+    findings = lint(
+        """
+        import torch
+
+        def test(model, loader):
+            model.eval()
+            with torch.set_grad_enabled(True):
+                for x, _ in loader:
+                    logits = model(x)
+
+        for epoch in range(3):
+            model.train()
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            with torch.no_grad():
+                test(model, test_loader)
+        """,
+        "TL006",
+    )
+    assert _lines(findings) == [8]
+
+
+# ----- hard negatives ------------------------------------------------------------------------------
+def test_inference_mode_decorator_and_no_grad_block_are_silent(lint):
+    assert not lint(
+        """
+        import torch
+
+        @torch.inference_mode()
+        def evaluate(model, loader):
+            model.eval()
+            return [model(x) for x, _ in loader]
+
+        def validate(model, loader):
+            model.eval()
+            with torch.no_grad():
+                for x, _ in loader:
+                    model(x)
+        """,
+        "TL006",
+    )
+
+
+def test_validate_called_inside_no_grad_after_eval_is_silent(lint):
+    assert not lint(
+        """
+        import torch
+
+        def validate(model, loader):
+            return [model(x).argmax(1) for x, _ in loader]
+
+        for epoch in range(10):
+            model.train()
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            model.eval()
+            with torch.no_grad():
+                preds = validate(model, val_loader)
+        """,
+        "TL006",
+    )
+
+
+def test_saliency_and_adversarial_evaluation_need_gradients(lint):
+    assert not lint(
+        """
+        import torch
+
+        def evaluate_saliency(model, loader):
+            model.eval()
+            maps = []
+            for x, y in loader:
+                x.requires_grad_(True)
+                score = model(x).gather(1, y[:, None]).sum()
+                score.backward()
+                maps.append(x.grad.abs())
+            return maps
+
+        def test_robustness(model, loader, eps):
+            model.eval()
+            for x, y in loader:
+                x = x.clone().requires_grad_(True)
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                grad, = torch.autograd.grad(loss, x)
+                adv = x + eps * grad.sign()
+        """,
+        "TL006",
+    )
+
+
+def test_set_grad_enabled_false_statement_and_global_switch_are_silent(lint):
+    assert not lint(
+        """
+        import torch
+
+        torch.set_grad_enabled(False)
+        model = load_model()
+        model.eval()
+
+        def run_inference(images):
+            return model(images)
+
+        for batch in test_loader:
+            run_inference(batch)
+        """,
+        "TL006",
+    )
+
+
+def test_lightning_validation_step_and_nanogpt_estimate_loss_are_silent(lint):
+    assert not lint(
+        """
+        import torch
+        import pytorch_lightning as pl
+
+        class Lit(pl.LightningModule):
+            def validation_step(self, batch, batch_idx):
+                x, y = batch
+                return self.model(x)
+
+        @torch.no_grad()
+        def estimate_loss():
+            model.eval()
+            for split in ['train', 'val']:
+                for k in range(eval_iters):
+                    logits, loss = model(*get_batch(split))
+            model.train()
+        """,
+        "TL006",
+    )
+
+
+def test_eval_function_passed_as_callback_is_not_judged(lint):
+    assert not lint(
+        """
+        def make_evaluator(ts_model):
+            def eval_wrapper(inputs):
+                return ts_model(inputs)
+            return run_evaluation(eval_wrapper, data_loader)
+        """,
+        "TL006",
+    )

@@ -1,0 +1,256 @@
+"""TL007 train-mode-not-restored: positives and hard negatives shaped like real training scripts."""
+
+
+def _lines(findings):
+    return [f.line for f in findings]
+
+
+TRAIN_NO_SWITCH = """
+import torch
+
+def train(model, loader, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+"""
+
+
+# ----- positives ---------------------------------------------------------------------------------
+def test_eval_call_in_epoch_loop_never_undone(lint):
+    findings = lint(
+        """
+        import torch
+
+        for epoch in range(epochs):
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            model.eval()
+            with torch.no_grad():
+                acc = sum((model(x).argmax(1) == y).sum() for x, y in val_loader)
+        """,
+        "TL007",
+    )
+    assert _lines(findings) == [9]
+    message = findings[0].message
+    assert "`model.eval()`" in message and "line 4" in message and "`model.train()`" in message
+    assert findings[0].severity == "error" and findings[0].name == "train-mode-not-restored"
+
+
+def test_call_into_validate_that_switches_to_eval(lint):
+    findings = lint(
+        TRAIN_NO_SWITCH
+        + """
+def validate(model, loader):
+    model.eval()
+    with torch.no_grad():
+        return [model(x) for x, _ in loader]
+
+def main(model, optimizer, train_loader, val_loader):
+    for epoch in range(90):
+        train(model, train_loader, optimizer)
+        validate(model, val_loader)
+""",
+        "TL007",
+    )
+    assert _lines(findings) == [18]
+    assert "`validate(...)` (which calls `model.eval()` at line 11)" in findings[0].message
+
+
+def test_periodic_evaluation_inside_a_step_loop(lint):
+    findings = lint(
+        """
+        import torch
+
+        @torch.no_grad()
+        def estimate_loss():
+            model.eval()
+            return sum(model(x).item() for x in val_batches)
+
+        for it in range(max_iters):
+            if it % eval_interval == 0:
+                print(estimate_loss())
+            loss = model(*get_batch("train"))
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+        """,
+        "TL007",
+    )
+    assert _lines(findings) == [11]
+
+
+def test_train_false_counts_as_eval(lint):
+    findings = lint(
+        """
+        for epoch in range(epochs):
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                loss_fn(net(x), y).backward()
+                optimizer.step()
+            net.train(False)
+            evaluate(net)
+        """,
+        "TL007",
+    )
+    assert _lines(findings) == [7]
+
+
+def test_trainer_class_with_eval_in_fit_loop(lint):
+    findings = lint(
+        """
+        class Trainer:
+            def train_epoch(self):
+                for batch in self.loader:
+                    loss = self.model(**batch).loss
+                    self.accelerator.backward(loss)
+                    self.optimizer.step()
+                    self.optimizer.zero_grad()
+
+            def fit(self):
+                for epoch in range(self.epochs):
+                    self.train_epoch()
+                    self.model.eval()
+                    self.evaluate()
+        """,
+        "TL007",
+    )
+    assert _lines(findings) == [13]
+
+
+# ----- hard negatives ------------------------------------------------------------------------------
+def test_train_at_the_top_of_the_training_function_restores(lint):
+    assert not lint(
+        """
+        import torch
+
+        def train(model, loader, optimizer):
+            model.train()
+            for x, y in loader:
+                optimizer.zero_grad()
+                torch.nn.functional.nll_loss(model(x), y).backward()
+                optimizer.step()
+
+        def test(model, loader):
+            model.eval()
+            with torch.no_grad():
+                for x, y in loader:
+                    model(x)
+
+        for epoch in range(1, 15):
+            train(model, train_loader, optimizer)
+            test(model, test_loader)
+        """,
+        "TL007",
+    )
+
+
+def test_nanogpt_estimate_loss_switches_back(lint):
+    assert not lint(
+        """
+        import torch
+
+        @torch.no_grad()
+        def estimate_loss():
+            model.eval()
+            out = [model(*get_batch(split))[1] for split in ("train", "val")]
+            model.train()
+            return out
+
+        while True:
+            if iter_num % eval_interval == 0 and master_process:
+                losses = estimate_loss()
+            for micro_step in range(gradient_accumulation_steps):
+                logits, loss = model(X, Y)
+                scaler.scale(loss / gradient_accumulation_steps).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+            iter_num += 1
+        """,
+        "TL007",
+    )
+
+
+def test_phase_loop_switching_modes_is_silent(lint):
+    assert not lint(
+        """
+        import torch
+
+        for epoch in range(num_epochs):
+            for phase in ["train", "val"]:
+                if phase == "train":
+                    model.train()
+                else:
+                    model.eval()
+                for inputs, labels in dataloaders[phase]:
+                    optimizer.zero_grad()
+                    with torch.set_grad_enabled(phase == "train"):
+                        loss = criterion(model(inputs), labels)
+                        if phase == "train":
+                            loss.backward()
+                            optimizer.step()
+        """,
+        "TL007",
+    )
+
+
+def test_ema_and_teacher_models_stay_in_eval_on_purpose(lint):
+    assert not lint(
+        """
+        for step, batch in enumerate(loader):
+            teacher_model.eval()
+            model_ema.eval()
+            with torch.no_grad():
+                target = teacher_model(batch)
+            loss = criterion(model(batch), target)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            model_ema.update(model)
+        """,
+        "TL007",
+    )
+
+
+def test_eval_restored_at_the_end_of_the_iteration_and_after_the_loop(lint):
+    assert not lint(
+        """
+        def fit(model, optimizer, epochs):
+            for epoch in range(epochs):
+                for x, y in train_loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+                model.eval()
+                evaluate(model, val_loader)
+                model.train()
+            model.eval()
+            return model
+        """,
+        "TL007",
+    )
+
+
+def test_restore_inside_a_helper_with_another_parameter_name(lint):
+    assert not lint(
+        """
+        def train_one_epoch(trainable_module, loader, optimizer):
+            trainable_module.train()
+            for x, y in loader:
+                optimizer.zero_grad()
+                trainable_module(x).mean().backward()
+                optimizer.step()
+
+        def validate(model, loader):
+            model.eval()
+            return [model(x) for x in loader]
+
+        for epoch in range(10):
+            train_one_epoch(model, train_loader, optimizer)
+            validate(model, val_loader)
+        """,
+        "TL007",
+    )

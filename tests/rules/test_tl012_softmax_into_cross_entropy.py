@@ -275,3 +275,21 @@ def test_criterion_chosen_by_config_is_unknown(lint):
         """,
         CODE,
     ) == []
+
+
+def test_lightning_training_step_calling_self(lint):
+    findings = lint(
+        """
+        import torch.nn.functional as F
+        import lightning as L
+        class LitClassifier(L.LightningModule):
+            def forward(self, x):
+                return F.softmax(self.fc(x), dim=-1)
+            def training_step(self, batch, batch_idx):
+                x, y = batch
+                return F.cross_entropy(self(x), y)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [9]
+    assert "softmax at line 6" in findings[0].message

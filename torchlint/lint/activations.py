@@ -199,11 +199,27 @@ class ActivationTracker:
             for activation in ACTIVATIONS.values():
                 if found[0] in activation.methods:
                     return activation.kind, origin
+        # `self(x)` inside a module's method (Lightning's training_step): its own forward.
+        own_class = self._called_self(origin)
+        if own_class is not None:
+            return self.class_output(own_class, depth + 1)
         # Calling a module object: its last layer.
         output = self.module_output(origin.func, depth + 1)
         if output is not None:
             return output  # the activation inside the module: where the user should look
         return None
+
+    def _called_self(self, call: ast.Call) -> str | None:
+        """The module class name when ``call`` is ``self(...)`` in one of its methods."""
+        func = call.func
+        if not isinstance(func, ast.Name):
+            return None
+        method = self.ctx.enclosing_function(call)
+        cls = self.ctx.parent(method) if method is not None else None
+        if not isinstance(cls, ast.ClassDef) or cls.name not in self.ctx.module_classes:
+            return None
+        args = method.args.args
+        return cls.name if args and args[0].arg == func.id else None
 
     # ----- losses -------------------------------------------------------------------------
     def loss_calls(self, functions: frozenset[str], modules: frozenset[str]) -> Iterator[ast.Call]:

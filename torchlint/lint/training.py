@@ -526,12 +526,13 @@ class TrainingModel:
         for call in self.ctx.calls:
             child, below = call, None
             current = parents.get(call)
-            while current is not None and not isinstance(current, ast.stmt):
-                if isinstance(current, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            # Exact type checks: this runs for every call of the file.
+            while current is not None and type(current) not in _STATEMENT_TYPES:
+                if type(current) is ast.Lambda:
                     break
                 child, below = current, child
                 current = parents.get(current)
-            if isinstance(current, ast.stmt):
+            if current is not None and type(current) in _STATEMENT_TYPES:
                 index.setdefault(current, []).append((call, (child, below)))
         return index
 
@@ -1251,6 +1252,9 @@ class Accumulation:
         return None
 
 
+_STATEMENT_TYPES = frozenset(
+    cls for cls in vars(ast).values() if isinstance(cls, type) and issubclass(cls, ast.stmt) and cls is not ast.stmt
+)
 BACKWARD_KINDS = frozenset({"backward", "opaque_step"})
 CLEAR_KINDS = frozenset({"zero_grad", "clear_grad"})
 ACCUMULATION_NAME = re.compile(r"accum|accumulat|grad_acc", re.I)

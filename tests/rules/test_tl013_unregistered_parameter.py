@@ -286,3 +286,18 @@ def test_buffers_elsewhere_do_not_hide_a_plain_list(lint):
         CODE,
     )
     assert lines(findings) == [8]
+
+
+def test_list_of_a_generator_of_layers(lint):
+    findings = lint(
+        """
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.layers = list(nn.Linear(8, 8) for _ in range(n))
+                self.sizes = list(range(n))
+        """,
+        CODE,
+    )
+    assert lines(findings) == [6]

@@ -177,10 +177,7 @@ class _InitChecker:
             fresh = self._appended_modules(attr)
         if not fresh or self._registers_by_hand or self._wrapped_later(attr):
             return None
-        kind = "dict" if isinstance(value, (ast.Dict, ast.DictComp)) or _called(value) in ("dict", "OrderedDict") else (
-            "tuple" if isinstance(value, ast.Tuple) or (isinstance(value, ast.BinOp) and isinstance(value.left, ast.Tuple))
-            else "list"
-        )
+        kind = _container_kind(value)
         if fresh == "parameter":
             replacement = "nn.ParameterDict" if kind == "dict" else "nn.ParameterList"
             what = "parameters"
@@ -240,6 +237,13 @@ class _InitChecker:
             elements = list(value.values)
         elif isinstance(value, (ast.List, ast.Tuple, ast.Set)):
             elements = list(value.elts)
+        elif _called(value) in ("list", "tuple", "dict") and len(value.args) == 1 and not value.keywords:
+            # list(nn.Linear(8, 8) for _ in range(n)), tuple([...])
+            inner = value.args[0]
+            if isinstance(inner, ast.GeneratorExp):
+                kinds = {self._module_kind(inner.elt)} - {None}
+                return None if not kinds else "parameter" if kinds == {"parameter"} else "module"
+            return self._fresh_modules_in_container(inner)
         elif isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
             # `[nn.Linear(8, 8)] * n`: the same module n times, still unregistered.
             for side in (value.left, value.right):
@@ -315,6 +319,17 @@ class _InitChecker:
         if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == self.receiver:
             return expr.attr
         return None
+
+
+def _container_kind(value: ast.AST) -> str:
+    """How the message names the container: dict, tuple or list."""
+    if isinstance(value, ast.BinOp):
+        value = value.left if isinstance(value.left, (ast.List, ast.Tuple)) else value.right
+    if isinstance(value, (ast.Dict, ast.DictComp)) or _called(value) in ("dict", "OrderedDict"):
+        return "dict"
+    if isinstance(value, ast.Tuple) or _called(value) == "tuple":
+        return "tuple"
+    return "list"
 
 
 def _called(expr: ast.AST) -> str | None:

@@ -291,12 +291,24 @@ class InplaceNet(nn.Module):
             h[:, 0] = 0  # setitem-line
         elif self.style == "out":
             torch.mul(h, 2, out=h)  # out-line
+        elif self.style == "iadd":
+            h += 1  # iadd-line
         elif self.style == "data-alias":
             h = h.sigmoid()
             h.data.mul_(0.5)  # data-line
         else:
             h = F.relu(h)
         return self.fc2(h)
+
+
+OP_NAMES = {
+    "method": "Tensor.relu_",
+    "functional": "F.relu(inplace=True)",
+    "setitem": "index assignment (x[...] = ...)",
+    "out": "torch.mul(out=...)",
+    "iadd": "Tensor.add_",  # `h += 1` reaches torch as Tensor.add_
+    "data-alias": "Tensor.mul_",
+}
 
 
 @pytest.mark.parametrize(
@@ -306,6 +318,7 @@ class InplaceNet(nn.Module):
         ("functional", "functional-line", "a tensor that requires grad"),
         ("setitem", "setitem-line", "a tensor that requires grad"),
         ("out", "out-line", "a tensor that requires grad"),
+        ("iadd", "iadd-line", "a tensor that requires grad"),
         ("data-alias", "data-line", "the storage of a tensor saved for backward"),
     ],
 )
@@ -319,6 +332,7 @@ def test_ts105_inplace_writes_are_reported_at_their_line(style, marker, what, ba
             pass  # some of these also break autograd at backward time
     (finding,) = report.by_code("TS105")
     assert finding.name == "inplace-on-autograd-tensor"
+    assert finding.message.startswith(f"in-place {OP_NAMES[style]} during forward writes {what}")
     assert (finding.filename, finding.lineno) == (__file__, mark(marker))
     assert finding.details["target"] == what
 
@@ -372,3 +386,47 @@ def test_lazy_modules_are_checked_once_materialised(quiet, mark):
             lazy(torch.randn(2, 8, dtype=torch.float64))  # lazy-line
     (finding,) = report.findings
     assert (finding.code, finding.lineno) == ("TS103", mark("lazy-line"))
+
+
+def test_ts105_saved_tensors_are_forgotten_when_the_graph_is_freed(quiet):
+    torch.manual_seed(0)
+    model = InplaceNet("none")
+    session = torchlint.sanitize(**quiet, inplace="always")
+    with session:
+        check = next(c for c in session.checks if type(c).__name__ == "InplaceCheck")
+        loss = F.cross_entropy(model(torch.randn(4, 8)), torch.tensor([0, 1, 2, 0]))
+        assert check._saved  # the graph holds saved tensors...
+        loss.backward()
+        assert not check._saved  # ...and releases them by reference counting at backward
+        with torch.no_grad():
+            model.fc1.weight.data.mul_(0.5)  # so a later manual update is not a finding
+    assert session.report.findings == []
+
+
+def test_ts105_ops_inside_backward_are_not_reported(quiet):
+    x = torch.randn(3, requires_grad=True)
+    with torchlint.sanitize(**quiet, inplace="always") as report:
+        saved = x.sigmoid()
+        out = saved * 3
+        out.register_hook(lambda grad: saved.data.add_(0))  # runs during backward
+        out.sum().backward()
+    assert report.findings == []
+
+
+def test_ts105_auto_waits_while_a_user_mode_is_active(batches, quiet):
+    from torch.overrides import TorchFunctionMode
+
+    class PassThrough(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    torch.manual_seed(0)
+    model = InplaceNet("method")
+    with torchlint.sanitize(**quiet, accelerator_devices=("cpu",)) as report:
+        with PassThrough():
+            model(batches[0][0])  # not switched on under the user's mode...
+        assert report.findings == []
+        model(batches[0][0])  # ...but right after it
+        assert torch._C._len_torch_function_stack() == 1
+    assert len(report.by_code("TS105")) == 1
+    assert torch._C._len_torch_function_stack() == 0

@@ -113,6 +113,13 @@ def test_json_report_at_exit(tmp_path, mark):
     assert finding["details"]["input_dtype"] == "torch.float64"
 
 
+def test_unwritable_report_path_is_reported_not_raised(tmp_path, capsys):
+    path = tmp_path / "missing-dir" / "findings.json"
+    with torchlint.sanitize(summary=False, report=str(path)):
+        pass
+    assert "cannot write the report" in capsys.readouterr().err and not path.exists()
+
+
 def test_decorator_runs_each_call_in_a_fresh_session(quiet):
     session = torchlint.sanitize(**quiet)
     model = nn.Linear(4, 2)

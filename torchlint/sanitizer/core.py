@@ -516,7 +516,10 @@ class Session:
             color = bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
             print(self.report.format_summary(color=color), file=stream)
         if self.options.report:
-            self.report.write_json(self.options.report)
+            try:
+                self.report.write_json(self.options.report)
+            except OSError as error:  # never mask the run's own outcome for a report file
+                print(f"torchlint.sanitize: cannot write the report {self.options.report}: {error}", file=sys.stderr)
 
     def _subscribe(self, check: Check) -> None:
         cls = type(check)

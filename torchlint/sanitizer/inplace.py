@@ -95,6 +95,13 @@ class _Saved:
             registry.pop(self.key, None)
 
 
+def _stacks() -> tuple:
+    return (
+        torch._C._len_torch_function_stack(),
+        torch._C._autograd._top_saved_tensors_default_hooks(False),
+    )
+
+
 def _storage_key(tensor: torch.Tensor) -> int | None:
     try:
         return tensor.untyped_storage().data_ptr()
@@ -113,7 +120,7 @@ class _InplaceMode(TorchFunctionMode):
         if kind is None:
             kind = self.kinds[func] = _classify(func)
         if kind != _NEVER or kwargs:
-            target = None
+            target, via_out = None, False
             if kind == _ALWAYS:
                 target = args[0] if args else None
             elif kind >= 0:
@@ -121,9 +128,9 @@ class _InplaceMode(TorchFunctionMode):
                 if flag is True:
                     target = args[0] if args else (kwargs or {}).get("input")
             if target is None and kwargs and kwargs.get("out") is not None:
-                target = kwargs["out"]
+                target, via_out = kwargs["out"], True
             if target is not None:
-                self.check.inspect_write(func, target)
+                self.check.inspect_write(func, target, via_out)
         return func(*args, **(kwargs or {}))
 
 
@@ -140,6 +147,11 @@ class InplaceCheck(Check):
         self._mode: _InplaceMode | None = None
         self._hooks = None
         self._accelerators = frozenset(self.options.accelerator_devices)
+        # The mode and hooks stacks as the session found them: "auto" only
+        # activates while they are unchanged, so that our entries never sit on
+        # top of a user's own `with SomeMode():` or `saved_tensors_hooks`
+        # block, whose exit would otherwise pop ours instead of theirs.
+        self._base_stacks = _stacks()
         if self.options.inplace == "always":
             self.activate()
 
@@ -183,7 +195,7 @@ class InplaceCheck(Check):
 
     def on_root_pre(self, module, args) -> None:
         # inplace="auto": switch on at the first accelerator tensor or module.
-        if self.active or self.options.inplace != "auto":
+        if self.active or self.options.inplace != "auto" or _stacks() != self._base_stacks:
             return
         accelerators = self._accelerators
         own = first_param(module)
@@ -195,7 +207,7 @@ class InplaceCheck(Check):
                 self.activate()
                 return
 
-    def inspect_write(self, func, target) -> None:
+    def inspect_write(self, func, target, via_out: bool = False) -> None:
         session = self.session
         if session.in_backward:
             return
@@ -205,16 +217,16 @@ class InplaceCheck(Check):
                 continue
             grad_on = torch.is_grad_enabled()
             if grad_on and tensor.requires_grad:
-                self._report(func, "a tensor that requires grad", tensor)
+                self._report(func, "a tensor that requires grad", tensor, via_out)
                 return
             if self._saved and (grad_on or not session.in_optimizer_step):
                 key = _storage_key(tensor)
                 if key and key in self._saved:
-                    self._report(func, "the storage of a tensor saved for backward", tensor)
+                    self._report(func, "the storage of a tensor saved for backward", tensor, via_out)
                     return
 
-    def _report(self, func, what: str, tensor: torch.Tensor) -> None:
-        op = _op_name(func)
+    def _report(self, func, what: str, tensor: torch.Tensor, via_out: bool = False) -> None:
+        op = _op_name(func) + ("(out=...)" if via_out else "")
         if "saved for backward" in what:
             advice = (
                 "backward will use the modified values (through .data/.detach() autograd cannot even notice); "
@@ -235,7 +247,7 @@ def _op_name(func) -> str:
         return "index assignment (x[...] = ...)"
     qualname = getattr(func, "__qualname__", name)
     owner = getattr(func, "__module__", "") or ""
-    if qualname.startswith("Tensor.") or qualname.startswith("_TensorBase."):
+    if qualname.startswith(("Tensor.", "TensorBase.", "_TensorBase.")):
         return f"Tensor.{name}"
     if owner.startswith("torch.nn.functional"):
         return f"F.{name}(inplace=True)"

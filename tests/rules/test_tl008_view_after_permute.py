@@ -241,6 +241,9 @@ def test_numpy_transpose_is_not_a_tensor_permute(lint):
     ) == []
 
 
+# ----- further cases (both kinds), from the audit and real-world shapes ---------------------
+
+
 def test_layer_named_t_is_not_a_transpose(lint):
     # timm's non-local block: `self.t` is a 1x1 conv, and `t.view(B, C, -1)` is fine.
     assert lint(

@@ -304,6 +304,9 @@ def test_rebound_to_item_before_accumulating(lint):
     ) == []
 
 
+# ----- further cases (both kinds), from the audit and real-world shapes ---------------------
+
+
 def test_style_transfer_partial_losses_summed_then_backpropagated(lint):
     # Shaped like a style-transfer loop: a per-layer sum that is scaled, added to the
     # content loss and backpropagated; only `.item()` values are kept across batches.

@@ -237,6 +237,9 @@ def test_model_with_softmax_in_the_middle(lint):
     ) == []
 
 
+# ----- further cases (both kinds), from the audit and real-world shapes ---------------------
+
+
 def test_wrapped_model_and_criterion_moved_to_device(lint):
     findings = lint(
         """

@@ -236,6 +236,9 @@ def test_outside_init_and_wrapped_parameter(lint):
     ) == []
 
 
+# ----- further cases (both kinds), from the audit and real-world shapes ---------------------
+
+
 def test_repeated_list_and_moved_trainable_tensor(lint):
     findings = lint(
         """

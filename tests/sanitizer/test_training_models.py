@@ -381,3 +381,34 @@ def test_gan_with_requires_grad_toggling_keeps_model_paths(clear_d):
         assert [f.code for f in codes(report)] == ["TS107"]
     else:
         assert stale[0].details["parameters"] == ["netD.0.weight", "netD.0.bias", "netD.2.weight", "netD.2.bias"]
+
+
+RUN_SCRIPT = '''
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.Dropout(0.1), nn.ReLU(), nn.Linear(16, 3))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(32, 8), torch.randint(0, 3, (32,))
+for step in range(4):
+    F.cross_entropy(model(x), y).backward()
+    opt.step()  # never cleared
+'''
+
+
+def test_torchlint_run_reports_training_checks_in_the_json_report(tmp_path, capsys):
+    import json
+
+    from torchlint.sanitizer.runner import main
+
+    script = tmp_path / "train.py"
+    script.write_text(RUN_SCRIPT)
+    report = tmp_path / "report.json"
+    with pytest.warns(torchlint.SanitizerWarning, match="TS106 grads-not-cleared"):
+        assert main(["--no-anomaly", "--report", str(report), str(script)]) == 0
+    (finding,) = [f for f in json.loads(report.read_text())["findings"] if f["code"] in TRAINING_CODES]
+    assert (finding["code"], finding["filename"], finding["lineno"]) == ("TS106", str(script), 12)
+    assert finding["details"]["parameters"] == ["model.0.weight", "model.0.bias", "model.3.weight", "model.3.bias"]
+    assert "TS106" in capsys.readouterr().err  # the summary table

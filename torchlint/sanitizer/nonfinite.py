@@ -92,7 +92,8 @@ class NonfiniteCheck(Check):
         if tensor.device.type in self._deferred_types:
             if location is None:
                 location = user_location(sys._getframe(1))
-            self._pending.append((_finite_sum(tensor.detach()), tensor, what, location, details))
+            data = tensor.detach()  # keep the values for the count, not the autograd graph
+            self._pending.append((_finite_sum(data), data, what, location, details))
             if len(self._pending) >= _MAX_PENDING:
                 self.flush()
             return

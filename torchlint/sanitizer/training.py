@@ -101,6 +101,8 @@ class OptimizerState:
         self.norms: GradNormMonitor | None = None
         self.closure_handle = None  # per-optimizer step pre-hook wrapping closures
         self.step_states: list | None = None  # parameter states of the step in progress
+        self.roots: list = []  # root models it updates (TS109)
+        self.roots_key: tuple = ()
 
     def params(self) -> list[torch.Tensor]:
         return [p for group in self.optimizer.param_groups for p in group["params"]]
@@ -427,14 +429,22 @@ class TrainingChecks(Check):
         )
 
     # -- TS109 -----------------------------------------------------------------------------
+    def _roots_of(self, opt: OptimizerState, states: list[ParamState]) -> list[RootModel]:
+        """The root models whose parameters ``opt`` updates (cached until its
+        parameters or the known models change)."""
+        key = (len(states), len(self.registry.roots))
+        if opt.roots_key != key:
+            root_of = self.registry.root_of
+            found = {}
+            for state in states:
+                root = root_of.get(id(state.param))
+                if root is not None:
+                    found[id(root)] = root
+            opt.roots, opt.roots_key = list(found.values()), key
+        return opt.roots
+
     def _check_eval_mode(self, opt: OptimizerState, states: list[ParamState]) -> None:
-        roots = self.registry.root_of
-        seen = set()
-        for state in states:
-            root = roots.get(id(state.param))
-            if root is None or id(root) in seen:
-                continue
-            seen.add(id(root))
+        for root in self._roots_of(opt, states):
             if root.mode_layers and not root.module.training and root.last_grad_forward_eval:
                 layers = _listing([root.qualify(n) for n in root.mode_layers])
                 self.emit(

@@ -9,6 +9,7 @@ from typing import Iterable, Iterator, Sequence
 from .engine import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_RULE_CPU_BUDGET,
+    SYNTAX_CODE,
     FileResult,
     _syntax_finding,
     lint_bytes,
@@ -29,17 +30,11 @@ def _rules_for(codes: frozenset) -> list[type[Rule]]:
     return [registry[c] for c in sorted(codes) if c in registry]
 
 
-_RULE_CACHE: dict[frozenset, list[type[Rule]]] = {}
-
-
 def lint_job(job: Job) -> FileResult:
     path, codes, error, max_bytes = job
-    rules = _RULE_CACHE.get(codes)
-    if rules is None:
-        rules = _RULE_CACHE[codes] = _rules_for(codes)
     if error is not None:
-        return FileResult(path, findings=[_syntax_finding(path, 1, 1, error)] if "TL000" in codes else [])
-    return lint_file(path, rules, max_bytes, DEFAULT_RULE_CPU_BUDGET)
+        return FileResult(path, findings=[_syntax_finding(path, 1, 1, error)] if SYNTAX_CODE in codes else [])
+    return lint_file(path, _rules_for(codes), max_bytes, DEFAULT_RULE_CPU_BUDGET)
 
 
 def lint_stdin_bytes(data: bytes, path: str, codes: frozenset) -> FileResult:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import inspect
+import warnings
 
 import pytest
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
+F = torch.nn.functional
 
 
 class Net(nn.Module):
@@ -47,6 +49,34 @@ def line_of(marker: str, function=None) -> int:
     hits = [i + 1 for i, text in enumerate(lines) if text.rstrip().endswith(f"# {marker}")]
     assert len(hits) == 1, f"marker {marker!r} found {len(hits)} times"
     return hits[0]
+
+
+@pytest.fixture
+def global_state():
+    """A function returning everything a session may touch, in comparable form."""
+    return snapshot_global_state
+
+
+def snapshot_global_state():
+    import torch.nn.modules.module as module_hooks
+    import torch.optim.optimizer as optimizer_hooks
+
+    return {
+        "anomaly": torch.is_anomaly_enabled(),
+        "anomaly_check_nan": torch.is_anomaly_check_nan_enabled(),
+        "grad": torch.is_grad_enabled(),
+        "module_pre_hooks": list(module_hooks._global_forward_pre_hooks),
+        "module_hooks": list(module_hooks._global_forward_hooks),
+        "optimizer_pre_hooks": list(optimizer_hooks._global_optimizer_pre_hooks),
+        "optimizer_post_hooks": list(optimizer_hooks._global_optimizer_post_hooks),
+        "backward": torch.autograd.backward,
+        "grad_fn": torch.autograd.grad,
+        "cross_entropy": F.cross_entropy,
+        "mse_loss": F.mse_loss,
+        "function_modes": torch._C._len_torch_function_stack(),
+        "saved_tensor_hooks": torch._C._autograd._top_saved_tensors_default_hooks(False),
+        "warning_filters": list(warnings.filters),
+    }
 
 
 @pytest.fixture

@@ -263,3 +263,22 @@ def test_strict_mode_raises_internal_errors():
     with pytest.raises(KeyError, match="bug in a check"):
         with Session(SanitizerOptions(action="record", summary=False), [Broken]):
             nn.Linear(4, 2)(torch.randn(2, 4))
+
+
+class BrokenInstall(Check):
+    def install(self):
+        raise ValueError("cannot install")
+
+
+def test_a_check_that_fails_to_install_is_skipped(monkeypatch, global_state):
+    from torchlint.sanitizer.core import SanitizerOptions, Session, _shared_hooks
+
+    monkeypatch.delenv("TORCHLINT_SANITIZER_STRICT")
+    before = global_state()
+    session = Session(SanitizerOptions(action="record", summary=False), [BrokenInstall, EventLog])
+    with pytest.warns(RuntimeWarning, match="installing the sanitizer's BrokenInstall"):
+        with session as report:
+            assert [type(c) for c in session.checks] == [EventLog]
+            nn.Linear(4, 2)(torch.randn(1, 4))
+    assert "BrokenInstall" in report.notes[0]
+    assert _shared_hooks.users == 0 and global_state() == before

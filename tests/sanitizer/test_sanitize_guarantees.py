@@ -15,30 +15,7 @@ nn = torch.nn
 F = torch.nn.functional
 
 
-def global_state():
-    """Everything a session may touch, in comparable form."""
-    import torch.nn.modules.module as module_hooks
-    import torch.optim.optimizer as optimizer_hooks
-
-    return {
-        "anomaly": torch.is_anomaly_enabled(),
-        "anomaly_check_nan": torch.is_anomaly_check_nan_enabled(),
-        "grad": torch.is_grad_enabled(),
-        "module_pre_hooks": list(module_hooks._global_forward_pre_hooks),
-        "module_hooks": list(module_hooks._global_forward_hooks),
-        "optimizer_pre_hooks": list(optimizer_hooks._global_optimizer_pre_hooks),
-        "optimizer_post_hooks": list(optimizer_hooks._global_optimizer_post_hooks),
-        "backward": torch.autograd.backward,
-        "grad_fn": torch.autograd.grad,
-        "cross_entropy": F.cross_entropy,
-        "mse_loss": F.mse_loss,
-        "function_modes": torch._C._len_torch_function_stack(),
-        "saved_tensor_hooks": torch._C._autograd._top_saved_tensors_default_hooks(False),
-        "warning_filters": list(warnings.filters),
-    }
-
-
-def test_everything_is_restored_after_a_normal_exit(net, batches):
+def test_everything_is_restored_after_a_normal_exit(net, batches, global_state):
     before = global_state()
     with torchlint.sanitize(inplace="always", summary=False):
         during = global_state()
@@ -50,7 +27,7 @@ def test_everything_is_restored_after_a_normal_exit(net, batches):
 
 
 @pytest.mark.parametrize("action", ["warn", "raise", "record"])
-def test_everything_is_restored_when_the_body_raises(net, action):
+def test_everything_is_restored_when_the_body_raises(net, action, global_state):
     before = global_state()
     with pytest.raises((ValueError, torchlint.SanitizerError)):
         with warnings.catch_warnings():
@@ -71,7 +48,7 @@ def test_everything_is_restored_when_the_body_raises(net, action):
         y.sum().backward()
 
 
-def test_nested_sessions(net, quiet):
+def test_nested_sessions(net, quiet, global_state):
     before = global_state()
     nan_batch = torch.full((2, 8), float("nan"))
     with torchlint.sanitize(**quiet, anomaly=False) as outer:

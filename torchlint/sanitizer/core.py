@@ -399,6 +399,7 @@ class Session:
         self.in_optimizer_step = 0
         self._loss_depth = 0
         self._active = False
+        self._acquired = False
         self._callbacks: dict[str, list[Callable]] = {event: [] for event in _EVENTS}
         self._root_names: dict[int, tuple[Any, dict[int, str]]] = {}
         self._roots: dict[int, weakref.ref] = {}  # root models seen, for parameter_name()
@@ -422,6 +423,7 @@ class Session:
         self._active = True
         try:
             _shared_hooks.acquire()
+            self._acquired = True
             locations.reset_cache()
             for cls in classes:
                 for klass in cls.__mro__:
@@ -429,14 +431,29 @@ class Session:
                         locations.mark_library_code(klass)
             for cls in classes:
                 if cls.enabled(self.options):
-                    check = cls(self)
-                    self.checks.append(check)
-                    check.install()
-                    self._subscribe(check)
+                    self._install_check(cls)
         except BaseException:
             self._teardown()
             raise
         return self.report
+
+    def _install_check(self, cls: type[Check]) -> None:
+        check = cls(self)
+        try:
+            check.install()
+        except Exception as error:
+            if os.environ.get("TORCHLINT_SANITIZER_STRICT"):
+                raise
+            try:  # undo whatever the failed install did
+                check.uninstall()
+            except Exception:
+                pass
+            text = f"internal error while installing the sanitizer's {cls.__name__} ({error!r}); that check is off"
+            self.note(text)
+            warnings.warn(text, RuntimeWarning, stacklevel=3)
+            return
+        self.checks.append(check)
+        self._subscribe(check)
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         pending: SanitizerError | None = None
@@ -494,6 +511,8 @@ class Session:
         self._callbacks = {event: [] for event in _EVENTS}
         if self in _SESSIONS:
             _SESSIONS.remove(self)
+        if self._acquired:
+            self._acquired = False
             _shared_hooks.release()
         self._active = False
         saved = self._saved_state

@@ -1,10 +1,11 @@
 """Gradient health at the optimizer step (TS111): one fused norm per step.
 
-``torch._foreach_norm`` computes every parameter's gradient norm in one call;
-the total norm is their 2-norm, read back with a single ``.item()`` (the one
-host sync per step that the sanitizer allows itself).  NaN and Inf propagate
-into the total, so a finite total proves every gradient finite; only when it
-is not do we look at the per-parameter norms to name the culprits.
+On accelerators ``torch._foreach_norm`` computes every parameter's gradient
+norm in one call and the total is read back with a single ``.item()`` (the one
+host sync per step that the sanitizer allows itself); on the CPU, BLAS dot
+products are cheaper.  NaN and Inf propagate into the total, so a finite total
+proves every gradient finite; only when it is not do we look at each gradient
+to name the culprits.
 """
 
 from __future__ import annotations
@@ -55,6 +56,31 @@ def _norms(grads: list[torch.Tensor]) -> list[torch.Tensor]:
     return out  # type: ignore[return-value]
 
 
+_CPU_DOT_DTYPES = (torch.float32, torch.float64)
+
+
+def _total_norm(grads: list[torch.Tensor]) -> float:
+    """The 2-norm of all gradients together (NaN/Inf when any is non-finite)."""
+    if all(g.device.type == "cpu" and g.dtype in _CPU_DOT_DTYPES for g in grads):
+        # On the CPU, BLAS dot products are about twice as fast as
+        # _foreach_norm, and reading each result costs no device sync.
+        squares = 0.0
+        for g in grads:
+            flat = g.view(-1) if g.is_contiguous() else g.reshape(-1)
+            squares += float(torch.dot(flat, flat))
+        return math.sqrt(squares) if squares >= 0 else squares  # NaN stays NaN
+    # Accelerators: one fused kernel, one host sync.
+    return float(torch.linalg.vector_norm(torch.stack(_norms(grads))))
+
+
+def _nonfinite(grads: list[torch.Tensor]) -> tuple[list[int], list[int]]:
+    """Indices of the gradients holding NaN, and of those holding Inf."""
+    flags = torch.stack(
+        [torch.stack([g.isnan().any(), g.isinf().any()]) for g in grads]
+    ).tolist()
+    return [i for i, (n, _) in enumerate(flags) if n], [i for i, (_, f) in enumerate(flags) if f]
+
+
 class GradNormMonitor:
     """Running statistics of one optimizer's total gradient norm."""
 
@@ -67,13 +93,13 @@ class GradNormMonitor:
         grads = [g for g in grads if not g.is_sparse]
         if not grads:
             return None
-        norms = torch.stack(_norms(grads))
-        total = float(torch.linalg.vector_norm(norms))  # the one sync per step
+        total = _total_norm(grads)
         if not math.isfinite(total):
-            flags = torch.stack([norms.isnan(), norms.isinf()]).tolist()
-            nan = [i for i, bad in enumerate(flags[0]) if bad]
-            inf = [i for i, bad in enumerate(flags[1]) if bad]
-            return NormCheck(nan=nan, inf=inf, total=total)
+            nan, inf = _nonfinite(grads)
+            if nan or inf:
+                return NormCheck(nan=nan, inf=inf, total=total)
+            # Finite gradients whose squared norm overflowed float32.
+            total = float(torch.linalg.vector_norm(torch.stack(_norms(grads)).double()))
         result = None
         if len(self.history) >= MIN_HISTORY and self.factor > 0:
             baseline = median(self.history)

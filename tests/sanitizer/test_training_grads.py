@@ -283,6 +283,35 @@ def test_ts111_nan_gradients_are_named_at_the_step():
     assert finding.count == 2
 
 
+def edited_grads(edit):
+    torch.manual_seed(0)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
+    x, y = data()
+    for _ in range(2):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        edit(model)
+        opt.step()
+
+
+def test_ts111_inf_gradient_is_told_apart_from_nan():
+    def edit(model):
+        model.head.bias.grad[0] = float("inf")
+
+    (finding,) = codes(sanitized(lambda: edited_grads(edit)), "TS111")
+    assert finding.details == {"optimizer": "opt", "nan": [], "inf": ["model.head.bias"]}
+    assert "got Inf gradients in 1 parameter: model.head.bias." in finding.message
+
+
+def test_ts111_huge_but_finite_gradients_are_not_called_nonfinite():
+    def edit(model):
+        for p in model.parameters():
+            p.grad.fill_(1e20)  # the squared norm overflows float32
+
+    assert codes(sanitized(lambda: edited_grads(edit)), "TS111") == []
+
+
 def exploding(spike):
     torch.manual_seed(0)
     model = Net()

@@ -32,6 +32,7 @@ def test_topk_accuracy_through_variables_slicing_and_eq(lint):
     )
     assert lines(findings) == [13]
     finding = findings[0]
+    assert finding.message.startswith("`correct[:k].view(-1)` merges dimensions")
     assert finding.severity == "error" and finding.name == "view-after-permute"
     assert "`pred.t()` (line 9)" in finding.message
     assert "`.reshape(...)`" in finding.message and "`.contiguous()`" in finding.message
@@ -46,6 +47,10 @@ def test_chained_permute_then_flatten_with_minus_one(lint):
         CODE,
     )
     assert lines(findings) == [3]
+    assert findings[0].message.startswith(
+        "`.view(x.size(0), -1, x.size(1))` merges dimensions of the non-contiguous result of "
+        "`x.permute(0, 2, 3, 1)`: this raises"
+    )
 
 
 def test_channels_last_merge_with_product(lint):

@@ -373,8 +373,14 @@ def flatten_tokens(feat):
         if len(op) > 40:
             op = op[:37] + "..."
         where = "" if permuted.lineno == call.lineno else f" (line {permuted.lineno})"
+        view = ctx.segment(call) or ".view(...)"
+        receiver = ctx.segment(call.func.value)
+        if permuted.lineno == call.lineno and receiver and view.startswith(receiver):
+            view = view[len(receiver):]  # chained: `.view(n, h * w, c)`, the permute is named next
+        if len(view) > 50 or "\n" in view:
+            view = ".view(...)"
         return (
-            f"`.view(...)` merges dimensions of the non-contiguous result of `{op}`{where}: this raises "
+            f"`{view}` merges dimensions of the non-contiguous result of `{op}`{where}: this raises "
             "\"view size is not compatible with input tensor's size and stride\"; use `.reshape(...)` "
             "instead, or call `.contiguous()` before `.view(...)`"
         )

@@ -53,6 +53,7 @@ def test_blocks_appended_in_loop(lint):
         CODE,
     )
     assert lines(findings) == [10]
+    assert "`self.blocks` keeps submodules in a plain list (filled later in `__init__`)" in findings[0].message
 
 
 def test_dict_of_heads(lint):

@@ -173,8 +173,10 @@ class _InitChecker:
                 f"wrap it: `self.{attr} = nn.Parameter(...)` (or `register_buffer` if it is not trained)"
             )
         fresh = self._fresh_modules_in_container(value)
+        filled = ""
         if fresh is None and self._is_empty_container(value):
             fresh = self._appended_modules(attr)
+            filled = " (filled later in `__init__`)"
         if not fresh or self._registers_by_hand or self._wrapped_later(attr):
             return None
         kind = _container_kind(value)
@@ -185,7 +187,7 @@ class _InitChecker:
             replacement = "nn.ModuleDict" if kind == "dict" else "nn.ModuleList"
             what = "submodules"
         return (
-            f"`self.{attr}` keeps {what} in a plain {kind}: they are not registered, so the optimizer "
+            f"`self.{attr}` keeps {what} in a plain {kind}{filled}: they are not registered, so the optimizer "
             "(`model.parameters()`), `.to(device)`, `state_dict()` and `model.eval()` never see them; "
             f"use `{replacement}(...)` instead"
         )

@@ -58,23 +58,21 @@ exists, which lists its classes in a module-level ``CHECKS`` list.  Third-party
 checks can call :func:`register_check`.
 """
 
-from __future__ import annotations
-
 import functools
 import importlib
 import os
 import sys
 import warnings
 import weakref
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 import torch
-import torch.nn.modules.module as _module_hooks
-import torch.optim.optimizer as _optimizer_hooks
 
 from . import locations
-from .findings import CHECK_NAMES, Location, Report, SanitizerError, SanitizerWarning
+from .check import _EVENTS, BackwardEvent, Check, _registered_checks, register_check
+from .findings import Location, Report, SanitizerError, SanitizerWarning
+from .hooks import _CALL_IMPL_CODE, _SESSIONS, _shared_hooks
+from .options import SanitizerOptions
 
 __all__ = [
     "BackwardEvent",
@@ -84,131 +82,6 @@ __all__ = [
     "register_check",
     "sanitize",
 ]
-
-_ACTIONS = ("warn", "raise", "record")
-_INPLACE_MODES = ("auto", "always", "never")
-
-
-# ---------------------------------------------------------------------------
-# options
-# ---------------------------------------------------------------------------
-@dataclass
-class SanitizerOptions:
-    """Per-session options; see :func:`sanitize` for their meaning."""
-
-    anomaly: bool = True
-    check_nan: bool = True
-    devices: bool = True
-    dtypes: bool = True
-    nonfinite: bool = True
-    inplace: str = "auto"
-    action: str = "warn"
-    summary: bool = True
-    report: str | os.PathLike | None = None
-    # Training-step checks TS106-TS112 (torchlint/sanitizer/training.py).
-    training_checks: bool = True
-    update_window: int = 3
-    grad_explosion_factor: float = 1e3
-    stall_backwards: int = 20
-    # Device types treated like CUDA: they switch inplace="auto" on, and their
-    # non-finite checks are batched on the device (one host sync per step).
-    accelerator_devices: tuple[str, ...] = ("cuda", "xpu", "mps")
-    # Options declared by plug-in checks (Check.option_defaults).
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.action not in _ACTIONS:
-            raise ValueError(f"sanitize(action={self.action!r}): expected one of {', '.join(_ACTIONS)}")
-        if self.inplace not in _INPLACE_MODES:
-            raise ValueError(f"sanitize(inplace={self.inplace!r}): expected one of {', '.join(_INPLACE_MODES)}")
-        if isinstance(self.accelerator_devices, str):
-            self.accelerator_devices = (self.accelerator_devices,)
-        self.accelerator_devices = tuple(self.accelerator_devices)
-
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for names that are not dataclass fields: plug-in options.
-        extra = self.__dict__.get("extra", {})
-        if name in extra:
-            return extra[name]
-        raise AttributeError(f"no sanitizer option named {name!r}")
-
-    def as_dict(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.__dict__.items() if k != "extra"}
-        data.update(self.extra)
-        return data
-
-
-# ---------------------------------------------------------------------------
-# the check plug-in interface
-# ---------------------------------------------------------------------------
-class Check:
-    """Base class of runtime checks.  See the module docstring."""
-
-    #: code -> kebab-case name of every finding this check can emit.
-    codes: dict[str, str] = {}
-    #: extra keyword options of sanitize() this check understands, with defaults.
-    option_defaults: dict[str, Any] = {}
-
-    def __init__(self, session: Session):
-        self.session = session
-        self.options = session.options
-
-    @classmethod
-    def enabled(cls, options: SanitizerOptions) -> bool:
-        return True
-
-    def install(self) -> None:
-        """Called on session entry, after the shared hooks are in place."""
-
-    def uninstall(self) -> None:
-        """Called on session exit, also when the body raised; undo install()."""
-
-    def finish(self) -> None:
-        """Called on session exit before uninstall(); may emit findings."""
-
-    # Event methods: declared here for documentation; the session only calls
-    # the ones a subclass overrides.
-    def on_module_pre(self, module, args) -> None: ...
-    def on_module_post(self, module, args, kwargs, output) -> None: ...
-    def on_root_pre(self, module, args) -> None: ...
-    def on_root_post(self, module, args, kwargs, output) -> None: ...
-    def on_loss_pre(self, fn_name, input, target) -> None: ...
-    def on_loss_post(self, fn_name, input, target, loss) -> None: ...
-    def on_optimizer_pre_step(self, optimizer, args, kwargs) -> None: ...
-    def on_optimizer_post_step(self, optimizer, args, kwargs) -> None: ...
-    def on_backward(self, event: BackwardEvent) -> None: ...
-    def on_backward_done(self, event: BackwardEvent) -> None: ...
-    def around_backward(self, call: Callable[[], Any], event: BackwardEvent) -> Any:
-        return call()
-
-    def emit(self, code: str, message: str, details: dict | None = None, location: Location | None = None):
-        """Shortcut for ``session.emit`` with the name taken from ``codes``."""
-        name = self.codes.get(code) or CHECK_NAMES.get(code, code)
-        return self.session.emit(code, name, message, details, location)
-
-
-_EVENTS = (
-    "on_module_pre",
-    "on_module_post",
-    "on_root_pre",
-    "on_root_post",
-    "on_loss_pre",
-    "on_loss_post",
-    "on_optimizer_pre_step",
-    "on_optimizer_post_step",
-    "on_backward",
-    "on_backward_done",
-    "around_backward",
-)
-
-_registered_checks: list[type[Check]] = []
-
-
-def register_check(cls: type[Check]) -> type[Check]:
-    """Add a check class to every future session (usable as a class decorator)."""
-    if cls not in _registered_checks:
-        _registered_checks.append(cls)
-    return cls
 
 
 def _check_classes() -> list[type[Check]]:
@@ -237,150 +110,6 @@ def _check_classes() -> list[type[Check]]:
         classes.extend(getattr(training, "CHECKS", ()))
     classes.extend(c for c in _registered_checks if c not in classes)
     return classes
-
-
-@dataclass
-class BackwardEvent:
-    """One call of ``Tensor.backward``, ``torch.autograd.backward`` or ``torch.autograd.grad``."""
-
-    kind: str  # "backward" or "grad"
-    tensors: tuple  # the roots of the backward pass (the loss)
-    location: Location  # the user's line that called it
-    args: tuple
-    kwargs: dict
-
-
-# ---------------------------------------------------------------------------
-# the shared global hooks (installed once, whatever the nesting depth)
-# ---------------------------------------------------------------------------
-_SESSIONS: list[Session] = []  # active sessions, innermost last
-_CALL_IMPL_CODE = torch.nn.Module._call_impl.__code__
-
-LOSS_FUNCTIONS = (
-    "cross_entropy",
-    "nll_loss",
-    "mse_loss",
-    "l1_loss",
-    "smooth_l1_loss",
-    "huber_loss",
-    "binary_cross_entropy",
-    "binary_cross_entropy_with_logits",
-    "kl_div",
-    "poisson_nll_loss",
-    "gaussian_nll_loss",
-    "soft_margin_loss",
-    "multilabel_soft_margin_loss",
-    "multilabel_margin_loss",
-    "multi_margin_loss",
-    "hinge_embedding_loss",
-)
-
-try:
-    _is_compiling = torch.compiler.is_compiling
-except AttributeError:  # torch < 2.3
-    def _is_compiling() -> bool:
-        return False
-
-
-def _module_pre_hook(module, args):
-    if _SESSIONS and not _is_compiling():
-        _SESSIONS[-1]._module_pre(module, args)
-
-
-def _module_post_hook(module, args, *rest):
-    # Normal path: (kwargs, output).  When forward raised, torch calls
-    # always_call hooks as (module, args, output) and silences their errors.
-    if _SESSIONS and not _is_compiling():
-        if len(rest) == 2:
-            _SESSIONS[-1]._module_post(module, args, rest[0], rest[1], failed=False)
-        else:
-            _SESSIONS[-1]._module_post(module, args, {}, None, failed=True)
-
-
-def _optimizer_pre_hook(optimizer, args, kwargs):
-    if _SESSIONS and not _is_compiling():
-        _SESSIONS[-1]._optimizer_pre(optimizer, args, kwargs)
-
-
-def _optimizer_post_hook(optimizer, args, kwargs):
-    if _SESSIONS and not _is_compiling():
-        _SESSIONS[-1]._optimizer_post(optimizer, args, kwargs)
-
-
-class _SharedHooks:
-    """Global hooks and patches, reference counted across nested sessions."""
-
-    def __init__(self) -> None:
-        self.users = 0
-        self._handles: list[Any] = []
-        self._patches: list[tuple[Any, str, Any]] = []
-
-    def acquire(self) -> None:
-        if self.users == 0:
-            try:
-                self._install()
-            except BaseException:
-                self._uninstall()
-                raise
-        self.users += 1
-
-    def release(self) -> None:
-        self.users -= 1
-        if self.users == 0:
-            self._uninstall()
-
-    def _patch(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
-        original = getattr(owner, name)
-        self._patches.append((owner, name, original))
-        setattr(owner, name, make(original))
-
-    def _install(self) -> None:
-        self._handles.append(_module_hooks.register_module_forward_pre_hook(_module_pre_hook))
-        self._handles.append(
-            _module_hooks.register_module_forward_hook(_module_post_hook, with_kwargs=True, always_call=True)
-        )
-        self._handles.append(_optimizer_hooks.register_optimizer_step_pre_hook(_optimizer_pre_hook))
-        self._handles.append(_optimizer_hooks.register_optimizer_step_post_hook(_optimizer_post_hook))
-        # Tensor.backward calls torch.autograd.backward through the module
-        # attribute, so patching the function covers both spellings.
-        self._patch(torch.autograd, "backward", lambda orig: _wrap_backward(orig, "backward"))
-        self._patch(torch.autograd, "grad", lambda orig: _wrap_backward(orig, "grad"))
-        functional = torch.nn.functional
-        for name in LOSS_FUNCTIONS:
-            if hasattr(functional, name):
-                self._patch(functional, name, lambda orig, name=name: _wrap_loss(orig, name))
-
-    def _uninstall(self) -> None:
-        while self._handles:
-            self._handles.pop().remove()
-        while self._patches:
-            owner, name, original = self._patches.pop()
-            setattr(owner, name, original)
-
-
-_shared_hooks = _SharedHooks()
-
-
-def _wrap_backward(original: Callable, kind: str) -> Callable:
-    @functools.wraps(original)
-    def backward(*args, **kwargs):
-        if not _SESSIONS or _is_compiling():
-            return original(*args, **kwargs)
-        return _SESSIONS[-1]._run_backward(original, kind, args, kwargs)
-
-    backward.__torchlint_original__ = original
-    return backward
-
-
-def _wrap_loss(original: Callable, name: str) -> Callable:
-    @functools.wraps(original)
-    def loss(*args, **kwargs):
-        if not _SESSIONS or _is_compiling():
-            return original(*args, **kwargs)
-        return _SESSIONS[-1]._run_loss(original, name, args, kwargs)
-
-    loss.__torchlint_original__ = original
-    return loss
 
 
 # ---------------------------------------------------------------------------

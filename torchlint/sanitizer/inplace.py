@@ -27,7 +27,6 @@ check only switches on once a tensor on an accelerator (CUDA) is seen.
 from __future__ import annotations
 
 import inspect
-import sys
 
 import torch
 from torch.overrides import TorchFunctionMode

@@ -1,0 +1,150 @@
+"""The global hooks and patches shared by all sessions.
+
+They are installed once, when the outermost session starts, and removed when
+the last one ends; every event goes to the innermost active session
+(``_SESSIONS[-1]``), which fans it out to its checks.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+import torch.nn.modules.module as _module_hooks
+import torch.optim.optimizer as _optimizer_hooks
+
+if TYPE_CHECKING:
+    from .core import Session
+
+# ---------------------------------------------------------------------------
+# the shared global hooks (installed once, whatever the nesting depth)
+# ---------------------------------------------------------------------------
+_SESSIONS: list[Session] = []  # active sessions, innermost last
+_CALL_IMPL_CODE = torch.nn.Module._call_impl.__code__
+
+LOSS_FUNCTIONS = (
+    "cross_entropy",
+    "nll_loss",
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "kl_div",
+    "poisson_nll_loss",
+    "gaussian_nll_loss",
+    "soft_margin_loss",
+    "multilabel_soft_margin_loss",
+    "multilabel_margin_loss",
+    "multi_margin_loss",
+    "hinge_embedding_loss",
+)
+
+try:
+    _is_compiling = torch.compiler.is_compiling
+except AttributeError:  # torch < 2.3
+    def _is_compiling() -> bool:
+        return False
+
+
+def _module_pre_hook(module, args):
+    if _SESSIONS and not _is_compiling():
+        _SESSIONS[-1]._module_pre(module, args)
+
+
+def _module_post_hook(module, args, *rest):
+    # Normal path: (kwargs, output).  When forward raised, torch calls
+    # always_call hooks as (module, args, output) and silences their errors.
+    if _SESSIONS and not _is_compiling():
+        if len(rest) == 2:
+            _SESSIONS[-1]._module_post(module, args, rest[0], rest[1], failed=False)
+        else:
+            _SESSIONS[-1]._module_post(module, args, {}, None, failed=True)
+
+
+def _optimizer_pre_hook(optimizer, args, kwargs):
+    if _SESSIONS and not _is_compiling():
+        _SESSIONS[-1]._optimizer_pre(optimizer, args, kwargs)
+
+
+def _optimizer_post_hook(optimizer, args, kwargs):
+    if _SESSIONS and not _is_compiling():
+        _SESSIONS[-1]._optimizer_post(optimizer, args, kwargs)
+
+
+class _SharedHooks:
+    """Global hooks and patches, reference counted across nested sessions."""
+
+    def __init__(self) -> None:
+        self.users = 0
+        self._handles: list[Any] = []
+        self._patches: list[tuple[Any, str, Any]] = []
+
+    def acquire(self) -> None:
+        if self.users == 0:
+            try:
+                self._install()
+            except BaseException:
+                self._uninstall()
+                raise
+        self.users += 1
+
+    def release(self) -> None:
+        self.users -= 1
+        if self.users == 0:
+            self._uninstall()
+
+    def _patch(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
+        original = getattr(owner, name)
+        self._patches.append((owner, name, original))
+        setattr(owner, name, make(original))
+
+    def _install(self) -> None:
+        self._handles.append(_module_hooks.register_module_forward_pre_hook(_module_pre_hook))
+        self._handles.append(
+            _module_hooks.register_module_forward_hook(_module_post_hook, with_kwargs=True, always_call=True)
+        )
+        self._handles.append(_optimizer_hooks.register_optimizer_step_pre_hook(_optimizer_pre_hook))
+        self._handles.append(_optimizer_hooks.register_optimizer_step_post_hook(_optimizer_post_hook))
+        # Tensor.backward calls torch.autograd.backward through the module
+        # attribute, so patching the function covers both spellings.
+        self._patch(torch.autograd, "backward", lambda orig: _wrap_backward(orig, "backward"))
+        self._patch(torch.autograd, "grad", lambda orig: _wrap_backward(orig, "grad"))
+        functional = torch.nn.functional
+        for name in LOSS_FUNCTIONS:
+            if hasattr(functional, name):
+                self._patch(functional, name, lambda orig, name=name: _wrap_loss(orig, name))
+
+    def _uninstall(self) -> None:
+        while self._handles:
+            self._handles.pop().remove()
+        while self._patches:
+            owner, name, original = self._patches.pop()
+            setattr(owner, name, original)
+
+
+_shared_hooks = _SharedHooks()
+
+
+def _wrap_backward(original: Callable, kind: str) -> Callable:
+    @functools.wraps(original)
+    def backward(*args, **kwargs):
+        if not _SESSIONS or _is_compiling():
+            return original(*args, **kwargs)
+        return _SESSIONS[-1]._run_backward(original, kind, args, kwargs)
+
+    backward.__torchlint_original__ = original
+    return backward
+
+
+def _wrap_loss(original: Callable, name: str) -> Callable:
+    @functools.wraps(original)
+    def loss(*args, **kwargs):
+        if not _SESSIONS or _is_compiling():
+            return original(*args, **kwargs)
+        return _SESSIONS[-1]._run_loss(original, name, args, kwargs)
+
+    loss.__torchlint_original__ = original
+    return loss

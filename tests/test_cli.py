@@ -293,3 +293,22 @@ def test_python_dash_m_torchlint(tmp_path):
     )
     assert proc.returncode == 1
     assert proc.stdout.startswith("a.py:5:9: TL016")
+
+
+def test_text_findings_are_printed_as_each_file_is_linted(tmp_path, monkeypatch):
+    from torchlint.lint import runner
+
+    write(tmp_path / "a.py", BUGGY)
+    write(tmp_path / "b.py", BUGGY)
+    seen_before = {}
+    real_lint_file = runner.lint_file
+
+    def spying_lint_file(path, *args):
+        seen_before[path] = sys.stdout.getvalue()
+        return real_lint_file(path, *args)
+
+    monkeypatch.setattr(runner, "lint_file", spying_lint_file)
+    run = run_cli([".", "-q", "--select", "TL016"])
+    assert seen_before["a.py"] == ""
+    assert seen_before["b.py"].startswith("a.py:5:9: TL016")
+    assert run.out.count("TL016") == 2

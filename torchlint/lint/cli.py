@@ -180,22 +180,28 @@ def _cmd_lint(argv: list[str]) -> int:
 
     # Open the output before the work, so a bad --output fails fast.
     stream, close = _open_output(args.output)
-    try:
+    collected = []
+
+    def results_as_they_come():
+        # The text and github reports print each file's findings as soon as it is linted.
         if targets is None:
-            results, files_checked = _lint_stdin(args, resolver, lint_stdin_bytes)
+            produced = _lint_stdin(args, resolver, lint_stdin_bytes)
         else:
-            results = list(lint_targets(targets, args.jobs, int(args.max_file_size * 1_000_000)))
-            files_checked = sum(not r.skipped for r in results)
-            if not targets:
-                print(f"{PROG}: warning: no Python files found in {', '.join(paths or ['.'])}", file=sys.stderr)
-        for result in results:
+            produced = lint_targets(targets, args.jobs, int(args.max_file_size * 1_000_000))
+        for result in produced:
             for problem in result.problems:
                 print(f"{PROG}: warning: {problem}", file=sys.stderr)
+            collected.append(result)
+            yield result
+
+    if targets is not None and not targets:
+        print(f"{PROG}: warning: no Python files found in {', '.join(paths or ['.'])}", file=sys.stderr)
+    results = results_as_they_come()
+    try:
         options = ReportOptions(
             color=args.output is None and use_color(stream, args.no_color),
             quiet=args.quiet,
             statistics=args.statistics and args.format == "text",
-            files_checked=files_checked,
         )
         if args.format == "sarif":
             REPORTERS["sarif"](results, stream, options, rules=_all_rules())
@@ -206,21 +212,21 @@ def _cmd_lint(argv: list[str]) -> int:
         if close:
             stream.close()
     if args.statistics and args.format != "text":
-        write_statistics(results, sys.stderr)
-    has_findings = any(r.findings for r in results)
+        write_statistics(collected, sys.stderr)
+    has_findings = any(r.findings for r in collected)
     return 1 if has_findings and not args.exit_zero else 0
 
 
-def _lint_stdin(args, resolver, lint_stdin_bytes):
+def _lint_stdin(args, resolver, lint_stdin_bytes) -> list:
     from .files import _excluded
 
     name = args.stdin_filename or "-"
     settings = resolver.for_path(args.stdin_filename or os.path.join(os.getcwd(), "stdin.py"))
     if args.stdin_filename and _excluded(args.stdin_filename, settings, settings.user_excludes):
-        return [], 0
+        return []
     data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
     codes = settings.codes_for(args.stdin_filename) if args.stdin_filename else settings.enabled_codes()
-    return [lint_stdin_bytes(data, name, codes)], 1
+    return [lint_stdin_bytes(data, name, codes)]
 
 
 def _open_output(path: str | None):

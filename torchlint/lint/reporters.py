@@ -11,7 +11,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence, TextIO
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence, TextIO
 
 from .finding import ERROR, Finding
 
@@ -28,7 +28,7 @@ class ReportOptions:
     color: bool = False
     quiet: bool = False
     statistics: bool = False
-    files_checked: int = 0
+    files_checked: int | None = None  # None: the results that were not skipped
 
 
 def all_findings(results: Sequence[FileResult]) -> list[Finding]:
@@ -73,11 +73,16 @@ def _snippet(line_text: str, finding: Finding) -> tuple[str, int, int]:
     return shown, start, max(1, end - start)
 
 
-def report_text(results: Sequence[FileResult], stream: TextIO, options: ReportOptions) -> None:
+def report_text(results: Iterable[FileResult], stream: TextIO, options: ReportOptions) -> None:
+    """Writes each file's findings as soon as its result arrives (results may be a generator),
+    then the statistics and the summary."""
     p = _Palette(options.color)
-    findings = all_findings(results)
+    findings: list[Finding] = []
+    checked = 0
     for result in results:
+        checked += not result.skipped
         for f in result.findings:
+            findings.append(f)
             sev = p.severity(f.severity)
             stream.write(
                 f"{p.bold}{f.path}{p.reset}:{f.line}:{f.column}: {sev}{p.bold}{f.code}{p.reset} "
@@ -91,20 +96,23 @@ def report_text(results: Sequence[FileResult], stream: TextIO, options: ReportOp
                 gutter = str(f.line)
                 stream.write(f"{p.dim}{gutter:>5} |{p.reset} {shown}\n")
                 stream.write(f"{p.dim}{'':>5} |{p.reset} {' ' * start}{sev}{'^' * width}{p.reset}\n")
+        if result.findings:
+            stream.flush()
     if options.statistics:
         _write_statistics(findings, stream, p)
     if options.quiet:
         return
+    checked = options.files_checked if options.files_checked is not None else checked
     if findings:
         files = len({f.path for f in findings})
         errors = sum(f.severity == ERROR for f in findings)
         detail = f"{_plural(errors, 'error')}, {_plural(len(findings) - errors, 'warning')}"
         stream.write(
             f"\n{p.bold}{_plural(len(findings), 'finding')} in {_plural(files, 'file')}{p.reset}"
-            f" ({detail}; {_plural(options.files_checked, 'file')} checked)\n"
+            f" ({detail}; {_plural(checked, 'file')} checked)\n"
         )
     else:
-        stream.write(f"{p.ok}No findings{p.reset} ({_plural(options.files_checked, 'file')} checked)\n")
+        stream.write(f"{p.ok}No findings{p.reset} ({_plural(checked, 'file')} checked)\n")
 
 
 def statistics(findings: Sequence[Finding]) -> list[tuple[str, str, int]]:

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from .core import _SESSIONS, Check
+from .core import Check
 from .findings import Location
 from .locations import user_frame
 from .training_eval import EvalGraphTracker
@@ -139,10 +139,7 @@ class TrainingChecks(Check):
         self.update_window = max(1, int(getattr(opts, "update_window", 3)))
         self.explosion_factor = float(getattr(opts, "grad_explosion_factor", 1e3))
         self.stall_backwards = max(1, int(getattr(opts, "stall_backwards", 20)))
-        sessions, session = _SESSIONS, self.session
-        self.registry = ParamRegistry(
-            self.stall_backwards, self._on_stall, lambda: bool(sessions) and sessions[-1] is session
-        )
+        self.registry = ParamRegistry(self.stall_backwards, self._on_stall, self.session.is_current)
         self.eval_graphs = EvalGraphTracker(self._report_unused_graph)
         self.optimizers: dict[int, OptimizerState] = {}
         self.owners: dict[int, list[OptimizerState]] = {}  # id(param) -> optimizers

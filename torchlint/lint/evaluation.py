@@ -127,12 +127,44 @@ class EvaluationAnalysis:
 
     @cached_property
     def model_calls(self) -> list[ast.Call]:
-        return [call for call in self.ctx.calls if self._maybe_model_callee(call.func) and self.is_model_call(call)]
+        """Model calls inside code that may be evaluation code (cheap spans first: most files have none)."""
+        spans = self._candidate_spans
+        if not spans:
+            return []
+        found = []
+        for call in self.ctx.calls:
+            if isinstance(call.func, (ast.Name, ast.Attribute, ast.Subscript)) and _within(call, spans):
+                if self.is_model_call(call):
+                    found.append(call)
+        return found
 
-    @staticmethod
-    def _maybe_model_callee(func) -> bool:
-        # Cheap pre-filter: calls of a plain or dotted name, or of `x.forward`.
-        return isinstance(func, (ast.Name, ast.Attribute, ast.Subscript))
+    @cached_property
+    def _candidate_spans(self) -> list[tuple[int, int]]:
+        """Line spans of functions and loops that could hold evaluation code, judged by names and
+        call sites only (no role analysis)."""
+        ctx = self.ctx
+        spans = []
+        for func in ctx.nodes(ast.FunctionDef, ast.AsyncFunctionDef):
+            if _words(func.name) & EVAL_WORDS and not _HOOK.search(func.name):
+                spans.append((func.lineno, func.end_lineno or func.lineno))
+        for loop in ctx.nodes(ast.For, ast.AsyncFor):
+            if _expr_words(loop.iter) & EVAL_WORDS:
+                spans.append((loop.lineno, loop.end_lineno or loop.lineno))
+        if self._may_train:
+            graph = call_graph(ctx)
+            for func in {f for fs in ctx.functions.values() for f in fs}:
+                if graph.callers(func) and self._called_from_training(func):
+                    spans.append((func.lineno, func.end_lineno or func.lineno))
+        return spans
+
+    @cached_property
+    def _may_train(self) -> bool:
+        """Cheap gate before the training-loop analysis: the file calls something like a backward or a step."""
+        for call in self.ctx.calls:
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr in ("backward", "manual_backward", "step"):
+                return True
+        return False
 
     # ----- units ----------------------------------------------------------------------------------
     @cached_property
@@ -521,6 +553,11 @@ def _expr_words(expr: ast.AST) -> set[str]:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 30:
             words |= _words(node.value)
     return words
+
+
+def _within(node, spans) -> bool:
+    line = node.lineno
+    return any(start <= line <= end for start, end in spans)
 
 
 def _params(func) -> set[str]:

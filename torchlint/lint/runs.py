@@ -76,6 +76,8 @@ STATELESS_LAYERS = frozenset(
         "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d",
         "CircularPad2d", "CircularPad3d", "Fold", "Unfold", "CosineSimilarity", "PairwiseDistance",
         "Identity",
+        # Wrappers: they hold the wrapped model's weights, not new ones.
+        "DataParallel", "DistributedDataParallel", "SyncBatchNorm",
     }
 )
 _ZOO_HELPER = re.compile(r"param|checkpoint|load|resume|save|name|state|list_|register|^is_|^has_|utils|weight|adapt")

@@ -311,3 +311,24 @@ def test_trial_and_task_loops_around_single_loop_runs_are_silent(lint, header):
         """,
         "TL003",
     )
+
+
+def test_model_copy_loaded_with_weights_for_evaluation_each_epoch_is_silent(lint):
+    assert not lint(
+        """
+        import torch
+        import torch.nn as nn
+
+        model = nn.Linear(16, 4)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(20):
+            for x, y in loader:
+                opt.zero_grad()
+                nn.functional.cross_entropy(model(x), y).backward()
+                opt.step()
+            eval_model = nn.Linear(16, 4)
+            eval_model.load_state_dict(model.state_dict())
+            evaluate(eval_model)
+        """,
+        "TL003",
+    )

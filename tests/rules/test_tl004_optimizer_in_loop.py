@@ -247,3 +247,29 @@ def test_optimizer_built_in_loop_of_a_function_that_does_not_train_is_silent(lin
         """,
         "TL004",
     )
+
+
+def test_pytorch_examples_mnist_main_is_silent(lint):
+    assert not lint(
+        """
+        import torch.optim as optim
+        from torch.optim.lr_scheduler import StepLR
+
+        def train(args, model, device, train_loader, optimizer, epoch):
+            model.train()
+            for batch_idx, (data, target) in enumerate(train_loader):
+                optimizer.zero_grad()
+                loss = F.nll_loss(model(data.to(device)), target.to(device))
+                loss.backward()
+                optimizer.step()
+
+        def main(args, device, train_loader):
+            model = Net().to(device)
+            optimizer = optim.Adadelta(model.parameters(), lr=args.lr)
+            scheduler = StepLR(optimizer, step_size=1, gamma=args.gamma)
+            for epoch in range(1, args.epochs + 1):
+                train(args, model, device, train_loader, optimizer, epoch)
+                scheduler.step()
+        """,
+        "TL004",
+    )

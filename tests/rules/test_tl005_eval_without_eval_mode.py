@@ -318,3 +318,34 @@ def test_test_suite_files_are_silent(lint):
                 assert model(x).shape == (2, 10)
         """
     assert not lint(source, "TL005", path="tests/test_forward.py")
+
+
+def test_from_pretrained_inference_script_is_silent(lint):
+    assert not lint(
+        """
+        import torch
+        from transformers import AutoModelForSequenceClassification
+
+        model = AutoModelForSequenceClassification.from_pretrained("distilbert-base-uncased")
+        with torch.no_grad():
+            for batch in test_dataloader:
+                logits = model(**batch).logits
+        """,
+        "TL005",
+    )
+
+
+def test_module_level_evaluation_loop_of_a_built_model_is_reported(lint):
+    findings = lint(
+        """
+        import torch
+
+        model = Net()
+        model.load_state_dict(torch.load("best.pt"))
+        with torch.no_grad():
+            for x, y in test_loader:
+                pred = model(x).argmax(1)
+        """,
+        "TL005",
+    )
+    assert _lines(findings) == [8]

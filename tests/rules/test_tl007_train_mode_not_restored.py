@@ -254,3 +254,36 @@ def test_restore_inside_a_helper_with_another_parameter_name(lint):
         """,
         "TL007",
     )
+
+
+def test_validate_before_training_in_the_iteration_is_reported(lint):
+    findings = lint(
+        """
+        def validate(model, loader):
+            model.eval()
+            return [model(x) for x in loader]
+
+        for epoch in range(10):
+            validate(model, val_loader)
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+        """,
+        "TL007",
+    )
+    assert _lines(findings) == [7]
+
+
+def test_deliberate_eval_mode_fine_tuning_before_the_steps_is_silent(lint):
+    assert not lint(
+        """
+        for epoch in range(10):
+            model.eval()  # keep frozen batch-norm statistics while fine-tuning the head
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+        """,
+        "TL007",
+    )

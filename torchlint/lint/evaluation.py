@@ -291,7 +291,7 @@ class EvaluationAnalysis:
         if local is not None:
             return Verdict(local)
         if func is None:
-            return Verdict(NOT_REACHED)
+            return Verdict(REACHED if self._file_sets_eval_once() else NOT_REACHED)
         return self._from_callers(
             node, func, depth, seen, self._mode_at, self._file_sets_eval_once, self._disables_grad_itself
         )
@@ -325,9 +325,14 @@ class EvaluationAnalysis:
         return bool(name and _EVAL_CONTEXT.search(name))
 
     def _file_sets_eval_once(self) -> bool:
-        """An inference script: models are put in eval mode somewhere and never back in train mode."""
+        """An inference script: models are put in eval mode somewhere (or loaded with
+        `from_pretrained`, which returns them in eval mode) and never back in train mode."""
         kinds = {e.kind for e in self._all_switches}
-        return "eval" in kinds and "train" not in kinds
+        if "train" in kinds:
+            return False
+        return "eval" in kinds or any(
+            isinstance(call.func, ast.Attribute) and call.func.attr == "from_pretrained" for call in self.ctx.calls
+        )
 
     @cached_property
     def _all_switches(self) -> list:
@@ -499,11 +504,21 @@ class EvaluationAnalysis:
                 if event.kind != "eval" or event.node in judged:
                     continue
                 judged.add(event.node)
-                if _frozen_copy(event.target):
+                if _frozen_copy(event.target) or not self._evaluates(events, index, trains):
                     continue
                 if not self._restored(events, index, trains):
                     found.setdefault(event.site, UnrestoredEval(event.site, event.node, loop, event.target))
         return sorted(found.values(), key=lambda u: _pos(u.site))
+
+    def _evaluates(self, events, index, trains) -> bool:
+        """Whether the switch serves an evaluation: it comes after the iteration's training step,
+        under a condition (periodic evaluation), or inside an evaluation function. An unconditional
+        `model.eval()` before any step (fine-tuning with frozen batch-norm statistics) is deliberate."""
+        event = events[index]
+        if trains[0] < index or event.guards:
+            return True
+        # Reached through a call into an evaluation function (`validate(model)` before training).
+        return bool(event.via) and self.is_eval_function(self.ctx.enclosing_function(event.node))
 
     def _restored(self, events, index, trains) -> bool:
         evaluation = events[index]

@@ -32,6 +32,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .callgraph import call_graph, per_file
+from .imports import symbol
 from .training import MODEL, OPTIMIZER
 
 if TYPE_CHECKING:
@@ -234,6 +235,8 @@ class RunAnalysis:
                 return None  # built once, when a condition holds (lazy init, a switch at some epoch)
             if role == OPTIMIZER and not via and self._optimizes_fresh_copy(node, loop):
                 return None  # an inner optimizer over a model copied this iteration (meta-learning, probes)
+            if not via and self._loaded_after(node, loop):
+                return None  # `m = Net(); m.load_state_dict(...)`: a copy to evaluate or a resumed state
             verdict, reason = self.judge(loop, role)
             if verdict == CONTINUING:
                 partner = MODEL if role == OPTIMIZER else OPTIMIZER
@@ -268,6 +271,25 @@ class RunAnalysis:
                     break
             self._reach_cache[key] = result
         return self._reach_cache[key]
+
+    def _loaded_after(self, call: ast.AST, loop) -> bool:
+        """The object built by ``call`` gets ``.load_state_dict(...)`` later in the same iteration."""
+        parent = self.ctx.parent(call)
+        if not isinstance(parent, ast.Assign) or len(parent.targets) != 1:
+            return False
+        name = symbol(parent.targets[0])
+        if name is None:
+            return False
+        for node in ast.walk(loop):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "load_state_dict"
+                and symbol(node.func.value) == name
+                and node.lineno >= call.lineno
+            ):
+                return True
+        return False
 
     def _optimizes_fresh_copy(self, call: ast.Call, loop) -> bool:
         """The optimizer's parameters belong to a model bound earlier in the same iteration

@@ -273,3 +273,20 @@ def test_pytorch_examples_mnist_main_is_silent(lint):
         """,
         "TL004",
     )
+
+
+def test_per_example_optimizer_over_a_fresh_tensor_is_silent(lint):
+    assert not lint(
+        """
+        import torch
+
+        for x, y in loader:
+            delta = torch.zeros_like(x, requires_grad=True)
+            attack_opt = torch.optim.SGD([delta], lr=0.01)
+            for _ in range(10):
+                attack_opt.zero_grad()
+                (-loss_fn(model(x + delta), y)).backward()
+                attack_opt.step()
+        """,
+        "TL004",
+    )

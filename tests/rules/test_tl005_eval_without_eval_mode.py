@@ -349,3 +349,23 @@ def test_module_level_evaluation_loop_of_a_built_model_is_reported(lint):
         "TL005",
     )
     assert _lines(findings) == [8]
+
+
+def test_validation_loop_inside_train_and_evaluate_is_reported(lint):
+    findings = lint(
+        """
+        import torch
+
+        def train_and_evaluate(model, optimizer, train_loader, val_loader):
+            model.train()
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            with torch.no_grad():
+                for x, y in val_loader:
+                    metric.update(model(x), y)
+        """,
+        "TL005",
+    )
+    assert _lines(findings) == [12]

@@ -287,3 +287,20 @@ def test_deliberate_eval_mode_fine_tuning_before_the_steps_is_silent(lint):
         """,
         "TL007",
     )
+
+
+def test_eval_followed_by_leaving_the_loop_is_silent(lint):
+    assert not lint(
+        """
+        def fit(model, optimizer):
+            for epoch in range(100):
+                for x, y in train_loader:
+                    optimizer.zero_grad()
+                    criterion(model(x), y).backward()
+                    optimizer.step()
+                if epoch == last_epoch:
+                    model.eval()
+                    break
+        """,
+        "TL007",
+    )

@@ -208,7 +208,7 @@ class EvaluationAnalysis:
                 if self._is_module_like(ancestor):
                     return None, ""  # a module's own methods run in whatever mode its caller set
         for func in reversed(functions):  # the outermost evaluation function wins
-            if self.is_eval_function(func):
+            if self.is_eval_function(func) and not self._trains(func):  # not `train_and_evaluate()`
                 return func, "function"
         if not functions or not self._is_excluded_function(functions[0]):
             for loop in reversed(loops):
@@ -506,6 +506,8 @@ class EvaluationAnalysis:
                 judged.add(event.node)
                 if _frozen_copy(event.target) or not self._evaluates(events, index, trains):
                     continue
+                if self._ends_after(events, index):
+                    continue  # `model.eval(); ...; break`: no further training step follows
                 if not self._restored(events, index, trains):
                     found.setdefault(event.site, UnrestoredEval(event.site, event.node, loop, event.target))
         return sorted(found.values(), key=lambda u: _pos(u.site))
@@ -519,6 +521,17 @@ class EvaluationAnalysis:
             return True
         # Reached through a call into an evaluation function (`validate(model)` before training).
         return bool(event.via) and self.is_eval_function(self.ctx.enclosing_function(event.node))
+
+    @staticmethod
+    def _ends_after(events, index) -> bool:
+        """A `break` or `return` that certainly runs after the switch, leaving the loop."""
+        event = events[index]
+        for other in events[index + 1:]:
+            if other.kind == "return" and event.guards[: len(other.guards)] == other.guards:
+                return True
+            if other.kind == "break" and other.loops == event.loops and event.guards[: len(other.guards)] == other.guards:
+                return True
+        return False
 
     def _restored(self, events, index, trains) -> bool:
         evaluation = events[index]

@@ -292,11 +292,12 @@ class RunAnalysis:
         return False
 
     def _optimizes_fresh_copy(self, call: ast.Call, loop) -> bool:
-        """The optimizer's parameters belong to a model bound earlier in the same iteration
-        (`learner = copy.deepcopy(model)`, `probe = nn.Linear(...)`, `fast = maml.clone()`)."""
+        """The optimizer's parameters are bound earlier in the same iteration: a model copy
+        (`learner = copy.deepcopy(model)`, `probe = nn.Linear(...)`, `fast = maml.clone()`) or a
+        tensor optimised directly (`delta = torch.zeros_like(x, requires_grad=True)`; `SGD([delta])`)."""
         if not isinstance(call, ast.Call):
             return False
-        roots = set()
+        model_roots, tensor_roots = set(), set()
         for arg in list(call.args[:1]) + [k.value for k in call.keywords if k.arg == "params"]:
             for sub in ast.walk(arg):
                 if (
@@ -308,13 +309,18 @@ class RunAnalysis:
                     while isinstance(root, ast.Attribute):
                         root = root.value
                     if isinstance(root, ast.Name):
-                        roots.add(root.id)
-        if not roots:
+                        model_roots.add(root.id)
+            if isinstance(arg, (ast.List, ast.Tuple)):
+                tensor_roots |= {elt.id for elt in arg.elts if isinstance(elt, ast.Name)}
+        if not model_roots and not tensor_roots:
             return False
         for stmt in ast.walk(loop):
-            if not isinstance(stmt, ast.Assign) or stmt.lineno >= call.lineno or not isinstance(stmt.value, ast.Call):
+            if not isinstance(stmt, ast.Assign) or stmt.lineno >= call.lineno:
                 continue
-            if any(isinstance(t, ast.Name) and t.id in roots for t in stmt.targets) and self._is_fresh_model(stmt.value):
+            names = {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+            if names & tensor_roots:
+                return True
+            if names & model_roots and isinstance(stmt.value, ast.Call) and self._is_fresh_model(stmt.value):
                 return True
         return False
 

@@ -332,3 +332,21 @@ def test_model_copy_loaded_with_weights_for_evaluation_each_epoch_is_silent(lint
         """,
         "TL003",
     )
+
+
+def test_model_zoo_helpers_are_not_model_constructors(lint):
+    assert not lint(
+        """
+        import torch
+        from timm.models import create_model, model_parameters, load_checkpoint
+
+        model = create_model("resnet50")
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for batch_idx, (x, y) in enumerate(loader):
+            optimizer.zero_grad()
+            loss_fn(model(x), y).backward()
+            torch.nn.utils.clip_grad_norm_(model_parameters(model, exclude_head=True), 1.0)
+            optimizer.step()
+        """,
+        "TL003",
+    )

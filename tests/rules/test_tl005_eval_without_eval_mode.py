@@ -369,3 +369,59 @@ def test_validation_loop_inside_train_and_evaluate_is_reported(lint):
         "TL005",
     )
     assert _lines(findings) == [12]
+
+
+def test_calls_that_only_mention_a_model_are_not_model_calls(lint):
+    # Shaped like a trainer's evaluation loop: hooks, helpers and tokenizers are no forward pass.
+    assert not lint(
+        """
+        def run_evaluation(trainer, batches, tokenizer):
+            for batch in batches:
+                call._call_lightning_module_hook(trainer, "on_validation_start")
+                for name, mod in model.named_modules():
+                    pass
+                restored = load_model_from_checkpoint(trainer.ckpt_path)
+                tokens = tokenizer(batch["text"])
+        """,
+        "TL005",
+    )
+
+
+def test_inference_method_of_a_class_with_forward_is_silent(lint):
+    # Like detectron2's meta-architectures: the nn.Module base lives in another file.
+    assert not lint(
+        """
+        from .rcnn import GeneralizedRCNN
+
+        class PanopticNet(GeneralizedRCNN):
+            def forward(self, batched_inputs):
+                if not self.training:
+                    return self.inference(batched_inputs)
+                return self.losses(batched_inputs)
+
+            def inference(self, batched_inputs):
+                features = self.backbone(batched_inputs)
+                return self.head(features)
+        """,
+        "TL005",
+    )
+
+
+def test_function_with_its_own_backward_called_from_a_loop_is_not_evaluation(lint):
+    assert not lint(
+        """
+        def train_baseline(model, optimizer, loader):
+            for batch in loader:
+                loss = model(**batch).loss
+                model.backward(loss)
+                model.step()
+
+        for stage in (1, 2, 3):
+            for x, y in warmup_loader:
+                optimizer.zero_grad()
+                criterion(net(x), y).backward()
+                optimizer.step()
+                train_baseline(model, optimizer, loader)
+        """,
+        "TL005",
+    )

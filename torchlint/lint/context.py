@@ -9,6 +9,7 @@ model) is computed lazily, the first time a rule asks for it, and then shared.
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from functools import cached_property
 from typing import Iterator, TypeVar
@@ -16,6 +17,8 @@ from typing import Iterator, TypeVar
 from .imports import ImportResolver, dotted_name
 
 N = TypeVar("N", bound=ast.AST)
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
@@ -40,7 +43,9 @@ class FileContext:
     def __init__(self, path: str, source: str, tree: ast.Module):
         self.path = path
         self.source = source
-        self.lines = source.splitlines()
+        # Python ends lines only at \n, \r\n and \r; str.splitlines() would also split at
+        # form feeds and other separators and make line numbers drift.
+        self.lines = _LINE_BREAK.split(source)
         self.tree = tree
         self.parents: dict[ast.AST, ast.AST] = {}
         self._by_type: dict[type, list[ast.AST]] = defaultdict(list)

@@ -67,6 +67,6 @@ def _comments(source: str):
             if tok.type == tokenize.COMMENT:
                 yield tok.start[0], tok.string
     except (tokenize.TokenError, SyntaxError, IndentationError):
-        for number, text in enumerate(source.splitlines(), 1):
+        for number, text in enumerate(re.split(r"\r\n|\r|\n", source), 1):
             if "#" in text:
                 yield number, text[text.index("#"):]

@@ -21,7 +21,9 @@ TS110  eval-forward-with-grad  eval-mode forward with autograd on whose graph
 TS111  nonfinite-grad          NaN/Inf gradients at the step, or a total norm
                                ``grad_explosion_factor`` x its running median
 TS112  optimizer-not-stepped   ``stall_backwards`` backward passes fill an
-                               optimizer's gradients but it never steps
+                               optimizer's gradients, which get cleared unused
+                               (5x as many if they only pile up), and it never
+                               steps
 =====  ======================  ==============================================
 """
 
@@ -76,7 +78,7 @@ def _grad_scaler_in_use() -> bool:
     """Whether an enabled GradScaler has scaled a loss (a heap scan: only
     called when a finding is about to be reported).  Which optimizer it drives
     is not recorded past ``scaler.update()``."""
-    scaler_type = torch.amp.GradScaler
+    scaler_type = getattr(torch.amp, "GradScaler", None) or torch.cuda.amp.GradScaler  # torch < 2.3
     for obj in gc.get_objects():
         if issubclass(type(obj), scaler_type):
             if getattr(obj, "_enabled", False) and getattr(obj, "_scale", None) is not None:

@@ -397,3 +397,14 @@ def test_lightning_optimizers_unpacking_takes_parameters_from_configure_optimize
     )
     assert tm.optimizer_models["opt_g"] == {"self.generator"}
     assert tm.optimizer_models["opt_d"] == {"self.discriminator"}
+
+
+def test_walks_are_bounded_when_helpers_call_many_helpers():
+    # 12 helpers that all call each other: following every call 4 deep would mean 11**4 bodies.
+    helpers = "\n".join(
+        f"def f{i}(x):\n" + "".join(f"    f{j}(x)\n" for j in range(12) if j != i) + "    x.backward()\n    opt.step()\n"
+        for i in range(12)
+    )
+    ctx, tm = model_of(helpers + "for x in loader:\n    f0(x)\n")
+    events = tm.loop_events[ctx.nodes(ast.For)[0]]
+    assert 0 < len(events) <= 2 * (tm.MAX_INLINED_CALLS + 1)

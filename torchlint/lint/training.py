@@ -20,7 +20,8 @@ Events -- what one execution of a block does, in order
     (``(test, branch)`` of the ``if``/``except``/``case`` around it inside the block),
     ``loops`` (inner loops around it), ``via`` (call sites followed into functions,
     methods and closures of this file -- including defs nested in loop bodies, and
-    ``optimizer.step(closure)``, whose closure runs inside the step) and ``withs``.
+    ``optimizer.step(closure)``, whose closure runs inside the step: ``step_closures(call)``)
+    and ``withs``. A walk follows calls ``MAX_INLINE_DEPTH`` deep and ``MAX_INLINED_CALLS`` in all.
     ``exclusive(a, b)``: two events in different branches of one ``if``.
     ``resolve_local_call(call)`` / ``resolve_function_name(name, at)``: the local def run.
 
@@ -191,6 +192,9 @@ CLIP_METHODS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_gradients
 
 class TrainingModel(AccumulationMixin):
     MAX_INLINE_DEPTH = 4
+    # Calls followed per walk: helpers that call many helpers would otherwise make a walk
+    # exponential in MAX_INLINE_DEPTH (fan-out ** depth bodies).
+    MAX_INLINED_CALLS = 64
 
     def __init__(self, ctx: "FileContext"):
         self.ctx = ctx
@@ -408,14 +412,16 @@ class TrainingModel(AccumulationMixin):
                         return cand
         return None
 
-    def _step_closures(self, call: ast.Call, stack) -> list:
+    def step_closures(self, call: ast.Call) -> list:
+        """The closures an ``optimizer.step(closure)`` call is handed that this file defines
+        (a lambda, or a function by name)."""
         found = []
         for arg in list(call.args) + [kw.value for kw in call.keywords if kw.arg == "closure"]:
             if isinstance(arg, ast.Lambda):
                 found.append(arg)
             elif isinstance(arg, ast.Name):
                 func = self.resolve_function_name(arg.id, call)
-                if func is not None and func not in stack and len(stack) < self.MAX_INLINE_DEPTH:
+                if func is not None:
                     found.append(func)
         return found
 
@@ -429,8 +435,18 @@ class TrainingModel(AccumulationMixin):
     def events(self, body: list[ast.stmt]) -> list[Event]:
         """The ordered events of one execution of ``body`` (following calls into this file)."""
         out: list[Event] = []
-        self._walk_block(body, out, guards=(), loops=(), via=(), withs=(), stack=())
+        saved, self._inline_budget = getattr(self, "_inline_budget", None), self.MAX_INLINED_CALLS
+        try:
+            self._walk_block(body, out, guards=(), loops=(), via=(), withs=(), stack=())
+        finally:
+            self._inline_budget = saved
         return out
+
+    def _may_inline(self, func, stack) -> bool:
+        if func in stack or len(stack) >= self.MAX_INLINE_DEPTH or self._inline_budget <= 0:
+            return False
+        self._inline_budget -= 1
+        return True
 
     def function_events(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Event]:
         return self.events(func.body)
@@ -548,15 +564,15 @@ class TrainingModel(AccumulationMixin):
                 if event.kind == "step":
                     # `optimizer.step(closure)` (LBFGS) runs the closure -- its zero_grad and
                     # backward -- inside the step, before the update.
-                    for closure in self._step_closures(call, stack):
+                    for closure in self.step_closures(call):
                         if isinstance(closure, ast.Lambda):
                             self._walk_expr(closure.body, out, guards, loops, via + (call,), withs, stack)
-                        else:
+                        elif self._may_inline(closure, stack):
                             self._walk_block(closure.body, out, guards, loops, via + (call,), withs, stack + (closure,))
                 out.append(_place(event, guards, loops, via, withs))
                 continue
             if target is not None:
-                if target not in stack and len(stack) < self.MAX_INLINE_DEPTH:
+                if self._may_inline(target, stack):
                     self._walk_block(target.body, out, guards, loops, via + (call,), withs, stack + (target,))
                     continue
                 opaque = self._opaque_step(call)
@@ -583,6 +599,21 @@ class TrainingModel(AccumulationMixin):
 
     def is_training_loop(self, loop: ast.AST) -> bool:
         return loop in set(self.training_loops)
+
+    def iteration_events(self, loop: ast.AST) -> list[Event]:
+        """``loop_events[loop]``, computed for this loop alone while ``loop_events`` is not built
+        (rules that look at a few loops need not pay for every loop of the file)."""
+        if "loop_events" in self.__dict__:
+            return self.loop_events[loop]
+        cache = self.__dict__.setdefault("_iteration_events", {})
+        if loop not in cache:
+            cache[loop] = self.events(loop.body)
+        return cache[loop]
+
+    def trains_each_iteration(self, loop: ast.AST) -> bool:
+        """``loop in training_loops``, judged for this loop alone (same criterion)."""
+        kinds = {e.kind for e in self.iteration_events(loop)}
+        return "opaque_step" in kinds or ("backward" in kinds and "step" in kinds)
 
     def innermost_training_loops(self) -> Iterator[ast.AST]:
         """Training loops that contain no other training loop in their own body."""

@@ -203,4 +203,4 @@ def _has_opaque_argument(training, step) -> bool:
     if not isinstance(call, ast.Call) or training.role_of(call.func.value) == SCALER:
         return False
     args = list(call.args) + [kw.value for kw in call.keywords if kw.arg == "closure"]
-    return any(not training._step_closures(call, ()) for _ in args[:1]) if args else False
+    return bool(args) and not training.step_closures(call)

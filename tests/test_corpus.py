@@ -1,0 +1,87 @@
+"""Red-team corpus: realistic training scripts linted by the whole linter.
+
+``tests/corpus/clean/`` holds correct code in many styles (Lightning, HF Trainer, accelerate,
+DeepSpeed, RL, GANs, sweeps...): every rule must stay silent on it.
+``tests/corpus/buggy/`` holds buggy variants whose buggy lines end with ``# expect: TLxxx``:
+the findings must be exactly those (line, code) pairs.
+
+A known gap of a rule is recorded in ``KNOWN_GAPS`` as a strict xfail, so the suite stays green
+while the gap exists and turns red (XPASS) as soon as the rule is fixed -- then drop the entry.
+"""
+
+import pathlib
+import re
+
+import pytest
+
+from torchlint.lint.engine import lint_source
+
+CORPUS = pathlib.Path(__file__).parent / "corpus"
+_MARK = re.compile(r"#\s*expect:\s*(?P<codes>TL\d{3}(?:\s*,\s*TL\d{3})*)")
+
+# "kind/file.py" -> why the linter is known to get this file wrong.
+KNOWN_GAPS: dict[str, str] = {
+    "buggy/attention_view.py": (
+        "TL008 misses `out = (attn @ v).transpose(1, 2); out.view(B, N, C)` (line 23): the rank of "
+        "`attn @ v` is unknown because `q, k, v = qkv.unbind(0)` does not carry qkv's rank (5 from "
+        "permute) minus one, so a 3-dimensional view is not judged a merge"
+    ),
+    "buggy/rebuilt_every_epoch.py": (
+        "TL003 reports the same rebuild twice: at `Classifier()` (line 16, through the call) and again "
+        "at the call `run_epoch(...)` (line 29), because a function that trains and returns its model "
+        "also counts as a model factory (runs.py `factories`)"
+    ),
+}
+
+
+def _cases(kind):
+    for path in sorted((CORPUS / kind).glob("*.py")):
+        key = f"{kind}/{path.name}"
+        marks = [pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[key])] if key in KNOWN_GAPS else []
+        yield pytest.param(path, id=path.name, marks=marks)
+
+
+def _findings(path):
+    # Lint under the bare file name: the real path lies under tests/, which rules such as
+    # TL005/TL006 treat as a test suite and skip -- the corpus stands for user training scripts.
+    return lint_source(path.read_text(), path.name, None)
+
+
+def _expected(path):
+    pairs = set()
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        match = _MARK.search(line)
+        if match:
+            pairs |= {(number, code.strip()) for code in match.group("codes").split(",")}
+    return pairs
+
+
+def _describe(findings):
+    return "\n".join(f"{f.line}: {f.code} {f.message}" for f in findings)
+
+
+def test_corpus_is_not_empty():
+    assert len(list((CORPUS / "clean").glob("*.py"))) >= 15
+    assert len(list((CORPUS / "buggy").glob("*.py"))) >= 12
+
+
+def test_known_gaps_name_existing_files():
+    for key in KNOWN_GAPS:
+        assert (CORPUS / key).is_file(), key
+
+
+@pytest.mark.parametrize("path", _cases("clean"))
+def test_clean_file_has_no_findings(path):
+    assert not _expected(path), "clean corpus files must not carry expect markers"
+    findings = _findings(path)
+    assert findings == [], _describe(findings)
+
+
+@pytest.mark.parametrize("path", _cases("buggy"))
+def test_buggy_file_reports_exactly_the_marked_lines(path):
+    expected = _expected(path)
+    assert expected, "a buggy corpus file needs at least one '# expect: TLxxx' marker"
+    findings = _findings(path)
+    got = {(f.line, f.code) for f in findings}
+    missed, extra = sorted(expected - got), sorted(got - expected)
+    assert not missed and not extra, f"missed={missed} extra={extra}\n{_describe(findings)}"

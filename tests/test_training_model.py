@@ -408,3 +408,10 @@ def test_walks_are_bounded_when_helpers_call_many_helpers():
     ctx, tm = model_of(helpers + "for x in loader:\n    f0(x)\n")
     events = tm.loop_events[ctx.nodes(ast.For)[0]]
     assert 0 < len(events) <= 2 * (tm.MAX_INLINED_CALLS + 1)
+
+
+def test_long_reassignment_chains_are_traced_in_bounded_time():
+    parts = "".join(f"    loss = loss + part{i}\n" for i in range(200))
+    ctx, tm = model_of("def train(model, x):\n    loss = model(x)\n" + parts + "    loss.backward()\n")
+    backward = next(e for e in tm.function_events(ctx.functions["train"][0]) if e.kind == "backward")
+    assert tm.loss_is_divided(backward) is False  # 200 ** 6 paths if every definition were followed

@@ -147,9 +147,17 @@ class AccumulationMixin:
         scope = ctx.enclosing_scope(at)
         while scope is not None:
             defs = [d for d in self.assignments(scope).get(key, ()) if (d.lineno, d.col_offset) < (at.lineno, at.col_offset)]
-            for node in defs:
+            # The definitions that reach `at`, approximately: going back, every in-place update
+            # (`loss /= n`) up to the two latest plain assignments (`if`/`else` may each assign).
+            # Bounded on purpose: long `loss = loss + part` chains must not multiply.
+            plain = 0
+            for node in reversed(defs):
                 if self._definition_divides(node, key, at, via, depth):
                     return True
+                if not isinstance(node, ast.AugAssign):
+                    plain += 1
+                    if plain == 2:
+                        break
             if defs:
                 return False
             if key.startswith("self.") and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):

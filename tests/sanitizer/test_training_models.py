@@ -412,3 +412,20 @@ def test_torchlint_run_reports_training_checks_in_the_json_report(tmp_path, caps
     assert (finding["code"], finding["filename"], finding["lineno"]) == ("TS106", str(script), 12)
     assert finding["details"]["parameters"] == ["model.0.weight", "model.0.bias", "model.3.weight", "model.3.bias"]
     assert "TS106" in capsys.readouterr().err  # the summary table
+
+
+def test_submodules_called_directly_are_named_from_their_model():
+    def train():
+        torch.manual_seed(0)
+        model = Classifier(use_aux=False)
+        opt = torch.optim.SGD(list(model.backbone.parameters()) + list(model.aux.parameters()), lr=0.1)
+        x, y = data()
+        for _ in range(3):
+            opt.zero_grad()
+            F.cross_entropy(model.head(model.backbone(x)), y).backward()
+            opt.step()
+
+    report = sanitized(train)
+    assert [f.code for f in codes(report)] == ["TS107", "TS108"]
+    assert codes(report, "TS107")[0].details["parameters"] == ["model.head.weight", "model.head.bias"]
+    assert codes(report, "TS108")[0].details["parameters"] == ["model.aux.weight", "model.aux.bias"]

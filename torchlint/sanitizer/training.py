@@ -39,7 +39,14 @@ from .findings import Location
 from .locations import user_frame
 from .training_eval import EvalGraphTracker
 from .training_norms import GradNormMonitor
-from .training_params import ParamRegistry, ParamState, RootModel, guess_variable_name
+from .training_params import (
+    ParamRegistry,
+    ParamState,
+    RootModel,
+    guess_module_path,
+    guess_variable_name,
+    parameter_names_in_frame,
+)
 
 #: Parameter names listed in one message before "and N more".
 _MAX_NAMES = 6
@@ -190,7 +197,10 @@ class TrainingChecks(Check):
         if next(module.parameters(), None) is None:
             self._seen_roots[id(module)] = None
             return None
-        root = self.registry.add_root(module, self.session.module_name(module))
+        name = self.session.module_name(module)
+        if name == type(module).__name__:  # no variable holds it: a submodule called directly?
+            name = guess_module_path(module, user_frame()) or name
+        root = self.registry.add_root(module, name)
         self._seen_roots[id(module)] = root
         return root
 
@@ -218,10 +228,14 @@ class TrainingChecks(Check):
         registry = self.registry
         known = registry.params
         states = []
+        frame_names = None
         for p in params:
             state = known.get(id(p))
             if state is None and p.requires_grad:
-                state = registry.track(p, opt.slot_name(p), provisional=True)
+                if frame_names is None:  # once per call, only for parameters not seen yet
+                    frame_names = parameter_names_in_frame(user_frame())
+                name = frame_names.get(id(p))
+                state = registry.track(p, name or opt.slot_name(p), provisional=name is None)
             if state is not None:
                 states.append(state)
         if len(opt.param_ids) != len(params):

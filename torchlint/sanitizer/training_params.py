@@ -70,6 +70,44 @@ def guess_variable_name(obj: object, frame) -> str | None:
     return None
 
 
+def guess_module_path(module: nn.Module, frame, max_frames: int = 8) -> str | None:
+    """``model.encoder`` for a submodule called directly by user code: a
+    variable of a user frame (or an attribute of its ``self``) whose module
+    tree contains ``module``."""
+    depth = 0
+    while frame is not None and depth < max_frames:
+        candidates = list(frame.f_locals.items())
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, nn.Module):
+            candidates.append(("self", owner))
+        for name, value in candidates:
+            if isinstance(value, nn.Module) and value is not module:
+                for path, sub in value.named_modules():
+                    if sub is module:
+                        return f"{name}.{path}"
+        frame = user_frame(frame.f_back)
+        depth += 1
+    return None
+
+
+def parameter_names_in_frame(frame) -> dict[int, str]:
+    """``id(param) -> "model.aux.weight"`` for the models held by the variables
+    of a user frame (and its ``self``): names for parameters of a model whose
+    forward never ran as a whole."""
+    names: dict[int, str] = {}
+    if frame is None:
+        return names
+    candidates = list(frame.f_locals.items())
+    owner = frame.f_locals.get("self")
+    if isinstance(owner, nn.Module):
+        candidates.append(("self", owner))
+    for var, value in candidates:
+        if isinstance(value, nn.Module):
+            for pname, p in value.named_parameters():
+                names.setdefault(id(p), f"{var}.{pname}")
+    return names
+
+
 class RootModel:
     """A model called from user code (not from inside another module)."""
 

@@ -107,10 +107,23 @@ class AccumulationMixin:
         counts as divided, so that the rules stay silent."""
         if event.arg is None:
             return True
+        self._divided_memo = {}
         return self._divided(event.arg, event.node, event.via, 0)
 
+    MAX_TRACE_DEPTH = 40  # beyond this the value counts as divided (silence over guessing)
+
     def _divided(self, expr: ast.AST, at: ast.AST, via: tuple, depth: int) -> bool:
-        if depth > 6:
+        # Memoized per traced backward: sums of partial losses (`loss = loss + aux`) reach
+        # the same definitions along many paths.
+        key = (id(expr), id(at), via)
+        memo = self._divided_memo
+        if key not in memo:
+            memo[key] = True  # a cycle counts as divided until shown otherwise
+            memo[key] = self._divided_uncached(expr, at, via, depth)
+        return memo[key]
+
+    def _divided_uncached(self, expr: ast.AST, at: ast.AST, via: tuple, depth: int) -> bool:
+        if depth > self.MAX_TRACE_DEPTH:
             return True
         if isinstance(expr, ast.BinOp):
             if isinstance(expr.op, (ast.Div, ast.FloorDiv)):

@@ -933,6 +933,8 @@ class TrainingModel(AccumulationMixin):
                             key = symbol(sub)
                             if key:
                                 found.setdefault(key, []).append(node)
+            for nodes in found.values():  # the walk is depth-first from the end: restore source order
+                nodes.sort(key=lambda n: (n.lineno, n.col_offset))
             cache[scope] = found
         return cache[scope]
 

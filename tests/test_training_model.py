@@ -423,3 +423,22 @@ def test_long_reassignment_chains_are_traced_in_bounded_time(parts, divided):
 def test_assignments_are_in_source_order_inside_blocks():
     ctx, tm = model_of("def f():\n    for x in y:\n        a = 1\n        a = 2\n        if c:\n            a = 3\n")
     assert [n.lineno for n in tm.assignments(ctx.functions["f"][0])["a"]] == [3, 4, 6]
+
+
+@pytest.mark.parametrize("scaled_value, divided", [("loss / accum", True), ("loss", False)])
+def test_loss_bound_by_a_with_statement(scaled_value, divided):
+    ctx, tm = model_of(
+        f"""
+        def train(model, loader, optimizer, accum):
+            for i, x in enumerate(loader):
+                loss = model(x)
+                with amp.scale_loss({scaled_value}, optimizer) as scaled_loss:
+                    scaled_loss.backward()
+                if (i + 1) % accum == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+        """
+    )
+    unit = tm.step_units[0]
+    ((backward, evidence),) = tm.accumulated_backwards(unit, unit.steps[0])
+    assert tm.loss_is_divided(backward) is divided

@@ -159,7 +159,7 @@ class AccumulationMixin:
         ctx = self.ctx
         scope = ctx.enclosing_scope(at)
         while scope is not None:
-            defs = [d for d in self.assignments(scope).get(key, ()) if (d.lineno, d.col_offset) < (at.lineno, at.col_offset)]
+            defs = [d for d in self.assignments(scope).get(key, ()) if _training.position(d) < _training.position(at)]
             # The definitions that reach `at`, approximately: going back, every in-place update
             # (`loss /= n`) up to the two latest plain assignments (`if`/`else` may each assign).
             # Bounded on purpose: long `loss = loss + part` chains must not multiply.

@@ -934,7 +934,7 @@ class TrainingModel(AccumulationMixin):
                             if key:
                                 found.setdefault(key, []).append(node)
             for nodes in found.values():  # the walk is depth-first from the end: restore source order
-                nodes.sort(key=lambda n: (n.lineno, n.col_offset))
+                nodes.sort(key=position)
             cache[scope] = found
         return cache[scope]
 
@@ -1069,6 +1069,13 @@ def _argument_for(call: ast.Call, func: ast.AST, name: str) -> ast.AST | None:
 def _is_test_name(name: str) -> bool:
     """``test_x`` and the test helpers ``_test_x`` run one step to check something."""
     return name.lstrip("_").startswith("test")
+
+
+def position(node: ast.AST) -> tuple[int, int]:
+    """Where a node starts; a ``withitem`` (no position of its own) starts at its expression."""
+    if isinstance(node, ast.withitem):
+        node = node.context_expr
+    return node.lineno, node.col_offset
 
 
 def _def_value(node: ast.AST) -> ast.AST:

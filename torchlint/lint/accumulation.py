@@ -57,6 +57,8 @@ ACCUMULATION_NAME = re.compile(r"accum|accumulat|grad_acc", re.I)
 MICRO_STEP_NAME = re.compile(r"accum|micro|chunk", re.I)
 DIVIDING_METHODS = frozenset({"div", "div_", "divide", "true_divide", "true_divide_"})
 DIVIDING_FUNCTIONS = frozenset({"torch.div", "torch.divide", "torch.true_divide"})
+# Mixed-precision wrappers whose result is their first argument, scaled for fp16.
+LOSS_SCALING_CALLS = frozenset({"scale", "scale_loss"})
 # Methods whose result keeps a loss's scaling (``loss.mean()``, ``loss.float()``).
 LOSS_KEEPING_METHODS = frozenset({"mean", "sum", "float", "double", "half", "to", "squeeze", "view", "reshape", "contiguous", "clone"})
 
@@ -147,6 +149,8 @@ class AccumulationMixin:
                 return self._returns_divided(callee, None, depth + 1)
             if isinstance(func, ast.Attribute) and func.attr in LOSS_KEEPING_METHODS:
                 return self._divided(func.value, at, via, depth + 1)
+            if isinstance(func, ast.Attribute) and func.attr in LOSS_SCALING_CALLS and expr.args:
+                return self._divided(expr.args[0], at, via, depth + 1)  # apex `amp.scale_loss(loss / n, opt)`
             return False
         if isinstance(expr, ast.Subscript):
             return self._divided(expr.value, at, via, depth + 1)

@@ -31,6 +31,18 @@ KNOWN_GAPS: dict[str, str] = {
         "at the call `run_epoch(...)` (line 29), because a function that trains and returns its model "
         "also counts as a model factory (runs.py `factories`)"
     ),
+    "buggy/notebook_script.py": (
+        "TL019 misses a worker DataLoader returned by a helper (`return DataLoader(..., num_workers=...)` "
+        "in make_loader, line 10) whose result is bound and iterated at module level: "
+        "`_iterated_at_import` only follows a loader assigned to a name or consumed inline, not "
+        "one returned from a local factory"
+    ),
+    "buggy/engine_library_grad_on.py": (
+        "TL006 misses `evaluate_recall()` (line 29: eval mode, autograd on) called from the epoch loop of "
+        "`fit(model, ...)`, a library function with no call site in the file: `_from_callers` answers "
+        "UNKNOWN because fit is handed its model (`_model_from_caller`), although fit trains (backward "
+        "via train_one_epoch), so no caller can have disabled autograd around it"
+    ),
 }
 
 

@@ -152,7 +152,8 @@ class EvaluationAnalysis:
                 spans.append((loop.lineno, loop.end_lineno or loop.lineno))
         if self._may_train:
             graph = call_graph(ctx)
-            for func in {f for fs in ctx.functions.values() for f in fs}:
+            with_loops = {ctx.enclosing_function(loop) for loop in ctx.nodes(ast.For, ast.AsyncFor, ast.While)}
+            for func in with_loops - {None}:
                 if graph.callers(func) and self._called_from_training(func):
                     spans.append((func.lineno, func.end_lineno or func.lineno))
         return spans
@@ -242,16 +243,12 @@ class EvaluationAnalysis:
     def _is_eval_loop(self, loop) -> bool:
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             return False
-        return bool(_expr_words(loop.iter) & EVAL_WORDS) and loop not in self._training_loops
-
-    @cached_property
-    def _training_loops(self) -> frozenset:
-        return frozenset(self.training.training_loops)
+        return bool(_expr_words(loop.iter) & EVAL_WORDS) and not self.training.trains_each_iteration(loop)
 
     def _called_from_training(self, func) -> bool:
         ctx = self.ctx
         for site in call_graph(ctx).callers(func):
-            if any(loop in self._training_loops for loop in ctx.enclosing_loops(site)):
+            if any(self.training.trains_each_iteration(loop) for loop in ctx.enclosing_loops(site)):
                 return True
         return False
 
@@ -264,7 +261,7 @@ class EvaluationAnalysis:
             if node is None:
                 self._events[node] = self.training.events(self.ctx.tree.body)
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-                self._events[node] = self.training.loop_events.get(node) or self.training.events(node.body)
+                self._events[node] = self.training.iteration_events(node)
             else:
                 self._events[node] = self.training.events(node.body)
         return self._events[node]
@@ -491,6 +488,8 @@ class EvaluationAnalysis:
     def unrestored_evals(self) -> list[UnrestoredEval]:
         found: dict[ast.AST, UnrestoredEval] = {}
         training = self.training
+        if not any(e.kind == "eval" for e in self._all_switches):
+            return []  # no `.eval()` / `.train(False)` anywhere in this file (helpers included)
         loops = training.training_loops
         # Innermost training loops first: they judge an eval inside them most precisely.
         ordered = sorted(loops, key=lambda l: -_depth(self.ctx, l))

@@ -205,15 +205,12 @@ class RunAnalysis:
         return self._constructions
 
     # ----- where it gets built ------------------------------------------------------------------
-    @cached_property
-    def _training_loops(self) -> frozenset:
-        return frozenset(self.training.training_loops)
+    def _trains(self, loop) -> bool:
+        return self.training.trains_each_iteration(loop)
 
     def rebuilt(self, role: str) -> list[tuple[ast.Call, RebuiltInLoop]]:
         """Constructions of ``role`` (MODEL or OPTIMIZER) that run again in every iteration
         of a loop continuing one training run, with that loop."""
-        if not self._training_loops:
-            return []  # nothing trains in this file, so nothing is rebuilt while training
         found = []
         for call, built in self.constructions():
             if built == role:
@@ -229,7 +226,7 @@ class RunAnalysis:
     def _search(self, node, role, via, depth, seen) -> RebuiltInLoop | None:
         ctx = self.ctx
         for loop in ctx.enclosing_loops(node):
-            if loop not in self._training_loops:
+            if not self._trains(loop):
                 continue  # a loop that trains nothing (building layers, iterating configs)
             if self._conditional_in(node, loop):
                 return None  # built once, when a condition holds (lazy init, a switch at some epoch)
@@ -246,7 +243,7 @@ class RunAnalysis:
         if func is None or depth >= self.MAX_CALL_DEPTH or func in seen:
             return None
         sites = call_graph(ctx).callers(func)
-        if not self._runs_in_training_loop(func, 0) or (not via and not self._trains(func)):
+        if not self._runs_in_training_loop(func, 0) or (not via and not self._function_trains(func)):
             return None  # e.g. an evaluation helper that builds a model to load a checkpoint into
         for site in sites:
             found = self._search(site, role, (site,) + via, depth + 1, seen | {func})
@@ -262,7 +259,7 @@ class RunAnalysis:
             ctx = self.ctx
             result = False
             for site in call_graph(ctx).callers(func):
-                if any(loop in self._training_loops for loop in ctx.enclosing_loops(site)):
+                if any(self._trains(loop) for loop in ctx.enclosing_loops(site)):
                     result = True
                     break
                 caller = ctx.enclosing_function(site)
@@ -329,7 +326,7 @@ class RunAnalysis:
             return True
         return isinstance(value.func, ast.Attribute) and value.func.attr in ("clone", "copy", "deepcopy")
 
-    def _trains(self, func) -> bool:
+    def _function_trains(self, func) -> bool:
         kinds = {e.kind for e in self.training.function_events(func)}
         return "backward" in kinds or "step" in kinds or "opaque_step" in kinds
 
@@ -364,7 +361,7 @@ class RunAnalysis:
 
     def step_depths(self, loop) -> set[int]:
         """How many loops down, inside one iteration of ``loop``, its optimizer steps run."""
-        events = self.training.loop_events.get(loop, [])
+        events = self.training.iteration_events(loop)
         depths = {len(e.loops) for e in events if e.kind in ("step", "opaque_step")}
         return depths or {len(e.loops) for e in events if e.kind == "backward"}
 

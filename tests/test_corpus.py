@@ -43,6 +43,12 @@ KNOWN_GAPS: dict[str, str] = {
         "UNKNOWN because fit is handed its model (`_model_from_caller`), although fit trains (backward "
         "via train_one_epoch), so no caller can have disabled autograd around it"
     ),
+    "buggy/step_method_running_loss.py": (
+        "TL010 misses `self.running_loss += loss` (line 34) in a per-batch `train_step` method called "
+        "from the loop of `train_epoch`: `_candidates` only considers accumulations lexically inside a "
+        "loop of the same function, so an attribute (or global) total grown by a helper called per "
+        "batch is never examined"
+    ),
 }
 
 

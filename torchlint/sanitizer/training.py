@@ -111,6 +111,9 @@ class OptimizerState:
         self.closure_handle = None  # per-optimizer step pre-hook wrapping closures
         self.step_states: list | None = None  # parameter states of the step in progress
         self.roots: list = []  # root models it updates (TS109)
+        self.states: list = []  # tracked parameter states, cached (see _param_states)
+        self.untracked: list = []  # its parameters that cannot get a gradient (frozen)
+        self.states_key: tuple = ()
         self.roots_key: tuple = ()
 
     def params(self) -> list[torch.Tensor]:
@@ -224,10 +227,15 @@ class TrainingChecks(Check):
         return state
 
     def _param_states(self, opt: OptimizerState, params: list[torch.Tensor]) -> list[ParamState]:
-        """States of the optimizer's trainable parameters; starts tracking new ones."""
+        """States of the optimizer's trainable parameters; starts tracking new ones.
+        Cached per optimizer: rebuilt when its parameters or the tracked set
+        change, or when one of its frozen parameters is unfrozen."""
         registry = self.registry
+        key = (len(params), id(params[0]) if params else 0, len(registry.params))
+        if opt.states_key == key and not any(p.requires_grad for p in opt.untracked):
+            return opt.states
         known = registry.params
-        states = []
+        states, untracked = [], []
         frame_names = None
         for p in params:
             state = known.get(id(p))
@@ -238,8 +246,12 @@ class TrainingChecks(Check):
                 state = registry.track(p, name or opt.slot_name(p), provisional=name is None)
             if state is not None:
                 states.append(state)
+            else:
+                untracked.append(p)
         if len(opt.param_ids) != len(params):
             self._index_owner(opt, params)
+        opt.states, opt.untracked = states, untracked
+        opt.states_key = (len(params), id(params[0]) if params else 0, len(registry.params))
         return states
 
     def _index_owner(self, opt: OptimizerState, params: list[torch.Tensor]) -> None:
@@ -321,12 +333,9 @@ class TrainingChecks(Check):
     # -- TS106 / TS111: the gradients the step is about to use ------------------------
     def _check_gradients(self, opt: OptimizerState, states: list[ParamState]) -> None:
         self._check_stale(opt, states)
-        grads, names = [], []
-        for state in states:
-            grad = state.param.grad
-            if grad is not None:
-                grads.append(grad)
-                names.append(state.name)
+        # Sparse gradients (sparse embeddings) have no fused norm; skip them.
+        with_grad = [s for s in states if s.param.grad is not None and not s.param.grad.is_sparse]
+        grads = [s.param.grad for s in with_grad]
         if not grads:
             return
         if opt.norms is None:
@@ -334,6 +343,7 @@ class TrainingChecks(Check):
         result = opt.norms.check(grads)
         if result is None:
             return
+        names = [s.name for s in with_grad]
         step = f"{opt.label}.step()"
         if result.nan or result.inf:
             bad = [names[i] for i in result.nan] + [names[i] for i in result.inf if i not in result.nan]

@@ -490,3 +490,20 @@ def test_nested_session_does_not_confuse_the_outer_one():
         epoch(3)
 
     assert sanitized(outer).findings == []
+
+
+def test_ts111_names_stay_right_next_to_sparse_gradients():
+    def train():
+        torch.manual_seed(0)
+        emb = nn.Embedding(10, 4, sparse=True)
+        head = nn.Linear(4, 3)
+        opt = torch.optim.SGD([*emb.parameters(), *head.parameters()], lr=0.0)
+        idx, y = torch.randint(0, 10, (16,)), torch.randint(0, 3, (16,))
+        for _ in range(2):
+            opt.zero_grad()
+            F.cross_entropy(head(emb(idx)), y).backward()
+            head.bias.grad[1] = float("nan")
+            opt.step()
+
+    (finding,) = codes(sanitized(train), "TS111")
+    assert finding.details["nan"] == ["head.bias"]

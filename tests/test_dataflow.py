@@ -169,3 +169,25 @@ def test_later_binding_in_the_same_loop_body_overwrites():
         """
     )
     assert _values(flow.reaching(_use(ctx, "x", 8))) == ["x.reshape(-1)", "param"]
+
+
+def test_returns_of_skips_nested_functions():
+    from torchlint.lint.dataflow import returns_of
+
+    func = ast.parse(
+        textwrap.dedent(
+            """
+            def f(x):
+                def g():
+                    return 1
+                if x:
+                    return x
+                try:
+                    pass
+                except Exception:
+                    return None
+                return g
+            """
+        )
+    ).body[0]
+    assert [r.lineno for r in sorted(returns_of(func), key=lambda r: r.lineno)] == [6, 10, 11]

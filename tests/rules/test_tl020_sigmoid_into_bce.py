@@ -218,3 +218,24 @@ def test_unknown_loss_object_and_rebound_name(lint):
         """,
         CODE,
     ) == []
+
+
+def test_forward_inherited_from_a_base_class_of_the_file(lint):
+    findings = lint(
+        """
+        import torch
+        import torch.nn as nn
+        class Base(nn.Module):
+            def forward(self, x):
+                return torch.sigmoid(self.head(x))
+        class Wide(Base):
+            def __init__(self):
+                super().__init__()
+                self.head = nn.Linear(64, 1)
+        model = Wide()
+        criterion = nn.BCEWithLogitsLoss()
+        loss = criterion(model(x).squeeze(1), y)
+        """,
+        CODE,
+    )
+    assert lines(findings) == [13]

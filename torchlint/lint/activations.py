@@ -21,7 +21,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
-from .dataflow import argument, dataflow, method_call
+from .dataflow import argument, dataflow, method_call, returns_of
 from .training import ROLE_PRESERVING_FUNCTIONS, ROLE_PRESERVING_NAMES
 
 if TYPE_CHECKING:
@@ -145,24 +145,28 @@ class ActivationTracker:
         if class_name in self._class_outputs:
             return self._class_outputs[class_name]
         self._class_outputs[class_name] = None  # recursion guard
-        cls = self.ctx.classes.get(class_name)
-        forward = None
-        if cls is not None:
-            forward = next(
-                (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "forward"),
-                None,
-            )
+        forward = self._forward_of(self.ctx.classes.get(class_name))
         result = None
         if forward is not None and depth <= self.MAX_DEPTH:
-            returns = [
-                node
-                for node in _walk_function(forward)
-                if isinstance(node, ast.Return)
-            ]
+            returns = returns_of(forward)
             if returns and all(r.value is not None for r in returns):
                 result = _all_same([self.activation_of(r.value, depth + 1) for r in returns])
         self._class_outputs[class_name] = result
         return result
+
+    def _forward_of(self, cls: ast.ClassDef | None, seen: int = 0) -> ast.AST | None:
+        """The class's ``forward``, or the one it inherits from a class of this file."""
+        if cls is None or seen > 8:
+            return None
+        for node in cls.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "forward":
+                return node
+        for base in cls.bases:
+            if isinstance(base, ast.Name) and base.id in self.ctx.classes and base.id != cls.name:
+                found = self._forward_of(self.ctx.classes[base.id], seen + 1)
+                if found is not None:
+                    return found
+        return None
 
     # ----- values -------------------------------------------------------------------------
     def _through_transparent(self, expr: ast.AST) -> ast.AST | None:
@@ -285,17 +289,6 @@ def _all_same(results: list) -> tuple[str, ast.AST] | None:
         return None
     kinds = {r[0] for r in results}
     return results[0] if len(kinds) == 1 else None
-
-
-def _walk_function(func: ast.AST) -> Iterator[ast.AST]:
-    """Nodes of a function body, not descending into nested functions, lambdas or classes."""
-    stack = list(func.body)
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                stack.append(child)
 
 
 _CACHE: "weakref.WeakKeyDictionary[FileContext, ActivationTracker]" = weakref.WeakKeyDictionary()

@@ -488,6 +488,23 @@ def dataflow(ctx: "FileContext") -> Dataflow:
 
 
 # ----- small shared helpers for the value rules ----------------------------------------
+def returns_of(function: ast.AST) -> list[ast.Return]:
+    """``return`` statements of ``function`` itself, not of functions or classes nested in it."""
+    found: list[ast.Return] = []
+    stack = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            found.append(node)
+            continue
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt) and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                stack.append(child)
+            elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                stack.append(child)
+    return found
+
+
 def method_call(expr: ast.AST) -> tuple[str, ast.AST] | None:
     """For ``obj.meth(...)``: (``meth``, ``obj``); else None."""
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):

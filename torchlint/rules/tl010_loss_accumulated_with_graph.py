@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 
-from ..lint.dataflow import Binding, dataflow, method_call
+from ..lint.dataflow import Binding, dataflow, method_call, returns_of
 from ..lint.gradmode import lexical_grad_disabler
 from ..lint.imports import symbol
 from ..lint.rule import Rule, register
@@ -384,7 +384,7 @@ class _GraphValues:
         callee = self.graphs.of(function)
         return any(
             node.value is not None and callee.attached(node.value, node, depth + 3)
-            for node in _returns(function)
+            for node in returns_of(function)
         )
 
     def _is_loss_call(self, call: ast.Call) -> bool:
@@ -395,18 +395,6 @@ class _GraphValues:
         if isinstance(func, (ast.Name, ast.Attribute)) and symbol(func):
             return self.ctx.training.role_of(func) == CRITERION
         return False
-
-
-def _returns(function: ast.AST):
-    """Return statements of ``function`` itself (not of functions nested in it)."""
-    stack = list(function.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Return):
-            yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.expr)):
-                stack.append(child)
 
 
 def _converted(expr: ast.AST | None) -> bool:

@@ -494,13 +494,13 @@ def returns_of(function: ast.AST) -> list[ast.Return]:
     stack = list(function.body)
     while stack:
         node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
         if isinstance(node, ast.Return):
             found.append(node)
             continue
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.stmt) and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                stack.append(child)
-            elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
+            if isinstance(child, (ast.stmt, ast.ExceptHandler, ast.match_case)):
                 stack.append(child)
     return found
 

@@ -592,3 +592,19 @@ def test_lightning_optimizers_over_one_layer_clear_each_other(lint):
         """,
         CODE,
     )
+
+
+def test_accelerate_clear_and_step_at_window_end(lint):
+    check(
+        lint,
+        """
+        for batch in loader:
+            with accelerator.accumulate(model):
+                accelerator.backward(model(**batch).loss)
+                if accelerator.sync_gradients:
+                    accelerator.clip_grad_norm_(model.parameters(), 1.0)
+                    optimizer.zero_grad()
+                optimizer.step()
+        """,
+        CODE,
+    )

@@ -419,3 +419,18 @@ def test_accumulation_count_in_a_variable_does_not_configure_the_accelerator(lin
         """,
         CODE,
     )
+
+
+def test_step_at_accelerate_window_end_without_accumulate_block(lint):
+    check(
+        lint,
+        """
+        for batch in loader:
+            loss = model(**batch).loss
+            accelerator.backward(loss)
+            if accelerator.sync_gradients:
+                optimizer.step()
+                optimizer.zero_grad()
+        """,
+        CODE,
+    )

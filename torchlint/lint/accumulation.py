@@ -53,7 +53,8 @@ class Accumulation:
         return None
 
 
-ACCUMULATION_NAME = re.compile(r"accum|accumulat|grad_acc", re.I)
+# `accelerator.sync_gradients` is accelerate's "this micro-step ends an accumulation window".
+ACCUMULATION_NAME = re.compile(r"accum|accumulat|grad_acc|sync_gradients", re.I)
 MICRO_STEP_NAME = re.compile(r"accum|micro|chunk", re.I)
 DIVIDING_METHODS = frozenset({"div", "div_", "divide", "true_divide", "true_divide_"})
 DIVIDING_FUNCTIONS = frozenset({"torch.div", "torch.divide", "torch.true_divide"})

@@ -111,7 +111,7 @@ for it in range(max_iters):
         for opaque, evidence in training.accumulating_opaque_steps():
             candidates.append((opaque, evidence, opaque))
         for backward, evidence, step in candidates:
-            if backward.node in reported or _framework_scales(ctx, training, backward, step):
+            if backward.node in reported or _framework_scales(ctx, training, backward, step, evidence):
                 continue
             if training.loss_is_divided(backward):
                 continue
@@ -143,8 +143,10 @@ for it in range(max_iters):
         )
 
 
-def _framework_scales(ctx, training, backward, step) -> bool:
+def _framework_scales(ctx, training, backward, step, evidence) -> bool:
     """`accelerator.backward(loss)` with accumulation configured, DeepSpeed's engine, and the like."""
+    if evidence.test is not None and "sync_gradients" in ast.unparse(evidence.test):
+        return True  # accelerate decides the window, so accelerate divides (or nothing accumulates)
     call = backward.node
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.args):
         return False

@@ -45,8 +45,8 @@ the location defaults to the user's innermost frame on the current stack
 (the user line that called the root model), ``module_name(module)``
 (``"model.encoder.fc1"``), ``parameter_name(param)`` (``"model.head.weight"``),
 ``root_models()``, ``note(text)`` (one informational line, printed once),
-``is_current`` (this session is the innermost active one: per-tensor hooks a
-check registers itself should do nothing while it is False),
+``is_current()`` (this session is the innermost active one: per-tensor hooks a
+check registers itself should do nothing while it returns False),
 ``in_backward`` / ``in_optimizer_step`` (depth counters), ``options``.
 
 Check classes declare ``codes = {"TS1xx": "kebab-name"}``, may declare
@@ -134,7 +134,6 @@ class Session:
         self._roots: dict[int, weakref.ref] = {}  # root models seen, for parameter_name()
         self._saved_state: dict[str, Any] = {}
 
-    @property
     def is_current(self) -> bool:
         """True while this session is the innermost active one, the one events go to
         (a check's own per-tensor hooks should do nothing while it is False)."""

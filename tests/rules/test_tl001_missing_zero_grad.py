@@ -608,3 +608,42 @@ def test_accelerate_clear_and_step_at_window_end(lint):
         """,
         CODE,
     )
+
+
+def test_xla_optimizer_step_without_clearing(lint):
+    check(
+        lint,
+        """
+        import torch_xla.core.xla_model as xm
+        def train_loop_fn(loader, model, optimizer, loss_fn):
+            model.train()
+            for data, target in loader:
+                loss = loss_fn(model(data), target)
+                loss.backward()
+                xm.optimizer_step(optimizer)  # expect: TL001
+        """,
+        CODE,
+    )
+
+
+def test_clears_in_nested_branches_merge(lint):
+    # Both branches of `if t:` clear inside `if x:`, and `if x:` alone clears too; the `else`
+    # of `if x:` clears as well: every path that steps has cleared.
+    check(
+        lint,
+        """
+        def train(model, loader, opt, x, t):
+            for batch in loader:
+                if x:
+                    if t:
+                        opt.zero_grad()
+                    else:
+                        opt.zero_grad()
+                    opt.zero_grad()
+                else:
+                    opt.zero_grad()
+                model(batch).backward()
+                opt.step()
+        """,
+        CODE,
+    )

@@ -184,6 +184,7 @@ EVENT_KINDS = (
     "return",
 )
 
+STEP_METHODS = frozenset({"step", "optimizer_step"})  # opt.step(), xm.optimizer_step(opt)
 BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
 BACKWARD_METHODS = frozenset({"backward", "manual_backward"})  # accelerator/fabric .backward(loss)
 CLIP_FUNCTIONS = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grad_norm"})
@@ -639,7 +640,7 @@ class TrainingModel(AccumulationMixin):
         ``training_step``) is called once per iteration by a caller this file does not show.
         """
         attrs = {c.func.attr for c in self.ctx.calls if isinstance(c.func, ast.Attribute)}
-        if "step" not in attrs or not (attrs & BACKWARD_METHODS or "loss" in self.ctx.source):
+        if not attrs & STEP_METHODS or not (attrs & BACKWARD_METHODS or "loss" in self.ctx.source):
             return []
         units: list[Unit] = []
         judged: set[ast.AST] = set()
@@ -678,7 +679,7 @@ class TrainingModel(AccumulationMixin):
         marked: set = set()
         for call in ctx.calls:
             func = call.func
-            if isinstance(func, ast.Attribute) and (func.attr in BACKWARD_METHODS or func.attr == "step"):
+            if isinstance(func, ast.Attribute) and (func.attr in BACKWARD_METHODS or func.attr in STEP_METHODS):
                 outer = ctx.enclosing_function(call)
                 while outer is not None and outer not in marked:
                     marked.add(outer)

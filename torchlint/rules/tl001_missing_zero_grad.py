@@ -190,8 +190,9 @@ def _merge_branches(residuals: set[frozenset]) -> set[frozenset]:
                 if not isinstance(branch, bool):
                     continue
                 twin = (a - {key}) | {(text, not branch)}
-                if twin in residuals:
-                    residuals.add(a - {key})
+                merged = a - {key}
+                if twin in residuals and merged not in residuals:
+                    residuals.add(merged)
                     changed = True
     return residuals
 
@@ -200,7 +201,9 @@ def _has_opaque_argument(training, step) -> bool:
     """``opt.step(context_id)`` (DistributedOptimizer) or ``opt.step(closure)`` with a closure this
     file does not show: the step manages its gradients in ways the linter cannot see."""
     call = step.node
-    if not isinstance(call, ast.Call) or training.role_of(call.func.value) == SCALER:
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "step"):
+        return False  # xm.optimizer_step(optimizer)
+    if training.role_of(call.func.value) == SCALER:
         return False
     args = list(call.args) + [kw.value for kw in call.keywords if kw.arg == "closure"]
     return bool(args) and not training.step_closures(call)

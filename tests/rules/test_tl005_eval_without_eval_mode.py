@@ -425,3 +425,25 @@ def test_function_with_its_own_backward_called_from_a_loop_is_not_evaluation(lin
         """,
         "TL005",
     )
+
+
+def test_training_script_with_eval_elsewhere_is_not_an_inference_script(lint):
+    findings = lint(
+        """
+        import timm
+
+        class Probe:
+            def run(self):
+                self.head.eval()
+
+        net = timm.create_model("resnet18")
+        for x, y in loader:
+            opt.zero_grad()
+            net(x).sum().backward()
+            opt.step()
+        for inputs, labels in dataloaders["val"]:
+            preds = net(inputs)
+        """,
+        "TL005",
+    )
+    assert _lines(findings) == [14]

@@ -325,8 +325,8 @@ class EvaluationAnalysis:
         """An inference script: models are put in eval mode somewhere (or loaded with
         `from_pretrained`, which returns them in eval mode) and never back in train mode."""
         kinds = {e.kind for e in self._all_switches}
-        if "train" in kinds:
-            return False
+        if "train" in kinds or self._may_train:
+            return False  # a file that trains: its models start (and return) in training mode
         return "eval" in kinds or any(
             isinstance(call.func, ast.Attribute) and call.func.attr == "from_pretrained" for call in self.ctx.calls
         )

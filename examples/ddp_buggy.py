@@ -1,5 +1,6 @@
 """A DistributedDataParallel fine-tuning script, launched with torchrun, where
-every rank reads the same data and fp16 gradients underflow.
+every rank reads the same data, the loss is given probabilities and fp16
+gradients underflow.
 
 Each buggy line ends with an ``# expect: CODE`` comment naming the torchlint rule
 that reports it; ``tests/test_examples.py`` checks that exactly these are found.
@@ -21,7 +22,7 @@ features = torch.randn(10_000, 512)
 labels = torch.randint(0, 10, (10_000,))
 train_loader = DataLoader(TensorDataset(features, labels), batch_size=128, shuffle=True, num_workers=4)  # expect: TL019, TL021
 
-model = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 10))
+model = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 10), nn.Softmax(dim=1))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 model.cuda(local_rank)  # expect: TL017
 model = DDP(model, device_ids=[local_rank])
@@ -32,7 +33,7 @@ for epoch in range(10):
         x, y = x.cuda(local_rank), y.cuda(local_rank)
         optimizer.zero_grad()
         with torch.autocast("cuda", dtype=torch.float16):
-            loss = criterion(model(x), y)
+            loss = criterion(model(x), y)  # expect: TL012
         loss.backward()  # expect: TL018
         optimizer.step()
     if local_rank == 0:

@@ -442,3 +442,20 @@ def test_loss_bound_by_a_with_statement(scaled_value, divided):
     unit = tm.step_units[0]
     ((backward, evidence),) = tm.accumulated_backwards(unit, unit.steps[0])
     assert tm.loss_is_divided(backward) is divided
+
+
+def test_cyclic_local_base_classes_terminate():
+    ctx, tm = model_of(
+        """
+        class A(B):
+            def f(self):
+                opt_a, opt_b = self.optimizers()
+                self.g()
+        class B(A):
+            pass
+        for x in y:
+            A().f()
+        """
+    )
+    call = next(c for c in ctx.calls if getattr(c.func, "attr", None) == "g")
+    assert tm.resolve_local_call(call) is None and tm.step_units == [] and tm.optimizer_models == {}

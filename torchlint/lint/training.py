@@ -427,10 +427,21 @@ class TrainingModel(AccumulationMixin):
         return found
 
     def _local_base(self, cls: ast.ClassDef) -> ast.ClassDef | None:
+        """The first base class defined in this file, if any (``None`` past a few levels, so
+        that a cycle -- ``class A(B)`` and ``class B(A)`` in odd code -- cannot loop forever)."""
+        depth = self._base_depth.get(cls, 0)
+        if depth > 8:
+            return None
         for base in cls.bases:
             if isinstance(base, ast.Name) and base.id in self.ctx.classes:
-                return self.ctx.classes[base.id]
+                found = self.ctx.classes[base.id]
+                self._base_depth[found] = depth + 1
+                return found
         return None
+
+    @cached_property
+    def _base_depth(self) -> dict:
+        return {}
 
     # ----- events -----------------------------------------------------------------------------------
     def events(self, body: list[ast.stmt]) -> list[Event]:

@@ -33,7 +33,6 @@ class ModelInLoop(Rule):
         parameters of the first model, which nothing uses any more.
     """
     example = """
-        optimizer = None
         for epoch in range(num_epochs):
             model = Net().to(device)
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -20,7 +20,9 @@ class TrainModeNotRestored(Rule):
         follows it before the loop's next training step: not later in the
         iteration, not at the top of the next one, not at the top of the training
         function the loop calls. EMA, teacher and target copies that are never
-        trained are not reported.
+        trained are not reported, nor is an unconditional `model.eval()` placed
+        before the iteration's first training step (fine-tuning with frozen
+        batch-norm statistics on purpose), nor an eval switch followed by `break`.
     """
     why = """
         After the first validation the model stays in eval mode for the rest of

@@ -304,3 +304,42 @@ def test_eval_followed_by_leaving_the_loop_is_silent(lint):
         """,
         "TL007",
     )
+
+
+def test_frozen_backbone_switched_to_eval_while_a_head_trains_is_silent(lint):
+    assert not lint(
+        """
+        import torch
+
+        head_opt = torch.optim.SGD(head.parameters(), lr=0.1)
+        for epoch in range(30):
+            for x, y in train_loader:
+                with torch.no_grad():
+                    feats = backbone(x)
+                head_opt.zero_grad()
+                criterion(head(feats), y).backward()
+                head_opt.step()
+            backbone.eval()
+            evaluate(backbone, head, val_loader)
+        """,
+        "TL007",
+    )
+
+
+def test_eval_of_the_model_the_optimizer_trains_is_reported(lint):
+    findings = lint(
+        """
+        import torch
+
+        opt = torch.optim.SGD(model.head.parameters(), lr=0.1)
+        for epoch in range(30):
+            for x, y in train_loader:
+                opt.zero_grad()
+                criterion(model(x), y).backward()
+                opt.step()
+            model.eval()
+            evaluate(model, val_loader)
+        """,
+        "TL007",
+    )
+    assert _lines(findings) == [10]

@@ -505,6 +505,8 @@ class EvaluationAnalysis:
                 judged.add(event.node)
                 if _frozen_copy(event.target) or not self._evaluates(events, index, trains):
                     continue
+                if not event.via and not self._may_be_trained(event.target, events):
+                    continue  # a frozen backbone switched to eval; the optimizer trains something else
                 if self._ends_after(events, index):
                     continue  # `model.eval(); ...; break`: no further training step follows
                 if not self._restored(events, index, trains):
@@ -520,6 +522,19 @@ class EvaluationAnalysis:
             return True
         # Reached through a call into an evaluation function (`validate(model)` before training).
         return bool(event.via) and self.is_eval_function(self.ctx.enclosing_function(event.node))
+
+    def _may_be_trained(self, target: str, events) -> bool:
+        """False only when every optimizer stepped in the iteration is known to be built from
+        models other than ``target`` (`head_opt = SGD(head.parameters())` while `backbone.eval()`)."""
+        built_from = self.training.optimizer_models
+        trained: set[str] = set()
+        for event in events:
+            if event.kind == "step":
+                models = built_from.get(event.target or "")
+                if not models:
+                    return True  # an optimizer whose parameters cannot be told
+                trained |= models
+        return not trained or any(_same_model(model, target) for model in trained)
 
     @staticmethod
     def _ends_after(events, index) -> bool:

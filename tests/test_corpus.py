@@ -21,13 +21,6 @@ _MARK = re.compile(r"#\s*expect:\s*(?P<codes>TL\d{3}(?:\s*,\s*TL\d{3})*)")
 
 # "kind/file.py" -> why the linter is known to get this file wrong.
 KNOWN_GAPS: dict[str, str] = {
-    "clean/frozen_bn_inline.py": (
-        "TL007 false alarm at `m.eval()` (line 26) in `for m in model.backbone.modules(): if "
-        "isinstance(m, nn.BatchNorm2d): m.eval()` right after `model.train()`, i.e. deliberately frozen "
-        "batch-norm statistics: evaluation.py `_evaluates` takes the isinstance guard for a periodic "
-        "evaluation condition, and `_restored` cannot match `m` with `model.train()`; a switch on the "
-        "loop variable of a `.modules()`/`.children()` walk is partial freezing, not evaluation"
-    ),
     "clean/eval_mode_context.py": (
         "TL007 false alarm at `with evaluating(model):` (line 42): the context manager restores the "
         "saved mode with `model.train(was_training)` in its `finally`, but training.py `classify_call` "

@@ -24,7 +24,11 @@ class MissingZeroGrad(Rule):
         `p.grad.zero_()` over the parameters, or a helper of the same file that does one
         of these. Each optimizer is judged on its own (a GAN's two optimizers), and a clear
         that runs only on some iterations -- once before the loop, or in one branch only
-        (e.g. only when AMP is on) -- does not cover a step that runs on the others.
+        (e.g. only when AMP is on) -- does not cover a step that runs on the others; a clear
+        at the start of an accumulation window (`if i % accum == 0:`) does. Not judged:
+        `test_*` functions (one step to check something), helpers handed the caller's loss
+        (`loss_scaler(loss, optimizer)`), and steps given a closure or a distributed-autograd
+        context the file does not show (`opt.step(closure)` from elsewhere, `opt.step(context_id)`).
     """
     why = """
         `backward()` adds into `.grad`; it does not overwrite it. Without clearing, every

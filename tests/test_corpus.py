@@ -21,32 +21,16 @@ _MARK = re.compile(r"#\s*expect:\s*(?P<codes>TL\d{3}(?:\s*,\s*TL\d{3})*)")
 
 # "kind/file.py" -> why the linter is known to get this file wrong.
 KNOWN_GAPS: dict[str, str] = {
-    "clean/eval_mode_context.py": (
-        "TL007 false alarm at `with evaluating(model):` (line 42): the context manager restores the "
-        "saved mode with `model.train(was_training)` in its `finally`, but training.py `classify_call` "
-        "returns no event for `.train(<non-literal>)`, so evaluation.py `_restored` never sees the restore"
-    ),
     "buggy/attention_view.py": (
         "TL008 misses `out = (attn @ v).transpose(1, 2); out.view(B, N, C)` (line 23): the rank of "
         "`attn @ v` is unknown because `q, k, v = qkv.unbind(0)` does not carry qkv's rank (5 from "
         "permute) minus one, so a 3-dimensional view is not judged a merge"
-    ),
-    "buggy/rebuilt_every_epoch.py": (
-        "TL003 reports the same rebuild twice: at `Classifier()` (line 16, through the call) and again "
-        "at the call `run_epoch(...)` (line 29), because a function that trains and returns its model "
-        "also counts as a model factory (runs.py `factories`)"
     ),
     "buggy/notebook_script.py": (
         "TL019 misses a worker DataLoader returned by a helper (`return DataLoader(..., num_workers=...)` "
         "in make_loader, line 10) whose result is bound and iterated at module level: "
         "`_iterated_at_import` only follows a loader assigned to a name or consumed inline, not "
         "one returned from a local factory"
-    ),
-    "buggy/engine_library_grad_on.py": (
-        "TL006 misses `evaluate_recall()` (line 29: eval mode, autograd on) called from the epoch loop of "
-        "`fit(model, ...)`, a library function with no call site in the file: `_from_callers` answers "
-        "UNKNOWN because fit is handed its model (`_model_from_caller`), although fit trains (backward "
-        "via train_one_epoch), so no caller can have disabled autograd around it"
     ),
     "buggy/step_method_running_loss.py": (
         "TL010 misses `self.running_loss += loss` (line 34) in a per-batch `train_step` method called "
@@ -59,12 +43,6 @@ KNOWN_GAPS: dict[str, str] = {
         "training.py `classify_call` turns any `.zero_grad()` into a clearing event of its receiver "
         "(`self`, as if it were a model) before `resolve_local_call` follows the local method, so the "
         "`self.opt.zero_grad()` inside it never meets the stepped optimizer `self.opt`"
-    ),
-    "buggy/setup_method_per_epoch.py": (
-        "TL004 misses `self.optimizer = torch.optim.SGD(...)` (line 16) in `setup_optimization()`, "
-        "called every epoch of `fit`: runs.py `_search` drops helpers that build but do not train "
-        "(`not via and not self._function_trains(func)`) unless they return what they build, so a "
-        "setter method that stores the optimizer on `self` is never followed to the epoch loop"
     ),
 }
 

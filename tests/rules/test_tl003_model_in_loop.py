@@ -350,3 +350,26 @@ def test_model_zoo_helpers_are_not_model_constructors(lint):
         """,
         "TL003",
     )
+
+
+def test_function_that_builds_trains_and_returns_its_model_is_reported_once(lint):
+    findings = lint(
+        """
+        import torch
+        import torch.nn as nn
+
+        def run_epoch(loader):
+            model = nn.Linear(8, 2)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                opt.zero_grad()
+                nn.functional.cross_entropy(model(x), y).backward()
+                opt.step()
+            return model
+
+        for epoch in range(10):
+            model = run_epoch(train_loader)
+        """,
+        "TL003",
+    )
+    assert _lines(findings) == [6]

@@ -290,3 +290,29 @@ def test_per_example_optimizer_over_a_fresh_tensor_is_silent(lint):
         """,
         "TL004",
     )
+
+
+def test_setter_method_rebuilding_the_optimizer_every_epoch(lint):
+    findings = lint(
+        """
+        import torch
+
+        class Trainer:
+            def configure(self, epoch):
+                self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1 * 0.5 ** (epoch // 5), momentum=0.9)
+
+            def run_epoch(self):
+                for x, y in self.loader:
+                    self.opt.zero_grad()
+                    self.loss_fn(self.net(x), y).backward()
+                    self.opt.step()
+
+            def fit(self):
+                for epoch in range(self.epochs):
+                    self.configure(epoch)
+                    self.run_epoch()
+        """,
+        "TL004",
+    )
+    assert _lines(findings) == [6]
+    assert "through the call at line 16" in findings[0].message

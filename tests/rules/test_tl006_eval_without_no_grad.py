@@ -246,3 +246,32 @@ def test_eval_function_passed_as_callback_is_not_judged(lint):
         """,
         "TL006",
     )
+
+
+def test_helper_called_by_a_library_training_function_is_reported(lint):
+    # `fit` has no call site in this file, but it trains: nobody can call it under no-grad.
+    findings = lint(
+        """
+        def train_one_epoch(model, optimizer, loader):
+            model.train()
+            for x, y in loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+
+        def evaluate_top1(model, loader):
+            model.eval()
+            hits = 0
+            for x, y in loader:
+                hits += (model(x).argmax(1) == y).sum().item()
+            return hits
+
+        def fit(model, optimizer, train_loader, val_loader, epochs):
+            for epoch in range(epochs):
+                train_one_epoch(model, optimizer, train_loader)
+                evaluate_top1(model, val_loader)
+        """,
+        "TL006",
+    )
+    assert _lines(findings) == [13]
+    assert "called at line 19" in findings[0].message

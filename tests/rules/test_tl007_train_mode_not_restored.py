@@ -343,3 +343,48 @@ def test_eval_of_the_model_the_optimizer_trains_is_reported(lint):
         "TL007",
     )
     assert _lines(findings) == [10]
+
+
+def test_batchnorm_layers_frozen_in_a_modules_walk_are_silent(lint):
+    assert not lint(
+        """
+        import torch.nn as nn
+
+        for epoch in range(epochs):
+            model.train()
+            for layer in model.encoder.modules():
+                if isinstance(layer, nn.BatchNorm2d):
+                    layer.eval()
+            for x, y in loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+        """,
+        "TL007",
+    )
+
+
+def test_context_manager_restoring_the_saved_mode_is_silent(lint):
+    assert not lint(
+        """
+        from contextlib import contextmanager
+
+        @contextmanager
+        def eval_mode(net):
+            previous = net.training
+            net.eval()
+            try:
+                yield
+            finally:
+                net.train(previous)
+
+        for step, (x, y) in enumerate(loader):
+            optimizer.zero_grad()
+            criterion(model(x), y).backward()
+            optimizer.step()
+            if step % 200 == 0:
+                with eval_mode(model):
+                    report(model)
+        """,
+        "TL007",
+    )

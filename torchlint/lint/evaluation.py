@@ -399,6 +399,10 @@ class EvaluationAnalysis:
         if not sites and func.name in self._names_used_as_values:
             return Verdict(UNKNOWN)  # handed to something else as a callback (`evaluator(eval_fn)`)
         if not sites or depth >= self.MAX_CALL_DEPTH or func in seen:
+            if depth > 0 and self._has_backward(func):
+                # A caller that trains: it runs in train mode with autograd on (a backward under
+                # no-grad would fail), so whoever calls it cannot have switched either off.
+                return Verdict(NOT_REACHED)
             if self._model_from_caller(node, func) and not (depth == 0 and self_contained(func)):
                 return Verdict(UNKNOWN)
             return Verdict(REACHED if fallback() else NOT_REACHED)
@@ -505,6 +509,8 @@ class EvaluationAnalysis:
                 judged.add(event.node)
                 if _frozen_copy(event.target) or not self._evaluates(events, index, trains):
                     continue
+                if self._walks_submodules(event) or self._restores_saved_mode(event):
+                    continue
                 if not event.via and not self._may_be_trained(event.target, events):
                     continue  # a frozen backbone switched to eval; the optimizer trains something else
                 if self._ends_after(events, index):
@@ -522,6 +528,39 @@ class EvaluationAnalysis:
             return True
         # Reached through a call into an evaluation function (`validate(model)` before training).
         return bool(event.via) and self.is_eval_function(self.ctx.enclosing_function(event.node))
+
+    def _walks_submodules(self, event) -> bool:
+        """`for m in model.modules(): if isinstance(m, nn.BatchNorm2d): m.eval()`: freezing some
+        layers on purpose, not switching the model to evaluation."""
+        call = event.node
+        receiver = call.func.value if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) else None
+        if not isinstance(receiver, ast.Name):
+            return False
+        for loop in self.ctx.enclosing_loops(call):
+            if (
+                isinstance(loop, (ast.For, ast.AsyncFor))
+                and receiver.id in _names_in(loop.target)
+                and isinstance(loop.iter, ast.Call)
+                and _callee_name(loop.iter.func) in _SUBMODULE_WALKS
+            ):
+                return True
+        return False
+
+    def _restores_saved_mode(self, event) -> bool:
+        """The function making the switch also restores a saved mode (`model.train(was_training)`,
+        typically a context manager's `finally`): `train(<variable>)` is no event of its own."""
+        func = self.ctx.enclosing_function(event.node)
+        return bool(event.via) and func is not None and func in self._saved_mode_restorers
+
+    @cached_property
+    def _saved_mode_restorers(self) -> frozenset:
+        found = set()
+        for call in self.ctx.calls:
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr == "train" and call.args:
+                if not isinstance(call.args[0], ast.Constant):
+                    found.add(self.ctx.enclosing_function(call))
+        return frozenset(found)
 
     def _may_be_trained(self, target: str, events) -> bool:
         """False only when every optimizer stepped in the iteration is known to be built from
@@ -600,6 +639,13 @@ def _expr_words(expr: ast.AST) -> set[str]:
 def _within(node, spans) -> bool:
     line = node.lineno
     return any(start <= line <= end for start, end in spans)
+
+
+_SUBMODULE_WALKS = frozenset({"modules", "children", "named_modules", "named_children"})
+
+
+def _names_in(expr) -> set[str]:
+    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
 
 
 def _params(func) -> set[str]:

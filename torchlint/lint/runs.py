@@ -173,6 +173,8 @@ class RunAnalysis:
             func = ctx.enclosing_function(call)
             if func is None or func in found:
                 continue
+            if self._function_trains(func):
+                continue  # `run_epoch()` that builds, trains and returns its model: judged inside
             if isinstance(parent, ast.Return):
                 found[func] = role
             elif isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
@@ -243,7 +245,9 @@ class RunAnalysis:
         if func is None or depth >= self.MAX_CALL_DEPTH or func in seen:
             return None
         sites = call_graph(ctx).callers(func)
-        if not self._runs_in_training_loop(func, 0) or (not via and not self._function_trains(func)):
+        if not self._runs_in_training_loop(func, 0) or (
+            not via and not self._function_trains(func) and not _stores_on_self(ctx, node)
+        ):
             return None  # e.g. an evaluation helper that builds a model to load a checkpoint into
         for site in sites:
             found = self._search(site, role, (site,) + via, depth + 1, seen | {func})
@@ -453,6 +457,20 @@ def _target_names(loop) -> set[str]:
 
 def _names_in(expr: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+
+
+def _stores_on_self(ctx, call: ast.AST) -> bool:
+    """`self.optimizer = SGD(...)` in a setup method: the object outlives the call."""
+    parent = ctx.parent(call)
+    if not isinstance(parent, ast.Assign):
+        return False
+    for target in parent.targets:
+        root = target
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(target, ast.Attribute) and isinstance(root, ast.Name) and root.id == "self":
+            return True
+    return False
 
 
 def _last_name(func: ast.AST) -> str:

@@ -33,7 +33,7 @@ KNOWN_GAPS: dict[str, str] = {
         "one returned from a local factory"
     ),
     "buggy/step_method_running_loss.py": (
-        "TL010 misses `self.running_loss += loss` (line 34) in a per-batch `train_step` method called "
+        "TL010 misses `self.running_loss += loss` (line 33) in a per-batch `train_step` method called "
         "from the loop of `train_epoch`: `_candidates` only considers accumulations lexically inside a "
         "loop of the same function, so an attribute (or global) total grown by a helper called per "
         "batch is never examined"

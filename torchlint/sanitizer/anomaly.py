@@ -15,7 +15,7 @@ import warnings
 
 import torch
 
-from .core import BackwardEvent, Check
+from .check import BackwardEvent, Check
 from .findings import SanitizerError
 from .locations import user_frames_from_traceback
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .core import Check
+from .check import Check
 from .tensors import describe, first_param, iter_tensors
 
 

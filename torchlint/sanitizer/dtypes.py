@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .core import Check
+from .check import Check
 from .tensors import first_float_param, shape_of
 
 # Layers that compute with their input's values as floats (Embedding takes indices).

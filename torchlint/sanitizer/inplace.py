@@ -31,7 +31,7 @@ import inspect
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .core import Check
+from .check import Check
 from .tensors import first_param, iter_tensors
 
 # Calls whose name ends in "_" but that do not write tensor data.

@@ -16,7 +16,7 @@ import sys
 import torch
 from torch.nn.modules.loss import _Loss
 
-from .core import BackwardEvent, Check
+from .check import BackwardEvent, Check
 from .findings import Location
 from .locations import user_location
 from .tensors import describe, iter_tensors

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from .core import Check
+from .check import Check
 
 COMPILED_NOTE = (
     "compiled regions are not inspected: torch.compile'd modules run without the sanitizer's "

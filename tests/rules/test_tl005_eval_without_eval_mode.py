@@ -447,3 +447,26 @@ def test_training_script_with_eval_elsewhere_is_not_an_inference_script(lint):
         "TL005",
     )
     assert _lines(findings) == [14]
+
+
+def test_predict_method_relying_on_fit_ending_in_eval_mode_is_silent(lint):
+    assert not lint(
+        """
+        import torch
+
+        class NeuralClassifier:
+            def fit(self, X, y):
+                self.model.train()
+                for xb, yb in self.batches(X, y):
+                    self.opt.zero_grad()
+                    self.loss(self.model(xb), yb).backward()
+                    self.opt.step()
+                self.model.eval()
+                return self
+
+            def predict(self, X):
+                with torch.no_grad():
+                    return self.model(X).argmax(1)
+        """,
+        "TL005",
+    )

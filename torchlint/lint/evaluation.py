@@ -405,6 +405,8 @@ class EvaluationAnalysis:
                 return Verdict(NOT_REACHED)
             if self._model_from_caller(node, func) and not (depth == 0 and self_contained(func)):
                 return Verdict(UNKNOWN)
+            if depth == 0 and self._switched_elsewhere_in_class(node, func):
+                return Verdict(UNKNOWN)  # `fit()` ends with `self.model.eval()`; `predict()` relies on it
             return Verdict(REACHED if fallback() else NOT_REACHED)
         unknown = False
         for site in sites:
@@ -431,6 +433,22 @@ class EvaluationAnalysis:
                 if not (isinstance(parent, ast.Call) and parent.func is attr):
                     used.add(attr.attr)
         return frozenset(used)
+
+    def _switched_elsewhere_in_class(self, node, func) -> bool:
+        """A method using `self.<model>` whose class switches that model's mode in another method."""
+        if not (self.is_model_call(node) and _root_name(node.func) == "self"):
+            return False
+        cls = self.ctx.parent(func)
+        if not isinstance(cls, ast.ClassDef):
+            return False
+        model = symbol(node.func.value if isinstance(node.func, ast.Attribute) and node.func.attr == "forward" else node.func)
+        return any(
+            event.kind == "eval"
+            and _same_model(event.target, model)
+            and self.ctx.enclosing_function(event.node) is not func
+            and self.ctx.is_inside(event.node, cls)
+            for event in self._all_switches
+        )
 
     def _sets_eval_itself(self, func) -> bool:
         return any(e.kind == "eval" and not e.via for e in self._block_events(func))

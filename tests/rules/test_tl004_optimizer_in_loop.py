@@ -316,3 +316,21 @@ def test_setter_method_rebuilding_the_optimizer_every_epoch(lint):
     )
     assert _lines(findings) == [6]
     assert "through the call at line 16" in findings[0].message
+
+
+def test_optimizer_built_in_a_conditional_expression_is_silent(lint):
+    assert not lint(
+        """
+        import torch
+
+        optimizer = None
+        for epoch in range(epochs):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1) if epoch == 0 else optimizer
+            scaler_opt = scaler_opt or torch.optim.Adam(head.parameters())
+            for x, y in loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+        """,
+        "TL004",
+    )

@@ -342,6 +342,8 @@ class RunAnalysis:
             if isinstance(ancestor, ast.If):
                 if not ancestor.orelse or loop_names & _names_in(ancestor.test):
                     return True
+            elif isinstance(ancestor, (ast.IfExp, ast.BoolOp)):
+                return True  # `SGD(...) if epoch == 0 else optimizer`, `optimizer or SGD(...)`
         return False
 
     # ----- the verdict ------------------------------------------------------------------------------

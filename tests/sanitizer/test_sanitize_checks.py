@@ -293,6 +293,9 @@ class InplaceNet(nn.Module):
             torch.mul(h, 2, out=h)  # out-line
         elif self.style == "iadd":
             h += 1  # iadd-line
+        elif self.style == "detach-alias":
+            h = h.sigmoid()
+            h.detach().clamp_(max=0.9)  # detach-line
         elif self.style == "data-alias":
             h = h.sigmoid()
             h.data.mul_(0.5)  # data-line
@@ -308,6 +311,7 @@ OP_NAMES = {
     "out": "torch.mul(out=...)",
     "iadd": "Tensor.add_",  # `h += 1` reaches torch as Tensor.add_
     "data-alias": "Tensor.mul_",
+    "detach-alias": "Tensor.clamp_",
 }
 
 
@@ -320,6 +324,7 @@ OP_NAMES = {
         ("out", "out-line", "a tensor that requires grad"),
         ("iadd", "iadd-line", "a tensor that requires grad"),
         ("data-alias", "data-line", "the storage of a tensor saved for backward"),
+        ("detach-alias", "detach-line", "the storage of a tensor saved for backward"),
     ],
 )
 def test_ts105_inplace_writes_are_reported_at_their_line(style, marker, what, batches, quiet, mark):

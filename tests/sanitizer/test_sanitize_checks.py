@@ -267,6 +267,16 @@ def test_ts104_batched_device_path_syncs_once_per_step(net, batches, quiet, mark
     assert first.lineno == mark("batched-line") and first.details["argument"] == "argument 0"
 
 
+def test_ts104_batched_path_does_not_keep_tensors_alive(quiet, mark):
+    session = torchlint.sanitize(**quiet, anomaly=False, accelerator_devices=("cpu",))
+    with session as report:
+        F.mse_loss(torch.full((4,), float("nan")), torch.zeros(4))  # freed-line
+        # the input is gone now; its queued sum is read back at exit
+    (finding,) = [f for f in report.by_code("TS104") if f.details["argument"] == "input"]
+    assert finding.lineno == mark("freed-line") and finding.details["nan"] is None
+    assert "freed before the batched check" in finding.message
+
+
 def test_ts104_clean_data_has_no_finding(net, batches, quiet):
     with torchlint.sanitize(**quiet, nonfinite=True) as report:
         train(net, batches)

@@ -5,13 +5,16 @@ propagate through a sum), and an exact count only when that sum is not finite.
 Tensors on accelerators (``options.accelerator_devices``, CUDA by default) must
 not force a host sync per call, so their sums are queued on the device and
 read back together, with one synchronisation, at the next optimizer step (or
-when the queue fills up, or at session exit).
+when the queue fills up, or at session exit).  The queue keeps weak references
+only, so it never extends the life of activations; a tensor freed before the
+sync is reported without element counts.
 """
 
 from __future__ import annotations
 
 import math
 import sys
+import weakref
 
 import torch
 from torch.nn.modules.loss import _Loss
@@ -21,7 +24,9 @@ from .findings import Location
 from .locations import user_location
 from .tensors import describe, iter_tensors
 
-_MAX_PENDING = 64
+# Queue entries are a device scalar and a weak reference each, so a long
+# gradient-accumulation cycle fits before the queue forces an early sync.
+_MAX_PENDING = 1024
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
@@ -41,8 +46,9 @@ class NonfiniteCheck(Check):
 
     def install(self) -> None:
         self._deferred_types = frozenset(self.options.accelerator_devices)
-        # (device sum, tensor, description, location) waiting for one batched sync
-        self._pending: list[tuple[torch.Tensor, torch.Tensor, str, Location, dict]] = []
+        # (device sum, weak ref to the tensor, description, location, details) waiting
+        # for one batched sync.  Weak: the queue must not keep activations alive.
+        self._pending: list[tuple[torch.Tensor, weakref.ref, str, Location, dict]] = []
         self._last_loss_id: int | None = None
         #: how many host syncs the batched path made (observable by tests/benchmarks)
         self.syncs = 0
@@ -92,8 +98,7 @@ class NonfiniteCheck(Check):
         if tensor.device.type in self._deferred_types:
             if location is None:
                 location = user_location(sys._getframe(1))
-            data = tensor.detach()  # keep the values for the count, not the autograd graph
-            self._pending.append((_finite_sum(data), data, what, location, details))
+            self._pending.append((_finite_sum(tensor.detach()), weakref.ref(tensor), what, location, details))
             if len(self._pending) >= _MAX_PENDING:
                 self.flush()
             return
@@ -114,11 +119,18 @@ class NonfiniteCheck(Check):
         for entries in by_device.values():
             finite = torch.isfinite(torch.stack([entry[0].float() for entry in entries])).tolist()
             self.syncs += 1
-            for ok, (_, tensor, what, location, details) in zip(finite, entries):
+            for ok, (_, ref, what, location, details) in zip(finite, entries):
                 if not ok:
-                    self._report(tensor, what, details, location)
+                    self._report(ref(), what, details, location)
 
-    def _report(self, tensor: torch.Tensor, what: str, details: dict, location: Location | None) -> None:
+    def _report(self, tensor: torch.Tensor | None, what: str, details: dict, location: Location | None) -> None:
+        if tensor is None:  # batched check: the tensor was freed before the sync, its sum was not finite
+            message = (
+                f"{what} contained NaN or Inf values (freed before the batched check, so not counted); "
+                f"find where they come from before they reach the weights"
+            )
+            self.emit("TS104", message, {**details, "nan": None, "inf": None, "numel": None}, location)
+            return
         data = tensor.detach()
         nan = int(torch.isnan(data).sum())
         inf = int(torch.isinf(data).sum())

@@ -76,6 +76,7 @@ def test_exit_status_is_the_scripts_own(script, tmp_path, capsys):
 
 def test_usage_errors_exit_2(tmp_path, capsys):
     assert main([]) == 2
+    assert capsys.readouterr().err.endswith("error: the following arguments are required: SCRIPT\n")
     assert main(["--inplace", "sometimes", "x.py"]) == 2
     assert main([str(tmp_path / "missing.py")]) == 2
     assert "no such script" in capsys.readouterr().err

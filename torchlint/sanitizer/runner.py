@@ -35,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
         help="in-place checks (TS105): auto = only once a CUDA tensor is seen (default)",
     )
     parser.add_argument("--report", metavar="FILE", help="write the findings as JSON to FILE at exit")
-    parser.add_argument("script", metavar="SCRIPT", help="the Python script to run as __main__")
+    # nargs="?" so that a missing SCRIPT is reported alone (not "SCRIPT, ARGS").
+    parser.add_argument("script", metavar="SCRIPT", nargs="?", help="the Python script to run as __main__")
     parser.add_argument("args", metavar="ARGS", nargs=argparse.REMAINDER, help="arguments for the script")
     return parser
 
@@ -64,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     try:
         options = parser.parse_args(sys.argv[1:] if argv is None else argv)
+        if options.script is None:
+            parser.error("the following arguments are required: SCRIPT")
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return _exit_code(exc.code)
     script = options.script

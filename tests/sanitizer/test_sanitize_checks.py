@@ -119,6 +119,15 @@ def test_ts102_nested_inputs_and_keyword_arguments(quiet, mark):
     assert found == {(mark("kwarg-line"), "argument 'x'"), (mark("nested-line"), "argument 0[1]")}
 
 
+def test_ts102_ts103_leave_inputs_that_a_module_pre_hook_moves(quiet):
+    layer = nn.Linear(4, 2).to("meta")
+    # like accelerate's offloading hooks: the module moves (and casts) its own inputs
+    layer.register_forward_pre_hook(lambda module, args: tuple(a.to("meta", torch.float32) for a in args))
+    with torchlint.sanitize(**quiet) as report:
+        layer(torch.randn(3, 4, dtype=torch.float64))
+    assert report.findings == []
+
+
 def test_ts102_same_device_and_cpu_scalars_are_fine(net, quiet):
     class AddScalar(nn.Module):
         def __init__(self):

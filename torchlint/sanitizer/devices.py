@@ -26,8 +26,12 @@ class DeviceCheck(Check):
 
     # -- module inputs ------------------------------------------------------
     def on_module_pre(self, module, args) -> None:
+        # A module's own pre-hooks run after ours and may move its inputs
+        # (accelerate's device_map offloading does): leave those modules alone.
+        if module._forward_pre_hooks or not args:
+            return
         own = first_param(module)
-        if own is None or not args:
+        if own is None:
             return
         device = own.device
         for path, tensor in iter_tensors(args):
@@ -37,7 +41,7 @@ class DeviceCheck(Check):
 
     def on_module_post(self, module, args, kwargs, output) -> None:
         # Global pre-hooks do not receive keyword arguments; check those here.
-        if not kwargs:
+        if not kwargs or module._forward_pre_hooks:
             return
         own = first_param(module)
         if own is None:

@@ -39,8 +39,8 @@ class DtypeCheck(Check):
         return bool(options.dtypes)
 
     def on_module_pre(self, module, args) -> None:
-        if not args:
-            return
+        if not args or module._forward_pre_hooks:
+            return  # no input, or the module's own pre-hooks (which run after ours) may cast it
         param = first_float_param(module)
         if param is None:
             return

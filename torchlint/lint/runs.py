@@ -173,13 +173,15 @@ class RunAnalysis:
             func = ctx.enclosing_function(call)
             if func is None or func in found:
                 continue
-            if self._function_trains(func):
-                continue  # `run_epoch()` that builds, trains and returns its model: judged inside
-            if isinstance(parent, ast.Return):
+            returned = isinstance(parent, ast.Return) or (
+                isinstance(parent, ast.Assign)
+                and len(parent.targets) == 1
+                and isinstance(parent.targets[0], ast.Name)
+                and parent.targets[0].id in self._returned_names.get(func, ())
+            )
+            # A `run_epoch()` that builds, trains and returns its model is judged inside, not as a factory.
+            if returned and not self._function_trains(func):
                 found[func] = role
-            elif isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
-                if parent.targets[0].id in self._returned_names.get(func, ()):
-                    found[func] = role
         return found
 
     @cached_property

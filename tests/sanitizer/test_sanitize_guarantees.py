@@ -168,3 +168,23 @@ def test_torch_compile_does_not_crash_and_is_noted_once(capsys):
     assert report.findings == []
     assert len(report.notes) == 1 and report.notes[0].startswith("compiled regions are not inspected")
     assert capsys.readouterr().err.count("compiled regions are not inspected") == 1
+
+
+def test_module_calls_in_another_thread_have_their_own_root(quiet):
+    import threading
+
+    inner = nn.Linear(4, 4)
+
+    class SpawnsThread(nn.Module):
+        def forward(self, x):
+            worker = threading.Thread(target=inner, args=(torch.full((2, 4), float("nan")),))
+            worker.start()  # the thread's call is a root model call of its own, not nested in ours
+            worker.join()
+            return x
+
+    outer = SpawnsThread()
+    with torchlint.sanitize(**quiet, anomaly=False) as report:
+        outer(torch.zeros(2, 4))
+    (finding,) = report.by_code("TS104")
+    # No frame of the thread names the model, so it goes by its class name.
+    assert finding.details["module"] == "Linear" and finding.details["nan"] == 8

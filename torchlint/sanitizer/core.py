@@ -64,6 +64,7 @@ import os
 import sys
 import warnings
 import weakref
+from threading import get_ident as _thread_id
 from typing import Any, Callable, Iterable
 
 import torch
@@ -123,7 +124,8 @@ class Session:
         self._check_classes = list(check_classes) if check_classes is not None else None
         self.report = Report()
         self.checks: list[Check] = []
-        self.module_stack: list[torch.nn.Module] = []
+        # One module-call stack per thread (DataParallel runs replicas in threads).
+        self._stacks: dict[int, list[torch.nn.Module]] = {}
         self.in_backward = 0
         self.in_optimizer_step = 0
         self._loss_depth = 0
@@ -133,6 +135,14 @@ class Session:
         self._root_names: dict[int, tuple[Any, dict[int, str]]] = {}
         self._roots: dict[int, weakref.ref] = {}  # root models seen, for parameter_name()
         self._saved_state: dict[str, Any] = {}
+
+    @property
+    def module_stack(self) -> list[torch.nn.Module]:
+        """The module calls active in this thread, root first."""
+        stack = self._stacks.get(_thread_id())
+        if stack is None:
+            stack = self._stacks[_thread_id()] = []
+        return stack
 
     def is_current(self) -> bool:
         """True while this session is the innermost active one, the one events go to
@@ -144,7 +154,7 @@ class Session:
         if self._active:
             raise RuntimeError("this sanitize() session is already active; create a new one with sanitize()")
         self.report = Report()
-        self.module_stack = []
+        self._stacks = {}
         self._save_global_state()
         classes = self._check_classes if self._check_classes is not None else _check_classes()
         _SESSIONS.append(self)
@@ -249,7 +259,7 @@ class Session:
             torch.set_grad_enabled(saved["grad"])
             warnings.filters[:] = saved["warning_filters"]
             warnings._filters_mutated()
-        self.module_stack = []
+        self._stacks = {}
         self._root_names = {}
         if errors and os.environ.get("TORCHLINT_SANITIZER_STRICT"):
             raise errors[0]

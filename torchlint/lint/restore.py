@@ -1,0 +1,182 @@
+"""Switches to eval mode inside a training loop that nothing undoes (TL007 train-mode-not-restored).
+
+For every training loop (innermost first), the events of one iteration are read as a cycle:
+after a `model.eval()` (or the call into a function that makes one), is there a `.train()` on
+the same model before the next training step -- later in the iteration, at the top of the next
+one (the training function's own `model.train()`), or in the same inner phase loop? Switches
+that do not serve an evaluation are left alone: EMA/teacher/target copies, models no stepped
+optimizer trains, batch-norm layers frozen in a `.modules()` walk, an unconditional `eval()`
+before any step (fine-tuning with frozen statistics), a switch followed by `break`, and helpers
+that restore a saved mode (`model.train(was_training)`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from .callgraph import per_file
+from .evaluation import _callee_name, _names_in, _pos, evaluation_analysis, same_model
+
+if TYPE_CHECKING:
+    from .context import FileContext
+
+
+@dataclass(frozen=True)
+class UnrestoredEval:
+    """A switch to eval mode inside a training loop that no ``train()`` undoes before the next step."""
+
+    site: ast.AST  # the `model.eval()` call, or the call into the function that makes it
+    switch: ast.AST  # the `model.eval()` call itself
+    loop: ast.AST  # the training loop whose next iteration trains in eval mode
+    target: str | None
+
+
+_FROZEN = re.compile(r"(^|[._])(ema|teacher|target|frozen|ref|reference|pretrained|swa|averaged)([._]|$)", re.I)
+
+
+def _frozen_copy(target: str | None) -> bool:
+    """A model kept in eval mode on purpose: an EMA/teacher/target copy, never trained by the step."""
+    return target is None or bool(_FROZEN.search(target))
+
+
+def _depth(ctx, node) -> int:
+    return sum(1 for _ in ctx.ancestors(node))
+
+
+_SUBMODULE_WALKS = frozenset({"modules", "children", "named_modules", "named_children"})
+
+
+class RestoreAnalysis:
+    def __init__(self, ctx: "FileContext"):
+        self.ctx = ctx
+        self.training = ctx.training
+        self.evaluation = evaluation_analysis(ctx)
+
+    @cached_property
+    def unrestored(self) -> list[UnrestoredEval]:
+        found: dict[ast.AST, UnrestoredEval] = {}
+        training = self.training
+        if not any(e.kind == "eval" for e in self.evaluation.mode_switches):
+            return []  # no `.eval()` / `.train(False)` anywhere in this file (helpers included)
+        loops = training.training_loops
+        # Innermost training loops first: they judge an eval inside them most precisely.
+        ordered = sorted(loops, key=lambda l: -_depth(self.ctx, l))
+        judged: set[ast.AST] = set()
+        for loop in ordered:
+            events = training.loop_events.get(loop, [])
+            trains = [i for i, e in enumerate(events) if e.kind in ("backward", "step", "opaque_step")]
+            if not trains:
+                continue
+            for index, event in enumerate(events):
+                if event.kind != "eval" or event.node in judged:
+                    continue
+                judged.add(event.node)
+                if _frozen_copy(event.target) or not self._evaluates(events, index, trains):
+                    continue
+                if self._walks_submodules(event) or self._restores_saved_mode(event):
+                    continue
+                if not event.via and not self._may_be_trained(event.target, events):
+                    continue  # a frozen backbone switched to eval; the optimizer trains something else
+                if self._ends_after(events, index):
+                    continue  # `model.eval(); ...; break`: no further training step follows
+                if not self._restored(events, index, trains):
+                    found.setdefault(event.site, UnrestoredEval(event.site, event.node, loop, event.target))
+        return sorted(found.values(), key=lambda u: _pos(u.site))
+
+    def _evaluates(self, events, index, trains) -> bool:
+        """Whether the switch serves an evaluation: it comes after the iteration's training step,
+        under a condition (periodic evaluation), or inside an evaluation function. An unconditional
+        `model.eval()` before any step (fine-tuning with frozen batch-norm statistics) is deliberate."""
+        event = events[index]
+        if trains[0] < index or event.guards:
+            return True
+        # Reached through a call into an evaluation function (`validate(model)` before training).
+        return bool(event.via) and self.evaluation.is_eval_function(self.ctx.enclosing_function(event.node))
+
+    def _walks_submodules(self, event) -> bool:
+        """`for m in model.modules(): if isinstance(m, nn.BatchNorm2d): m.eval()`: freezing some
+        layers on purpose, not switching the model to evaluation."""
+        call = event.node
+        receiver = call.func.value if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) else None
+        if not isinstance(receiver, ast.Name):
+            return False
+        for loop in self.ctx.enclosing_loops(call):
+            if (
+                isinstance(loop, (ast.For, ast.AsyncFor))
+                and receiver.id in _names_in(loop.target)
+                and isinstance(loop.iter, ast.Call)
+                and _callee_name(loop.iter.func) in _SUBMODULE_WALKS
+            ):
+                return True
+        return False
+
+    def _restores_saved_mode(self, event) -> bool:
+        """The function making the switch also restores a saved mode (`model.train(was_training)`,
+        typically a context manager's `finally`): `train(<variable>)` is no event of its own."""
+        func = self.ctx.enclosing_function(event.node)
+        return bool(event.via) and func is not None and func in self._saved_mode_restorers
+
+    @cached_property
+    def _saved_mode_restorers(self) -> frozenset:
+        found = set()
+        for call in self.ctx.calls:
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr == "train" and call.args:
+                if not isinstance(call.args[0], ast.Constant):
+                    found.add(self.ctx.enclosing_function(call))
+        return frozenset(found)
+
+    def _may_be_trained(self, target: str, events) -> bool:
+        """False only when every optimizer stepped in the iteration is known to be built from
+        models other than ``target`` (`head_opt = SGD(head.parameters())` while `backbone.eval()`)."""
+        built_from = self.training.optimizer_models
+        trained: set[str] = set()
+        for event in events:
+            if event.kind == "step":
+                models = built_from.get(event.target or "")
+                if not models:
+                    return True  # an optimizer whose parameters cannot be told
+                trained |= models
+        return not trained or any(same_model(model, target) for model in trained)
+
+    @staticmethod
+    def _ends_after(events, index) -> bool:
+        """A `break` or `return` that certainly runs after the switch, leaving the loop."""
+        event = events[index]
+        for other in events[index + 1:]:
+            if other.kind == "return" and event.guards[: len(other.guards)] == other.guards:
+                return True
+            if other.kind == "break" and other.loops == event.loops and event.guards[: len(other.guards)] == other.guards:
+                return True
+        return False
+
+    def _restored(self, events, index, trains) -> bool:
+        evaluation = events[index]
+        first_train = trains[0]
+        for j, other in enumerate(events):
+            if other.kind != "train" or not self._same_model(other, evaluation):
+                continue
+            if j > index:  # later in the same iteration
+                return True
+            if j < first_train:  # at the top of the next iteration, before its first training step
+                return True
+            if evaluation.loops and evaluation.loops[-1] in other.loops:
+                return True  # in the same inner loop (a train/val phase loop): its next pass restores
+        return False
+
+
+    def _same_model(self, a, b) -> bool:
+        """Whether two mode switches may concern the same model. Names only compare within one
+        function: across a call, `trainable_module.train()` may well be the caller's `model`."""
+        enclosing = self.ctx.enclosing_function
+        if enclosing(a.node) is not enclosing(b.node):
+            return True
+        return same_model(a.target, b.target)
+
+
+def restore_analysis(ctx: "FileContext") -> RestoreAnalysis:
+    return per_file(ctx, "restore", lambda: RestoreAnalysis(ctx))

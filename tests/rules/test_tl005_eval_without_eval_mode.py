@@ -470,3 +470,24 @@ def test_predict_method_relying_on_fit_ending_in_eval_mode_is_silent(lint):
         """,
         "TL005",
     )
+
+
+def test_imported_helper_that_switches_to_eval_is_trusted(lint):
+    assert not lint(
+        """
+        import torch
+        from utils.modes import set_eval_mode
+
+        for epoch in range(3):
+            model.train()
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            set_eval_mode(model)
+            with torch.no_grad():
+                for x, y in val_loader:
+                    model(x)
+        """,
+        "TL005",
+    )

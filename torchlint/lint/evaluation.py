@@ -49,6 +49,7 @@ EVAL_WORDS = frozenset(
 )
 # Framework hooks run by a trainer that sets the modes itself (Lightning, Fabric loops).
 _HOOK = re.compile(r"(_step|_step_end|_epoch_end|_epoch_start|_batch_end|_batch_start|_dataloader|_loop_run)$|^on_")
+_EVAL_HELPER = re.compile(r"(^|_)(set|to|switch|put|make)_?(to_)?eval(_mode)?$|^eval_mode$", re.I)
 _EVAL_CONTEXT = re.compile(r"eval|inference_context|evaluating", re.I)
 _GRAD_NEEDING_METHODS = frozenset({"backward", "requires_grad_", "retain_grad"})
 _GRAD_NEEDING_FUNCTIONS = frozenset({"torch.autograd.grad", "torch.autograd.backward", "torch.enable_grad"})
@@ -300,7 +301,24 @@ class EvaluationAnalysis:
         for call in self._entered_contexts(func, pos):
             if self._is_eval_context(call):
                 return True
+        for call in self._foreign_eval_helpers.get(func, ()):
+            if _pos(call) < pos:
+                return True  # `set_eval_mode(model)` imported from elsewhere: take its word for it
         return None
+
+    @cached_property
+    def _foreign_eval_helpers(self) -> dict:
+        """Function -> calls of helpers defined in other files whose name says they switch a model
+        to eval mode (`utils.set_eval(model)`, `switch_to_eval(net)`), given a model argument."""
+        found: dict = {}
+        graph = call_graph(self.ctx)
+        for call in self.ctx.calls:
+            name = _callee_name(call.func)
+            if not name or not _EVAL_HELPER.search(name) or graph.callee(call) is not None:
+                continue
+            if any(self.training.role_of(arg) == MODEL for arg in call.args if symbol(arg)):
+                found.setdefault(self.ctx.enclosing_function(call), []).append(call)
+        return found
 
     def _is_eval_context(self, expr) -> bool:
         if not isinstance(expr, ast.Call):

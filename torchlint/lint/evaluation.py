@@ -287,12 +287,12 @@ class EvaluationAnalysis:
     def _local_mode(self, node, func) -> bool | None:
         """True/False when a switch in ``func`` (before ``node``) or a context around ``node`` decides the mode."""
         pos = _pos(node)
-        last = None
-        for event in self._block_events(func):
-            if event.kind in ("eval", "train") and _pos(event.site) < pos:
-                last = event.kind
-        if last is not None:
-            return last == "eval"
+        switches = [(_pos(e.site), e.kind) for e in self._block_events(func) if e.kind in ("eval", "train")]
+        # `set_eval_mode(model)` imported from elsewhere: take its word for it.
+        switches += [(_pos(call), "eval") for call in self._foreign_eval_helpers.get(func, ())]
+        before = [kind for at, kind in sorted(switches, key=lambda item: item[0]) if at < pos]
+        if before:
+            return before[-1] == "eval"
         for ancestor in self._ancestors_in(node, func):
             if isinstance(ancestor, (ast.With, ast.AsyncWith)):
                 for item in ancestor.items:
@@ -301,9 +301,6 @@ class EvaluationAnalysis:
         for call in self._entered_contexts(func, pos):
             if self._is_eval_context(call):
                 return True
-        for call in self._foreign_eval_helpers.get(func, ()):
-            if _pos(call) < pos:
-                return True  # `set_eval_mode(model)` imported from elsewhere: take its word for it
         return None
 
     @cached_property

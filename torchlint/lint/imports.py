@@ -42,6 +42,8 @@ def canonical(qualname: str) -> str:
 class ImportResolver:
     def __init__(self, import_nodes: Iterable[ast.AST]):
         self.aliases: dict[str, str] = {}
+        # Answers by node: rules and shared models resolve the same call's name many times.
+        self._resolved: dict[ast.AST, str | None] = {}
         for node in sorted(import_nodes, key=lambda n: (n.lineno, n.col_offset)):
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -64,6 +66,16 @@ class ImportResolver:
 
     def qualname(self, expr: ast.AST) -> str | None:
         """The canonical qualified name ``expr`` refers to, or None if it is not an imported name."""
+        try:
+            return self._resolved[expr]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable stand-in for a node
+            return self._qualname(expr)
+        found = self._resolved[expr] = self._qualname(expr)
+        return found
+
+    def _qualname(self, expr: ast.AST) -> str | None:
         parts: list[str] = []
         while isinstance(expr, ast.Attribute):
             parts.append(expr.attr)

@@ -46,6 +46,8 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator
 
+from .context import iter_children
+
 if TYPE_CHECKING:
     from .context import FileContext
 
@@ -57,6 +59,13 @@ COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 BRANCHING = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.match_case, ast.ExceptHandler)
 if hasattr(ast, "TryStar"):  # Python 3.11+
     BRANCHING = BRANCHING + (ast.TryStar,)
+
+
+# The node types _visit binds names for (exact types: the walk checks every node of a scope).
+_BINDING_TYPES = frozenset(
+    {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.NamedExpr,
+     ast.Import, ast.ImportFrom, ast.ExceptHandler, ast.Global, ast.Nonlocal}
+)
 
 
 @dataclass(frozen=True)
@@ -120,10 +129,12 @@ class ScopeFlow:
         else:
             body = scope.body
         stack = list(reversed(body))
+        visited = _BINDING_TYPES
         while stack:
             node = stack.pop()
-            self._visit(node)
-            for child in ast.iter_child_nodes(node):
+            if type(node) in visited:
+                self._visit(node)
+            for child in iter_children(node):
                 if isinstance(child, SCOPES) or isinstance(child, COMPREHENSIONS):
                     # Its name (def/class) was bound by _visit; its inside is another scope.
                     # Comprehensions bind only their own variables, except walrus targets.
@@ -499,7 +510,7 @@ def returns_of(function: ast.AST) -> list[ast.Return]:
         if isinstance(node, ast.Return):
             found.append(node)
             continue
-        for child in ast.iter_child_nodes(node):
+        for child in iter_children(node):
             if isinstance(child, (ast.stmt, ast.ExceptHandler, ast.match_case)):
                 stack.append(child)
     return found

@@ -74,6 +74,7 @@ from .accumulation import (  # noqa: F401  (Accumulation and the name patterns a
     Accumulation,
     AccumulationMixin,
 )
+from .context import iter_children
 from .imports import dotted_name, symbol
 
 if TYPE_CHECKING:
@@ -971,14 +972,19 @@ def _place(event: Event, guards, loops, via, withs) -> Event:
 
 def _walk_no_scopes(node: ast.AST) -> Iterator[ast.AST]:
     """Like ast.walk, but does not enter lambdas, nested functions or comprehensions' scopes."""
+    # iter_children rather than ast.iter_child_nodes: several times faster, and it leaves out
+    # the shared Load/Store/operator singletons that no caller looks for.
     stack = [node]
+    pop, push = stack.pop, stack.append
     while stack:
-        current = stack.pop()
+        current = pop()
         yield current
-        for child in ast.iter_child_nodes(current):
-            if isinstance(child, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            stack.append(child)
+        for child in iter_children(current):
+            if type(child) not in _NEW_SCOPES:
+                push(child)
+
+
+_NEW_SCOPES = frozenset({ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 
 
 def _is_none(expr: ast.AST) -> bool:

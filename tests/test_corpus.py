@@ -83,14 +83,14 @@ def test_known_gaps_name_existing_files():
         assert (CORPUS / key).is_file(), key
 
 
-@pytest.mark.parametrize("path", _cases("clean"))
+@pytest.mark.parametrize("path", list(_cases("clean")))
 def test_clean_file_has_no_findings(path):
     assert not _expected(path), "clean corpus files must not carry expect markers"
     findings = _findings(path)
     assert findings == [], _describe(findings)
 
 
-@pytest.mark.parametrize("path", _cases("buggy"))
+@pytest.mark.parametrize("path", list(_cases("buggy")))
 def test_buggy_file_reports_exactly_the_marked_lines(path):
     expected = _expected(path)
     assert expected, "a buggy corpus file needs at least one '# expect: TLxxx' marker"

@@ -190,6 +190,9 @@ BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
 BACKWARD_METHODS = frozenset({"backward", "manual_backward"})  # accelerator/fabric .backward(loss)
 CLIP_FUNCTIONS = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grad_norm"})
 CLIP_METHODS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_gradients"})
+# Methods _classify_call can turn into an event (any other method call is no event, except
+# torch._foreach_zero_).
+_CLASSIFIED_METHODS = BACKWARD_METHODS | CLIP_METHODS | {"step", "zero_grad", "zero_", "update", "unscale_", "eval", "train"}
 
 
 class TrainingModel(AccumulationMixin):
@@ -309,6 +312,20 @@ class TrainingModel(AccumulationMixin):
 
     # ----- classifying calls ----------------------------------------------------------------------
     def classify_call(self, call: ast.Call) -> Event | None:
+        # Memoised per call (events are frozen): the event walks, loops and several rules
+        # classify the same calls again and again.
+        cache = self._classified
+        try:
+            return cache[call]
+        except KeyError:
+            event = cache[call] = self._classify_call(call)
+            return event
+
+    @cached_property
+    def _classified(self) -> dict:
+        return {}
+
+    def _classify_call(self, call: ast.Call) -> Event | None:
         ctx = self.ctx
         func = call.func
         qual = ctx.call_qualname(call)
@@ -321,6 +338,10 @@ class TrainingModel(AccumulationMixin):
         if not isinstance(func, ast.Attribute):
             return None
         method = func.attr
+        if method not in _CLASSIFIED_METHODS:  # most calls: decided before spelling out the owner
+            if qual == "torch._foreach_zero_":
+                return Event("clear_grad", call)
+            return None
         owner = func.value
         owner_key = symbol(owner)
         if method in BACKWARD_METHODS:
@@ -469,6 +490,9 @@ class TrainingModel(AccumulationMixin):
             self._walk_stmt(stmt, out, guards, loops, via, withs, stack)
 
     def _walk_stmt(self, stmt, out, guards, loops, via, withs, stack) -> None:
+        if type(stmt) is ast.Expr:  # the commonest statement: skip the chain of tests below
+            self._walk_expr(stmt, out, guards, loops, via, withs, stack)
+            return
         args = (out, guards, loops, via, withs, stack)
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return  # definitions run when called

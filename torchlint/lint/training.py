@@ -65,7 +65,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Iterator
 
 from .accumulation import (  # noqa: F401  (Accumulation and the name patterns are part of this API)
@@ -140,6 +140,7 @@ _NAME_HINTS = (
 )
 
 
+@lru_cache(maxsize=4096)  # a pure function of the name; the same few names are asked about often
 def role_from_name(name: str) -> str | None:
     """Guess a role from a conventional name (last attribute only: ``self.optimizer`` -> optimizer)."""
     last = name.rsplit(".", 1)[-1]
@@ -207,6 +208,19 @@ class TrainingModel(AccumulationMixin):
     # ----- roles ------------------------------------------------------------------------------
     def constructor_role(self, call: ast.Call) -> str | None:
         """The role of the object a call constructs, if the call is a known constructor."""
+        # Memoised per call: roles, several rules and the run model ask about the same calls.
+        cache = self._constructed
+        try:
+            return cache[call]
+        except KeyError:
+            role = cache[call] = self._constructor_role(call)
+            return role
+
+    @cached_property
+    def _constructed(self) -> dict:
+        return {}
+
+    def _constructor_role(self, call: ast.Call) -> str | None:
         ctx = self.ctx
         qual = ctx.call_qualname(call)
         if qual:

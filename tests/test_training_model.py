@@ -459,3 +459,14 @@ def test_cyclic_local_base_classes_terminate():
     )
     call = next(c for c in ctx.calls if getattr(c.func, "attr", None) == "g")
     assert tm.resolve_local_call(call) is None and tm.step_units == [] and tm.optimizer_models == {}
+
+
+def test_train_mode_keyword_false_is_an_eval_switch():
+    import ast as _ast
+
+    from torchlint.lint.context import FileContext
+
+    source = "model.train(mode=False)\nmodel.train(mode=True)\nmodel.train(False)\nmodel.train(flag)\nmodel.train()\n"
+    ctx = FileContext("m.py", source, _ast.parse(source))
+    kinds = [getattr(ctx.training.classify_call(c), "kind", None) for c in ctx.calls]
+    assert kinds == ["eval", "train", "eval", None, "train"]

@@ -387,10 +387,13 @@ class TrainingModel(AccumulationMixin):
         if method == "eval" and not call.args:
             return Event("eval", call, target=owner_key)
         if method == "train":
-            if call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value is False:
-                return Event("eval", call, target=owner_key)
-            if not call.args or (isinstance(call.args[0], ast.Constant) and call.args[0].value is True):
+            # model.train(), model.train(True), model.train(False), model.train(mode=False);
+            # a mode held in a variable (model.train(was_training)) could be either.
+            mode = call.args[0] if call.args else next((kw.value for kw in call.keywords if kw.arg == "mode"), None)
+            if mode is None or (isinstance(mode, ast.Constant) and mode.value is True):
                 return Event("train", call, target=owner_key)
+            if isinstance(mode, ast.Constant) and mode.value is False:
+                return Event("eval", call, target=owner_key)
             return None
         return None
 

@@ -11,6 +11,7 @@ from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
 import torchlint  # noqa: E402
+from _training_helpers import one_thread, sanitized  # noqa: E402,F401  (one_thread is an autouse fixture)
 
 
 class Net(nn.Module):
@@ -26,23 +27,6 @@ class Net(nn.Module):
 def data(n=32, seed=0):
     g = torch.Generator().manual_seed(seed)
     return torch.randn(n, 8, generator=g), torch.randint(0, 3, (n,), generator=g)
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models: threads only add contention on a loaded 2-core runner."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def sanitized(train, **options):
-    """Run ``train()`` under the sanitizer (anomaly off) and return the report."""
-    options = {"anomaly": False, "action": "record", "summary": False, **options}
-    with torchlint.sanitize(**options) as report:
-        train()
-    return report
 
 
 def codes(report, *wanted):

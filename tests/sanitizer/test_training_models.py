@@ -11,24 +11,9 @@ from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
 import torchlint  # noqa: E402
+from _training_helpers import one_thread, sanitized  # noqa: E402,F401  (one_thread is an autouse fixture)
 
 TRAINING_CODES = ("TS106", "TS107", "TS108", "TS109", "TS110", "TS111", "TS112")
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models: threads only add contention on a loaded 2-core runner."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def sanitized(train, **options):
-    options = {"anomaly": False, "action": "record", "summary": False, **options}
-    with torchlint.sanitize(**options) as report:
-        train()
-    return report
 
 
 def codes(report, *wanted):

@@ -63,21 +63,6 @@ class Autocast:
         return self.dtype == FLOAT16 and self.enabled is not False
 
 
-def raw_qualname(ctx: "FileContext", expr: ast.AST) -> str | None:
-    """The imported name ``expr`` refers to, spelled as imported (no canonical folding)."""
-    parts: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    base = ctx.imports.aliases.get(expr.id)
-    if base is None:
-        return None
-    parts.append(base)
-    return ".".join(reversed(parts))
-
-
 def _argument(call: ast.Call, name: str, params: tuple[str, ...]) -> ast.AST | None:
     for keyword in call.keywords:
         if keyword.arg == name:
@@ -93,7 +78,7 @@ def autocast_of(ctx: "FileContext", expr: ast.AST) -> Autocast | None:
     """Describe ``expr`` when it is a call to one of torch's autocast context managers."""
     if not isinstance(expr, ast.Call):
         return None
-    qual = raw_qualname(ctx, expr.func)
+    qual = ctx.imports.raw_qualname(expr.func)
     signature = _AUTOCAST_SIGNATURES.get(qual or "")
     if signature is None:
         return None

@@ -76,17 +76,20 @@ class ImportResolver:
         return found
 
     def _qualname(self, expr: ast.AST) -> str | None:
-        parts: list[str] = []
-        while isinstance(expr, ast.Attribute):
-            parts.append(expr.attr)
-            expr = expr.value
-        if not isinstance(expr, ast.Name):
+        raw = self.raw_qualname(expr)
+        return canonical(raw) if raw is not None else None
+
+    def raw_qualname(self, expr: ast.AST) -> str | None:
+        """The imported name ``expr`` refers to, spelled as imported (no canonical folding:
+        ``torch.cuda.amp.autocast`` stays itself, which tells its default dtype)."""
+        name = dotted_name(expr)
+        if name is None:
             return None
-        base = self.aliases.get(expr.id)
+        head, _, rest = name.partition(".")
+        base = self.aliases.get(head)
         if base is None:
             return None
-        parts.append(base)
-        return canonical(".".join(reversed(parts)))
+        return f"{base}.{rest}" if rest else base
 
 
 def dotted_name(expr: ast.AST) -> str | None:

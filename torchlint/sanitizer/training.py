@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from .core import Check
-from .findings import Location
+from .findings import CHECK_NAMES, Location
 from .locations import user_frame
 from .training_eval import EvalGraphTracker
 from .training_norms import GradNormMonitor
@@ -131,15 +131,8 @@ class OptimizerState:
 class TrainingChecks(Check):
     """TS106-TS112 on the optimizer step, gradient accumulation and root models."""
 
-    codes = {
-        "TS106": "grads-not-cleared",
-        "TS107": "param-not-in-optimizer",
-        "TS108": "param-never-updated",
-        "TS109": "training-in-eval-mode",
-        "TS110": "eval-forward-with-grad",
-        "TS111": "nonfinite-grad",
-        "TS112": "optimizer-not-stepped",
-    }
+    # Names come from the one public table of check codes.
+    codes = {code: CHECK_NAMES[code] for code in ("TS106", "TS107", "TS108", "TS109", "TS110", "TS111", "TS112")}
 
     @classmethod
     def enabled(cls, options) -> bool:

@@ -17,7 +17,6 @@ forward makes the model's output unknown, hence silent).
 from __future__ import annotations
 
 import ast
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
@@ -291,12 +290,6 @@ def _all_same(results: list) -> tuple[str, ast.AST] | None:
     return results[0] if len(kinds) == 1 else None
 
 
-_CACHE: "weakref.WeakKeyDictionary[FileContext, ActivationTracker]" = weakref.WeakKeyDictionary()
-
-
 def activations(ctx: "FileContext") -> ActivationTracker:
     """The file's shared :class:`ActivationTracker`."""
-    found = _CACHE.get(ctx)
-    if found is None:
-        found = _CACHE[ctx] = ActivationTracker(ctx)
-    return found
+    return ctx.shared("activations", lambda: ActivationTracker(ctx))

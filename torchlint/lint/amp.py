@@ -19,9 +19,10 @@ stay silent on unknowns.
 from __future__ import annotations
 
 import ast
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from .scripts import assignments
 
 if TYPE_CHECKING:
     from .context import FileContext
@@ -117,25 +118,10 @@ def _single_assignment(ctx: "FileContext", name: ast.Name) -> ast.AST | None:
     scope = ctx.enclosing_function(name)
     values = [
         node.value
-        for node in _assignments(ctx).get(name.id, ())
-        if ctx.enclosing_function(node) is scope
+        for node in assignments(ctx).get(name.id, ())
+        if len(node.targets) == 1 and ctx.enclosing_function(node) is scope
     ]
     return values[0] if len(values) == 1 else None
-
-
-_ASSIGNMENTS: "weakref.WeakKeyDictionary[FileContext, dict]" = weakref.WeakKeyDictionary()
-
-
-def _assignments(ctx: "FileContext") -> dict[str, list[ast.Assign]]:
-    """``name = value`` assignments of the file by name, indexed once per file."""
-    cache = _ASSIGNMENTS.get(ctx)
-    if cache is None:
-        cache = {}
-        for node in ctx.nodes(ast.Assign):
-            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                cache.setdefault(node.targets[0].id, []).append(node)
-        _ASSIGNMENTS[ctx] = cache
-    return cache
 
 
 def backward_scaler(training: "TrainingModel", event: "Event") -> ast.AST | None:

@@ -8,23 +8,12 @@ for the call sites of a function here. The index is built once per file, lazily.
 from __future__ import annotations
 
 import ast
-import weakref
 from collections import defaultdict
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .context import FileContext
 
-T = TypeVar("T")
-_CACHES: "weakref.WeakKeyDictionary[FileContext, dict]" = weakref.WeakKeyDictionary()
-
-
-def per_file(ctx: "FileContext", key: str, build: Callable[[], T]) -> T:
-    """A per-file fact computed once (the cache dies with the context)."""
-    cache = _CACHES.setdefault(ctx, {})
-    if key not in cache:
-        cache[key] = build()
-    return cache[key]
 
 
 class CallGraph:
@@ -54,4 +43,4 @@ class CallGraph:
 
 
 def call_graph(ctx: "FileContext") -> CallGraph:
-    return per_file(ctx, "callgraph", lambda: CallGraph(ctx))
+    return ctx.shared("callgraph", lambda: CallGraph(ctx))

@@ -88,6 +88,7 @@ class FileContext:
         self.tree = tree
         self.parents: dict[ast.AST, ast.AST] = {}
         self._by_type: dict[type, list[ast.AST]] = defaultdict(list)
+        self._shared: dict = {}
         self._index(tree)
 
     def _index(self, tree: ast.AST) -> None:
@@ -125,6 +126,15 @@ class FileContext:
                 elif isinstance(value, AST):
                     parents[value] = node
                     push(value)
+
+    def shared(self, key, build):
+        """A per-file fact, built by ``build()`` the first time any rule asks for ``key``
+        and then shared by every rule (it lives as long as this context)."""
+        try:
+            return self._shared[key]
+        except KeyError:
+            found = self._shared[key] = build()
+            return found
 
     # ----- node index -------------------------------------------------------------------
     def nodes(self, *types: type[N]) -> list[N]:

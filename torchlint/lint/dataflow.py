@@ -42,7 +42,6 @@ than ``self.attr``, no inter-procedural flow except through ``self`` attributes.
 from __future__ import annotations
 
 import ast
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -487,15 +486,9 @@ def _pairs(target: ast.AST, value: ast.AST | None) -> Iterator[tuple[ast.AST, as
         yield target, value
 
 
-_CACHE: "weakref.WeakKeyDictionary[FileContext, Dataflow]" = weakref.WeakKeyDictionary()
-
-
 def dataflow(ctx: "FileContext") -> Dataflow:
     """The file's shared :class:`Dataflow` (built on first use, then reused by every rule)."""
-    found = _CACHE.get(ctx)
-    if found is None:
-        found = _CACHE[ctx] = Dataflow(ctx)
-    return found
+    return ctx.shared("dataflow", lambda: Dataflow(ctx))
 
 
 # ----- small shared helpers for the value rules ----------------------------------------

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from .callgraph import call_graph, per_file
+from .callgraph import call_graph
 from .context import FUNCTION_TYPES
 from .gradmode import grad_effect, lexical_grad_disabler
 from .imports import symbol
@@ -587,4 +587,4 @@ def _callee_name(func) -> str | None:
 
 
 def evaluation_analysis(ctx: "FileContext") -> EvaluationAnalysis:
-    return per_file(ctx, "evaluation", lambda: EvaluationAnalysis(ctx))
+    return ctx.shared("evaluation", lambda: EvaluationAnalysis(ctx))

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from .callgraph import per_file
 from .evaluation import _callee_name, _names_in, _pos, evaluation_analysis, same_model
 
 if TYPE_CHECKING:
@@ -179,4 +178,4 @@ class RestoreAnalysis:
 
 
 def restore_analysis(ctx: "FileContext") -> RestoreAnalysis:
-    return per_file(ctx, "restore", lambda: RestoreAnalysis(ctx))
+    return ctx.shared("restore", lambda: RestoreAnalysis(ctx))

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from .callgraph import call_graph, per_file
+from .callgraph import call_graph
 from .imports import symbol
 from .training import MODEL, OPTIMIZER
 
@@ -394,7 +394,7 @@ class RunAnalysis:
                     sites.extend(graph.callers(func))
             return sites
 
-        return per_file(self.ctx, f"rebuild-sites-{role}", build)
+        return self.ctx.shared(f"rebuild-sites-{role}", build)
 
     def _refreshes_model(self, call: ast.Call) -> bool:
         if self.ctx.call_qualname(call) in _MODEL_REFRESH_FUNCTIONS:
@@ -486,7 +486,7 @@ def _last_name(func: ast.AST) -> str:
 
 
 def run_analysis(ctx: "FileContext") -> RunAnalysis:
-    return per_file(ctx, "runs", lambda: RunAnalysis(ctx))
+    return ctx.shared("runs", lambda: RunAnalysis(ctx))
 
 
 def describe_loop(ctx: "FileContext", loop) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import re
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -56,20 +55,18 @@ def _in_list(node: ast.AST, nodes: list) -> bool:
 
 
 # ----- simple assignments -----------------------------------------------------------------------
-_ASSIGNMENTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def assignments(ctx: "FileContext") -> dict[str, list[ast.Assign]]:
     """``target = value`` statements of the file by target symbol (``loader``, ``self.loader``)."""
-    found = _ASSIGNMENTS.get(ctx)
-    if found is None:
-        found = {}
-        for node in ctx.nodes(ast.Assign):
-            for target in node.targets:
-                key = symbol(target)
-                if key:
-                    found.setdefault(key, []).append(node)
-        _ASSIGNMENTS[ctx] = found
+    return ctx.shared("assignments", lambda: _index_assignments(ctx))
+
+
+def _index_assignments(ctx: "FileContext") -> dict[str, list[ast.Assign]]:
+    found: dict[str, list[ast.Assign]] = {}
+    for node in ctx.nodes(ast.Assign):
+        for target in node.targets:
+            key = symbol(target)
+            if key:
+                found.setdefault(key, []).append(node)
     return found
 
 
@@ -189,15 +186,13 @@ NON_CONSUMING_CALLS = frozenset({"len", "print", "str", "repr", "type", "isinsta
 
 
 # ----- what import-time code runs ------------------------------------------------------------------
-_IMPORT_TIME: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def import_time_functions(ctx: "FileContext", depth: int = 3) -> frozenset:
     """Functions of this file that module-level code (outside the main guard) calls,
     directly or through up to ``depth`` levels of local calls."""
-    found = _IMPORT_TIME.get(ctx)
-    if found is not None:
-        return found
+    return ctx.shared(("import-time-functions", depth), lambda: _import_time_functions(ctx, depth))
+
+
+def _import_time_functions(ctx: "FileContext", depth: int) -> frozenset:
     training = ctx.training
     reached: set = set()
     frontier = [c for c in ctx.calls if ctx.enclosing_function(c) is None and runs_at_import(ctx, c)]
@@ -207,9 +202,7 @@ def import_time_functions(ctx: "FileContext", depth: int = 3) -> frozenset:
             break
         reached |= called
         frontier = [c for c in ctx.calls if ctx.enclosing_function(c) in called]
-    found = frozenset(reached)
-    _IMPORT_TIME[ctx] = found
-    return found
+    return frozenset(reached)
 
 
 def refers_to_global(ctx: "FileContext", name: ast.Name) -> bool:

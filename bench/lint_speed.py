@@ -50,7 +50,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 {extra_imports}
 ''',
-    "config": '''\
+    "config": """\
 
 def parse_args():
     parser = argparse.ArgumentParser(description="{model_kind} training")
@@ -65,8 +65,8 @@ def parse_args():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="checkpoints")
     return parser.parse_args()
-''',
-    "dataset": '''\
+""",
+    "dataset": """\
 
 class {name}Dataset(Dataset):
     def __init__(self, root, split="train", length={length}):
@@ -84,8 +84,8 @@ class {name}Dataset(Dataset):
         if self.split == "train":
             x = x + 0.01 * torch.randn_like(x)
         return x, self.targets[index]
-''',
-    "block": '''\
+""",
+    "block": """\
 
 class {name}Block(nn.Module):
     def __init__(self, dim, hidden, dropout={dropout}):
@@ -102,8 +102,8 @@ class {name}Block(nn.Module):
         x = self.drop(x)
         x = self.fc2(x)
         return residual + self.drop(x)
-''',
-    "model": '''\
+""",
+    "model": """\
 
 class {name}(nn.Module):
     def __init__(self, features={features}, dim={dim}, depth={depth}, classes={classes}):
@@ -124,16 +124,16 @@ class {name}(nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.head(x)
-''',
-    "schedule": '''\
+""",
+    "schedule": """\
 
 def lr_at(step, base_lr, warmup, total):
     if step < warmup:
         return base_lr * (step + 1) / warmup
     progress = (step - warmup) / max(1, total - warmup)
     return base_lr * 0.5 * (1.0 + math.cos(math.pi * progress))
-''',
-    "evaluate": '''\
+""",
+    "evaluate": """\
 
 @torch.no_grad()
 def evaluate(model, loader, device):
@@ -147,8 +147,8 @@ def evaluate(model, loader, device):
         total += targets.numel()
     model.train()
     return loss_sum / max(total, 1), correct / max(total, 1)
-''',
-    "train_plain": '''\
+""",
+    "train_plain": """\
 
 def train_one_epoch(model, loader, optimizer, scheduler, device, epoch, log_every={log}):
     model.train()
@@ -166,8 +166,8 @@ def train_one_epoch(model, loader, optimizer, scheduler, device, epoch, log_ever
         if step % log_every == 0:
             elapsed = time.time() - start
             print(f"epoch {{epoch}} step {{step}} loss {{loss.item():.4f}} ({{elapsed:.1f}}s)")
-''',
-    "train_amp": '''\
+""",
+    "train_amp": """\
 
 def train_one_epoch(model, loader, optimizer, scaler, device, epoch, accum_steps=1):
     model.train()
@@ -186,7 +186,7 @@ def train_one_epoch(model, loader, optimizer, scaler, device, epoch, accum_steps
             optimizer.zero_grad(set_to_none=True)
         if step % {log} == 0:
             print(f"epoch {{epoch}} step {{step}} loss {{loss.item() * accum_steps:.4f}}")
-''',
+""",
     "meter": '''\
 
 class AverageMeter:
@@ -236,7 +236,7 @@ def set_seed(seed):
     if torch.cuda.is_available():
         torch.cuda.manual_seed_all(seed)
 ''',
-    "checkpoint": '''\
+    "checkpoint": """\
 
 def save_checkpoint(model, optimizer, epoch, path):
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -253,8 +253,8 @@ def load_checkpoint(model, optimizer, path, device):
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     return state["epoch"] + 1
-''',
-    "main": '''\
+""",
+    "main": """\
 
 def main():
     args = parse_args()
@@ -292,7 +292,7 @@ def main():
 
 if __name__ == "__main__":
     main()
-''',
+""",
 }
 
 
@@ -303,11 +303,21 @@ def training_script(seed: int) -> str:
     dataset = rng.choice(["Synthetic", "Sensor", "Clicks", "Spectra"])
     amp = rng.random() < 0.5
     fields = dict(
-        model_kind=kind.lower(), dataset=dataset, epochs=rng.choice([3, 10, 90]), batch=rng.choice([32, 64, 256]),
-        lr=rng.choice([1e-3, 3e-4, 0.1]), accum=rng.choice([1, 2, 4]), length=rng.choice([4096, 10000]),
-        features=rng.choice([16, 32, 128]), classes=rng.choice([2, 10, 100]), dropout=rng.choice([0.0, 0.1]),
-        dim=rng.choice([64, 128, 256]), depth=rng.choice([2, 4, 6]), log=rng.choice([10, 50, 100]),
-        clip=rng.choice([0.5, 1.0]), optimizer=rng.choice(["AdamW", "SGD", "Adam"]),
+        model_kind=kind.lower(),
+        dataset=dataset,
+        epochs=rng.choice([3, 10, 90]),
+        batch=rng.choice([32, 64, 256]),
+        lr=rng.choice([1e-3, 3e-4, 0.1]),
+        accum=rng.choice([1, 2, 4]),
+        length=rng.choice([4096, 10000]),
+        features=rng.choice([16, 32, 128]),
+        classes=rng.choice([2, 10, 100]),
+        dropout=rng.choice([0.0, 0.1]),
+        dim=rng.choice([64, 128, 256]),
+        depth=rng.choice([2, 4, 6]),
+        log=rng.choice([10, 50, 100]),
+        clip=rng.choice([0.5, 1.0]),
+        optimizer=rng.choice(["AdamW", "SGD", "Adam"]),
         extra_imports="from torch.amp import GradScaler\n" if amp else "",
     )
     parts = [PARTS["header"].format(**fields), PARTS["config"].format(**fields)]
@@ -322,9 +332,11 @@ def training_script(seed: int) -> str:
     parts.append(PARTS["train_amp" if amp else "train_plain"].format(**fields))
     parts.append(PARTS["checkpoint"].format())
     if amp:
-        scaler_line, train_call = ("scaler = GradScaler()",
-                                   "train_one_epoch(model, train_loader, optimizer, scaler, device, epoch, "
-                                   "args.grad_accum)\n        scheduler.step()")
+        scaler_line, train_call = (
+            "scaler = GradScaler()",
+            "train_one_epoch(model, train_loader, optimizer, scaler, device, epoch, "
+            "args.grad_accum)\n        scheduler.step()",
+        )
     else:
         scaler_line, train_call = ("", "train_one_epoch(model, train_loader, optimizer, scheduler, device, epoch)")
     parts.append(PARTS["main"].format(model=f"{kind}Net", scaler_line=scaler_line, train_call=train_call, **fields))
@@ -414,8 +426,10 @@ def main(argv=None) -> int:
         lines = line_count(files)
         rules = list(all_rules().values())
         env = subprocess_env()
-        print(f"corpus: {len(files)} files, {lines:,} lines ({folder}); {len(rules)} rules; "
-              f"python {sys.version.split()[0]}; {os.cpu_count()} CPUs")
+        print(
+            f"corpus: {len(files)} files, {lines:,} lines ({folder}); {len(rules)} rules; "
+            f"python {sys.version.split()[0]}; {os.cpu_count()} CPUs"
+        )
 
         # A ~300-line script for the fresh-process figures.
         one = Path(tmp) / "one_script.py"
@@ -468,8 +482,9 @@ def main(argv=None) -> int:
         # ----- whole command, one versus two processes
         jobs = {}
         for n in (1, 2):
-            jobs[n] = run_fresh(["-c", ENTRY, "-q", "--exit-zero", "--jobs", str(n), str(folder)], env,
-                                max(2, args.repeat // 3))
+            jobs[n] = run_fresh(
+                ["-c", ENTRY, "-q", "--exit-zero", "--jobs", str(n), str(folder)], env, max(2, args.repeat // 3)
+            )
             row(f"torchlint --jobs {n} DIR", jobs[n], parse_s)
         emit("--jobs 2 speed-up over --jobs 1 (wall)", f"{jobs[1][0] / jobs[2][0]:.2f}x", "", "")
 

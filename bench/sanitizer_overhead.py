@@ -108,7 +108,9 @@ def bench(name: str, make, rounds: int, steps: int) -> dict[str, float]:
     medians = {config: statistics.median(values) for config, values in samples.items()}
     best = {config: min(values) for config, values in samples.items()}
     print(f"\n{name}: {rounds} interleaved rounds x {steps} steps, ms/step (ratio to plain, to anomaly alone)")
-    print(f"  {'configuration':28} {'best':>8} {'x plain':>8} {'x anom.':>8}   {'median':>8} {'x plain':>8} {'x anom.':>8}")
+    print(
+        f"  {'configuration':28} {'best':>8} {'x plain':>8} {'x anom.':>8}   {'median':>8} {'x plain':>8} {'x anom.':>8}"
+    )
     for config in CONFIGS:
         cells = []
         for table in (best, medians):

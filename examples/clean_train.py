@@ -67,7 +67,9 @@ def lr_at(it, warmup=100, max_iters=2000, base_lr=6e-4):
 def main():
     device = "cuda" if torch.cuda.is_available() else "cpu"
     data = torch.randint(0, 256, (4096, 65))
-    train_loader = DataLoader(TensorDataset(data[:3500, :-1], data[:3500, 1:]), batch_size=32, shuffle=True, num_workers=2)
+    train_loader = DataLoader(
+        TensorDataset(data[:3500, :-1], data[:3500, 1:]), batch_size=32, shuffle=True, num_workers=2
+    )
     val_loader = DataLoader(TensorDataset(data[3500:, :-1], data[3500:, 1:]), batch_size=64, num_workers=2)
     model = TinyGPT().to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=6e-4, weight_decay=0.1)

@@ -20,7 +20,9 @@ torch.cuda.set_device(local_rank)
 
 features = torch.randn(10_000, 512)
 labels = torch.randint(0, 10, (10_000,))
-train_loader = DataLoader(TensorDataset(features, labels), batch_size=128, shuffle=True, num_workers=4)  # expect: TL019, TL021
+train_loader = DataLoader(  # expect: TL019, TL021
+    TensorDataset(features, labels), batch_size=128, shuffle=True, num_workers=4
+)
 
 model = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 10), nn.Softmax(dim=1))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)

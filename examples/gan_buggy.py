@@ -55,7 +55,9 @@ def train(loader, epochs=25, nz=100, device="cpu"):
             optD.zero_grad()
             real_out = netD(real).view(-1)
             fake_out = netD(fake.detach()).view(-1)
-            lossD = criterion(real_out, torch.ones_like(real_out)) + criterion(fake_out, torch.zeros_like(fake_out))  # expect: TL020
+            lossD = criterion(real_out, torch.ones_like(real_out)) + criterion(  # expect: TL020
+                fake_out, torch.zeros_like(fake_out)
+            )
             lossD.backward()
             optD.step()
 

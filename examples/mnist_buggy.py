@@ -61,7 +61,9 @@ def main():
     args = parser.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.1307,), (0.3081,))])
-    train_loader = DataLoader(datasets.MNIST("data", train=True, download=True, transform=transform), batch_size=64, shuffle=True)
+    train_loader = DataLoader(
+        datasets.MNIST("data", train=True, download=True, transform=transform), batch_size=64, shuffle=True
+    )
     test_loader = DataLoader(datasets.MNIST("data", train=False, transform=transform), batch_size=1000)
     model = Net().to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)

@@ -152,8 +152,20 @@ def test_format_choices_match_the_reporters():
 def test_help_mentions_every_option():
     run = run_cli(["--help"])
     assert run.code == 0
-    for option in ("--select", "--ignore", "--format", "--output", "--exit-zero", "--config", "--no-color",
-                   "--jobs", "--quiet", "--statistics", "--stdin-filename", "--version"):
+    for option in (
+        "--select",
+        "--ignore",
+        "--format",
+        "--output",
+        "--exit-zero",
+        "--config",
+        "--no-color",
+        "--jobs",
+        "--quiet",
+        "--statistics",
+        "--stdin-filename",
+        "--version",
+    ):
         assert option in run.out
 
 
@@ -289,7 +301,10 @@ def test_python_dash_m_torchlint(tmp_path):
     write(tmp_path / "a.py", BUGGY)
     proc = subprocess.run(
         [sys.executable, "-m", "torchlint", "a.py", "--select", "TL016", "--no-color"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 1
     assert proc.stdout.startswith("a.py:5:9: TL016")

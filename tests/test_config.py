@@ -142,7 +142,7 @@ def test_exclude_replaces_the_default_names(tmp_path):
     "body, words",
     [
         ('[tool.torchlint]\nselct = ["TL016"]\n', ["selct", "did you mean 'select'", "pyproject.toml"]),
-        ('[tool.torchlint]\nfrobnicate = 1\n', ["frobnicate", "known keys"]),
+        ("[tool.torchlint]\nfrobnicate = 1\n", ["frobnicate", "known keys"]),
         ('[tool.torchlint]\nselect = ["TL999"]\n', ["select", "TL999"]),
         ('[tool.torchlint]\nignore = ["XX1"]\n', ["ignore", "XX1"]),
         ('[tool.torchlint]\nselect = "TL016"\n', ["select", "list of strings"]),

@@ -27,8 +27,18 @@ def test_recurses_in_sorted_order_and_only_into_python_files(tmp_path):
 
 @pytest.mark.parametrize(
     "skipped",
-    [".git/hooks/x.py", ".venv/lib/x.py", "venv/lib/x.py", "pkg/__pycache__/x.py", "build/lib/x.py",
-     "dist/x.py", "pkg.egg-info/x.py", ".tox/py311/x.py", "node_modules/x.py", ".mypy_cache/x.py"],
+    [
+        ".git/hooks/x.py",
+        ".venv/lib/x.py",
+        "venv/lib/x.py",
+        "pkg/__pycache__/x.py",
+        "build/lib/x.py",
+        "dist/x.py",
+        "pkg.egg-info/x.py",
+        ".tox/py311/x.py",
+        "node_modules/x.py",
+        ".mypy_cache/x.py",
+    ],
 )
 def test_default_excluded_folders(tmp_path, skipped):
     write(tmp_path / skipped)

@@ -20,15 +20,30 @@ ROOT = Path(__file__).resolve().parent.parent
 pytest.importorskip("pre_commit", reason="pre-commit is in the test extra: pip install -e '.[test]'")
 
 # Signs that pip could not reach a package index, as opposed to a broken hook.
-OFFLINE_SIGNS = ("Failed to establish a new connection", "Temporary failure in name resolution",
-                 "No matching distribution found", "Could not find a version that satisfies")
+OFFLINE_SIGNS = (
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "No matching distribution found",
+    "Could not find a version that satisfies",
+)
 
 
 def git(cwd, *args):
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-    return subprocess.run(["git", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", *args],
-                          cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
+    return subprocess.run(
+        ["git", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", *args],
+        cwd=cwd,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 def snapshot_of_this_checkout(dest: Path) -> str:
@@ -48,8 +63,14 @@ def snapshot_of_this_checkout(dest: Path) -> str:
 def pre_commit(project: Path, home: Path, *args):
     env = {**os.environ, "PRE_COMMIT_HOME": str(home), "PRE_COMMIT_COLOR": "never"}
     env.pop("NO_COLOR", None)
-    return subprocess.run([sys.executable, "-m", "pre_commit", "run", "--color", "never", *args],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", "--color", "never", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_pre_commit_hook_fails_on_a_bug_and_passes_on_clean_code(tmp_path):
@@ -60,14 +81,16 @@ def test_pre_commit_hook_fails_on_a_bug_and_passes_on_clean_code(tmp_path):
     rev = snapshot_of_this_checkout(hook_repo)
 
     git(project, "init", "-q")
-    (project / ".pre-commit-config.yaml").write_text(textwrap.dedent(f"""\
+    (project / ".pre-commit-config.yaml").write_text(
+        textwrap.dedent(f"""\
         repos:
           - repo: {hook_repo}
             rev: {rev}
             hooks:
               - id: torchlint
                 args: [--select, TL016]
-        """))
+        """)
+    )
     (project / "train.py").write_text(BUGGY)
     (project / "notes.txt").write_text("not python\n")
     git(project, "add", ".")

@@ -22,8 +22,17 @@ def _in_tmp(monkeypatch, tmp_path):
     monkeypatch.delenv("FORCE_COLOR", raising=False)
 
 
-def finding(path="src/train.py", line=3, column=5, end_line=3, end_column=9, code="TL016",
-            severity="error", message="bad thing; do this", fix=None):
+def finding(
+    path="src/train.py",
+    line=3,
+    column=5,
+    end_line=3,
+    end_column=9,
+    code="TL016",
+    severity="error",
+    message="bad thing; do this",
+    fix=None,
+):
     return Finding(path, line, column, end_line, end_column, code, "some-rule", severity, message, fix)
 
 
@@ -44,11 +53,24 @@ def test_json_is_an_array_of_findings_with_the_documented_keys(tmp_path):
     assert [list(item) for item in data] == [JSON_KEYS, JSON_KEYS]
     broken, train = data
     assert broken == {
-        "path": "broken.py", "line": 1, "column": 5, "end_line": 1, "end_column": 5, "code": "TL000",
-        "name": "syntax-error", "severity": "error", "message": "cannot parse: '(' was never closed", "fix": None,
+        "path": "broken.py",
+        "line": 1,
+        "column": 5,
+        "end_line": 1,
+        "end_column": 5,
+        "code": "TL000",
+        "name": "syntax-error",
+        "severity": "error",
+        "message": "cannot parse: '(' was never closed",
+        "fix": None,
     }
     assert (train["path"], train["line"], train["column"], train["end_line"], train["end_column"]) == (
-        "train.py", 5, 9, 5, 24)
+        "train.py",
+        5,
+        9,
+        5,
+        24,
+    )
     assert (train["code"], train["name"], train["severity"]) == ("TL016", "backward-under-no-grad", "error")
 
 
@@ -89,14 +111,23 @@ def test_github_workflow_commands(tmp_path):
     run = run_cli(["train.py", "--format", "github", "--select", "TL016"])
     [(kind, props, message)] = parse_github(run.out)
     assert kind == "error"
-    assert props == {"file": "train.py", "line": "5", "col": "9", "endLine": "5", "endColumn": "24",
-                     "title": "TL016 backward-under-no-grad"}
+    assert props == {
+        "file": "train.py",
+        "line": "5",
+        "col": "9",
+        "endLine": "5",
+        "endColumn": "24",
+        "title": "TL016 backward-under-no-grad",
+    }
     assert message.startswith("`loss.backward()` runs under `torch.no_grad()`")
 
 
 def test_github_warnings_and_escaping():
-    results = [FileResult("dir,1/a:b.py", [finding(path="dir,1/a:b.py", severity="warning",
-                                                   message="100% wrong\nsecond line")])]
+    results = [
+        FileResult(
+            "dir,1/a:b.py", [finding(path="dir,1/a:b.py", severity="warning", message="100% wrong\nsecond line")]
+        )
+    ]
     [(kind, props, message)] = parse_github(render(report_github, results))
     assert kind == "warning"
     assert props["file"] == "dir%2C1/a%3Ab.py"
@@ -183,8 +214,12 @@ def test_text_summary_counts_errors_warnings_and_files():
 def test_text_colours_severity_with_colorama():
     import colorama
 
-    out = render(report_text, [FileResult("a.py", [finding(severity="warning")], {3: "    opt.step()"})],
-                 color=True, files_checked=1)
+    out = render(
+        report_text,
+        [FileResult("a.py", [finding(severity="warning")], {3: "    opt.step()"})],
+        color=True,
+        files_checked=1,
+    )
     assert colorama.Fore.YELLOW + colorama.Style.BRIGHT + "TL016" in out
     plain = render(report_text, [FileResult("a.py", [finding()], {3: "    opt.step()"})], files_checked=1)
     assert "\x1b[" not in plain

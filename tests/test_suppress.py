@@ -71,8 +71,14 @@ def test_comment_on_another_line_does_not_suppress():
     assert findings(header="  # torchlint: disable=TL016") == [(5, "TL016")]
 
 
-@pytest.mark.parametrize("header", ["  # torchlint: disable-file=TL016", "  # torchlint: disable-file=TL001, TL016",
-                                    "  # torchlint: disable-file=TL0"])
+@pytest.mark.parametrize(
+    "header",
+    [
+        "  # torchlint: disable-file=TL016",
+        "  # torchlint: disable-file=TL001, TL016",
+        "  # torchlint: disable-file=TL0",
+    ],
+)
 def test_disable_file_anywhere_suppresses_the_whole_file(header):
     assert findings(header=header) == []
     assert findings(comment=header) == []

@@ -330,9 +330,9 @@ def test_accumulation_evidence_kinds():
         """
     )
     micro_unit, exit_unit, skipping_unit = tm.step_units
-    (_, micro), = tm.accumulated_backwards(micro_unit, micro_unit.steps[0])
+    ((_, micro),) = tm.accumulated_backwards(micro_unit, micro_unit.steps[0])
     assert micro.kind == "micro_loop" and micro.count() == "grad_accum"
-    (_, exit_), = tm.accumulated_backwards(exit_unit, exit_unit.steps[0])
+    ((_, exit_),) = tm.accumulated_backwards(exit_unit, exit_unit.steps[0])
     assert exit_.kind == "exit" and isinstance(exit_.node, ast.Continue) and exit_.count() == "k"
     # Cleared on every iteration: steps are skipped, nothing accumulates.
     assert tm.accumulated_backwards(skipping_unit, skipping_unit.steps[0]) == []
@@ -402,7 +402,9 @@ def test_lightning_optimizers_unpacking_takes_parameters_from_configure_optimize
 def test_walks_are_bounded_when_helpers_call_many_helpers():
     # 12 helpers that all call each other: following every call 4 deep would mean 11**4 bodies.
     helpers = "\n".join(
-        f"def f{i}(x):\n" + "".join(f"    f{j}(x)\n" for j in range(12) if j != i) + "    x.backward()\n    opt.step()\n"
+        f"def f{i}(x):\n"
+        + "".join(f"    f{j}(x)\n" for j in range(12) if j != i)
+        + "    x.backward()\n    opt.step()\n"
         for i in range(12)
     )
     ctx, tm = model_of(helpers + "for x in loader:\n    f0(x)\n")
@@ -415,7 +417,11 @@ def test_long_reassignment_chains_are_traced_in_bounded_time(parts, divided):
     # A loss summed from parts is traced to its start; a chain longer than the trace depth
     # counts as divided (silence over guessing). Either way in bounded time.
     chain = "".join(f"        loss = loss + part{i}\n" for i in range(parts))
-    ctx, tm = model_of("def train(model, loader):\n    for x in loader:\n        loss = model(x)\n" + chain + "        loss.backward()\n")
+    ctx, tm = model_of(
+        "def train(model, loader):\n    for x in loader:\n        loss = model(x)\n"
+        + chain
+        + "        loss.backward()\n"
+    )
     backward = next(e for e in tm.loop_events[ctx.nodes(ast.For)[0]] if e.kind == "backward")
     assert tm.loss_is_divided(backward) is divided
 

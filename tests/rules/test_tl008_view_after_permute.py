@@ -138,8 +138,9 @@ def test_one_branch_permutes(lint):
 
 
 def test_timm_style_split_of_token_dimension(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         def forward(self, x, size):
             B, N, C = x.shape
             H, W = size
@@ -147,24 +148,30 @@ def test_timm_style_split_of_token_dimension(lint):
             feat = self.proj(feat)
             return feat.flatten(2).transpose(1, 2)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_detectron2_style_split_with_minus_one_batch(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         def forward(self, x, Wh, Ww):
             x = self.norm(x)
             return x.transpose(1, 2).view(-1, self.embed_dim, Wh, Ww)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_contiguous_reshape_and_flatten_between(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         def merge_heads(y, B, T, C):
             a = y.transpose(1, 2).contiguous().view(B, T, C)
             b = y.permute(0, 2, 1, 3).reshape(B, T, C)
@@ -174,38 +181,47 @@ def test_contiguous_reshape_and_flatten_between(lint):
             e = y.permute(0, 2, 1, 3).clone(memory_format=torch.contiguous_format).view(B, T, -1)
             return a, b, d, e
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_layout_changing_ops_in_between(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         def f(x, w):
             y = x.transpose(0, 1)
             z = y @ w
             s = y.sum(0)
             return z.view(-1), s.view(-1), (y * w.t()).view(-1)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_permute_to_more_dimensions_is_a_split(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         def windows(x, B, nH, nW, r, C):
             x = x.permute(0, 2, 3, 1).view(B, nH, nW, r, r, C)
             table = self.table.permute(1, 0).view(1, self.heads, 7, 7)
             return x, table
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_reassigned_before_view_and_dtype_views(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch
         def f(x, shape):
             y = x.t()
@@ -215,13 +231,16 @@ def test_reassigned_before_view_and_dtype_views(lint):
             c = x.t().view(shape)
             return a, b, c
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_other_branch_binding_does_not_reach(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         def f(x, flag):
             if flag:
                 y = x.t()
@@ -231,19 +250,24 @@ def test_other_branch_binding_does_not_reach(lint):
                 out = y.view(-1)
             return out
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_numpy_transpose_is_not_a_tensor_permute(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import numpy as np
         def f(a):
             return np.transpose(a).view(-1)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 # ----- further cases (both kinds), from the audit and real-world shapes ---------------------
@@ -251,16 +275,19 @@ def test_numpy_transpose_is_not_a_tensor_permute(lint):
 
 def test_layer_named_t_is_not_a_transpose(lint):
     # timm's non-local block: `self.t` is a 1x1 conv, and `t.view(B, C, -1)` is fine.
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         def forward(self, x):
             t = self.t(x)
             B, C, H, W = t.size()
             t = t.view(B, C, -1).permute(0, 2, 1)
             return t
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_attention_output_merged_without_contiguous(lint):

@@ -162,8 +162,9 @@ def test_self_attribute_total_in_trainer_method(lint):
 
 
 def test_item_detach_and_float_conversions(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         def train(model, loader, criterion, optimizer, accelerator):
             a = b = c = d = e = 0.0
             losses = []
@@ -181,13 +182,16 @@ def test_item_detach_and_float_conversions(lint):
                 losses.append(loss.item())
             return a, b, c, d, e, sum(losses)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_summed_losses_that_are_backpropagated(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch
         def step(model, heads, x, targets, optimizer):
             for batch in range(10):
@@ -202,13 +206,16 @@ def test_summed_losses_that_are_backpropagated(lint):
                 total.backward()
                 optimizer.step()
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_evaluation_under_no_grad(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch
         def train_and_eval(model, loader, val_loader, criterion, optimizer):
             for x, y in loader:
@@ -222,14 +229,17 @@ def test_evaluation_under_no_grad(lint):
                     val_loss += criterion(model(x), y)
             return val_loss
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_mc_samples_inside_one_closure_step(lint):
     # A few backward passes summed inside one optimizer step: bounded, not a leak.
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch
         def training_step(self, batch):
             def closure():
@@ -241,13 +251,16 @@ def test_mc_samples_inside_one_closure_step(lint):
                 return torch.stack(losses).mean()
             self.opt.step(closure=closure)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_list_of_losses_never_aggregated_and_metrics_counters(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         def train(model, loader, criterion, optimizer):
             correct = 0
             seen = 0
@@ -263,13 +276,16 @@ def test_list_of_losses_never_aggregated_and_metrics_counters(lint):
                 history.append(loss)
             return correct / seen
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_nanogpt_micro_step_loop(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         for iter_num in range(max_iters):
             for micro_step in range(gradient_accumulation_steps):
                 with ctx:
@@ -283,13 +299,16 @@ def test_nanogpt_micro_step_loop(lint):
             lossf = loss.item() * gradient_accumulation_steps
             running = lossf if iter_num == 0 else running + lossf
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_rebound_to_item_before_accumulating(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         def train(model, loader, criterion, optimizer):
             total = 0
             for x, y in loader:
@@ -300,8 +319,10 @@ def test_rebound_to_item_before_accumulating(lint):
                 loss = loss.item()
                 total += loss
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 # ----- further cases (both kinds), from the audit and real-world shapes ---------------------
@@ -310,8 +331,9 @@ def test_rebound_to_item_before_accumulating(lint):
 def test_style_transfer_partial_losses_summed_then_backpropagated(lint):
     # Shaped like a style-transfer loop: a per-layer sum that is scaled, added to the
     # content loss and backpropagated; only `.item()` values are kept across batches.
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         def train(epochs, loader, vgg, transformer, optimizer, mse_loss, grams, weight):
             for e in range(epochs):
                 agg = 0.0
@@ -327,13 +349,16 @@ def test_style_transfer_partial_losses_summed_then_backpropagated(lint):
                     optimizer.step()
                     agg += style.item()
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_helper_returning_a_number(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         def train_step(model, batch, criterion, optimizer):
             optimizer.zero_grad()
             loss = criterion(model(batch[0]), batch[1])
@@ -348,5 +373,7 @@ def test_helper_returning_a_number(lint):
                 total += loss
             return total
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )

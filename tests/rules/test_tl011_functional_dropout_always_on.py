@@ -115,8 +115,9 @@ def test_torch_dropout_alias(lint):
 
 
 def test_training_passed_by_keyword_or_position(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch
         import torch.nn as nn
         import torch.nn.functional as F
@@ -127,26 +128,32 @@ def test_training_passed_by_keyword_or_position(lint):
                 x = F.dropout2d(x, 0.1, self.training and self.use_dropout)
                 return torch.dropout(x, 0.1, self.training)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_explicit_training_true_is_mc_dropout(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch.nn as nn
         import torch.nn.functional as F
         class BayesianNet(nn.Module):
             def forward(self, x):
                 return F.dropout(self.fc(x), p=0.2, training=True)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_outside_any_module_class(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch.nn.functional as F
         def augment(x):
             return F.dropout(x, p=0.1)
@@ -154,13 +161,16 @@ def test_outside_any_module_class(lint):
             def __call__(self, x):
                 return F.dropout(x, 0.1)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_dropout_module_and_kwargs_forwarding(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch.nn as nn
         import torch.nn.functional as F
         class Net(nn.Module):
@@ -171,13 +181,16 @@ def test_dropout_module_and_kwargs_forwarding(lint):
                 x = self.drop(x)
                 return F.dropout(x, **kwargs)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_lightning_training_step_runs_only_in_training(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import lightning as L
         import torch.nn.functional as F
         class Lit(L.LightningModule):
@@ -185,18 +198,23 @@ def test_lightning_training_step_runs_only_in_training(lint):
                 x = F.dropout(batch[0], 0.1)
                 return self(x).sum()
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_unrelated_dropout_function(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch.nn as nn
         from mylib import dropout
         class Net(nn.Module):
             def forward(self, x):
                 return dropout(x, 0.1)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )

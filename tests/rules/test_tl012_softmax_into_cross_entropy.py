@@ -141,8 +141,9 @@ def test_nested_model_class_with_softmax_head(lint):
 
 
 def test_softmax_only_for_metrics_next_to_loss_on_logits(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch
         import torch.nn as nn
         criterion = nn.CrossEntropyLoss()
@@ -153,13 +154,16 @@ def test_softmax_only_for_metrics_next_to_loss_on_logits(lint):
             conf, pred = probs.max(1)
             return loss, conf, pred
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_forward_returns_softmax_only_in_eval(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch.nn as nn
         import torch.nn.functional as F
         class Net(nn.Module):
@@ -172,13 +176,16 @@ def test_forward_returns_softmax_only_in_eval(lint):
         criterion = nn.CrossEntropyLoss()
         loss = criterion(model(inputs), targets)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_log_softmax_into_nll_loss_and_softmax_into_other_losses(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch
         import torch.nn.functional as F
         def losses(logits, y, teacher_logits):
@@ -188,26 +195,32 @@ def test_log_softmax_into_nll_loss_and_softmax_into_other_losses(lint):
             c = F.mse_loss(torch.softmax(logits, 1), F.one_hot(y, 10).float())
             return a + b + c
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_softmax_target_for_soft_labels(lint):
     # The *target* of cross-entropy may be probabilities (soft labels, distillation).
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch.nn.functional as F
         def distill(student_logits, teacher_logits, T):
             soft = F.softmax(teacher_logits / T, dim=-1)
             return F.cross_entropy(student_logits / T, soft)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_reassigned_after_softmax_and_unknown_criterion(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch.nn.functional as F
         def step(model, x, y, criterion):
             out = F.softmax(model(x), 1)
@@ -216,13 +229,16 @@ def test_reassigned_after_softmax_and_unknown_criterion(lint):
             b = criterion(F.softmax(model(x), 1), y)
             return a + b
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_model_with_softmax_in_the_middle(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch.nn as nn
         class Attn(nn.Module):
             def __init__(self):
@@ -233,8 +249,10 @@ def test_model_with_softmax_in_the_middle(lint):
         model = Attn()
         loss = nn.CrossEntropyLoss()(model(x), y)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 # ----- further cases (both kinds), from the audit and real-world shapes ---------------------
@@ -265,8 +283,9 @@ def test_wrapped_model_and_criterion_moved_to_device(lint):
 
 
 def test_criterion_chosen_by_config_is_unknown(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch
         import torch.nn as nn
         def main(args, logits_model, x, y):
@@ -276,8 +295,10 @@ def test_criterion_chosen_by_config_is_unknown(lint):
                 criterion = nn.MSELoss()
             return criterion(torch.softmax(logits_model(x), 1), y)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_lightning_training_step_calling_self(lint):

@@ -130,8 +130,9 @@ def test_lightning_module_list_of_layers(lint):
 
 
 def test_layers_collected_then_wrapped(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch.nn as nn
         class Net(nn.Module):
             def __init__(self, depth):
@@ -143,13 +144,16 @@ def test_layers_collected_then_wrapped(lint):
                 self.heads = [nn.Linear(8, 2)]
                 self.heads = nn.ModuleList(self.heads)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_references_to_registered_modules_and_plain_data(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch.nn as nn
         class Net(nn.Module):
             def __init__(self):
@@ -163,13 +167,16 @@ def test_references_to_registered_modules_and_plain_data(lint):
                 self.out_indices = []
                 self.out_indices.append(3)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_registered_by_hand(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch
         import torch.nn as nn
         class Net(nn.Module):
@@ -183,13 +190,16 @@ def test_registered_by_hand(lint):
                 w = torch.zeros(4, requires_grad=True)
                 self.register_parameter("w", nn.Parameter(w))
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_parameters_buffers_and_frozen_tensors(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch
         import torch.nn as nn
         class Net(nn.Module):
@@ -202,13 +212,16 @@ def test_parameters_buffers_and_frozen_tensors(lint):
                 self.scale = torch.tensor(2.0)
                 self.params = nn.ParameterList([nn.Parameter(torch.ones(2)) for _ in range(3)])
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_not_a_module_class(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch
         import torch.nn as nn
         class Ensemble:
@@ -216,13 +229,16 @@ def test_not_a_module_class(lint):
                 self.models = [nn.Linear(4, 4) for _ in range(n)]
                 self.temperature = torch.ones(1, requires_grad=True)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_outside_init_and_wrapped_parameter(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch
         import torch.nn as nn
         class Net(nn.Module):
@@ -233,8 +249,10 @@ def test_outside_init_and_wrapped_parameter(lint):
             def reset(self):
                 self.cache = [nn.Linear(2, 2)]
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 # ----- further cases (both kinds), from the audit and real-world shapes ---------------------

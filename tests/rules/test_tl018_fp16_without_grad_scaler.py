@@ -128,7 +128,9 @@ def test_bf16_autocast_needs_no_scaler(lint):
     )
 
 
-@pytest.mark.parametrize("autocast", ["torch.autocast('cpu')", "torch.cpu.amp.autocast()", "torch.autocast(device_type=dev)"])
+@pytest.mark.parametrize(
+    "autocast", ["torch.autocast('cpu')", "torch.cpu.amp.autocast()", "torch.autocast(device_type=dev)"]
+)
 def test_cpu_or_unknown_device_autocast(lint, autocast):
     assert not lint(
         f"""

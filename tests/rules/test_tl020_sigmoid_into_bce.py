@@ -126,8 +126,9 @@ def test_model_forward_returns_sigmoid_on_every_path(lint):
 
 
 def test_logits_to_loss_sigmoid_for_predictions(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch
         import torch.nn as nn
         criterion = nn.BCEWithLogitsLoss()
@@ -137,13 +138,16 @@ def test_logits_to_loss_sigmoid_for_predictions(lint):
             preds = (torch.sigmoid(logits) > 0.5).float()
             return loss, preds
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_sigmoid_into_plain_bce(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch
         import torch.nn as nn
         import torch.nn.functional as F
@@ -152,13 +156,16 @@ def test_sigmoid_into_plain_bce(lint):
             p = torch.sigmoid(model(x))
             return criterion(p, y) + F.binary_cross_entropy(p, y)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_gan_discriminator_without_sigmoid(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch.nn as nn
         class D(nn.Module):
             def __init__(self):
@@ -170,13 +177,16 @@ def test_gan_discriminator_without_sigmoid(lint):
         criterion = nn.BCEWithLogitsLoss()
         loss = criterion(netD(x), y)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_sigmoid_only_in_eval_branch(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch
         import torch.nn as nn
         class Net(nn.Module):
@@ -189,26 +199,32 @@ def test_sigmoid_only_in_eval_branch(lint):
         criterion = nn.BCEWithLogitsLoss()
         loss = criterion(model(x), y)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_sigmoid_used_as_target_or_weight(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch
         import torch.nn.functional as F
         def distill(student_logits, teacher_logits, w):
             soft_targets = torch.sigmoid(teacher_logits)
             return F.binary_cross_entropy_with_logits(student_logits, soft_targets, weight=torch.sigmoid(w))
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_unknown_loss_object_and_rebound_name(lint):
-    assert lint(
-        """
+    assert (
+        lint(
+            """
         import torch
         def step(model, x, y, loss_fn):
             out = torch.sigmoid(model(x))
@@ -216,8 +232,10 @@ def test_unknown_loss_object_and_rebound_name(lint):
             out = model.logits(x)
             return a + torch.nn.functional.binary_cross_entropy_with_logits(out, y)
         """,
-        CODE,
-    ) == []
+            CODE,
+        )
+        == []
+    )
 
 
 def test_forward_inherited_from_a_base_class_of_the_file(lint):

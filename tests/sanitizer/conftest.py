@@ -33,7 +33,9 @@ def net():
 @pytest.fixture
 def batches():
     generator = torch.Generator().manual_seed(1)
-    return [(torch.randn(16, 8, generator=generator), torch.randint(0, 3, (16,), generator=generator)) for _ in range(4)]
+    return [
+        (torch.randn(16, 8, generator=generator), torch.randint(0, 3, (16,), generator=generator)) for _ in range(4)
+    ]
 
 
 @pytest.fixture

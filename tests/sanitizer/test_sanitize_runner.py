@@ -104,7 +104,16 @@ def test_raise_stops_the_script_with_status_1(script, tmp_path, capsys):
 
 def test_python_dash_m_entry_point(script, tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "torchlint.sanitizer.runner", "--no-anomaly", str(script), str(tmp_path / "f.json"), "exit", "4"],
+        [
+            sys.executable,
+            "-m",
+            "torchlint.sanitizer.runner",
+            "--no-anomaly",
+            str(script),
+            str(tmp_path / "f.json"),
+            "exit",
+            "4",
+        ],
         capture_output=True,
         text=True,
         timeout=120,

@@ -262,7 +262,12 @@ def test_ts111_nan_gradients_are_named_at_the_step():
     assert finding.lineno == line_of("opt.step()", nan_batch)
     assert "NaN" in finding.message
     # One NaN input row poisons every gradient of the model.
-    assert set(finding.details["nan"]) == {"model.body.weight", "model.body.bias", "model.head.weight", "model.head.bias"}
+    assert set(finding.details["nan"]) == {
+        "model.body.weight",
+        "model.body.bias",
+        "model.head.weight",
+        "model.head.bias",
+    }
     # The NaN update poisoned the weights, so the last step is reported too.
     assert finding.count == 2
 
@@ -350,7 +355,9 @@ def test_ts112_step_behind_a_condition_that_is_never_true():
     (finding,) = codes(report, "TS112")
     assert finding.name == "optimizer-not-stepped"
     assert finding.lineno == line_of("loss.backward()", step_never_taken)
-    assert finding.message.startswith("20 backward passes filled the gradients of opt's parameters, but opt.step() never ran")
+    assert finding.message.startswith(
+        "20 backward passes filled the gradients of opt's parameters, but opt.step() never ran"
+    )
     assert "cleared without being used" in finding.message
 
 

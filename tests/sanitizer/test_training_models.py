@@ -368,7 +368,7 @@ def test_gan_with_requires_grad_toggling_keeps_model_paths(clear_d):
         assert stale[0].details["parameters"] == ["netD.0.weight", "netD.0.bias", "netD.2.weight", "netD.2.bias"]
 
 
-RUN_SCRIPT = '''
+RUN_SCRIPT = """
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -380,7 +380,7 @@ x, y = torch.randn(32, 8), torch.randint(0, 3, (32,))
 for step in range(4):
     F.cross_entropy(model(x), y).backward()
     opt.step()  # never cleared
-'''
+"""
 
 
 def test_torchlint_run_reports_training_checks_in_the_json_report(tmp_path, capsys):

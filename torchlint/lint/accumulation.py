@@ -61,7 +61,9 @@ DIVIDING_FUNCTIONS = frozenset({"torch.div", "torch.divide", "torch.true_divide"
 # Mixed-precision wrappers whose result is their first argument, scaled for fp16.
 LOSS_SCALING_CALLS = frozenset({"scale", "scale_loss"})
 # Methods whose result keeps a loss's scaling (``loss.mean()``, ``loss.float()``).
-LOSS_KEEPING_METHODS = frozenset({"mean", "sum", "float", "double", "half", "to", "squeeze", "view", "reshape", "contiguous", "clone"})
+LOSS_KEEPING_METHODS = frozenset(
+    {"mean", "sum", "float", "double", "half", "to", "squeeze", "view", "reshape", "contiguous", "clone"}
+)
 
 
 class AccumulationMixin:
@@ -77,7 +79,10 @@ class AccumulationMixin:
             return False
         for node in _training._walk_no_scopes(test):
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-                if not (isinstance(node.left, (ast.Constant, ast.JoinedStr)) and not isinstance(getattr(node.left, "value", 0), (int, float))):
+                if not (
+                    isinstance(node.left, (ast.Constant, ast.JoinedStr))
+                    and not isinstance(getattr(node.left, "value", 0), (int, float))
+                ):
                     return True
             elif isinstance(node, ast.Attribute) and ACCUMULATION_NAME.search(node.attr):
                 return True
@@ -87,7 +92,11 @@ class AccumulationMixin:
                 if depth < 2:
                     for assign in self._visible_assignments(node.id, test):
                         value = getattr(assign, "value", None)
-                        if isinstance(assign, ast.Assign) and value is not None and self.is_accumulation_test(value, depth + 1):
+                        if (
+                            isinstance(assign, ast.Assign)
+                            and value is not None
+                            and self.is_accumulation_test(value, depth + 1)
+                        ):
                             return True
         return False
 
@@ -289,7 +298,11 @@ class AccumulationMixin:
                     return []  # cleared on every iteration: steps are skipped, nothing accumulates
         found = []
         for j, event in enumerate(events):
-            if event.kind != "backward" or _training.exclusive(event, step) or (len(stepped) > 1 and not low <= j < index):
+            if (
+                event.kind != "backward"
+                or _training.exclusive(event, step)
+                or (len(stepped) > 1 and not low <= j < index)
+            ):
                 continue
             if step_gates or exit_test is not None:
                 if gated(event, j):
@@ -322,7 +335,11 @@ class AccumulationMixin:
         step = events[index]
         for j in range(len(events) if anywhere else index):
             event = events[j]
-            if event.kind in ("continue", "return") and event.loops == step.loops and not _training.exclusive(event, step):
+            if (
+                event.kind in ("continue", "return")
+                and event.loops == step.loops
+                and not _training.exclusive(event, step)
+            ):
                 for test, _ in event.guards:
                     if self.is_accumulation_test(test):
                         return test, j

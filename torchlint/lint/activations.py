@@ -62,8 +62,25 @@ ACTIVATIONS = {
 # Operations that change only shape, dtype, device or range, not what the values mean.
 TRANSPARENT_METHODS = frozenset(
     {
-        "view", "reshape", "squeeze", "unsqueeze", "flatten", "contiguous", "float", "double", "half",
-        "to", "cuda", "cpu", "permute", "transpose", "view_as", "reshape_as", "clamp", "clip", "type_as",
+        "view",
+        "reshape",
+        "squeeze",
+        "unsqueeze",
+        "flatten",
+        "contiguous",
+        "float",
+        "double",
+        "half",
+        "to",
+        "cuda",
+        "cpu",
+        "permute",
+        "transpose",
+        "view_as",
+        "reshape_as",
+        "clamp",
+        "clip",
+        "type_as",
     }
 )
 TRANSPARENT_FUNCTIONS = frozenset({"torch.clamp", "torch.clip", "torch.squeeze", "torch.flatten", "torch.reshape"})

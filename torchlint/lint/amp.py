@@ -94,7 +94,9 @@ def autocast_of(ctx: "FileContext", expr: ast.AST) -> Autocast | None:
     else:
         dtype = _DEFAULT_DTYPE.get(device or "")
     enabled_arg = _argument(expr, "enabled", params)
-    enabled = enabled_arg.value if isinstance(enabled_arg, ast.Constant) and isinstance(enabled_arg.value, bool) else None
+    enabled = (
+        enabled_arg.value if isinstance(enabled_arg, ast.Constant) and isinstance(enabled_arg.value, bool) else None
+    )
     if enabled_arg is None:
         enabled = True
     return Autocast(expr, device, dtype, enabled)

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from .context import FileContext
 
 
-
 class CallGraph:
     def __init__(self, ctx: "FileContext"):
         self.ctx = ctx

@@ -82,21 +82,40 @@ def _parser():
         "`torchlint rules`, `torchlint explain CODE`, `torchlint run SCRIPT`.",
         epilog="Exit status: 0 no findings, 1 findings, 2 usage, configuration or path error.",
     )
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories to lint (default: .); - reads stdin")
-    parser.add_argument("--select", metavar="CODES", help="comma-separated rule codes or prefixes to enable (e.g. TL001,TL01)")
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="files or directories to lint (default: .); - reads stdin"
+    )
+    parser.add_argument(
+        "--select", metavar="CODES", help="comma-separated rule codes or prefixes to enable (e.g. TL001,TL01)"
+    )
     parser.add_argument("--ignore", metavar="CODES", help="comma-separated rule codes or prefixes to disable")
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
     parser.add_argument("--exit-zero", action="store_true", help="exit with status 0 even when there are findings")
     parser.add_argument("--config", metavar="FILE", help="use this pyproject.toml or TOML file instead of searching")
     parser.add_argument("--no-color", action="store_true", help="never colour the output (also: NO_COLOR=1)")
-    parser.add_argument("--jobs", "-j", type=_jobs, default=1, metavar="N",
-                        help="lint files in N processes (0: one per CPU; default: 1)")
-    parser.add_argument("--max-file-size", type=_megabytes, default=1.0, metavar="MB",
-                        help="skip (with a warning) files larger than this; 0: no limit (default: 1)")
-    parser.add_argument("--quiet", "-q", action="store_true", help="print only the findings: no source lines, no summary")
+    parser.add_argument(
+        "--jobs",
+        "-j",
+        type=_jobs,
+        default=1,
+        metavar="N",
+        help="lint files in N processes (0: one per CPU; default: 1)",
+    )
+    parser.add_argument(
+        "--max-file-size",
+        type=_megabytes,
+        default=1.0,
+        metavar="MB",
+        help="skip (with a warning) files larger than this; 0: no limit (default: 1)",
+    )
+    parser.add_argument(
+        "--quiet", "-q", action="store_true", help="print only the findings: no source lines, no summary"
+    )
     parser.add_argument("--statistics", action="store_true", help="print the number of findings per rule")
-    parser.add_argument("--stdin-filename", metavar="NAME", help="the file name to report (and match config with) for -")
+    parser.add_argument(
+        "--stdin-filename", metavar="NAME", help="the file name to report (and match config with) for -"
+    )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     return parser
 

@@ -222,8 +222,12 @@ def settings_from_table(table: dict, source: Path, root: Path) -> Settings:
     if not isinstance(per_file, dict):
         raise ConfigError(f"{where} per-file-ignores must be a table of glob = [codes], got {per_file!r}")
     per_file_ignores = tuple(
-        (pattern, validate_codes(_string_list(codes, f"{where} per-file-ignores {pattern!r}"),
-                                 f"{where} per-file-ignores {pattern!r}"))
+        (
+            pattern,
+            validate_codes(
+                _string_list(codes, f"{where} per-file-ignores {pattern!r}"), f"{where} per-file-ignores {pattern!r}"
+            ),
+        )
         for pattern, codes in per_file.items()
     )
     return Settings(root, source, select, ignore, exclude, extend_exclude, per_file_ignores)

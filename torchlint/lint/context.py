@@ -41,8 +41,25 @@ MODULE_BASES = frozenset(
 
 # Fields that never hold a child node of interest: expression contexts and operators are
 # shared singletons in CPython's trees; the rest are plain strings and numbers.
-_SKIPPED_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "asname", "module", "level",
-                             "kind", "type_comment", "conversion", "is_async", "simple", "tag"})
+_SKIPPED_FIELDS = frozenset(
+    {
+        "ctx",
+        "op",
+        "ops",
+        "id",
+        "attr",
+        "arg",
+        "asname",
+        "module",
+        "level",
+        "kind",
+        "type_comment",
+        "conversion",
+        "is_async",
+        "simple",
+        "tag",
+    }
+)
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
@@ -232,8 +249,10 @@ class FileContext:
                 for base in cls.bases:
                     qual = self.qualname(base)
                     local = dotted_name(base)
-                    if (qual and qual in MODULE_BASES) or (local in found) or (
-                        qual is None and local in ("nn.Module", "Module", "LightningModule")
+                    if (
+                        (qual and qual in MODULE_BASES)
+                        or (local in found)
+                        or (qual is None and local in ("nn.Module", "Module", "LightningModule"))
                     ):
                         found.add(name)
                         changed = True

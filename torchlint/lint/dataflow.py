@@ -62,8 +62,21 @@ if hasattr(ast, "TryStar"):  # Python 3.11+
 
 # The node types _visit binds names for (exact types: the walk checks every node of a scope).
 _BINDING_TYPES = frozenset(
-    {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.NamedExpr,
-     ast.Import, ast.ImportFrom, ast.ExceptHandler, ast.Global, ast.Nonlocal}
+    {
+        ast.Assign,
+        ast.AnnAssign,
+        ast.AugAssign,
+        ast.For,
+        ast.AsyncFor,
+        ast.With,
+        ast.AsyncWith,
+        ast.NamedExpr,
+        ast.Import,
+        ast.ImportFrom,
+        ast.ExceptHandler,
+        ast.Global,
+        ast.Nonlocal,
+    }
 )
 
 
@@ -115,8 +128,15 @@ class ScopeFlow:
                 if literal is not None and not starred and len(literal) == len(target.elts):
                     self._bind_target(element, kind, stmt, literal[i], source, position)
                 else:
-                    self._bind_target(element, "unpack" if kind != "for" else "for", stmt, None,
-                                      source if kind == "for" else value, position, i)
+                    self._bind_target(
+                        element,
+                        "unpack" if kind != "for" else "for",
+                        stmt,
+                        None,
+                        source if kind == "for" else value,
+                        position,
+                        i,
+                    )
 
     def _collect(self, scope: ast.AST) -> None:
         if isinstance(scope, FUNCTIONS):
@@ -171,8 +191,9 @@ class ScopeFlow:
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 if item.optional_vars is not None:
-                    self._bind_target(item.optional_vars, "with", node, item.context_expr, None,
-                                      _end(item.optional_vars))
+                    self._bind_target(
+                        item.optional_vars, "with", node, item.context_expr, None, _end(item.optional_vars)
+                    )
         elif isinstance(node, ast.NamedExpr):
             self._add(Binding(node.target.id, "walrus", node, node.value, None, None, _end(node)))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):

@@ -133,11 +133,7 @@ def cpu_budget(seconds: float | None):
     """Yields ``limit()``, a context manager that stops the code inside it with RuleTimeout
     after ``seconds`` of CPU time. Uses SIGPROF, so it works only in a main thread on Unix;
     elsewhere (or with ``seconds`` None) it limits nothing."""
-    usable = (
-        seconds
-        and hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
-    )
+    usable = seconds and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if not usable:
         yield _no_limit
         return

@@ -42,9 +42,25 @@ if TYPE_CHECKING:
 
 EVAL_WORDS = frozenset(
     {
-        "val", "valid", "validate", "validation", "eval", "evaluate", "evaluation", "evaluator", "test",
-        "testing", "dev", "predict", "prediction", "predictions", "infer", "inference", "estimate",
-        "holdout", "heldout",
+        "val",
+        "valid",
+        "validate",
+        "validation",
+        "eval",
+        "evaluate",
+        "evaluation",
+        "evaluator",
+        "test",
+        "testing",
+        "dev",
+        "predict",
+        "prediction",
+        "predictions",
+        "infer",
+        "inference",
+        "estimate",
+        "holdout",
+        "heldout",
     }
 )
 # Framework hooks run by a trainer that sets the modes itself (Lightning, Fabric loops).
@@ -179,9 +195,7 @@ class EvaluationAnalysis:
                 continue
             if self._trains(unit_node):
                 continue
-            seen[unit_node] = EvalUnit(
-                unit_node, kind, call, ctx.enclosing_function(call), self._needs_grad(unit_node)
-            )
+            seen[unit_node] = EvalUnit(unit_node, kind, call, ctx.enclosing_function(call), self._needs_grad(unit_node))
         return sorted(seen.values(), key=lambda u: (u.first_call.lineno, u.first_call.col_offset))
 
     def _unit_of(self, call: ast.Call) -> tuple[ast.AST | None, str]:
@@ -390,7 +404,8 @@ class EvaluationAnalysis:
     @cached_property
     def _set_grad_calls(self) -> list[ast.Call]:
         return [
-            c for c in self.ctx.calls
+            c
+            for c in self.ctx.calls
             if isinstance(self.ctx.parent(c), ast.Expr) and self.ctx.call_qualname(c) in _SET_GRAD
         ]
 
@@ -447,7 +462,9 @@ class EvaluationAnalysis:
         cls = self.ctx.parent(func)
         if not isinstance(cls, ast.ClassDef):
             return False
-        model = symbol(node.func.value if isinstance(node.func, ast.Attribute) and node.func.attr == "forward" else node.func)
+        model = symbol(
+            node.func.value if isinstance(node.func, ast.Attribute) and node.func.attr == "forward" else node.func
+        )
         return any(
             event.kind == "eval"
             and same_model(event.target, model)
@@ -510,6 +527,7 @@ class EvaluationAnalysis:
             if isinstance(func, ast.Attribute) and func.attr == "enter_context":
                 by_function.setdefault(self.ctx.enclosing_function(call), []).append(call)
         return by_function
+
 
 # ----- helpers ------------------------------------------------------------------------------------------------
 def _pos(node) -> tuple[int, int]:

@@ -35,7 +35,7 @@ _CANONICAL_PREFIXES = (
 def canonical(qualname: str) -> str:
     for prefix, replacement in _CANONICAL_PREFIXES:
         if qualname == prefix or qualname.startswith(prefix):
-            return replacement + qualname[len(prefix):]
+            return replacement + qualname[len(prefix) :]
     return qualname
 
 

@@ -146,10 +146,14 @@ class RestoreAnalysis:
     def _ends_after(events, index) -> bool:
         """A `break` or `return` that certainly runs after the switch, leaving the loop."""
         event = events[index]
-        for other in events[index + 1:]:
+        for other in events[index + 1 :]:
             if other.kind == "return" and event.guards[: len(other.guards)] == other.guards:
                 return True
-            if other.kind == "break" and other.loops == event.loops and event.guards[: len(other.guards)] == other.guards:
+            if (
+                other.kind == "break"
+                and other.loops == event.loops
+                and event.guards[: len(other.guards)] == other.guards
+            ):
                 return True
         return False
 
@@ -166,7 +170,6 @@ class RestoreAnalysis:
             if evaluation.loops and evaluation.loops[-1] in other.loops:
                 return True  # in the same inner loop (a train/val phase loop): its next pass restores
         return False
-
 
     def _same_model(self, a, b) -> bool:
         """Whether two mode switches may concern the same model. Names only compare within one

@@ -1,7 +1,7 @@
 """Render the rules section of README.md from the rules' own docs, and keep it in sync.
 
-    python -m torchlint.lint.ruledocs            # print the section
-    python -m torchlint.lint.ruledocs --write    # rewrite it in README.md between the markers
+python -m torchlint.lint.ruledocs            # print the section
+python -m torchlint.lint.ruledocs --write    # rewrite it in README.md between the markers
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ def render() -> str:
     rules = all_rules()
     out = ["| code | name | severity | summary |", "|---|---|---|---|"]
     for code, rule in rules.items():
-        out.append(f"| [{code}](#{code.lower()}-{rule.name}-{rule.severity}) | `{rule.name}` | {rule.severity} | {rule.summary} |")
+        out.append(
+            f"| [{code}](#{code.lower()}-{rule.name}-{rule.severity}) | `{rule.name}` | {rule.severity} | {rule.summary} |"
+        )
     out.append("")
     for rule in rules.values():
         docs = rule.docs().replace("\n## ", "\n#### ").replace("# ", "### ", 1)

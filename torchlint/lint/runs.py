@@ -42,19 +42,87 @@ if TYPE_CHECKING:
 EPOCH_TOKENS = frozenset({"epoch", "epochs", "ep"})
 STEP_TOKENS = frozenset(
     {
-        "step", "steps", "iter", "iters", "iteration", "iterations", "it", "batch", "batches",
-        "minibatch", "minibatches", "loader", "dataloader", "update", "updates",
+        "step",
+        "steps",
+        "iter",
+        "iters",
+        "iteration",
+        "iterations",
+        "it",
+        "batch",
+        "batches",
+        "minibatch",
+        "minibatches",
+        "loader",
+        "dataloader",
+        "update",
+        "updates",
     }
 )
 RUN_TOKENS = frozenset(
     {
-        "fold", "folds", "kfold", "kf", "skf", "cv", "split", "splits", "trial", "trials", "seed",
-        "seeds", "run", "runs", "repeat", "repeats", "rep", "reps", "repetition", "repetitions",
-        "experiment", "experiments", "exp", "exps", "hparam", "hparams", "hyperparam", "hyperparams",
-        "hyperparameter", "hyperparameters", "grid", "sweep", "lr", "lrs", "round", "rounds",
-        "client", "clients", "task", "tasks", "stage", "stages", "model", "models", "arch", "archs",
-        "architecture", "architectures", "candidate", "candidates", "dataset", "datasets", "env",
-        "envs", "config", "configs", "cfg", "cfgs", "setting", "settings", "restart", "restarts",
+        "fold",
+        "folds",
+        "kfold",
+        "kf",
+        "skf",
+        "cv",
+        "split",
+        "splits",
+        "trial",
+        "trials",
+        "seed",
+        "seeds",
+        "run",
+        "runs",
+        "repeat",
+        "repeats",
+        "rep",
+        "reps",
+        "repetition",
+        "repetitions",
+        "experiment",
+        "experiments",
+        "exp",
+        "exps",
+        "hparam",
+        "hparams",
+        "hyperparam",
+        "hyperparams",
+        "hyperparameter",
+        "hyperparameters",
+        "grid",
+        "sweep",
+        "lr",
+        "lrs",
+        "round",
+        "rounds",
+        "client",
+        "clients",
+        "task",
+        "tasks",
+        "stage",
+        "stages",
+        "model",
+        "models",
+        "arch",
+        "archs",
+        "architecture",
+        "architectures",
+        "candidate",
+        "candidates",
+        "dataset",
+        "datasets",
+        "env",
+        "envs",
+        "config",
+        "configs",
+        "cfg",
+        "cfgs",
+        "setting",
+        "settings",
+        "restart",
+        "restarts",
     }
 )
 # Names that qualify a namespace rather than the loop (``range(cfg.epochs)``): only
@@ -64,21 +132,88 @@ _NAMESPACE_TOKENS = frozenset({"config", "configs", "cfg", "cfgs", "setting", "s
 # torch.nn layers without weights or state: building one per iteration costs nothing.
 STATELESS_LAYERS = frozenset(
     {
-        "ReLU", "ReLU6", "LeakyReLU", "PReLU_", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid",
-        "Tanh", "Hardtanh", "Hardswish", "Hardsigmoid", "Softplus", "Softsign", "Softmax", "LogSoftmax",
-        "Softmin", "Softmax2d", "Tanhshrink", "Softshrink", "Hardshrink", "Threshold", "GLU", "LogSigmoid",
-        "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
-        "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
-        "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
-        "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d",
-        "MaxUnpool3d", "Flatten", "Unflatten", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
-        "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
-        "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d",
-        "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d",
-        "CircularPad2d", "CircularPad3d", "Fold", "Unfold", "CosineSimilarity", "PairwiseDistance",
+        "ReLU",
+        "ReLU6",
+        "LeakyReLU",
+        "PReLU_",
+        "ELU",
+        "SELU",
+        "CELU",
+        "GELU",
+        "SiLU",
+        "Mish",
+        "Sigmoid",
+        "Tanh",
+        "Hardtanh",
+        "Hardswish",
+        "Hardsigmoid",
+        "Softplus",
+        "Softsign",
+        "Softmax",
+        "LogSoftmax",
+        "Softmin",
+        "Softmax2d",
+        "Tanhshrink",
+        "Softshrink",
+        "Hardshrink",
+        "Threshold",
+        "GLU",
+        "LogSigmoid",
+        "Dropout",
+        "Dropout1d",
+        "Dropout2d",
+        "Dropout3d",
+        "AlphaDropout",
+        "FeatureAlphaDropout",
+        "MaxPool1d",
+        "MaxPool2d",
+        "MaxPool3d",
+        "AvgPool1d",
+        "AvgPool2d",
+        "AvgPool3d",
+        "AdaptiveAvgPool1d",
+        "AdaptiveAvgPool2d",
+        "AdaptiveAvgPool3d",
+        "AdaptiveMaxPool1d",
+        "AdaptiveMaxPool2d",
+        "AdaptiveMaxPool3d",
+        "LPPool1d",
+        "LPPool2d",
+        "MaxUnpool1d",
+        "MaxUnpool2d",
+        "MaxUnpool3d",
+        "Flatten",
+        "Unflatten",
+        "Upsample",
+        "UpsamplingNearest2d",
+        "UpsamplingBilinear2d",
+        "PixelShuffle",
+        "PixelUnshuffle",
+        "ChannelShuffle",
+        "ZeroPad1d",
+        "ZeroPad2d",
+        "ZeroPad3d",
+        "ConstantPad1d",
+        "ConstantPad2d",
+        "ConstantPad3d",
+        "ReflectionPad1d",
+        "ReflectionPad2d",
+        "ReflectionPad3d",
+        "ReplicationPad1d",
+        "ReplicationPad2d",
+        "ReplicationPad3d",
+        "CircularPad1d",
+        "CircularPad2d",
+        "CircularPad3d",
+        "Fold",
+        "Unfold",
+        "CosineSimilarity",
+        "PairwiseDistance",
         "Identity",
         # Wrappers: they hold the wrapped model's weights, not new ones.
-        "DataParallel", "DistributedDataParallel", "SyncBatchNorm",
+        "DataParallel",
+        "DistributedDataParallel",
+        "SyncBatchNorm",
     }
 )
 _ZOO_HELPER = re.compile(r"param|checkpoint|load|resume|save|name|state|list_|register|^is_|^has_|utils|weight|adapt")
@@ -133,7 +268,8 @@ class RunAnalysis:
         # `nn.Sequential(nn.Linear(...), ...)` is one model: keep the outermost constructor.
         models = {call for call, role in found if role == MODEL}
         return [
-            (call, role) for call, role in found
+            (call, role)
+            for call, role in found
             if role != MODEL or not isinstance(self.ctx.parent(call), ast.Call) or self.ctx.parent(call) not in models
         ]
 
@@ -269,7 +405,11 @@ class RunAnalysis:
                     result = True
                     break
                 caller = ctx.enclosing_function(site)
-                if caller is not None and depth + 1 < self.MAX_CALL_DEPTH and self._runs_in_training_loop(caller, depth + 1):
+                if (
+                    caller is not None
+                    and depth + 1 < self.MAX_CALL_DEPTH
+                    and self._runs_in_training_loop(caller, depth + 1)
+                ):
                     result = True
                     break
             self._reach_cache[key] = result
@@ -382,6 +522,7 @@ class RunAnalysis:
 
     def _rebuild_sites(self, role: str) -> list[ast.AST]:
         """Calls that build an object of ``role``, plus call sites of functions that do."""
+
         def build() -> list[ast.AST]:
             direct = [c for c, r in self.constructions() if r == role]
             if role == MODEL:
@@ -400,14 +541,16 @@ class RunAnalysis:
         if self.ctx.call_qualname(call) in _MODEL_REFRESH_FUNCTIONS:
             return True
         func = call.func
-        return isinstance(func, ast.Attribute) and func.attr in _MODEL_REFRESH_METHODS and (
-            self.training.role_of(func.value) == MODEL
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr in _MODEL_REFRESH_METHODS
+            and (self.training.role_of(func.value) == MODEL)
         )
 
 
 # ----- loop names ------------------------------------------------------------------------------------
 def loop_name_kind(loop) -> str | None:
-    """"epoch", "step", "run" or None, from the loop variable first, then the iterable."""
+    """ "epoch", "step", "run" or None, from the loop variable first, then the iterable."""
     if isinstance(loop, (ast.For, ast.AsyncFor)):
         kind = _kind_of(_tokens(loop.target, namespaces=True))
         if kind:

@@ -155,10 +155,14 @@ def names_in(expr: ast.AST | None) -> str:
     """The identifiers of an expression, joined (for matching words such as "train"/"val")."""
     if expr is None:
         return ""
-    return " ".join(
-        n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(expr) if isinstance(n, (ast.Name, ast.Attribute))
-    ) + " " + " ".join(
-        n.value for n in ast.walk(expr) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    return (
+        " ".join(
+            n.id if isinstance(n, ast.Name) else n.attr
+            for n in ast.walk(expr)
+            if isinstance(n, (ast.Name, ast.Attribute))
+        )
+        + " "
+        + " ".join(n.value for n in ast.walk(expr) if isinstance(n, ast.Constant) and isinstance(n.value, str))
     )
 
 
@@ -182,7 +186,9 @@ def is_iterated_name(ctx: "FileContext", name: ast.Name) -> bool:
 
 
 # Calls that look at a loader without iterating it.
-NON_CONSUMING_CALLS = frozenset({"len", "print", "str", "repr", "type", "isinstance", "id", "hasattr", "getattr", "setattr"})
+NON_CONSUMING_CALLS = frozenset(
+    {"len", "print", "str", "repr", "type", "isinstance", "id", "hasattr", "getattr", "setattr"}
+)
 
 
 # ----- what import-time code runs ------------------------------------------------------------------
@@ -226,7 +232,9 @@ def argparse_default(ctx: "FileContext", expr: ast.AST) -> ast.AST | None:
         return None
     wanted = expr.attr
     for call in _add_argument_calls(ctx):
-        dest = next((k.value.value for k in call.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)), None)
+        dest = next(
+            (k.value.value for k in call.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)), None
+        )
         flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         names = {dest} if dest else {f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")}
         if wanted in names:

@@ -17,7 +17,8 @@ from .finding import Finding
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 _DISABLE = re.compile(
-    r"#\s*torchlint:\s*disable(?P<file>-file)?(?:\s*=\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*)|(?![\w=-]))", re.I
+    r"#\s*torchlint:\s*disable(?P<file>-file)?(?:\s*=\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*)|(?![\w=-]))",
+    re.I,
 )
 ALL = "*"
 
@@ -69,4 +70,4 @@ def _comments(source: str):
     except (tokenize.TokenError, SyntaxError, IndentationError):
         for number, text in enumerate(re.split(r"\r\n|\r|\n", source), 1):
             if "#" in text:
-                yield number, text[text.index("#"):]
+                yield number, text[text.index("#") :]

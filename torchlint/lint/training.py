@@ -189,11 +189,15 @@ EVENT_KINDS = (
 STEP_METHODS = frozenset({"step", "optimizer_step"})  # opt.step(), xm.optimizer_step(opt)
 BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
 BACKWARD_METHODS = frozenset({"backward", "manual_backward"})  # accelerator/fabric .backward(loss)
-CLIP_FUNCTIONS = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grad_norm"})
+CLIP_FUNCTIONS = frozenset(
+    {"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grad_norm"}
+)
 CLIP_METHODS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_gradients"})
 # Methods _classify_call can turn into an event (any other method call is no event, except
 # torch._foreach_zero_).
-_CLASSIFIED_METHODS = BACKWARD_METHODS | CLIP_METHODS | {"step", "zero_grad", "zero_", "update", "unscale_", "eval", "train"}
+_CLASSIFIED_METHODS = (
+    BACKWARD_METHODS | CLIP_METHODS | {"step", "zero_grad", "zero_", "update", "unscale_", "eval", "train"}
+)
 
 
 class TrainingModel(AccumulationMixin):
@@ -758,7 +762,11 @@ class TrainingModel(AccumulationMixin):
         if isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute):
             # `loss.mean()` is still the parameter; `self.loss(out)` is computed here.
             return self._loss_is_parameter(Event(event.kind, event.node, arg=root.func.value), func)
-        if not isinstance(root, ast.Name) or root.id in ("self", "cls") or self.ctx.enclosing_function(event.node) is not func:
+        if (
+            not isinstance(root, ast.Name)
+            or root.id in ("self", "cls")
+            or self.ctx.enclosing_function(event.node) is not func
+        ):
             return False
         params = func.args
         names = {a.arg for a in params.posonlyargs + params.args + params.kwonlyargs}
@@ -779,7 +787,9 @@ class TrainingModel(AccumulationMixin):
         found: dict[str, frozenset[str]] = {}
         for node in self.ctx.nodes(ast.Assign):
             value = node.value
-            if not (isinstance(value, ast.Call) and len(node.targets) == 1 and self.constructor_role(value) == OPTIMIZER):
+            if not (
+                isinstance(value, ast.Call) and len(node.targets) == 1 and self.constructor_role(value) == OPTIMIZER
+            ):
                 continue
             key = symbol(node.targets[0])
             params = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "params"), None)
@@ -819,7 +829,11 @@ class TrainingModel(AccumulationMixin):
             cls = self.ctx.enclosing(node, ast.ClassDef)
             while cls is not None:
                 configure = next(
-                    (f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "configure_optimizers"),
+                    (
+                        f
+                        for f in cls.body
+                        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "configure_optimizers"
+                    ),
                     None,
                 )
                 if configure is not None:
@@ -873,7 +887,11 @@ class TrainingModel(AccumulationMixin):
                 target = aliases[head] + ("." + rest if rest else "")
                 head, _, rest = target.partition(".")
             # A parameter of a helper reached through a call: the caller's argument (closure(opt_1)).
-            if not (via and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and self.resolve_local_call(via[-1]) is scope):
+            if not (
+                via
+                and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and self.resolve_local_call(via[-1]) is scope
+            ):
                 break
             arg = _argument_for(via[-1], scope, head)
             key = symbol(arg) if arg is not None else None
@@ -997,16 +1015,6 @@ class TrainingModel(AccumulationMixin):
         return {}
 
 
-
-
-
-
-
-
-
-
-
-
 def _place(event: Event, guards, loops, via, withs) -> Event:
     return Event(event.kind, event.node, event.target, event.arg, guards, loops, via, withs)
 
@@ -1067,8 +1075,6 @@ class Unit:
         return isinstance(self.owner, (ast.For, ast.AsyncFor, ast.While))
 
 
-
-
 _STATEMENT_TYPES = frozenset(
     cls for cls in vars(ast).values() if isinstance(cls, type) and issubclass(cls, ast.stmt) and cls is not ast.stmt
 )
@@ -1088,7 +1094,7 @@ def _same_module(a: str, b: str) -> bool:
     a_parts, b_parts = a.split("."), b.split(".")
     for shorter, longer in ((a_parts, b_parts), (b_parts, a_parts)):
         for start in range(len(longer) - len(shorter) + 1):
-            if longer[start:start + len(shorter)] == shorter:
+            if longer[start : start + len(shorter)] == shorter:
                 return True
     return False
 

@@ -153,9 +153,7 @@ def train(model, loader, optimizer, scaler, use_amp):
     def _message(ctx, training, unit, step) -> str:
         opt = step.target or "optimizer"
         where = f"the loop at line {unit.owner.lineno}" if unit.is_loop else f"`{unit.owner.name}()`"
-        once = any(
-            e.kind in CLEAR_KINDS for e in training.function_events_around(unit)
-        ) if unit.is_loop else False
+        once = any(e.kind in CLEAR_KINDS for e in training.function_events_around(unit)) if unit.is_loop else False
         hint = " (clearing once before the loop is not enough)" if once else ""
         return (
             f"`{ctx.segment(step.node)}` applies gradients that are never cleared in {where}{hint}: "

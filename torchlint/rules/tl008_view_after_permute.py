@@ -11,17 +11,68 @@ from ..lint.rule import Rule, register
 PERMUTING_METHODS = frozenset({"permute", "transpose", "t", "swapaxes", "swapdims", "movedim", "moveaxis"})
 PERMUTING_ATTRIBUTES = frozenset({"T", "mT", "mH", "H"})
 PERMUTING_FUNCTIONS = frozenset(
-    {"torch.transpose", "torch.permute", "torch.t", "torch.swapaxes", "torch.swapdims", "torch.movedim", "torch.moveaxis"}
+    {
+        "torch.transpose",
+        "torch.permute",
+        "torch.t",
+        "torch.swapaxes",
+        "torch.swapdims",
+        "torch.movedim",
+        "torch.moveaxis",
+    }
 )
 # Elementwise and conversion methods: their result keeps the input's (non-contiguous)
 # strides (TensorIterator follows the input layout; `.clone()` and `.to()` default to
 # `preserve_format`, which keeps the strides of a permuted tensor).
 LAYOUT_KEEPING_METHODS = frozenset(
     {
-        "eq", "ne", "lt", "le", "gt", "ge", "float", "half", "double", "bfloat16", "int", "long", "bool",
-        "byte", "short", "char", "to", "type", "type_as", "detach", "clone", "cpu", "cuda", "abs", "neg", "exp",
-        "log", "sqrt", "rsqrt", "sigmoid", "tanh", "relu", "clamp", "clamp_min", "clamp_max", "mul", "add",
-        "sub", "div", "pow", "masked_fill", "logical_not", "sign", "round", "floor", "ceil", "requires_grad_",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "float",
+        "half",
+        "double",
+        "bfloat16",
+        "int",
+        "long",
+        "bool",
+        "byte",
+        "short",
+        "char",
+        "to",
+        "type",
+        "type_as",
+        "detach",
+        "clone",
+        "cpu",
+        "cuda",
+        "abs",
+        "neg",
+        "exp",
+        "log",
+        "sqrt",
+        "rsqrt",
+        "sigmoid",
+        "tanh",
+        "relu",
+        "clamp",
+        "clamp_min",
+        "clamp_max",
+        "mul",
+        "add",
+        "sub",
+        "div",
+        "pow",
+        "masked_fill",
+        "logical_not",
+        "sign",
+        "round",
+        "floor",
+        "ceil",
+        "requires_grad_",
     }
 )
 # Operations whose result has a known number of dimensions.
@@ -31,8 +82,16 @@ SHAPE_FACTORIES = frozenset(
 )
 # Functions whose result has the rank of their first argument (attention outputs, matmul).
 RANK_OF_FIRST_ARGUMENT = frozenset(
-    {"torch.nn.functional.scaled_dot_product_attention", "torch.matmul", "torch.softmax", "torch.nn.functional.softmax",
-     "torch.nn.functional.dropout", "torch.sigmoid", "torch.tanh", "torch.relu"}
+    {
+        "torch.nn.functional.scaled_dot_product_attention",
+        "torch.matmul",
+        "torch.softmax",
+        "torch.nn.functional.softmax",
+        "torch.nn.functional.dropout",
+        "torch.sigmoid",
+        "torch.tanh",
+        "torch.relu",
+    }
 )
 RANK_KEEPING_METHODS = LAYOUT_KEEPING_METHODS | PERMUTING_METHODS | {"contiguous", "softmax", "log_softmax"}
 
@@ -376,11 +435,11 @@ def flatten_tokens(feat):
         view = ctx.segment(call) or ".view(...)"
         receiver = ctx.segment(call.func.value)
         if permuted.lineno == call.lineno and receiver and view.startswith(receiver):
-            view = view[len(receiver):]  # chained: `.view(n, h * w, c)`, the permute is named next
+            view = view[len(receiver) :]  # chained: `.view(n, h * w, c)`, the permute is named next
         if len(view) > 50 or "\n" in view:
             view = ".view(...)"
         return (
             f"`{view}` merges dimensions of the non-contiguous result of `{op}`{where}: this raises "
-            "\"view size is not compatible with input tensor's size and stride\"; use `.reshape(...)` "
+            '"view size is not compatible with input tensor\'s size and stride"; use `.reshape(...)` '
             "instead, or call `.contiguous()` before `.view(...)`"
         )

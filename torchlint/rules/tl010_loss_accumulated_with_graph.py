@@ -17,9 +17,33 @@ CONVERTING_FUNCTIONS = frozenset({"float", "int", "bool", "round", "len", "math.
 # Methods whose result stays on the graph of their receiver.
 GRAPH_KEEPING_METHODS = frozenset(
     {
-        "float", "double", "half", "bfloat16", "to", "cpu", "cuda", "mean", "sum", "clone", "view", "reshape",
-        "squeeze", "unsqueeze", "abs", "pow", "sqrt", "exp", "log", "mul", "div", "add", "sub", "values", "items",
-        "contiguous", "flatten",
+        "float",
+        "double",
+        "half",
+        "bfloat16",
+        "to",
+        "cpu",
+        "cuda",
+        "mean",
+        "sum",
+        "clone",
+        "view",
+        "reshape",
+        "squeeze",
+        "unsqueeze",
+        "abs",
+        "pow",
+        "sqrt",
+        "exp",
+        "log",
+        "mul",
+        "div",
+        "add",
+        "sub",
+        "values",
+        "items",
+        "contiguous",
+        "flatten",
     }
 )
 # Calls that combine their (first) argument's tensors into one: sum(losses), torch.stack(losses).
@@ -29,10 +53,25 @@ LIST_AGGREGATORS = frozenset({"sum", "stack", "cat", "mean", "average", "fsum", 
 LOSS_FUNCTION_PREFIX = "torch.nn.functional."
 LOSS_FUNCTION_NAMES = frozenset(
     {
-        "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
-        "binary_cross_entropy", "binary_cross_entropy_with_logits", "margin_ranking_loss", "cosine_embedding_loss",
-        "triplet_margin_loss", "ctc_loss", "poisson_nll_loss", "gaussian_nll_loss", "soft_margin_loss",
-        "multilabel_soft_margin_loss", "hinge_embedding_loss", "multi_margin_loss",
+        "cross_entropy",
+        "nll_loss",
+        "mse_loss",
+        "l1_loss",
+        "smooth_l1_loss",
+        "huber_loss",
+        "kl_div",
+        "binary_cross_entropy",
+        "binary_cross_entropy_with_logits",
+        "margin_ranking_loss",
+        "cosine_embedding_loss",
+        "triplet_margin_loss",
+        "ctc_loss",
+        "poisson_nll_loss",
+        "gaussian_nll_loss",
+        "soft_margin_loss",
+        "multilabel_soft_margin_loss",
+        "hinge_embedding_loss",
+        "multi_margin_loss",
     }
 )
 
@@ -383,14 +422,13 @@ class _GraphValues:
             return False
         callee = self.graphs.of(function)
         return any(
-            node.value is not None and callee.attached(node.value, node, depth + 3)
-            for node in returns_of(function)
+            node.value is not None and callee.attached(node.value, node, depth + 3) for node in returns_of(function)
         )
 
     def _is_loss_call(self, call: ast.Call) -> bool:
         qual = self.ctx.call_qualname(call)
         if qual is not None:
-            return qual.startswith(LOSS_FUNCTION_PREFIX) and qual[len(LOSS_FUNCTION_PREFIX):] in LOSS_FUNCTION_NAMES
+            return qual.startswith(LOSS_FUNCTION_PREFIX) and qual[len(LOSS_FUNCTION_PREFIX) :] in LOSS_FUNCTION_NAMES
         func = call.func
         if isinstance(func, (ast.Name, ast.Attribute)) and symbol(func):
             return self.ctx.training.role_of(func) == CRITERION

@@ -19,19 +19,66 @@ EMPTY_CONTAINER_CALLS = frozenset({"list", "dict", "tuple", "OrderedDict", "coll
 STATELESS_LAYERS = frozenset(
     "torch.nn." + name
     for name in (
-        "ReLU", "ReLU6", "LeakyReLU", "GELU", "SiLU", "Mish", "ELU", "SELU", "CELU", "Tanh", "Sigmoid",
-        "Hardswish", "Hardsigmoid", "Hardtanh", "Softplus", "Softmax", "LogSoftmax", "Identity", "Flatten",
-        "Unflatten", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
-        "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-        "AdaptiveMaxPool3d", "Upsample", "PixelShuffle", "PixelUnshuffle", "ZeroPad2d", "ConstantPad2d",
-        "ReflectionPad2d", "ReplicationPad2d",
+        "ReLU",
+        "ReLU6",
+        "LeakyReLU",
+        "GELU",
+        "SiLU",
+        "Mish",
+        "ELU",
+        "SELU",
+        "CELU",
+        "Tanh",
+        "Sigmoid",
+        "Hardswish",
+        "Hardsigmoid",
+        "Hardtanh",
+        "Softplus",
+        "Softmax",
+        "LogSoftmax",
+        "Identity",
+        "Flatten",
+        "Unflatten",
+        "MaxPool1d",
+        "MaxPool2d",
+        "MaxPool3d",
+        "AvgPool1d",
+        "AvgPool2d",
+        "AvgPool3d",
+        "AdaptiveAvgPool1d",
+        "AdaptiveAvgPool2d",
+        "AdaptiveAvgPool3d",
+        "AdaptiveMaxPool1d",
+        "AdaptiveMaxPool2d",
+        "AdaptiveMaxPool3d",
+        "Upsample",
+        "PixelShuffle",
+        "PixelUnshuffle",
+        "ZeroPad2d",
+        "ConstantPad2d",
+        "ReflectionPad2d",
+        "ReplicationPad2d",
     )
 )
 # Calls that register their arguments (or whatever the class stores by hand).
 REGISTERING_METHODS = frozenset({"add_module", "register_module", "register_parameter"})
 # Builtins that only look at a container: passing `self.blocks` to them registers nothing.
 INSPECTING_BUILTINS = frozenset(
-    {"len", "enumerate", "zip", "range", "print", "isinstance", "iter", "reversed", "sorted", "min", "max", "repr", "str"}
+    {
+        "len",
+        "enumerate",
+        "zip",
+        "range",
+        "print",
+        "isinstance",
+        "iter",
+        "reversed",
+        "sorted",
+        "min",
+        "max",
+        "repr",
+        "str",
+    }
 )
 
 
@@ -216,7 +263,7 @@ class _InitChecker:
         return None
 
     def _module_kind(self, expr: ast.AST) -> str | None:
-        """"module"/"parameter" when ``expr`` builds a new submodule or parameter here."""
+        """ "module"/"parameter" when ``expr`` builds a new submodule or parameter here."""
         if isinstance(expr, ast.IfExp):
             return self._module_kind(expr.body) or self._module_kind(expr.orelse)
         if not isinstance(expr, ast.Call):
@@ -271,7 +318,11 @@ class _InitChecker:
         for node in ast.walk(self.init):
             added: list[ast.AST] = []
             found = method_call(node)
-            if found is not None and found[0] in ("append", "extend", "insert") and self._self_attribute(found[1]) == attr:
+            if (
+                found is not None
+                and found[0] in ("append", "extend", "insert")
+                and self._self_attribute(found[1]) == attr
+            ):
                 args = node.args[-1:] if found[0] == "insert" else node.args
                 for arg in args:
                     added.extend(arg.elts if found[0] == "extend" and isinstance(arg, (ast.List, ast.Tuple)) else [arg])

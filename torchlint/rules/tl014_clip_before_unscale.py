@@ -202,9 +202,7 @@ def _unscaled_scaled_backward(training, events, clip_index):
 def _can_be_scaled_elsewhere(training, events, plain_backward, clip) -> bool:
     """A plain backward in one branch (``else: loss.backward()``) does not hide a scaled
     one in the other branch that the clip also follows."""
-    return any(
-        scaled_backward(training, e) and exclusive(e, plain_backward) and not exclusive(e, clip) for e in events
-    )
+    return any(scaled_backward(training, e) and exclusive(e, plain_backward) and not exclusive(e, clip) for e in events)
 
 
 def _helper_unscales(ctx, clip: ast.Call) -> bool:

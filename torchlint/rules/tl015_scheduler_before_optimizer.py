@@ -112,7 +112,11 @@ def train(model, optimizer, lr_scheduler, loader):
 
     def _check_events(self, ctx, events, reported):
         for index, event in enumerate(events):
-            if event.kind != "sched_step" or event.node in reported or not _is_plain_sched_step(ctx.training, event.node):
+            if (
+                event.kind != "sched_step"
+                or event.node in reported
+                or not _is_plain_sched_step(ctx.training, event.node)
+            ):
                 continue
             steps = _steps_of_scheduled_optimizer(ctx, event, events)
             if any(e in steps and not exclusive(e, event) for e in events[:index]):

@@ -131,7 +131,11 @@ def _parameter_sources(training, call: ast.Call) -> frozenset[str]:
         found.add(dotted_name(func.value))  # model.configure_optimizers(...)
     for arg in list(call.args) + [k.value for k in call.keywords]:
         for node in ast.walk(arg):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in PARAMETER_METHODS:
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in PARAMETER_METHODS
+            ):
                 found.add(dotted_name(node.func.value))
             elif node is arg and isinstance(node, (ast.Name, ast.Attribute)) and training.role_of(node) == MODEL:
                 found.add(dotted_name(node))  # create_optimizer_v2(model, ...)

@@ -85,7 +85,9 @@ def step(logits, y):
 
     def check(self, ctx):
         tracker = activations(ctx)
-        for found in tracker.activation_inputs(frozenset({"sigmoid"}), BCE_WITH_LOGITS_FUNCTIONS, BCE_WITH_LOGITS_MODULES):
+        for found in tracker.activation_inputs(
+            frozenset({"sigmoid"}), BCE_WITH_LOGITS_FUNCTIONS, BCE_WITH_LOGITS_MODULES
+        ):
             yield self.report(found.loss, self._message(ctx, found))
 
     @staticmethod

@@ -213,7 +213,9 @@ def _framework_managed(ctx, loader: LoaderCall, name: str | None) -> bool:
         return False
     for call in ctx.calls:
         if isinstance(call.func, ast.Attribute) and call.func.attr in _PREPARE_METHODS:
-            if any(dotted_name(a) == name for a in call.args) or any(dotted_name(k.value) == name for k in call.keywords):
+            if any(dotted_name(a) == name for a in call.args) or any(
+                dotted_name(k.value) == name for k in call.keywords
+            ):
                 return True
     return False
 

@@ -78,10 +78,7 @@ class AnomalyCheck(Check):
         else:
             location, source = event.location, ""
             where = "no user frame in the forward stack"
-        message = (
-            f"backward failed in {node_name}: {error} -- {where}; "
-            f"backward() was called at {event.location}"
-        )
+        message = f"backward failed in {node_name}: {error} -- {where}; backward() was called at {event.location}"
         details = {
             "node": node_name,
             "error": error,

@@ -15,6 +15,7 @@ from .options import SanitizerOptions
 if TYPE_CHECKING:
     from .core import Session
 
+
 # ---------------------------------------------------------------------------
 # the check plug-in interface
 # ---------------------------------------------------------------------------

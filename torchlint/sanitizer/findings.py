@@ -189,10 +189,7 @@ class Report:
         else:
             n = len(self.findings)
             lines.append(f"{bold}torchlint.sanitize: {n} finding{'s' if n != 1 else ''}{reset}")
-            rows = [
-                (f.code, f.name, str(f.count), f"{f.filename}:{f.lineno}", f.message)
-                for f in self.findings
-            ]
+            rows = [(f.code, f.name, str(f.count), f"{f.filename}:{f.lineno}", f.message) for f in self.findings]
             header = ("code", "name", "count", "first location", "")
             widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
             fmt = "  {:<%d}  {:<%d}  {:>%d}  {:<%d}" % tuple(widths)

@@ -45,6 +45,7 @@ LOSS_FUNCTIONS = (
 try:
     _is_compiling = torch.compiler.is_compiling
 except AttributeError:  # torch < 2.3
+
     def _is_compiling() -> bool:
         return False
 

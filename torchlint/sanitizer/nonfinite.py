@@ -116,9 +116,7 @@ class NonfiniteCheck(Check):
     # -- checking -------------------------------------------------------------
     def _deferred(self, value) -> bool:
         return (
-            isinstance(value, torch.Tensor)
-            and value.is_floating_point()
-            and value.device.type in self._deferred_types
+            isinstance(value, torch.Tensor) and value.is_floating_point() and value.device.type in self._deferred_types
         )
 
     @staticmethod

@@ -347,8 +347,7 @@ class TrainingChecks(Check):
                 f"The update would write {kinds} into the weights. Find where they start with "
                 f"sanitize(anomaly=True) (TS101) or the non-finite input check (TS104); check the loss "
                 f"for log(0), division by zero or a too-high learning rate.",
-                {"optimizer": opt.label, "nan": [names[i] for i in result.nan],
-                 "inf": [names[i] for i in result.inf]},
+                {"optimizer": opt.label, "nan": [names[i] for i in result.nan], "inf": [names[i] for i in result.inf]},
             )
         else:
             self.emit(
@@ -357,8 +356,12 @@ class TrainingChecks(Check):
                 f"{result.total / result.baseline:.3g}x its running median {result.baseline:.3g}: "
                 f"the gradients are exploding. Clip them (torch.nn.utils.clip_grad_norm_) before the "
                 f"step, lower the learning rate, or check this batch.",
-                {"optimizer": opt.label, "total_norm": result.total, "median_norm": result.baseline,
-                 "factor": self.explosion_factor},
+                {
+                    "optimizer": opt.label,
+                    "total_norm": result.total,
+                    "median_norm": result.baseline,
+                    "factor": self.explosion_factor,
+                },
             )
 
     def _check_stale(self, opt: OptimizerState, states: list[ParamState]) -> None:
@@ -428,11 +431,7 @@ class TrainingChecks(Check):
                 )
 
     def _check_never_updated(self, opt: OptimizerState, states: list[ParamState]) -> None:
-        missing = [
-            s.name
-            for s in states
-            if s.param.requires_grad and not s.touched and s.param.grad is None
-        ]
+        missing = [s.name for s in states if s.param.requires_grad and not s.touched and s.param.grad is None]
         if not missing:
             return
         self.emit(
@@ -525,9 +524,7 @@ class TrainingChecks(Check):
             # Found by the heap scan: name it as the code around this backward does.
             opt.label = guess_variable_name(opt.optimizer, user_frame()) or opt.label
         grads = [p.grad for p in opt.params() if p.grad is not None and not p.grad.is_sparse]
-        nonfinite = bool(grads) and not bool(
-            torch.stack([torch.isfinite(g).all() for g in grads]).all()
-        )
+        nonfinite = bool(grads) and not bool(torch.stack([torch.isfinite(g).all() for g in grads]).all())
         step = f"{opt.label}.step()"
         since = "never ran" if opt.steps == 0 else "did not run in between"
         what = f"{_plural(n, 'backward pass')} filled the gradients of {opt.label}'s parameters, but {step} {since}"
@@ -553,8 +550,13 @@ class TrainingChecks(Check):
         self.emit(
             "TS112",
             f"{what}. {why}",
-            {"optimizer": opt.label, "backward_passes": n, "steps": opt.steps, "nonfinite_grads": nonfinite,
-             "grad_scaler": scaled},
+            {
+                "optimizer": opt.label,
+                "backward_passes": n,
+                "steps": opt.steps,
+                "nonfinite_grads": nonfinite,
+                "grad_scaler": scaled,
+            },
             self._backward_location,
         )
 

@@ -77,9 +77,7 @@ def _total_norm(grads: list[torch.Tensor]) -> float:
 
 def _nonfinite(grads: list[torch.Tensor]) -> tuple[list[int], list[int]]:
     """Indices of the gradients holding NaN, and of those holding Inf."""
-    flags = torch.stack(
-        [torch.stack([g.isnan().any(), g.isinf().any()]) for g in grads]
-    ).tolist()
+    flags = torch.stack([torch.stack([g.isnan().any(), g.isinf().any()]) for g in grads]).tolist()
     return [i for i, (n, _) in enumerate(flags) if n], [i for i, (_, f) in enumerate(flags) if f]
 
 

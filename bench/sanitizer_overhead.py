@@ -98,7 +98,7 @@ def bench(name: str, make, rounds: int, steps: int) -> dict[str, float]:
     model, batch = make()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
     samples: dict[str, list[float]] = {config: [] for config in CONFIGS}
-    for config, context in CONFIGS.items():  # warm-up, also of each session's first use
+    for context in CONFIGS.values():  # warm-up, also of each session's first use
         with context():
             time_steps(model, optimizer, batch, 3)
     for _ in range(rounds):

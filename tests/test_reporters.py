@@ -10,7 +10,7 @@ from cli_helpers import BUGGY, run_cli, write
 
 from torchlint.lint.engine import FileResult
 from torchlint.lint.finding import Edit, Finding, Fix
-from torchlint.lint.reporters import ReportOptions, report_github, report_sarif, report_text, sarif_document
+from torchlint.lint.reporters import ReportOptions, report_github, report_text, sarif_document
 from torchlint.lint.rule import all_rules
 
 JSON_KEYS = ["path", "line", "column", "end_line", "end_column", "code", "name", "severity", "message", "fix"]

@@ -47,7 +47,8 @@ def quiet():
 def line_of(marker: str, function=None) -> int:
     """The line number of the source line carrying ``# <marker>`` in the caller's file."""
     frame = inspect.currentframe().f_back
-    lines = open(frame.f_code.co_filename, encoding="utf-8").read().splitlines()
+    with open(frame.f_code.co_filename, encoding="utf-8") as source:
+        lines = source.read().splitlines()
     hits = [i + 1 for i, text in enumerate(lines) if text.rstrip().endswith(f"# {marker}")]
     assert len(hits) == 1, f"marker {marker!r} found {len(hits)} times"
     return hits[0]

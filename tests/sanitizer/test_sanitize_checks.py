@@ -153,7 +153,7 @@ def test_ts102_optimizer_state_on_another_device(quiet, mark):
         state["exp_avg"] = state["exp_avg"].to("meta")
     with torchlint.sanitize(**quiet) as report:
         model(torch.randn(3, 4)).sum().backward()
-        with pytest.raises(Exception):
+        with pytest.raises(RuntimeError):
             optimizer.step()  # step-line
         optimizer.state.clear()  # fixed twin: fresh state on the parameters' device
         optimizer.step()

@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from torchlint.sanitizer import SanitizerWarning  # noqa: E402
-from torchlint.sanitizer.runner import main  # noqa: E402
+from torchlint.sanitizer import SanitizerWarning
+from torchlint.sanitizer.runner import main
 
 SCRIPT = textwrap.dedent(
     """

@@ -7,11 +7,11 @@ import math
 import pytest
 
 torch = pytest.importorskip("torch")
+from _training_helpers import one_thread, sanitized  # noqa: E402,F401  (one_thread is an autouse fixture)
 from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
 import torchlint  # noqa: E402
-from _training_helpers import one_thread, sanitized  # noqa: E402,F401  (one_thread is an autouse fixture)
 
 
 class Net(nn.Module):

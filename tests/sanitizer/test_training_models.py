@@ -7,11 +7,11 @@ import inspect
 import pytest
 
 torch = pytest.importorskip("torch")
+from _training_helpers import one_thread, sanitized  # noqa: E402,F401  (one_thread is an autouse fixture)
 from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
 import torchlint  # noqa: E402
-from _training_helpers import one_thread, sanitized  # noqa: E402,F401  (one_thread is an autouse fixture)
 
 TRAINING_CODES = ("TS106", "TS107", "TS108", "TS109", "TS110", "TS111", "TS112")
 
@@ -178,7 +178,7 @@ def epochs(model_factory, back_to_train, validate_without_grad=True):
     model = model_factory()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     x, y = data()
-    for epoch in range(3):
+    for _epoch in range(3):
         if back_to_train:
             model.train()
         for _ in range(2):

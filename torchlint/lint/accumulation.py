@@ -251,7 +251,7 @@ class AccumulationMixin:
                     return True
         return False
 
-    def accumulated_backwards(self, unit: "Unit", index: int) -> list[tuple[Event, "Accumulation"]]:
+    def accumulated_backwards(self, unit: Unit, index: int) -> list[tuple[Event, Accumulation]]:
         """Backward passes whose gradients pile up over several iterations before the step
         ``unit.events[index]`` applies them (gradient accumulation), each with its evidence
         (an ``Accumulation``):
@@ -313,7 +313,7 @@ class AccumulationMixin:
                 elif exit_test is not None:
                     found.append((event, Accumulation("exit", events[exit_index].node, exit_test)))
                 continue
-            micro = next((l for l in event.loops if l not in step.loops and self.is_micro_step_loop(l)), None)
+            micro = next((lp for lp in event.loops if lp not in step.loops and self.is_micro_step_loop(lp)), None)
             if micro is not None and not any(
                 c.kind in _training.CLEAR_KINDS and micro in c.loops and self.clears(c, step, stepped) for c in events
             ):
@@ -352,7 +352,7 @@ class AccumulationMixin:
             return False
         return bool(MICRO_STEP_NAME.search(self._text(loop.target) + " " + self._text(loop.iter)))
 
-    def accumulating_opaque_steps(self) -> list[tuple[Event, "Accumulation"]]:
+    def accumulating_opaque_steps(self) -> list[tuple[Event, Accumulation]]:
         """Opaque steps told to update only on some calls (MAE/DeiT's
         ``loss_scaler(loss, optimizer, update_grad=(i + 1) % accum_iter == 0)``), with that test."""
         found = []

@@ -17,8 +17,9 @@ forward makes the model's output unknown, hence silent).
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from .dataflow import argument, dataflow, method_call, returns_of
 from .training import ROLE_PRESERVING_FUNCTIONS, ROLE_PRESERVING_NAMES
@@ -100,7 +101,7 @@ class ActivationInput:
 class ActivationTracker:
     MAX_DEPTH = 6
 
-    def __init__(self, ctx: "FileContext"):
+    def __init__(self, ctx: FileContext):
         self.ctx = ctx
         self.flow = dataflow(ctx)
         self._class_outputs: dict[str, tuple[str, ast.AST] | None] = {}
@@ -307,6 +308,6 @@ def _all_same(results: list) -> tuple[str, ast.AST] | None:
     return results[0] if len(kinds) == 1 else None
 
 
-def activations(ctx: "FileContext") -> ActivationTracker:
+def activations(ctx: FileContext) -> ActivationTracker:
     """The file's shared :class:`ActivationTracker`."""
     return ctx.shared("activations", lambda: ActivationTracker(ctx))

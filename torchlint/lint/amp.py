@@ -75,7 +75,7 @@ def _argument(call: ast.Call, name: str, params: tuple[str, ...]) -> ast.AST | N
     return None
 
 
-def autocast_of(ctx: "FileContext", expr: ast.AST) -> Autocast | None:
+def autocast_of(ctx: FileContext, expr: ast.AST) -> Autocast | None:
     """Describe ``expr`` when it is a call to one of torch's autocast context managers."""
     if not isinstance(expr, ast.Call):
         return None
@@ -102,7 +102,7 @@ def autocast_of(ctx: "FileContext", expr: ast.AST) -> Autocast | None:
     return Autocast(expr, device, dtype, enabled)
 
 
-def float16_autocast(ctx: "FileContext", item_expr: ast.AST) -> Autocast | None:
+def float16_autocast(ctx: FileContext, item_expr: ast.AST) -> Autocast | None:
     """The float16 autocast a with-item enters, if it certainly is one.
 
     Follows one level of naming: ``ctx = torch.autocast("cuda")`` then ``with ctx:``
@@ -116,7 +116,7 @@ def float16_autocast(ctx: "FileContext", item_expr: ast.AST) -> Autocast | None:
     return found if found is not None and found.is_float16 else None
 
 
-def _single_assignment(ctx: "FileContext", name: ast.Name) -> ast.AST | None:
+def _single_assignment(ctx: FileContext, name: ast.Name) -> ast.AST | None:
     scope = ctx.enclosing_function(name)
     values = [
         node.value
@@ -126,7 +126,7 @@ def _single_assignment(ctx: "FileContext", name: ast.Name) -> ast.AST | None:
     return values[0] if len(values) == 1 else None
 
 
-def backward_scaler(training: "TrainingModel", event: "Event") -> ast.AST | None:
+def backward_scaler(training: TrainingModel, event: Event) -> ast.AST | None:
     """The GradScaler expression of ``scaler.scale(loss).backward()`` (also through
     ``scaled = scaler.scale(loss); scaled.backward()``), or None for any other event."""
     if event.kind != "backward":
@@ -145,7 +145,7 @@ def backward_scaler(training: "TrainingModel", event: "Event") -> ast.AST | None
     return owner if training.role_of(owner) == SCALER else None
 
 
-def scaled_backward(training: "TrainingModel", event: "Event") -> bool:
+def scaled_backward(training: TrainingModel, event: Event) -> bool:
     """Whether a backward event goes through a GradScaler."""
     return backward_scaler(training, event) is not None
 
@@ -154,7 +154,7 @@ def scaled_backward(training: "TrainingModel", event: "Event") -> bool:
 SCALER_EVENT_KINDS = frozenset({"unscale", "scaler_update", "opaque_step"})
 
 
-def uses_scaler(training: "TrainingModel", events) -> bool:
+def uses_scaler(training: TrainingModel, events) -> bool:
     """Whether a run of events goes through a GradScaler somewhere."""
     from .training import SCALER
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 class CallGraph:
-    def __init__(self, ctx: "FileContext"):
+    def __init__(self, ctx: FileContext):
         self.ctx = ctx
         self._callers: dict[ast.AST, list[ast.Call]] = defaultdict(list)
         self._callee: dict[ast.Call, ast.AST] = {}
@@ -41,5 +41,5 @@ class CallGraph:
         return self._callee.get(call)
 
 
-def call_graph(ctx: "FileContext") -> CallGraph:
+def call_graph(ctx: FileContext) -> CallGraph:
     return ctx.shared("callgraph", lambda: CallGraph(ctx))

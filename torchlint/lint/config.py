@@ -26,7 +26,7 @@ import re
 import sys
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 KNOWN_KEYS = ("select", "ignore", "exclude", "extend-exclude", "per-file-ignores")
@@ -120,7 +120,7 @@ class Settings:
 
         return (DEFAULT_EXCLUDE if self.exclude is None else self.exclude) + self.extend_exclude
 
-    def with_overrides(self, select=None, ignore=None) -> "Settings":
+    def with_overrides(self, select=None, ignore=None) -> Settings:
         changes = {}
         if select is not None:
             changes["select"] = select
@@ -250,7 +250,7 @@ def load_config_file(path: str | os.PathLike) -> Settings:
     return settings_from_table(table, path, path.parent)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _pyproject_settings(directory: Path) -> Settings | None:
     candidate = directory / "pyproject.toml"
     if not candidate.is_file():
@@ -262,7 +262,7 @@ def _pyproject_settings(directory: Path) -> Settings | None:
     return settings_from_table(tool["torchlint"], candidate, directory)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _nearest(directory: Path) -> Settings:
     found = _pyproject_settings(directory)
     if found is not None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
+from collections.abc import Iterator
 from functools import cached_property
-from typing import Iterator, TypeVar
+from typing import TypeVar
 
 from .imports import ImportResolver, dotted_name
 

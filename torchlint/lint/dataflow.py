@@ -42,8 +42,9 @@ than ``self.attr``, no inter-procedural flow except through ``self`` attributes.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
 
 from .context import iter_children
 
@@ -154,7 +155,7 @@ class ScopeFlow:
             if type(node) in visited:
                 self._visit(node)
             for child in iter_children(node):
-                if isinstance(child, SCOPES) or isinstance(child, COMPREHENSIONS):
+                if isinstance(child, (SCOPES, COMPREHENSIONS)):
                     # Its name (def/class) was bound by _visit; its inside is another scope.
                     # Comprehensions bind only their own variables, except walrus targets.
                     if isinstance(child, COMPREHENSIONS):
@@ -212,7 +213,7 @@ class Dataflow:
 
     MAX_DEPTH = 12
 
-    def __init__(self, ctx: "FileContext"):
+    def __init__(self, ctx: FileContext):
         self.ctx = ctx
         self._flows: dict[ast.AST, ScopeFlow] = {}
         self._attributes: dict[ast.ClassDef, dict[str, list[Binding]]] = {}
@@ -507,7 +508,7 @@ def _pairs(target: ast.AST, value: ast.AST | None) -> Iterator[tuple[ast.AST, as
         yield target, value
 
 
-def dataflow(ctx: "FileContext") -> Dataflow:
+def dataflow(ctx: FileContext) -> Dataflow:
     """The file's shared :class:`Dataflow` (built on first use, then reused by every rule)."""
     return ctx.shared("dataflow", lambda: Dataflow(ctx))
 

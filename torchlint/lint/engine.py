@@ -16,9 +16,9 @@ import signal
 import stat
 import threading
 import tokenize
+from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from .context import FileContext
 from .finding import Finding

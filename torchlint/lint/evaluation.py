@@ -104,7 +104,7 @@ class Verdict:
 class EvaluationAnalysis:
     MAX_CALL_DEPTH = 3
 
-    def __init__(self, ctx: "FileContext"):
+    def __init__(self, ctx: FileContext):
         self.ctx = ctx
         self.training = ctx.training
         self._events: dict[ast.AST, list] = {}
@@ -604,5 +604,5 @@ def _callee_name(func) -> str | None:
     return None
 
 
-def evaluation_analysis(ctx: "FileContext") -> EvaluationAnalysis:
+def evaluation_analysis(ctx: FileContext) -> EvaluationAnalysis:
     return ctx.shared("evaluation", lambda: EvaluationAnalysis(ctx))

@@ -4,9 +4,9 @@ virtual environments; files named explicitly are linted whatever their suffix.""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Callable, Iterator
 
 from .config import ConfigError, Settings, glob_match
 

@@ -14,7 +14,7 @@ ENABLE_GRAD = frozenset({"torch.enable_grad"})
 SET_GRAD_ENABLED = "torch.set_grad_enabled"
 
 
-def grad_effect(ctx: "FileContext", expr: ast.AST) -> bool | None:
+def grad_effect(ctx: FileContext, expr: ast.AST) -> bool | None:
     """False if ``expr`` (a with item or decorator) disables grad, True if it enables it, else None."""
     call = expr if isinstance(expr, ast.Call) else None
     qual = ctx.qualname(call.func if call else expr)
@@ -36,7 +36,7 @@ def _is_false(expr: ast.AST) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is False
 
 
-def lexical_grad_disabler(ctx: "FileContext", node: ast.AST) -> ast.AST | None:
+def lexical_grad_disabler(ctx: FileContext, node: ast.AST) -> ast.AST | None:
     """The with-item or decorator that disables grad where ``node`` runs, judged lexically
     within ``node``'s own function (the nearest enclosing switch wins), or None."""
     for ancestor in ctx.ancestors(node):

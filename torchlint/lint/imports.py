@@ -9,8 +9,8 @@ imports are common in training scripts); a later binding of the same alias wins.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Iterable
 
 # Spellings that mean the same object; the key is rewritten to the value.
 _CANONICAL_PREFIXES = (

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from .finding import ERROR, Finding
 
@@ -122,7 +123,8 @@ def statistics(findings: Sequence[Finding]) -> list[tuple[str, str, int]]:
     return [(code, names[code], n) for code, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
 
 
-def _write_statistics(findings: Sequence[Finding], stream: TextIO, p: _Palette = _Palette(False)) -> None:
+def _write_statistics(findings: Sequence[Finding], stream: TextIO, p: _Palette | None = None) -> None:
+    p = p or _Palette(False)
     rows = statistics(findings)
     if not rows:
         return

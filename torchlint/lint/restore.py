@@ -50,7 +50,7 @@ _SUBMODULE_WALKS = frozenset({"modules", "children", "named_modules", "named_chi
 
 
 class RestoreAnalysis:
-    def __init__(self, ctx: "FileContext"):
+    def __init__(self, ctx: FileContext):
         self.ctx = ctx
         self.training = ctx.training
         self.evaluation = evaluation_analysis(ctx)
@@ -63,7 +63,7 @@ class RestoreAnalysis:
             return []  # no `.eval()` / `.train(False)` anywhere in this file (helpers included)
         loops = training.training_loops
         # Innermost training loops first: they judge an eval inside them most precisely.
-        ordered = sorted(loops, key=lambda l: -_depth(self.ctx, l))
+        ordered = sorted(loops, key=lambda loop: -_depth(self.ctx, loop))
         judged: set[ast.AST] = set()
         for loop in ordered:
             events = training.loop_events.get(loop, [])
@@ -180,5 +180,5 @@ class RestoreAnalysis:
         return same_model(a.target, b.target)
 
 
-def restore_analysis(ctx: "FileContext") -> RestoreAnalysis:
+def restore_analysis(ctx: FileContext) -> RestoreAnalysis:
     return ctx.shared("restore", lambda: RestoreAnalysis(ctx))

@@ -11,8 +11,9 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Iterator, Sequence
+from typing import TYPE_CHECKING, ClassVar
 
 from .finding import SEVERITIES, Fix
 
@@ -45,7 +46,7 @@ class Rule:
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[str]] = ()
 
-    def check(self, ctx: "FileContext") -> Iterator[Diagnostic]:
+    def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         raise NotImplementedError
 
     def report(self, node: ast.AST, message: str, fix: Fix | None = None) -> Diagnostic:

@@ -239,7 +239,7 @@ class RebuiltInLoop:
 class RunAnalysis:
     MAX_CALL_DEPTH = 3
 
-    def __init__(self, ctx: "FileContext"):
+    def __init__(self, ctx: FileContext):
         self.ctx = ctx
         self.training = ctx.training
         self._reach_cache: dict = {}
@@ -515,10 +515,7 @@ class RunAnalysis:
 
     def rebuilds(self, loop, role: str) -> bool:
         """Whether one iteration of ``loop`` builds (or reloads) an object of ``role``."""
-        for site in self._rebuild_sites(role):
-            if self.ctx.is_inside(site, loop):
-                return True
-        return False
+        return any(self.ctx.is_inside(site, loop) for site in self._rebuild_sites(role))
 
     def _rebuild_sites(self, role: str) -> list[ast.AST]:
         """Calls that build an object of ``role``, plus call sites of functions that do."""
@@ -628,11 +625,11 @@ def _last_name(func: ast.AST) -> str:
     return ""
 
 
-def run_analysis(ctx: "FileContext") -> RunAnalysis:
+def run_analysis(ctx: FileContext) -> RunAnalysis:
     return ctx.shared("runs", lambda: RunAnalysis(ctx))
 
 
-def describe_loop(ctx: "FileContext", loop) -> str:
+def describe_loop(ctx: FileContext, loop) -> str:
     """``the loop at line 12 (`for epoch in range(args.epochs)`)`` for messages."""
     if isinstance(loop, (ast.For, ast.AsyncFor)):
         header = f"for {ast.unparse(loop.target)} in {ast.unparse(loop.iter)}"

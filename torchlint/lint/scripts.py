@@ -37,7 +37,7 @@ def is_main_guard(test: ast.AST) -> bool:
     return has_name and has_main
 
 
-def runs_at_import(ctx: "FileContext", node: ast.AST) -> bool:
+def runs_at_import(ctx: FileContext, node: ast.AST) -> bool:
     """Whether ``node`` runs when the module is imported: it is not inside a function, class
     or lambda, nor in the body of an ``if __name__ == "__main__":``."""
     child = node
@@ -55,12 +55,12 @@ def _in_list(node: ast.AST, nodes: list) -> bool:
 
 
 # ----- simple assignments -----------------------------------------------------------------------
-def assignments(ctx: "FileContext") -> dict[str, list[ast.Assign]]:
+def assignments(ctx: FileContext) -> dict[str, list[ast.Assign]]:
     """``target = value`` statements of the file by target symbol (``loader``, ``self.loader``)."""
     return ctx.shared("assignments", lambda: _index_assignments(ctx))
 
 
-def _index_assignments(ctx: "FileContext") -> dict[str, list[ast.Assign]]:
+def _index_assignments(ctx: FileContext) -> dict[str, list[ast.Assign]]:
     found: dict[str, list[ast.Assign]] = {}
     for node in ctx.nodes(ast.Assign):
         for target in node.targets:
@@ -70,7 +70,7 @@ def _index_assignments(ctx: "FileContext") -> dict[str, list[ast.Assign]]:
     return found
 
 
-def resolve_value(ctx: "FileContext", expr: ast.AST) -> ast.AST:
+def resolve_value(ctx: FileContext, expr: ast.AST) -> ast.AST:
     """The value a plain name stands for, when one assignment in its function (or, failing
     that, at module level) binds it; ``expr`` itself otherwise."""
     if not isinstance(expr, ast.Name):
@@ -86,7 +86,7 @@ def resolve_value(ctx: "FileContext", expr: ast.AST) -> ast.AST:
     return expr
 
 
-def int_value(ctx: "FileContext", expr: ast.AST | None) -> int | None:
+def int_value(ctx: FileContext, expr: ast.AST | None) -> int | None:
     """An integer literal, possibly through a name bound once to one."""
     if expr is None:
         return None
@@ -120,11 +120,11 @@ class LoaderCall:
         return not (isinstance(value, ast.Constant) and value.value is None)
 
 
-def dataloader_calls(ctx: "FileContext") -> list[LoaderCall]:
+def dataloader_calls(ctx: FileContext) -> list[LoaderCall]:
     return [LoaderCall(c) for c in ctx.calls if ctx.call_qualname(c) == DATALOADER]
 
 
-def bound_name(ctx: "FileContext", call: ast.Call) -> str | None:
+def bound_name(ctx: FileContext, call: ast.Call) -> str | None:
     """What the DataLoader is called where it is built: the assigned symbol, the keyword it
     is passed as, or the name of the function that returns it."""
     parent = ctx.parent(call)
@@ -138,7 +138,7 @@ def bound_name(ctx: "FileContext", call: ast.Call) -> str | None:
     return None
 
 
-def is_distributed_sampler(ctx: "FileContext", expr: ast.AST | None) -> ast.Call | None:
+def is_distributed_sampler(ctx: FileContext, expr: ast.AST | None) -> ast.Call | None:
     """The ``DistributedSampler(...)`` call a sampler argument evaluates to (through one name
     and either branch of a conditional expression), or None."""
     if expr is None:
@@ -166,7 +166,7 @@ def names_in(expr: ast.AST | None) -> str:
     )
 
 
-def is_iterated_name(ctx: "FileContext", name: ast.Name) -> bool:
+def is_iterated_name(ctx: FileContext, name: ast.Name) -> bool:
     """Whether a name is consumed as an iterable: ``for _ in name``, ``enumerate(name)``,
     ``iter(name)``, a comprehension over it, or handed to another call (a training function)."""
     child: ast.AST = name
@@ -192,13 +192,13 @@ NON_CONSUMING_CALLS = frozenset(
 
 
 # ----- what import-time code runs ------------------------------------------------------------------
-def import_time_functions(ctx: "FileContext", depth: int = 3) -> frozenset:
+def import_time_functions(ctx: FileContext, depth: int = 3) -> frozenset:
     """Functions of this file that module-level code (outside the main guard) calls,
     directly or through up to ``depth`` levels of local calls."""
     return ctx.shared(("import-time-functions", depth), lambda: _import_time_functions(ctx, depth))
 
 
-def _import_time_functions(ctx: "FileContext", depth: int) -> frozenset:
+def _import_time_functions(ctx: FileContext, depth: int) -> frozenset:
     training = ctx.training
     reached: set = set()
     frontier = [c for c in ctx.calls if ctx.enclosing_function(c) is None and runs_at_import(ctx, c)]
@@ -211,7 +211,7 @@ def _import_time_functions(ctx: "FileContext", depth: int) -> frozenset:
     return frozenset(reached)
 
 
-def refers_to_global(ctx: "FileContext", name: ast.Name) -> bool:
+def refers_to_global(ctx: FileContext, name: ast.Name) -> bool:
     """Whether a name read inside a function means the module-level binding (it is not one
     of the function's parameters or assigned in it)."""
     func = ctx.enclosing_function(name)
@@ -226,7 +226,7 @@ def refers_to_global(ctx: "FileContext", name: ast.Name) -> bool:
 
 
 # ----- command-line defaults -------------------------------------------------------------------------
-def argparse_default(ctx: "FileContext", expr: ast.AST) -> ast.AST | None:
+def argparse_default(ctx: FileContext, expr: ast.AST) -> ast.AST | None:
     """``args.workers`` -> the ``default=`` of ``parser.add_argument("--workers", ...)`` in this file."""
     if not isinstance(expr, ast.Attribute) or not isinstance(expr.value, ast.Name):
         return None
@@ -242,11 +242,11 @@ def argparse_default(ctx: "FileContext", expr: ast.AST) -> ast.AST | None:
     return None
 
 
-def _add_argument_calls(ctx: "FileContext") -> list[ast.Call]:
+def _add_argument_calls(ctx: FileContext) -> list[ast.Call]:
     return [c for c in ctx.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "add_argument"]
 
 
-def reached_on_import(ctx: "FileContext", node: ast.AST) -> bool:
+def reached_on_import(ctx: FileContext, node: ast.AST) -> bool:
     """Whether ``node`` runs when the module is imported: at module level outside the main
     guard, or inside a function that such code calls (``main()`` left unguarded)."""
     func = ctx.enclosing_function(node)

@@ -36,7 +36,7 @@ class Suppressions:
     file_wide: set[str] = field(default_factory=set)
 
     @classmethod
-    def from_source(cls, source: str) -> "Suppressions":
+    def from_source(cls, source: str) -> Suppressions:
         result = cls()
         # Cheap pre-check: most files have no suppression comment at all.
         lowered = source.lower()

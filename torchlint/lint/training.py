@@ -64,9 +64,10 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from .accumulation import (  # noqa: F401  (Accumulation and the name patterns are part of this API)
     ACCUMULATION_NAME,
@@ -206,7 +207,7 @@ class TrainingModel(AccumulationMixin):
     # exponential in MAX_INLINE_DEPTH (fan-out ** depth bodies).
     MAX_INLINED_CALLS = 64
 
-    def __init__(self, ctx: "FileContext"):
+    def __init__(self, ctx: FileContext):
         self.ctx = ctx
 
     # ----- roles ------------------------------------------------------------------------------
@@ -593,7 +594,7 @@ class TrainingModel(AccumulationMixin):
         parent = self.ctx.parent(node)
         if isinstance(node, ast.stmt):
             return [call for call, _ in self._calls_by_statement.get(node, ())]
-        if isinstance(parent, ast.stmt) or isinstance(parent, ast.withitem):
+        if isinstance(parent, (ast.stmt, ast.withitem)):
             statement = parent if isinstance(parent, ast.stmt) else self.ctx.parent(parent)
             return [call for call, tops in self._calls_by_statement.get(statement, ()) if node in tops]
         return [n for n in _walk_no_scopes(node) if isinstance(n, ast.Call)]
@@ -649,9 +650,7 @@ class TrainingModel(AccumulationMixin):
         found = []
         for loop, events in self.loop_events.items():
             kinds = {e.kind for e in events}
-            if "backward" in kinds and ("step" in kinds or "opaque_step" in kinds):
-                found.append(loop)
-            elif "opaque_step" in kinds:
+            if "backward" in kinds and ("step" in kinds or "opaque_step" in kinds) or "opaque_step" in kinds:
                 found.append(loop)
         return found
 
@@ -686,7 +685,7 @@ class TrainingModel(AccumulationMixin):
         return any(e.kind in BACKWARD_KINDS for e in self.loop_events.get(loop, ()))
 
     @cached_property
-    def step_units(self) -> list["Unit"]:
+    def step_units(self) -> list[Unit]:
         """The blocks that stand for one training iteration, each with the optimizer steps it judges.
 
         A step is judged by the innermost loop around it (through calls into this file's
@@ -948,13 +947,13 @@ class TrainingModel(AccumulationMixin):
             return False
         return not strict
 
-    def function_events_around(self, unit: "Unit") -> list[Event]:
+    def function_events_around(self, unit: Unit) -> list[Event]:
         """Events of the function (or module) that holds a loop unit, outside the loop itself."""
         scope = self.ctx.enclosing_scope(unit.owner)
         body = scope.body if hasattr(scope, "body") and isinstance(scope.body, list) else []
         return [e for e in self.events(body) if unit.owner not in e.loops]
 
-    def stepped_optimizers(self, unit: "Unit") -> frozenset:
+    def stepped_optimizers(self, unit: Unit) -> frozenset:
         return frozenset(self.canonical_target(unit.events[i]) for i in unit.steps)
 
     # ----- branch conditions -------------------------------------------------------------------------
@@ -992,9 +991,7 @@ class TrainingModel(AccumulationMixin):
                 for node in _walk_no_scopes(stmt):
                     if isinstance(node, ast.Assign):
                         targets = node.targets
-                    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-                        targets = [node.target]
-                    elif isinstance(node, ast.NamedExpr):
+                    elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
                         targets = [node.target]
                     elif isinstance(node, ast.withitem) and node.optional_vars is not None:
                         targets = [node.optional_vars]  # `with amp.scale_loss(loss, opt) as scaled:`

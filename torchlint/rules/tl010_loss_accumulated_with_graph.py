@@ -296,7 +296,7 @@ class _Graphs:
         self._backward_args = _backward_args_by_scope(ctx)
         self._graphs: dict[ast.AST, _GraphValues] = {}
 
-    def of(self, scope: ast.AST) -> "_GraphValues":
+    def of(self, scope: ast.AST) -> _GraphValues:
         graph = self._graphs.get(scope)
         if graph is None:
             graph = self._graphs[scope] = _GraphValues(self, scope, self._backward_args.get(scope, []))

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from functools import cached_property
-from typing import Iterator
 
 from ..lint.dataflow import dataflow, keyword, method_call
 from ..lint.rule import Rule, register

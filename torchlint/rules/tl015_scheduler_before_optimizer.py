@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from ..lint.rule import Rule, register
 from ..lint.imports import symbol
+from ..lint.rule import Rule, register
 from ..lint.training import SCHEDULER, exclusive
 
 _STEPS = ("step", "opaque_step")

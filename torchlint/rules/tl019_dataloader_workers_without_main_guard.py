@@ -5,16 +5,16 @@ from __future__ import annotations
 import ast
 import re
 
-from ..lint.rule import Rule, register
 from ..lint.imports import dotted_name
+from ..lint.rule import Rule, register
 from ..lint.scripts import (
     NON_CONSUMING_CALLS,
     argparse_default,
     dataloader_calls,
     import_time_functions,
-    reached_on_import,
     int_value,
     is_iterated_name,
+    reached_on_import,
     refers_to_global,
     resolve_value,
     runs_at_import,

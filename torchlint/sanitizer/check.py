@@ -6,8 +6,9 @@ docstring of :mod:`torchlint.sanitizer.core`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from .findings import CHECK_NAMES, Location
 from .options import SanitizerOptions

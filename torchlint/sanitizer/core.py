@@ -64,8 +64,9 @@ import os
 import sys
 import warnings
 import weakref
+from collections.abc import Callable, Iterable
 from threading import get_ident as _thread_id
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import torch
 

@@ -192,7 +192,7 @@ class Report:
             rows = [(f.code, f.name, str(f.count), f"{f.filename}:{f.lineno}", f.message) for f in self.findings]
             header = ("code", "name", "count", "first location", "")
             widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
-            fmt = "  {:<%d}  {:<%d}  {:>%d}  {:<%d}" % tuple(widths)
+            fmt = "  {{:<{}}}  {{:<{}}}  {{:>{}}}  {{:<{}}}".format(*widths)
             lines.append(dim + fmt.format(*header[:4]) + reset)
             for row in rows:
                 lines.append(red + fmt.format(*row[:4]).rstrip() + reset)

@@ -17,7 +17,7 @@ safe place (the next root forward, optimizer step, or session exit).
 from __future__ import annotations
 
 import weakref
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

@@ -22,7 +22,7 @@ lazily and only for the parameters already under suspicion (see
 from __future__ import annotations
 
 import weakref
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -38,11 +38,13 @@ def mode_dependent_layers(model: nn.Module) -> list[str]:
     """Qualified names of the Dropout / BatchNorm-like layers inside ``model``."""
     names = []
     for name, module in model.named_modules():
-        if isinstance(module, _MODE_DEPENDENT):
-            names.append(name)
-        elif isinstance(module, nn.modules.instancenorm._InstanceNorm) and module.track_running_stats:
-            names.append(name)
-        elif isinstance(module, nn.MultiheadAttention) and module.dropout > 0:
+        if (
+            isinstance(module, _MODE_DEPENDENT)
+            or isinstance(module, nn.modules.instancenorm._InstanceNorm)
+            and module.track_running_stats
+            or isinstance(module, nn.MultiheadAttention)
+            and module.dropout > 0
+        ):
             names.append(name)
     return names
 

@@ -20,8 +20,8 @@ import re
 import sys
 import time
 
-from torchlint.lint.engine import lint_source
-from torchlint.lint.rule import all_rules
+from torchlint.engine.lint import lint_source
+from torchlint.engine.rule import all_rules
 
 IMPORTS_TORCH = re.compile(r"^\s*(import torch|from torch[\s.])", re.M)
 

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 # The console script's own code, so a fresh process costs what `torchlint` costs.
-ENTRY = "import sys; from torchlint.lint.cli import main; sys.exit(main())"
+ENTRY = "import sys; from torchlint.cli import main; sys.exit(main())"
 
 
 # ----- a corpus of realistic training code ---------------------------------------------------
@@ -357,8 +357,8 @@ def generate(directory: Path, count: int) -> list[Path]:
 
 
 def corpus(folder: Path) -> list[tuple[Path, bytes]]:
-    from torchlint.lint import config
-    from torchlint.lint.files import discover
+    from torchlint.engine import config
+    from torchlint.engine.files import discover
 
     return [(Path(t.path), Path(t.path).read_bytes()) for t in discover([str(folder)], config.find_settings)]
 
@@ -414,8 +414,8 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=7, help="fresh-process runs per figure (min is shown)")
     args = parser.parse_args(argv)
 
-    from torchlint.lint.engine import lint_bytes
-    from torchlint.lint.rule import all_rules
+    from torchlint.engine.lint import lint_bytes
+    from torchlint.engine.rule import all_rules
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.folder) if args.folder else Path(tmp) / "corpus"
@@ -492,14 +492,15 @@ def main(argv=None) -> int:
     return 0
 
 
-# The lazily built parts of ctx.training most rules use (torchlint/lint/training.py).
+# The lazily built parts of training_model(ctx) most rules use (torchlint/lint/training.py).
 SHARED_TRAINING_FACTS = ("roles", "loop_events", "training_loops", "step_units", "optimizer_models")
 
 
 def per_rule(files, rules, lines):
     """Seconds each rule spends over the corpus, after the shared context is built."""
-    from torchlint.lint.context import FileContext
-    from torchlint.lint.engine import decode
+    from torchlint.analysis.context import FileContext
+    from torchlint.engine.lint import decode
+    from torchlint.torchmodel.training import training_model
 
     cost = {rule.code: 0.0 for rule in rules}
     index = parse = model = 0.0
@@ -519,7 +520,7 @@ def per_rule(files, rules, lines):
         parse += mid - start
         index += end - mid
         start = time.perf_counter()
-        training = ctx.training  # the shared training-code model, charged on its own line
+        training = training_model(ctx)  # the shared training-code model, charged on its own line
         for name in SHARED_TRAINING_FACTS:
             try:
                 getattr(training, name, None)

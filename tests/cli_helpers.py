@@ -7,7 +7,7 @@ import sys
 import textwrap
 from dataclasses import dataclass
 
-from torchlint.lint.cli import main
+from torchlint.cli import main
 
 # A real bug (TL016): backward inside torch.no_grad(). Line 5 is the backward call.
 BUGGY = textwrap.dedent(

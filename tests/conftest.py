@@ -2,8 +2,8 @@ import textwrap
 
 import pytest
 
-from torchlint.lint.engine import lint_source
-from torchlint.lint.rule import all_rules
+from torchlint.engine.lint import lint_source
+from torchlint.engine.rule import all_rules
 
 
 def lint_text(source, *codes, path="train.py"):

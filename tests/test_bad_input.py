@@ -7,9 +7,9 @@ import sys
 import pytest
 from cli_helpers import BUGGY, run_cli, write
 
-from torchlint.lint import engine
-from torchlint.lint.engine import lint_bytes, lint_file, lint_text
-from torchlint.lint.rule import Rule, all_rules
+from torchlint.engine import lint as engine
+from torchlint.engine.lint import lint_bytes, lint_file, lint_text
+from torchlint.engine.rule import Rule, all_rules
 
 
 @pytest.fixture(autouse=True)
@@ -163,7 +163,7 @@ def test_a_crashing_rule_does_not_hide_other_rules(tmp_path):
 
 
 def test_a_crashing_rule_is_a_warning_on_stderr(tmp_path, monkeypatch):
-    from torchlint.lint import rule
+    from torchlint.engine import rule
 
     monkeypatch.setitem(rule._REGISTRY, Broken.code, Broken)
     write(tmp_path / "train.py", BUGGY)
@@ -218,7 +218,7 @@ def test_fifo_is_not_read(tmp_path):
 
 
 def test_unreadable_directory_is_reported_and_the_run_goes_on(tmp_path, monkeypatch):
-    from torchlint.lint import files
+    from torchlint.engine import files
 
     write(tmp_path / "locked" / "a.py", BUGGY)
     write(tmp_path / "train.py", BUGGY)
@@ -265,10 +265,10 @@ def test_a_rule_that_never_finishes_is_stopped_by_its_cpu_budget():
 
 
 def test_the_command_applies_a_cpu_budget(tmp_path, monkeypatch):
-    from torchlint.lint import rule
+    from torchlint.engine import rule
 
     monkeypatch.setattr(engine, "DEFAULT_RULE_CPU_BUDGET", 0.3)
-    monkeypatch.setattr("torchlint.lint.runner.DEFAULT_RULE_CPU_BUDGET", 0.3)
+    monkeypatch.setattr("torchlint.engine.runner.DEFAULT_RULE_CPU_BUDGET", 0.3)
     monkeypatch.setitem(rule._REGISTRY, Spinner.code, Spinner)
     write(tmp_path / "train.py", BUGGY)
     run = run_cli(["-q", "train.py", "--select", "TL016,TL996"])

@@ -10,7 +10,7 @@ import pytest
 from cli_helpers import BUGGY, CLEAN, assert_one_line_error, run_cli, write
 
 import torchlint
-from torchlint.lint.rule import all_rules
+from torchlint.engine.rule import all_rules
 
 ANSI = "\x1b["
 
@@ -144,7 +144,8 @@ def test_version():
 
 
 def test_format_choices_match_the_reporters():
-    from torchlint.lint import cli, reporters
+    from torchlint import cli
+    from torchlint.engine import reporters
 
     assert cli.FORMATS == reporters.FORMATS == tuple(reporters.REPORTERS)
 
@@ -287,7 +288,7 @@ def test_linting_imports_neither_torch_nor_libcst_nor_the_sanitizer(tmp_path):
     write(tmp_path / "a.py", BUGGY)
     proc = _python(
         "import sys\n"
-        "from torchlint.lint.cli import main\n"
+        "from torchlint.cli import main\n"
         "main(['-q', 'a.py'])\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'libcst', 'numpy')"
         " or m.startswith('torchlint.sanitizer'))\n"
@@ -311,7 +312,7 @@ def test_python_dash_m_torchlint(tmp_path):
 
 
 def test_text_findings_are_printed_as_each_file_is_linted(tmp_path, monkeypatch):
-    from torchlint.lint import runner
+    from torchlint.engine import runner
 
     write(tmp_path / "a.py", BUGGY)
     write(tmp_path / "b.py", BUGGY)

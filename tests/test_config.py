@@ -5,7 +5,7 @@ import textwrap
 import pytest
 from cli_helpers import BUGGY, CLEAN, assert_one_line_error, run_cli, write
 
-from torchlint.lint import config
+from torchlint.engine import config
 
 
 @pytest.fixture(autouse=True)

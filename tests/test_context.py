@@ -1,4 +1,4 @@
-from torchlint.lint.engine import lint_source
+from torchlint.engine.lint import lint_source
 
 
 def test_form_feed_does_not_shift_reported_lines():

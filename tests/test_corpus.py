@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from torchlint.lint.engine import lint_source
+from torchlint.engine.lint import lint_source
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
 _MARK = re.compile(r"#\s*expect:\s*(?P<codes>TL\d{3}(?:\s*,\s*TL\d{3})*)")

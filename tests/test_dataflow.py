@@ -1,10 +1,10 @@
-"""torchlint.lint.dataflow: reaching bindings and origins inside one file."""
+"""torchlint.analysis.dataflow: reaching bindings and origins inside one file."""
 
 import ast
 import textwrap
 
-from torchlint.lint.context import FileContext
-from torchlint.lint.dataflow import argument, dataflow
+from torchlint.analysis.context import FileContext
+from torchlint.analysis.dataflow import argument, dataflow
 
 
 def _setup(source):
@@ -172,7 +172,7 @@ def test_later_binding_in_the_same_loop_body_overwrites():
 
 
 def test_returns_of_skips_nested_functions():
-    from torchlint.lint.dataflow import returns_of
+    from torchlint.analysis.dataflow import returns_of
 
     func = ast.parse(
         textwrap.dedent(

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from torchlint.lint.engine import lint_source
+from torchlint.engine.lint import lint_source
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>TL\d{3}(?:\s*,\s*TL\d{3})*)")

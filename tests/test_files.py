@@ -5,8 +5,8 @@ import os
 import pytest
 from cli_helpers import BUGGY, CLEAN, run_cli, write
 
-from torchlint.lint import config
-from torchlint.lint.files import discover
+from torchlint.engine import config
+from torchlint.engine.files import discover
 
 
 @pytest.fixture(autouse=True)

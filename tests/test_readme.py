@@ -1,13 +1,13 @@
 import pathlib
 
-from torchlint.lint import ruledocs
+from torchlint.engine import ruledocs
 
 README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
 
 
 def test_readme_rules_section_is_generated_from_current_rule_docs():
     text = README.read_text()
-    assert ruledocs.sync(README) == text, "run: python -m torchlint.lint.ruledocs --write"
+    assert ruledocs.sync(README) == text, "run: python -m torchlint.engine.ruledocs --write"
     for code, rule in ruledocs.all_rules().items():
         assert f"### {code} {rule.name} ({rule.severity})" in text
 

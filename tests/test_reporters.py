@@ -8,10 +8,10 @@ import re
 import pytest
 from cli_helpers import BUGGY, run_cli, write
 
-from torchlint.lint.engine import FileResult
-from torchlint.lint.finding import Edit, Finding, Fix
-from torchlint.lint.reporters import ReportOptions, report_github, report_text, sarif_document
-from torchlint.lint.rule import all_rules
+from torchlint.engine.finding import Edit, Finding, Fix
+from torchlint.engine.lint import FileResult
+from torchlint.engine.reporters import ReportOptions, report_github, report_text, sarif_document
+from torchlint.engine.rule import all_rules
 
 JSON_KEYS = ["path", "line", "column", "end_line", "end_column", "code", "name", "severity", "message", "fix"]
 
@@ -82,7 +82,7 @@ def test_json_of_a_clean_run_is_an_empty_array(tmp_path):
 
 def test_json_fix_is_an_object_with_edits():
     fix = Fix("call zero_grad", (Edit(3, 5, 3, 5, "opt.zero_grad()\n"),))
-    from torchlint.lint.reporters import report_json
+    from torchlint.engine.reporters import report_json
 
     data = json.loads(render(report_json, [FileResult("a.py", [finding(fix=fix)])]))
     assert data[0]["fix"] == {

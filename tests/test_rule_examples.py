@@ -5,8 +5,8 @@ import textwrap
 
 import pytest
 
-from torchlint.lint.engine import lint_source
-from torchlint.lint.rule import all_rules
+from torchlint.engine.lint import lint_source
+from torchlint.engine.rule import all_rules
 
 EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>TL\d{3}(?:\s*,\s*TL\d{3})*)")
 

@@ -4,8 +4,8 @@ import textwrap
 
 import pytest
 
-from torchlint.lint.engine import lint_source
-from torchlint.lint.rule import all_rules
+from torchlint.engine.lint import lint_source
+from torchlint.engine.rule import all_rules
 
 # Line 5 is a TL016 finding; {comment} goes at its end, {header} on line 1.
 TEMPLATE = """\

@@ -1,4 +1,4 @@
-"""The shared model of training code (``ctx.training``): roles, events, iterations, clearing,
+"""The shared model of training code (``training_model(ctx)``): roles, events, iterations, clearing,
 accumulation and loss division -- the facts TL001/TL002/TL009 and other rules build on."""
 
 import ast
@@ -6,13 +6,14 @@ import textwrap
 
 import pytest
 
-from torchlint.lint.context import FileContext
+from torchlint.analysis.context import FileContext
+from torchlint.torchmodel.training import training_model
 
 
 def model_of(source):
     source = textwrap.dedent(source)
     ctx = FileContext("train.py", source, ast.parse(source))
-    return ctx, ctx.training
+    return ctx, training_model(ctx)
 
 
 def kinds(events):
@@ -470,9 +471,9 @@ def test_cyclic_local_base_classes_terminate():
 def test_train_mode_keyword_false_is_an_eval_switch():
     import ast as _ast
 
-    from torchlint.lint.context import FileContext
+    from torchlint.analysis.context import FileContext
 
     source = "model.train(mode=False)\nmodel.train(mode=True)\nmodel.train(False)\nmodel.train(flag)\nmodel.train()\n"
     ctx = FileContext("m.py", source, _ast.parse(source))
-    kinds = [getattr(ctx.training.classify_call(c), "kind", None) for c in ctx.calls]
+    kinds = [getattr(training_model(ctx).classify_call(c), "kind", None) for c in ctx.calls]
     assert kinds == ["eval", "train", "eval", None, "train"]

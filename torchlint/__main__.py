@@ -1,3 +1,3 @@
-from torchlint.lint.cli import main
+from torchlint.cli import main
 
 raise SystemExit(main())

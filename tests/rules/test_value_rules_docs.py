@@ -5,8 +5,8 @@ import textwrap
 
 import pytest
 
-from torchlint.lint.engine import lint_source
-from torchlint.lint.rule import all_rules
+from torchlint.engine.lint import lint_source
+from torchlint.engine.rule import all_rules
 
 HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 # Loop snippets need a function around them to have parameters.

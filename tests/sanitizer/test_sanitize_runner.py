@@ -123,7 +123,7 @@ def test_python_dash_m_entry_point(script, tmp_path):
 
 
 def test_torchlint_cli_dispatches_run(script, tmp_path):
-    from torchlint.lint.cli import main as cli_main
+    from torchlint.cli import main as cli_main
 
     assert cli_main(["run", "--no-anomaly", str(script), str(tmp_path / "facts.json"), "exit", "5"]) == 5
     assert facts(tmp_path)["anomaly"] is False

@@ -1,6 +1,6 @@
 """TL000 syntax-error: reported by the engine itself when a file cannot be parsed or read."""
 
-from ..lint.rule import Rule, register
+from torchlint.engine.rule import Rule, register
 
 
 @register

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from ..lint.rule import Rule, register
-from ..lint.training import CLEAR_KINDS, SCALER
+from torchlint.engine.rule import Rule, register
+from torchlint.torchmodel.training import CLEAR_KINDS, SCALER, training_model
 
 
 @register
@@ -126,7 +126,7 @@ def train(model, loader, optimizer, scaler, use_amp):
     ]
 
     def check(self, ctx):
-        training = ctx.training
+        training = training_model(ctx)
         verdicts: dict[ast.AST, tuple] = {}  # step node -> (cleared?, unit, event)
         for unit in training.step_units:
             stepped = training.stepped_optimizers(unit)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from ..lint.rule import Rule, register
-from ..lint.training import BACKWARD_KINDS, CLEAR_KINDS, exclusive
+from torchlint.engine.rule import Rule, register
+from torchlint.torchmodel.training import BACKWARD_KINDS, CLEAR_KINDS, exclusive, training_model
 
 
 @register
@@ -89,7 +89,7 @@ class Trainer:
     ]
 
     def check(self, ctx):
-        training = ctx.training
+        training = training_model(ctx)
         reported: set[ast.AST] = set()
         for unit in training.step_units:
             stepped = training.stepped_optimizers(unit)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from ..lint.rule import Rule, register
-from ..lint.runs import describe_loop, run_analysis
-from ..lint.training import OPTIMIZER
+from torchlint.engine.rule import Rule, register
+from torchlint.torchmodel.runs import describe_loop, run_analysis
+from torchlint.torchmodel.training import OPTIMIZER
 
 
 @register

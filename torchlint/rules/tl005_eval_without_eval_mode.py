@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from ..lint.evaluation import NOT_REACHED, evaluation_analysis
-from ..lint.rule import Rule, register
+from torchlint.engine.rule import Rule, register
+from torchlint.torchmodel.evaluation import NOT_REACHED, evaluation_analysis
 
 
 @register
@@ -40,6 +40,7 @@ class EvalWithoutEvalMode(Rule):
                 for x, y in loader:
                     correct += (model(x).argmax(1) == y).sum().item()
             return correct
+
 
         for epoch in range(epochs):
             train_one_epoch(model, optimizer, train_loader)  # calls model.train()

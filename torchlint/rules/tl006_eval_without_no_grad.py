@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from ..lint.evaluation import NOT_REACHED, evaluation_analysis
-from ..lint.rule import Rule, register
+from torchlint.engine.rule import Rule, register
+from torchlint.torchmodel.evaluation import NOT_REACHED, evaluation_analysis
 
 
 @register

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from ..lint.restore import restore_analysis
-from ..lint.rule import Rule, register
+from torchlint.engine.rule import Rule, register
+from torchlint.torchmodel.restore import restore_analysis
 
 
 @register

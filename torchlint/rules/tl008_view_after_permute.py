@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from ..lint.dataflow import dataflow, method_call
-from ..lint.rule import Rule, register
+from torchlint.analysis.dataflow import dataflow, method_call
+from torchlint.engine.rule import Rule, register
 
 # Operations whose result shares storage with a reordered stride layout.
 PERMUTING_METHODS = frozenset({"permute", "transpose", "t", "swapaxes", "swapdims", "movedim", "moveaxis"})

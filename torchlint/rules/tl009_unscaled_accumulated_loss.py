@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 import re
 
-from ..lint.imports import symbol
-from ..lint.rule import Rule, register
+from torchlint.analysis.imports import symbol
+from torchlint.engine.rule import Rule, register
+from torchlint.torchmodel.training import training_model
 
 # Owners of a `.backward(loss)` that divide by the accumulation count themselves.
 _SELF_SCALING_OWNER = re.compile(r"engine|deepspeed", re.I)
@@ -100,7 +101,7 @@ for it in range(max_iters):
     ]
 
     def check(self, ctx):
-        training = ctx.training
+        training = training_model(ctx)
         reported: set[ast.AST] = set()
         candidates = []
         for unit in training.step_units:

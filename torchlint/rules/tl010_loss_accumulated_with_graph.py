@@ -5,11 +5,11 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 
-from ..lint.dataflow import Binding, dataflow, method_call, returns_of
-from ..lint.gradmode import lexical_grad_disabler
-from ..lint.imports import symbol
-from ..lint.rule import Rule, register
-from ..lint.training import BACKWARD_METHODS, CRITERION
+from torchlint.analysis.dataflow import Binding, dataflow, method_call, returns_of
+from torchlint.analysis.imports import symbol
+from torchlint.engine.rule import Rule, register
+from torchlint.torchmodel.gradmode import lexical_grad_disabler
+from torchlint.torchmodel.training import BACKWARD_METHODS, CRITERION, training_model
 
 # Methods/functions whose result is a plain number or a tensor cut from the graph.
 CONVERTING_METHODS = frozenset({"item", "tolist", "detach", "detach_", "numpy"})
@@ -177,7 +177,7 @@ def train(model, loader, optimizer):
                 # Only totals kept across training iterations grow without bound; a few
                 # micro-steps summed inside one step (MC samples, closures) do not.
                 if training_loops is None:
-                    training_loops = set(ctx.training.training_loops)
+                    training_loops = set(training_model(ctx).training_loops)
                 if not any(loop in training_loops for loop in ctx.enclosing_loops(node)):
                     continue
                 graph = graphs.of(scope)
@@ -248,7 +248,7 @@ def _plausible_value(expr: ast.AST) -> bool:
 
 def _backward_args_by_scope(ctx) -> dict[ast.AST, list[tuple[ast.AST, ast.AST]]]:
     """(loss expression, call) of every backward (and hidden-backward helper call), by scope."""
-    training = ctx.training
+    training = training_model(ctx)
     flow = dataflow(ctx)
     found: dict[ast.AST, list] = defaultdict(list)
     for call in ctx.calls:
@@ -417,7 +417,7 @@ class _GraphValues:
 
     def _returns_attached(self, call: ast.Call, depth: int) -> bool:
         """A helper of this file (``loss = train_step(batch)``) that returns a graph-attached loss."""
-        function = self.ctx.training.resolve_local_call(call)
+        function = training_model(self.ctx).resolve_local_call(call)
         if function is None or function is self.scope or depth > 2:
             return False
         callee = self.graphs.of(function)
@@ -431,7 +431,7 @@ class _GraphValues:
             return qual.startswith(LOSS_FUNCTION_PREFIX) and qual[len(LOSS_FUNCTION_PREFIX) :] in LOSS_FUNCTION_NAMES
         func = call.func
         if isinstance(func, (ast.Name, ast.Attribute)) and symbol(func):
-            return self.ctx.training.role_of(func) == CRITERION
+            return training_model(self.ctx).role_of(func) == CRITERION
         return False
 
 

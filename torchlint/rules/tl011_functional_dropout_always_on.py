@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from ..lint.dataflow import argument
-from ..lint.rule import Rule, register
+from torchlint.analysis.dataflow import argument
+from torchlint.engine.rule import Rule, register
+from torchlint.torchmodel.modules import module_classes
 
 # Functional dropouts and the position of their `training` parameter.
 DROPOUT_FUNCTIONS = {
@@ -86,7 +87,7 @@ class Block(nn.Module):
     ]
 
     def check(self, ctx):
-        if "dropout" not in ctx.source or not ctx.module_classes:
+        if "dropout" not in ctx.source or not module_classes(ctx):
             return
         for call in ctx.calls:
             qual = ctx.call_qualname(call)
@@ -97,7 +98,7 @@ class Block(nn.Module):
             if argument(call, position, parameter) is not None or _passes_unknown_arguments(call):
                 continue
             cls = ctx.enclosing(call, ast.ClassDef)
-            if cls is None or cls.name not in ctx.module_classes or _in_training_only_method(ctx, call, cls):
+            if cls is None or cls.name not in module_classes(ctx) or _in_training_only_method(ctx, call, cls):
                 continue
             yield self.report(call, self._message(ctx, call, parameter))
 

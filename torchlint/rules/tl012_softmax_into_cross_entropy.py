@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..lint.activations import activations
-from ..lint.rule import Rule, register
+from torchlint.engine.rule import Rule, register
+from torchlint.torchmodel.activations import activations
 
 CROSS_ENTROPY_FUNCTIONS = frozenset({"torch.nn.functional.cross_entropy"})
 CROSS_ENTROPY_MODULES = frozenset({"torch.nn.CrossEntropyLoss"})
@@ -37,6 +37,7 @@ class SoftmaxIntoCrossEntropy(Rule):
             def forward(self, x):
                 return F.softmax(self.fc(x), dim=1)
 
+
         model = Net()
         loss = F.cross_entropy(model(x), y)
     """
@@ -44,6 +45,7 @@ class SoftmaxIntoCrossEntropy(Rule):
         class Net(nn.Module):
             def forward(self, x):
                 return self.fc(x)  # logits; apply softmax only for predictions
+
 
         model = Net()
         loss = F.cross_entropy(model(x), y)

@@ -6,9 +6,10 @@ import ast
 from collections.abc import Iterator
 from functools import cached_property
 
-from ..lint.dataflow import dataflow, keyword, method_call
-from ..lint.rule import Rule, register
-from ..lint.training import MODEL
+from torchlint.analysis.dataflow import dataflow, keyword, method_call
+from torchlint.engine.rule import Rule, register
+from torchlint.torchmodel.modules import module_classes
+from torchlint.torchmodel.training import MODEL, training_model
 
 PARAMETER = "torch.nn.Parameter"
 DEVICE_MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16"})
@@ -160,7 +161,7 @@ class Net(nn.Module):
     ]
 
     def check(self, ctx):
-        if not ctx.module_classes:
+        if not module_classes(ctx):
             return
         checkers: dict[ast.AST, _InitChecker] = {}
         for node in ctx.nodes(ast.Assign, ast.AnnAssign):
@@ -173,7 +174,7 @@ class Net(nn.Module):
             if init is None or init.name != "__init__" or not init.args.args:
                 continue
             cls = ctx.parent(init)
-            if not isinstance(cls, ast.ClassDef) or cls.name not in ctx.module_classes:
+            if not isinstance(cls, ast.ClassDef) or cls.name not in module_classes(ctx):
                 continue
             checker = checkers.get(init)
             if checker is None:
@@ -271,7 +272,7 @@ class _InitChecker:
         qual = self.ctx.call_qualname(expr)
         if qual in (PARAMETER, "torch.nn.parameter.Parameter"):
             return "parameter"
-        if self.ctx.training.constructor_role(expr) == MODEL:
+        if training_model(self.ctx).constructor_role(expr) == MODEL:
             if qual in STATELESS_LAYERS:
                 return None  # no parameters, buffers or train/eval behaviour: nothing is lost
             return "module"

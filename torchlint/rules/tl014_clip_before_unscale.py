@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ast
 
-from ..lint.amp import backward_scaler, scaled_backward
-from ..lint.imports import dotted_name
-from ..lint.rule import Rule, register
-from ..lint.training import CLIP_FUNCTIONS, MODEL, exclusive
+from torchlint.analysis.imports import dotted_name
+from torchlint.engine.rule import Rule, register
+from torchlint.torchmodel.amp import backward_scaler, scaled_backward
+from torchlint.torchmodel.training import CLIP_FUNCTIONS, MODEL, exclusive, training_model
 
 # Clipping helpers that unscale by themselves before clipping (accelerate, Lightning
 # Fabric, Lightning's LightningModule.clip_gradients): never findings.
@@ -116,7 +116,7 @@ class Trainer:
     ]
 
     def check(self, ctx):
-        training = ctx.training
+        training = training_model(ctx)
         names = _CLIP_NAMES | {alias for alias, qual in ctx.imports.aliases.items() if qual in CLIP_FUNCTIONS}
         clips = [c for c in ctx.calls if _clip_like_name(c, names) and _is_checked_clip(ctx, training, c)]
         if not clips or not any(_is_scale_call(c) for c in ctx.calls):
@@ -135,7 +135,7 @@ class Trainer:
 
     @staticmethod
     def _message(ctx, clip, backward, optimizer) -> str:
-        scaler = dotted_name(backward_scaler(ctx.training, backward)) or "scaler"
+        scaler = dotted_name(backward_scaler(training_model(ctx), backward)) or "scaler"
         return (
             f"`{ctx.segment(clip.func)}` clips gradients that are still scaled by `{scaler}` "
             f"(scaled backward on line {backward.node.lineno}), so the threshold is compared with a norm "
@@ -213,7 +213,7 @@ def _helper_unscales(ctx, clip: ast.Call) -> bool:
         if call.lineno > clip.lineno:
             break
         name = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
-        if name == "unscale_" or ctx.training.resolve_local_call(call) is not None:
+        if name == "unscale_" or training_model(ctx).resolve_local_call(call) is not None:
             continue  # real unscale_ calls and local helpers are seen by the event model
         if "unscale" in name and ctx.enclosing_function(call) is scope:
             return True
@@ -225,7 +225,7 @@ def _scopes_reaching(ctx, clips):
     the function that holds each clip, and every function of the file that calls it."""
     callers: dict = {}
     for call in ctx.calls:
-        callee = ctx.training.resolve_local_call(call)
+        callee = training_model(ctx).resolve_local_call(call)
         if callee is not None:
             callers.setdefault(callee, []).append(ctx.enclosing_function(call))
     seen = set()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from ..lint.imports import symbol
-from ..lint.rule import Rule, register
-from ..lint.training import SCHEDULER, exclusive
+from torchlint.analysis.imports import symbol
+from torchlint.engine.rule import Rule, register
+from torchlint.torchmodel.training import SCHEDULER, exclusive, training_model
 
 _STEPS = ("step", "opaque_step")
 
@@ -101,7 +101,7 @@ def train(model, optimizer, lr_scheduler, loader):
     ]
 
     def check(self, ctx):
-        training = ctx.training
+        training = training_model(ctx)
         if not any(_is_plain_sched_step(training, c) for c in ctx.calls):
             return  # the (costlier) loop events are only needed when a scheduler steps
         reported: set[ast.AST] = set()
@@ -115,7 +115,7 @@ def train(model, optimizer, lr_scheduler, loader):
             if (
                 event.kind != "sched_step"
                 or event.node in reported
-                or not _is_plain_sched_step(ctx.training, event.node)
+                or not _is_plain_sched_step(training_model(ctx), event.node)
             ):
                 continue
             steps = _steps_of_scheduled_optimizer(ctx, event, events)
@@ -152,7 +152,7 @@ def _scheduled_optimizer(ctx, scheduler: str | None) -> str | None:
     constructions agree."""
     if scheduler is None:
         return None
-    training = ctx.training
+    training = training_model(ctx)
     found = set()
     for assign in ctx.nodes(ast.Assign):
         value = assign.value

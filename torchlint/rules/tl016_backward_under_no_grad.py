@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from ..lint.gradmode import grad_effect, lexical_grad_disabler
-from ..lint.rule import Rule, register
+from torchlint.engine.rule import Rule, register
+from torchlint.torchmodel.gradmode import grad_effect, lexical_grad_disabler
+from torchlint.torchmodel.training import training_model
 
 
 @register
@@ -92,7 +93,7 @@ def run(model, opt, batches):
     ]
 
     def check(self, ctx):
-        training = ctx.training
+        training = training_model(ctx)
         reported: set[ast.AST] = set()
         for call in ctx.calls:
             event = training.classify_call(call)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from ..lint.imports import dotted_name
-from ..lint.rule import Rule, register
-from ..lint.training import MODEL, OPTIMIZER
+from torchlint.analysis.imports import dotted_name
+from torchlint.engine.rule import Rule, register
+from torchlint.torchmodel.training import MODEL, OPTIMIZER, training_model
 
 # Methods that move or cast a module's parameters.
 MOVE_METHODS = frozenset({"to", "cuda", "half", "bfloat16", "double"})
@@ -104,7 +104,7 @@ def setup(device):
 
 def _optimizer_builds(ctx) -> dict:
     """Optimizer constructions of the file, by enclosing function (None: module level)."""
-    training = ctx.training
+    training = training_model(ctx)
     builds: dict = {}
     for assign in ctx.nodes(ast.Assign, ast.AnnAssign):
         value = assign.value
@@ -147,7 +147,7 @@ def _moves_sources(ctx, moved: str, sources) -> bool:
     for source in sources:
         if moved == source or source.startswith(moved + "."):
             return True  # the module itself, or a module containing it
-        if moved.startswith(source + ".") and ctx.training.role_of(moved) == MODEL:
+        if moved.startswith(source + ".") and training_model(ctx).role_of(moved) == MODEL:
             return True  # a submodule of it (its parameters are among the optimizer's)
     return False
 
@@ -161,7 +161,7 @@ def _is_setup_order(ctx, build: _OptimizerBuild, move: ast.Call, moved: str) -> 
     if _exclusive_branches(ctx, build.assign, move):
         return False
     scope = ctx.enclosing_function(move)
-    training = ctx.training
+    training = training_model(ctx)
     for call in ctx.calls:
         if not start < call.lineno < move.lineno or ctx.enclosing_function(call) is not scope:
             continue

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from ..lint.amp import float16_autocast, scaled_backward, uses_scaler
-from ..lint.rule import Rule, register
+from torchlint.engine.rule import Rule, register
+from torchlint.torchmodel.amp import float16_autocast, scaled_backward, uses_scaler
+from torchlint.torchmodel.training import training_model
 
 _STORE_TARGETS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr)
 
@@ -87,7 +88,7 @@ def train(model, opt, loader):
     ]
 
     def check(self, ctx):
-        training = ctx.training
+        training = training_model(ctx)
         events_by_scope: dict = {}
         reported: set[ast.AST] = set()
         for with_node in ctx.nodes(ast.With, ast.AsyncWith):

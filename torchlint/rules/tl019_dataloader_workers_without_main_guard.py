@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 import re
 
-from ..lint.imports import dotted_name
-from ..lint.rule import Rule, register
-from ..lint.scripts import (
+from torchlint.analysis.imports import dotted_name
+from torchlint.engine.rule import Rule, register
+from torchlint.torchmodel.scripts import (
     NON_CONSUMING_CALLS,
     argparse_default,
     dataloader_calls,
@@ -59,6 +59,7 @@ class DataLoaderWorkersWithoutMainGuard(Rule):
             for epoch in range(10):
                 for x, y in loader:
                     train_step(x, y)
+
 
         if __name__ == "__main__":
             main()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..lint.activations import activations
-from ..lint.rule import Rule, register
+from torchlint.engine.rule import Rule, register
+from torchlint.torchmodel.activations import activations
 
 BCE_WITH_LOGITS_FUNCTIONS = frozenset(
     {"torch.nn.functional.binary_cross_entropy_with_logits", "torch.binary_cross_entropy_with_logits"}

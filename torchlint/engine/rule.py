@@ -15,10 +15,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from .finding import SEVERITIES, Fix
+from torchlint.engine.finding import SEVERITIES, Fix
 
 if TYPE_CHECKING:
-    from .context import FileContext
+    from torchlint.analysis.context import FileContext
 
 CODE_PATTERN = re.compile(r"^TL\d{3}$")
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")

@@ -8,34 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from .config import ConfigError, Settings, glob_match
-
-# Skipped while recursing into directories; `exclude` in the config replaces this list,
-# `extend-exclude` adds to it.
-DEFAULT_EXCLUDE = (
-    ".git",
-    ".hg",
-    ".svn",
-    ".bzr",
-    ".venv",
-    "venv",
-    ".env",
-    ".tox",
-    ".nox",
-    "__pycache__",
-    ".mypy_cache",
-    ".pytest_cache",
-    ".ruff_cache",
-    ".ipynb_checkpoints",
-    ".eggs",
-    "*.egg-info",
-    "build",
-    "dist",
-    "_build",
-    "site-packages",
-    "node_modules",
-    "__pypackages__",
-)
+from torchlint.engine.config import ConfigError, Settings, glob_match
 
 
 @dataclass(frozen=True)
@@ -53,7 +26,7 @@ def is_virtualenv(directory: str) -> bool:
     return os.path.isfile(os.path.join(directory, "pyvenv.cfg"))
 
 
-def _excluded(path: str, settings: Settings, patterns: tuple[str, ...]) -> bool:
+def excluded(path: str, settings: Settings, patterns: tuple[str, ...]) -> bool:
     if not patterns:
         return False
     rel = settings.relative(path)
@@ -99,7 +72,7 @@ def _discover_one(path: str, settings_for: Callable[[str], Settings]) -> Iterato
     if not os.path.isdir(path):
         settings = settings_for(path)
         # A file named on the command line (as pre-commit does) still honours the user's excludes.
-        if not _excluded(path, settings, settings.user_excludes):
+        if not excluded(path, settings, settings.user_excludes):
             yield Target(path, settings)
         return
     yield from _walk(path, settings_for)

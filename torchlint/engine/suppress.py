@@ -13,7 +13,7 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
-from .finding import Finding
+from torchlint.engine.finding import Finding
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 _DISABLE = re.compile(

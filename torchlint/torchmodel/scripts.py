@@ -11,10 +11,11 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .imports import dotted_name, symbol
+from torchlint.analysis.imports import dotted_name, symbol
+from torchlint.torchmodel.training import training_model
 
 if TYPE_CHECKING:
-    from .context import FileContext
+    from torchlint.analysis.context import FileContext
 
 DATALOADER = "torch.utils.data.DataLoader"
 DISTRIBUTED_SAMPLER = "torch.utils.data.DistributedSampler"
@@ -199,7 +200,7 @@ def import_time_functions(ctx: FileContext, depth: int = 3) -> frozenset:
 
 
 def _import_time_functions(ctx: FileContext, depth: int) -> frozenset:
-    training = ctx.training
+    training = training_model(ctx)
     reached: set = set()
     frontier = [c for c in ctx.calls if ctx.enclosing_function(c) is None and runs_at_import(ctx, c)]
     for _ in range(depth):

@@ -73,7 +73,7 @@ def _parser():
         def error(self, message):  # one line, no usage dump
             raise UsageError(message)
 
-    from .. import __version__
+    from . import __version__
 
     parser = Parser(
         prog=PROG,
@@ -176,10 +176,11 @@ def _cmd_lint(argv: list[str]) -> int:
     except _Exit as done:
         return done.code
 
-    from . import config as config_mod
-    from .files import discover
-    from .reporters import REPORTERS, ReportOptions, write_statistics
-    from .runner import lint_stdin_bytes, lint_targets
+    from torchlint.engine.files import discover
+    from torchlint.engine.reporters import REPORTERS, ReportOptions, write_statistics
+    from torchlint.engine.runner import lint_stdin_bytes, lint_targets
+
+    from .engine import config as config_mod
 
     config_mod.clear_cache()
     try:
@@ -237,11 +238,11 @@ def _cmd_lint(argv: list[str]) -> int:
 
 
 def _lint_stdin(args, resolver, lint_stdin_bytes) -> list:
-    from .files import _excluded
+    from torchlint.engine.files import excluded
 
     name = args.stdin_filename or "-"
     settings = resolver.for_path(args.stdin_filename or os.path.join(os.getcwd(), "stdin.py"))
-    if args.stdin_filename and _excluded(args.stdin_filename, settings, settings.user_excludes):
+    if args.stdin_filename and excluded(args.stdin_filename, settings, settings.user_excludes):
         return []
     data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
     codes = settings.codes_for(args.stdin_filename) if args.stdin_filename else settings.enabled_codes()
@@ -259,7 +260,7 @@ def _open_output(path: str | None):
 
 def _all_rules() -> list:
     """SARIF describes every rule, so code scanning can show help for any result."""
-    from .rule import all_rules
+    from torchlint.engine.rule import all_rules
 
     return list(all_rules().values())
 
@@ -273,7 +274,7 @@ def _cmd_rules(argv: list[str]) -> int:
         return 0
     if argv:
         raise UsageError(f"rules: unexpected argument {argv[0]!r} (usage: torchlint rules)")
-    from .rule import all_rules
+    from torchlint.engine.rule import all_rules
 
     rules = list(all_rules().values())
     name_width = max(len("NAME"), *(len(r.name) for r in rules))
@@ -289,7 +290,7 @@ def _cmd_explain(argv: list[str]) -> int:
         return 0
     if len(argv) != 1:
         raise UsageError("explain: expected exactly one rule code or name, e.g. `torchlint explain TL001`")
-    from .rule import all_rules
+    from torchlint.engine.rule import all_rules
 
     wanted = argv[0].strip()
     for rule in all_rules().values():
@@ -302,7 +303,7 @@ def _cmd_explain(argv: list[str]) -> int:
 def _run_sanitizer(argv: list[str]) -> int:
     # Imported only here: the sanitizer needs torch, the linter must not.
     try:
-        from ..sanitizer.runner import main as run_main
+        from .sanitizer.runner import main as run_main
     except ModuleNotFoundError as exc:
         if exc.name == "torch":
             return _fail("run: the sanitizer needs PyTorch; install it (pip install torch) and retry")

@@ -17,10 +17,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .imports import symbol
+from torchlint.analysis.imports import symbol
 
 if TYPE_CHECKING:
-    from .training import Event, Unit
+    from torchlint.torchmodel.training import Event, Unit
 
 
 @dataclass(frozen=True)

@@ -31,14 +31,16 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from .callgraph import call_graph
-from .context import FUNCTION_TYPES
-from .gradmode import grad_effect, lexical_grad_disabler
-from .imports import symbol
-from .training import MODEL
+from torchlint.analysis.callgraph import call_graph
+from torchlint.analysis.context import FUNCTION_TYPES
+from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import last_name, position
+from torchlint.torchmodel.gradmode import grad_effect, lexical_grad_disabler
+from torchlint.torchmodel.modules import module_classes
+from torchlint.torchmodel.training import MODEL, training_model
 
 if TYPE_CHECKING:
-    from .context import FileContext
+    from torchlint.analysis.context import FileContext
 
 EVAL_WORDS = frozenset(
     {
@@ -106,7 +108,7 @@ class EvaluationAnalysis:
 
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
-        self.training = ctx.training
+        self.training = training_model(ctx)
         self._events: dict[ast.AST, list] = {}
 
     # ----- model calls --------------------------------------------------------------------------
@@ -227,7 +229,7 @@ class EvaluationAnalysis:
     def _is_module_like(self, cls: ast.ClassDef) -> bool:
         """A class of this file deriving from nn.Module, or any class defining `forward`
         (its base may live in another file: detectron2's meta-architectures)."""
-        if cls.name in self.ctx.module_classes:
+        if cls.name in module_classes(self.ctx):
             return True
         return any(isinstance(stmt, FUNCTION_TYPES) and stmt.name == "forward" for stmt in cls.body)
 
@@ -300,10 +302,10 @@ class EvaluationAnalysis:
 
     def _local_mode(self, node, func) -> bool | None:
         """True/False when a switch in ``func`` (before ``node``) or a context around ``node`` decides the mode."""
-        pos = _pos(node)
-        switches = [(_pos(e.site), e.kind) for e in self._block_events(func) if e.kind in ("eval", "train")]
+        pos = position(node)
+        switches = [(position(e.site), e.kind) for e in self._block_events(func) if e.kind in ("eval", "train")]
         # `set_eval_mode(model)` imported from elsewhere: take its word for it.
-        switches += [(_pos(call), "eval") for call in self._foreign_eval_helpers.get(func, ())]
+        switches += [(position(call), "eval") for call in self._foreign_eval_helpers.get(func, ())]
         before = [kind for at, kind in sorted(switches, key=lambda item: item[0]) if at < pos]
         if before:
             return before[-1] == "eval"
@@ -324,7 +326,7 @@ class EvaluationAnalysis:
         found: dict = {}
         graph = call_graph(self.ctx)
         for call in self.ctx.calls:
-            name = _callee_name(call.func)
+            name = last_name(call.func)
             if not name or not _EVAL_HELPER.search(name) or graph.callee(call) is not None:
                 continue
             if any(self.training.role_of(arg) == MODEL for arg in call.args if symbol(arg)):
@@ -337,7 +339,7 @@ class EvaluationAnalysis:
         qual = self.ctx.call_qualname(expr) or ""
         if qual.startswith("torch."):
             return False  # torch.inference_mode() disables autograd, not dropout/batch-norm updates
-        name = _callee_name(expr.func)
+        name = last_name(expr.func)
         return bool(name and _EVAL_CONTEXT.search(name))
 
     def _file_sets_eval_once(self) -> bool:
@@ -372,7 +374,7 @@ class EvaluationAnalysis:
             return Verdict(REACHED)
         if self._enabled_around(node, func):
             return Verdict(NOT_REACHED)
-        pos = _pos(node)
+        pos = position(node)
         for call in self._entered_contexts(func, pos):
             if grad_effect(self.ctx, call) is False:
                 return Verdict(REACHED)
@@ -397,7 +399,7 @@ class EvaluationAnalysis:
             if grad_effect(self.ctx, stmt_call) is not False:
                 continue
             owner = self.ctx.enclosing_function(stmt_call)
-            if owner is None or (owner is func and pos is not None and _pos(stmt_call) < pos):
+            if owner is None or (owner is func and pos is not None and position(stmt_call) < pos):
                 return True
         return False
 
@@ -515,7 +517,7 @@ class EvaluationAnalysis:
         """Context managers entered with `stack.enter_context(cm)` in ``func`` before ``pos``."""
         found = []
         for call in self._enter_context_calls.get(func, ()):
-            if _pos(call) < pos and call.args:
+            if position(call) < pos and call.args:
                 found.append(call.args[0])
         return found
 
@@ -530,8 +532,6 @@ class EvaluationAnalysis:
 
 
 # ----- helpers ------------------------------------------------------------------------------------------------
-def _pos(node) -> tuple[int, int]:
-    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
 
 _WORD_SPLIT = re.compile(r"[^A-Za-z]+|(?<=[a-z])(?=[A-Z])")
@@ -576,10 +576,6 @@ def _within(node, spans) -> bool:
     return any(start <= line <= end for start, end in spans)
 
 
-def _names_in(expr) -> set[str]:
-    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
-
-
 def _params(func) -> set[str]:
     args = func.args
     params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
@@ -594,14 +590,6 @@ def _root_name(expr) -> str | None:
     while isinstance(expr, (ast.Attribute, ast.Subscript, ast.Call)):
         expr = expr.func if isinstance(expr, ast.Call) else expr.value
     return expr.id if isinstance(expr, ast.Name) else None
-
-
-def _callee_name(func) -> str | None:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return None
 
 
 def evaluation_analysis(ctx: FileContext) -> EvaluationAnalysis:

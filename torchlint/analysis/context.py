@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from functools import cached_property
 from typing import TypeVar
 
-from .imports import ImportResolver, dotted_name
+from torchlint.analysis.imports import ImportResolver
 
 N = TypeVar("N", bound=ast.AST)
 
@@ -24,20 +24,6 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
 LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
-
-# Base classes that make a class a torch module (after alias resolution).
-MODULE_BASES = frozenset(
-    {
-        "torch.nn.Module",
-        "pytorch_lightning.LightningModule",
-        "pytorch_lightning.core.LightningModule",
-        "lightning.LightningModule",
-        "lightning.pytorch.LightningModule",
-        "lightning.pytorch.core.LightningModule",
-        "transformers.PreTrainedModel",
-        "transformers.modeling_utils.PreTrainedModel",
-    }
-)
 
 
 # Fields that never hold a child node of interest: expression contexts and operators are
@@ -236,38 +222,6 @@ class FileContext:
         for node in self.nodes(ast.FunctionDef, ast.AsyncFunctionDef):
             found[node.name].append(node)
         return found
-
-    @cached_property
-    def module_classes(self) -> frozenset[str]:
-        """Names of classes in this file that derive (transitively) from ``nn.Module``."""
-        found: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
-            for name, cls in self.classes.items():
-                if name in found:
-                    continue
-                for base in cls.bases:
-                    qual = self.qualname(base)
-                    local = dotted_name(base)
-                    if (
-                        (qual and qual in MODULE_BASES)
-                        or (local in found)
-                        or (qual is None and local in ("nn.Module", "Module", "LightningModule"))
-                    ):
-                        found.add(name)
-                        changed = True
-                        break
-        return frozenset(found)
-
-    def is_module_class(self, cls: ast.ClassDef) -> bool:
-        return cls.name in self.module_classes
-
-    @cached_property
-    def training(self):
-        from .training import TrainingModel
-
-        return TrainingModel(self)
 
     # ----- source positions ---------------------------------------------------------------
     def column(self, lineno: int, byte_offset: int) -> int:

@@ -20,10 +20,10 @@ from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .context import FileContext
-from .finding import Finding
-from .rule import Rule, all_rules
-from .suppress import Suppressions
+from torchlint.analysis.context import FileContext
+from torchlint.engine.finding import Finding
+from torchlint.engine.rule import Rule, all_rules
+from torchlint.engine.suppress import Suppressions
 
 SYNTAX_ERROR = ("TL000", "syntax-error", "error")
 SYNTAX_CODE = SYNTAX_ERROR[0]
@@ -50,7 +50,7 @@ class FileResult:
     skipped: bool = False  # not linted at all (over the size limit)
 
 
-def _syntax_finding(path: str, line: int, column: int, message: str) -> Finding:
+def syntax_finding(path: str, line: int, column: int, message: str) -> Finding:
     code, name, severity = SYNTAX_ERROR
     line, column = max(line or 1, 1), max(column or 1, 1)
     return Finding(path, line, column, line, column, code, name, severity, message)
@@ -104,14 +104,14 @@ def _parse(source: str, path: str) -> tuple[ast.Module | None, Finding | None]:
     except SyntaxError as exc:
         if "null bytes" in str(exc.msg):
             return None, _nul_finding(path, source)
-        return None, _syntax_finding(path, exc.lineno or 1, exc.offset or 1, f"cannot parse: {exc.msg}")
+        return None, syntax_finding(path, exc.lineno or 1, exc.offset or 1, f"cannot parse: {exc.msg}")
     except ValueError as exc:  # Python < 3.12 reports NUL bytes this way
         if "null bytes" in str(exc):
             return None, _nul_finding(path, source)
-        return None, _syntax_finding(path, 1, 1, f"cannot parse: {exc}")
+        return None, syntax_finding(path, 1, 1, f"cannot parse: {exc}")
     except (RecursionError, MemoryError):
         # CPython's parser gives up on expressions nested thousands deep (`a+a+...` or `-(-(-...`).
-        return None, _syntax_finding(
+        return None, syntax_finding(
             path, 1, 1, "cannot parse: the code is nested too deeply for Python's parser (it would not run either)"
         )
 
@@ -120,7 +120,7 @@ def _nul_finding(path: str, source: str) -> Finding:
     offset = source.index("\0")
     line = source.count("\n", 0, offset) + 1
     column = offset - (source.rfind("\n", 0, offset) + 1) + 1
-    return _syntax_finding(path, line, column, "cannot parse: the file contains a NUL byte; is it a binary file?")
+    return syntax_finding(path, line, column, "cannot parse: the file contains a NUL byte; is it a binary file?")
 
 
 class RuleTimeout(BaseException):
@@ -218,14 +218,14 @@ def decode(data: bytes, path: str) -> tuple[str | None, Finding | None]:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:  # unknown codec in the coding cookie, or a cookie that contradicts the BOM
-        return None, _syntax_finding(path, getattr(exc, "lineno", None) or 1, 1, f"cannot decode: {exc.msg}")
+        return None, syntax_finding(path, getattr(exc, "lineno", None) or 1, 1, f"cannot decode: {exc.msg}")
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         bad = data[exc.start : exc.start + 1]
-        return None, _syntax_finding(
+        return None, syntax_finding(
             path,
             line,
             column,
@@ -290,5 +290,5 @@ def lint_file(
         )
     if data is None:
         report = rules is None or any(r.code == SYNTAX_CODE for r in rules)
-        return FileResult(path, findings=[_syntax_finding(path, 1, 1, reason)] if report else [])
+        return FileResult(path, findings=[syntax_finding(path, 1, 1, reason)] if report else [])
     return lint_bytes(data, path, rules, rule_budget)

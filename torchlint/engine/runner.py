@@ -6,17 +6,17 @@ import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 
-from .engine import (
+from torchlint.engine.files import Target
+from torchlint.engine.lint import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_RULE_CPU_BUDGET,
     SYNTAX_CODE,
     FileResult,
-    _syntax_finding,
     lint_bytes,
     lint_file,
+    syntax_finding,
 )
-from .files import Target
-from .rule import Rule, all_rules
+from torchlint.engine.rule import Rule, all_rules
 
 # Below this many files a process pool costs more than it saves.
 MIN_FILES_PER_WORKER = 4
@@ -33,7 +33,7 @@ def _rules_for(codes: frozenset) -> list[type[Rule]]:
 def lint_job(job: Job) -> FileResult:
     path, codes, error, max_bytes = job
     if error is not None:
-        return FileResult(path, findings=[_syntax_finding(path, 1, 1, error)] if SYNTAX_CODE in codes else [])
+        return FileResult(path, findings=[syntax_finding(path, 1, 1, error)] if SYNTAX_CODE in codes else [])
     return lint_file(path, _rules_for(codes), max_bytes, DEFAULT_RULE_CPU_BUDGET)
 
 

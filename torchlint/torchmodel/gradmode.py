@@ -7,7 +7,7 @@ import ast
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .context import FileContext
+    from torchlint.analysis.context import FileContext
 
 NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode"})
 ENABLE_GRAD = frozenset({"torch.enable_grad"})

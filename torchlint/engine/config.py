@@ -40,7 +40,7 @@ class ConfigError(Exception):
 
 
 def known_codes() -> tuple[str, ...]:
-    from .rule import all_rules
+    from torchlint.engine.rule import all_rules
 
     return tuple(all_rules())
 
@@ -97,6 +97,34 @@ def resolve(select: tuple[str, ...] | None, ignore: tuple[str, ...] | None) -> f
     return frozenset(enabled)
 
 
+# Skipped while recursing into directories; `exclude` in the config replaces this list,
+# `extend-exclude` adds to it.
+DEFAULT_EXCLUDE = (
+    ".git",
+    ".hg",
+    ".svn",
+    ".bzr",
+    ".venv",
+    "venv",
+    ".env",
+    ".tox",
+    ".nox",
+    "__pycache__",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".ipynb_checkpoints",
+    ".eggs",
+    "*.egg-info",
+    "build",
+    "dist",
+    "_build",
+    "site-packages",
+    "node_modules",
+    "__pypackages__",
+)
+
+
 @dataclass(frozen=True)
 class Settings:
     """Effective settings for the files under ``root``."""
@@ -116,8 +144,6 @@ class Settings:
         return (self.exclude or ()) + self.extend_exclude
 
     def excludes(self) -> tuple[str, ...]:
-        from .files import DEFAULT_EXCLUDE
-
         return (DEFAULT_EXCLUDE if self.exclude is None else self.exclude) + self.extend_exclude
 
     def with_overrides(self, select=None, ignore=None) -> Settings:

@@ -21,11 +21,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .dataflow import argument, dataflow, method_call, returns_of
-from .training import ROLE_PRESERVING_FUNCTIONS, ROLE_PRESERVING_NAMES
+from torchlint.analysis.dataflow import argument, dataflow, method_call, returns_of
+from torchlint.analysis.nodes import last_name
+from torchlint.torchmodel.modules import module_classes
+from torchlint.torchmodel.training import ROLE_PRESERVING_FUNCTIONS, ROLE_PRESERVING_NAMES
 
 if TYPE_CHECKING:
-    from .context import FileContext
+    from torchlint.analysis.context import FileContext
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,7 @@ class ActivationTracker:
         for origin in self.flow.origins(expr, self._through_module_moves):
             if isinstance(origin, ast.Call):
                 qual = self.ctx.call_qualname(origin)
-                if qual is None and isinstance(origin.func, ast.Name) and origin.func.id in self.ctx.module_classes:
+                if qual is None and isinstance(origin.func, ast.Name) and origin.func.id in module_classes(self.ctx):
                     qual = "<local>." + origin.func.id
                 names.append(qual)
                 continue
@@ -153,7 +155,7 @@ class ActivationTracker:
                     return self._constructed_output(last, depth + 1)
                 return self.module_output(last, depth + 1)
             return None
-        if isinstance(call.func, ast.Name) and call.func.id in self.ctx.module_classes:
+        if isinstance(call.func, ast.Name) and call.func.id in module_classes(self.ctx):
             return self.class_output(call.func.id, depth + 1)
         return None
 
@@ -237,7 +239,7 @@ class ActivationTracker:
             return None
         method = self.ctx.enclosing_function(call)
         cls = self.ctx.parent(method) if method is not None else None
-        if not isinstance(cls, ast.ClassDef) or cls.name not in self.ctx.module_classes:
+        if not isinstance(cls, ast.ClassDef) or cls.name not in module_classes(self.ctx):
             return None
         args = method.args.args
         return cls.name if args and args[0].arg == func.id else None
@@ -259,7 +261,7 @@ class ActivationTracker:
                 continue
             if isinstance(call.func, ast.Call):
                 kinds = [self.ctx.call_qualname(call.func)]
-            elif _last_name(call.func) not in holders:
+            elif last_name(call.func) not in holders:
                 continue  # cheap filter: no assignment in the file could give it a loss object
             else:
                 kinds = self.constructors(call.func)
@@ -275,7 +277,7 @@ class ActivationTracker:
                 value = value.func.value
             if isinstance(value, ast.Call) and self.ctx.call_qualname(value) in classes:
                 for target in node.targets:
-                    name = _last_name(target)
+                    name = last_name(target)
                     if name:
                         names.add(name)
         return names
@@ -291,14 +293,6 @@ class ActivationTracker:
             found = self.activation_of(loss_input)
             if found is not None and found[0] in kinds:
                 yield ActivationInput(call, loss_input, found[0], found[1])
-
-
-def _last_name(expr: ast.AST) -> str | None:
-    if isinstance(expr, ast.Name):
-        return expr.id
-    if isinstance(expr, ast.Attribute):
-        return expr.attr
-    return None
 
 
 def _all_same(results: list) -> tuple[str, ast.AST] | None:

@@ -18,10 +18,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from .evaluation import _callee_name, _names_in, _pos, evaluation_analysis, same_model
+from torchlint.analysis.nodes import last_name, name_ids, position
+from torchlint.torchmodel.evaluation import evaluation_analysis, same_model
+from torchlint.torchmodel.training import training_model
 
 if TYPE_CHECKING:
-    from .context import FileContext
+    from torchlint.analysis.context import FileContext
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ _SUBMODULE_WALKS = frozenset({"modules", "children", "named_modules", "named_chi
 class RestoreAnalysis:
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
-        self.training = ctx.training
+        self.training = training_model(ctx)
         self.evaluation = evaluation_analysis(ctx)
 
     @cached_property
@@ -84,7 +86,7 @@ class RestoreAnalysis:
                     continue  # `model.eval(); ...; break`: no further training step follows
                 if not self._restored(events, index, trains):
                     found.setdefault(event.site, UnrestoredEval(event.site, event.node, loop, event.target))
-        return sorted(found.values(), key=lambda u: _pos(u.site))
+        return sorted(found.values(), key=lambda u: position(u.site))
 
     def _evaluates(self, events, index, trains) -> bool:
         """Whether the switch serves an evaluation: it comes after the iteration's training step,
@@ -106,9 +108,9 @@ class RestoreAnalysis:
         for loop in self.ctx.enclosing_loops(call):
             if (
                 isinstance(loop, (ast.For, ast.AsyncFor))
-                and receiver.id in _names_in(loop.target)
+                and receiver.id in name_ids(loop.target)
                 and isinstance(loop.iter, ast.Call)
-                and _callee_name(loop.iter.func) in _SUBMODULE_WALKS
+                and last_name(loop.iter.func) in _SUBMODULE_WALKS
             ):
                 return True
         return False

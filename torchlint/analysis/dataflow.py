@@ -46,10 +46,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .context import iter_children
+from torchlint.analysis.context import iter_children
 
 if TYPE_CHECKING:
-    from .context import FileContext
+    from torchlint.analysis.context import FileContext
 
 SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)

@@ -31,12 +31,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from .callgraph import call_graph
-from .imports import symbol
-from .training import MODEL, OPTIMIZER
+from torchlint.analysis.callgraph import call_graph
+from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import last_name, name_ids
+from torchlint.torchmodel.training import MODEL, OPTIMIZER, training_model
 
 if TYPE_CHECKING:
-    from .context import FileContext
+    from torchlint.analysis.context import FileContext
 
 # Names a loop is written with, split on "_" (``num_epochs`` -> num, epochs).
 EPOCH_TOKENS = frozenset({"epoch", "epochs", "ep"})
@@ -241,7 +242,7 @@ class RunAnalysis:
 
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
-        self.training = ctx.training
+        self.training = training_model(ctx)
         self._reach_cache: dict = {}
 
     # ----- what gets built --------------------------------------------------------------------
@@ -250,7 +251,7 @@ class RunAnalysis:
         role = self.training.constructor_role(call)
         if role == MODEL:
             qual = self.ctx.call_qualname(call) or ""
-            last = qual.rsplit(".", 1)[-1] if qual else _last_name(call.func)
+            last = qual.rsplit(".", 1)[-1] if qual else (last_name(call.func) or "")
             if qual.startswith("torch.nn.") and last in STATELESS_LAYERS:
                 return None
             if last and _NOT_A_MODEL_CLASS.search(last):
@@ -482,7 +483,7 @@ class RunAnalysis:
             if ancestor is loop:
                 return False
             if isinstance(ancestor, ast.If):
-                if not ancestor.orelse or loop_names & _names_in(ancestor.test):
+                if not ancestor.orelse or loop_names & name_ids(ancestor.test):
                     return True
             elif isinstance(ancestor, (ast.IfExp, ast.BoolOp)):
                 return True  # `SGD(...) if epoch == 0 else optimizer`, `optimizer or SGD(...)`
@@ -595,12 +596,8 @@ def _split(name: str) -> list[str]:
 
 def _target_names(loop) -> set[str]:
     if isinstance(loop, (ast.For, ast.AsyncFor)):
-        return _names_in(loop.target)
+        return name_ids(loop.target)
     return set()
-
-
-def _names_in(expr: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
 
 
 def _stores_on_self(ctx, call: ast.AST) -> bool:
@@ -615,14 +612,6 @@ def _stores_on_self(ctx, call: ast.AST) -> bool:
         if isinstance(target, ast.Attribute) and isinstance(root, ast.Name) and root.id == "self":
             return True
     return False
-
-
-def _last_name(func: ast.AST) -> str:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return ""
 
 
 def run_analysis(ctx: FileContext) -> RunAnalysis:

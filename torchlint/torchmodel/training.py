@@ -1,6 +1,6 @@
 """A model of training code, shared by the rules that reason about training steps.
 
-Built lazily, once per file, as ``ctx.training`` (a ``TrainingModel``). What it answers:
+Built lazily, once per file, as ``training_model(ctx)`` (a ``TrainingModel``). What it answers:
 
 Roles -- who holds what
     ``roles`` (symbol -> role), ``role_of(expr_or_symbol)``, ``expr_role(expr)``,
@@ -69,17 +69,20 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
-from .accumulation import (  # noqa: F401  (Accumulation and the name patterns are part of this API)
+from torchlint.analysis.callgraph import local_base, resolve_function_name, resolve_local_call
+from torchlint.analysis.context import iter_children
+from torchlint.analysis.imports import dotted_name, symbol
+from torchlint.analysis.nodes import position
+from torchlint.torchmodel.accumulation import (  # noqa: F401  (Accumulation and the name patterns are part of this API)
     ACCUMULATION_NAME,
     MICRO_STEP_NAME,
     Accumulation,
     AccumulationMixin,
 )
-from .context import iter_children
-from .imports import dotted_name, symbol
+from torchlint.torchmodel.modules import module_classes
 
 if TYPE_CHECKING:
-    from .context import FileContext
+    from torchlint.analysis.context import FileContext
 
 OPTIMIZER = "optimizer"
 SCHEDULER = "scheduler"
@@ -250,7 +253,7 @@ class TrainingModel(AccumulationMixin):
             if qual.startswith("transformers.") and qual.endswith(".from_pretrained"):
                 return MODEL
         func = call.func
-        if isinstance(func, ast.Name) and func.id in ctx.module_classes:
+        if isinstance(func, ast.Name) and func.id in module_classes(ctx):
             return MODEL
         if isinstance(func, ast.Attribute) and func.attr == "from_pretrained":
             base = dotted_name(func.value) or ""
@@ -427,35 +430,12 @@ class TrainingModel(AccumulationMixin):
             return None
         return Event("opaque_step", call, target=opt, arg=loss)
 
-    # ----- resolving calls into this file -------------------------------------------------------
+    # ----- resolving calls into this file (generic: ``analysis.callgraph``) ---------------------
     def resolve_local_call(self, call: ast.Call) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-        """The function defined in this file that ``call`` runs, when it can be told."""
-        ctx = self.ctx
-        func = call.func
-        if isinstance(func, ast.Name):
-            return self.resolve_function_name(func.id, call)
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-            cls = ctx.enclosing(call, ast.ClassDef)
-            while cls is not None:
-                for stmt in cls.body:
-                    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == func.attr:
-                        return stmt
-                cls = self._local_base(cls)
-        return None
+        return resolve_local_call(self.ctx, call)
 
     def resolve_function_name(self, name: str, at: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-        """The function called ``name`` visible from ``at``: nested in an enclosing function, else module level."""
-        ctx = self.ctx
-        candidates = ctx.functions.get(name)
-        if not candidates:
-            return None
-        # A def may sit in a block (``for ...: def _backward(loss): ...``): its scope is what matters.
-        for scope in ctx.ancestors(at):
-            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
-                for cand in candidates:
-                    if ctx.enclosing_scope(cand) is scope:
-                        return cand
-        return None
+        return resolve_function_name(self.ctx, name, at)
 
     def step_closures(self, call: ast.Call) -> list:
         """The closures an ``optimizer.step(closure)`` call is handed that this file defines
@@ -469,23 +449,6 @@ class TrainingModel(AccumulationMixin):
                 if func is not None:
                     found.append(func)
         return found
-
-    def _local_base(self, cls: ast.ClassDef) -> ast.ClassDef | None:
-        """The first base class defined in this file, if any (``None`` past a few levels, so
-        that a cycle -- ``class A(B)`` and ``class B(A)`` in odd code -- cannot loop forever)."""
-        depth = self._base_depth.get(cls, 0)
-        if depth > 8:
-            return None
-        for base in cls.bases:
-            if isinstance(base, ast.Name) and base.id in self.ctx.classes:
-                found = self.ctx.classes[base.id]
-                self._base_depth[found] = depth + 1
-                return found
-        return None
-
-    @cached_property
-    def _base_depth(self) -> dict:
-        return {}
 
     # ----- events -----------------------------------------------------------------------------------
     def events(self, body: list[ast.stmt]) -> list[Event]:
@@ -837,7 +800,7 @@ class TrainingModel(AccumulationMixin):
                 )
                 if configure is not None:
                     break
-                cls = self._local_base(cls)
+                cls = local_base(self.ctx, cls)
             if cls is None:
                 continue
             for ret in _walk_no_scopes_body(configure):
@@ -912,7 +875,7 @@ class TrainingModel(AccumulationMixin):
             return True
         if target == "self":
             cls = self.ctx.enclosing(node, ast.ClassDef)
-            return cls is not None and cls.name in self.ctx.module_classes
+            return cls is not None and cls.name in module_classes(self.ctx)
         return False
 
     def clears(self, clear: Event, step: Event, stepped: frozenset, strict: bool = False) -> bool:
@@ -1133,13 +1096,6 @@ def _is_test_name(name: str) -> bool:
     return name.lstrip("_").startswith("test")
 
 
-def position(node: ast.AST) -> tuple[int, int]:
-    """Where a node starts; a ``withitem`` (no position of its own) starts at its expression."""
-    if isinstance(node, ast.withitem):
-        node = node.context_expr
-    return node.lineno, node.col_offset
-
-
 def _def_value(node: ast.AST) -> ast.AST:
     if isinstance(node, ast.withitem):
         return node.context_expr
@@ -1153,3 +1109,8 @@ def _in_test_function(ctx, func: ast.AST) -> bool:
             return True
         outer = ctx.enclosing_function(outer)
     return False
+
+
+def training_model(ctx: FileContext) -> TrainingModel:
+    """The file's training-code model, built the first time a rule asks and then shared."""
+    return ctx.shared("training", lambda: TrainingModel(ctx))

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from .finding import ERROR, Finding
+from torchlint.engine.finding import ERROR, Finding
 
 if TYPE_CHECKING:
-    from .engine import FileResult
+    from torchlint.engine.lint import FileResult
 
 FORMATS = ("text", "json", "github", "sarif")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -22,11 +22,11 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .scripts import assignments
+from torchlint.torchmodel.scripts import assignments
 
 if TYPE_CHECKING:
-    from .context import FileContext
-    from .training import Event, TrainingModel
+    from torchlint.analysis.context import FileContext
+    from torchlint.torchmodel.training import Event, TrainingModel
 
 FLOAT16 = "float16"
 BFLOAT16 = "bfloat16"
@@ -139,7 +139,7 @@ def backward_scaler(training: TrainingModel, event: Event) -> ast.AST | None:
         inner = _single_assignment(training.ctx, inner) or inner
     if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "scale"):
         return None
-    from .training import SCALER
+    from torchlint.torchmodel.training import SCALER
 
     owner = inner.func.value
     return owner if training.role_of(owner) == SCALER else None
@@ -156,7 +156,7 @@ SCALER_EVENT_KINDS = frozenset({"unscale", "scaler_update", "opaque_step"})
 
 def uses_scaler(training: TrainingModel, events) -> bool:
     """Whether a run of events goes through a GradScaler somewhere."""
-    from .training import SCALER
+    from torchlint.torchmodel.training import SCALER
 
     for event in events:
         if event.kind in SCALER_EVENT_KINDS or scaled_backward(training, event):

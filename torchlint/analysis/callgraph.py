@@ -1,0 +1,92 @@
+"""Who calls whom inside one file: which local function a call runs, and the reverse.
+
+Rules that judge a function by the place it runs from (an evaluation helper called
+after ``model.eval()``, an optimizer built in a function called once per epoch) ask
+for the call sites of a function here. The index is built once per file, lazily.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def resolve_local_call(ctx: FileContext, call: ast.Call) -> FunctionNode | None:
+    """The function defined in this file that ``call`` runs, when it can be told: a name
+    visible from the call, or ``self.method(...)`` in a class of the file or its local bases."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return resolve_function_name(ctx, func.id, call)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        cls = ctx.enclosing(call, ast.ClassDef)
+        while cls is not None:
+            for stmt in cls.body:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == func.attr:
+                    return stmt
+            cls = local_base(ctx, cls)
+    return None
+
+
+def resolve_function_name(ctx: FileContext, name: str, at: ast.AST) -> FunctionNode | None:
+    """The function called ``name`` visible from ``at``: nested in an enclosing function, else module level."""
+    candidates = ctx.functions.get(name)
+    if not candidates:
+        return None
+    # A def may sit in a block (``for ...: def _backward(loss): ...``): its scope is what matters.
+    for scope in ctx.ancestors(at):
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+            for cand in candidates:
+                if ctx.enclosing_scope(cand) is scope:
+                    return cand
+    return None
+
+
+def local_base(ctx: FileContext, cls: ast.ClassDef) -> ast.ClassDef | None:
+    """The first base class defined in this file, if any (``None`` past a few levels, so
+    that a cycle -- ``class A(B)`` and ``class B(A)`` in odd code -- cannot loop forever)."""
+    base_depth = ctx.shared("local_base_depth", dict)
+    depth = base_depth.get(cls, 0)
+    if depth > 8:
+        return None
+    for base in cls.bases:
+        if isinstance(base, ast.Name) and base.id in ctx.classes:
+            found = ctx.classes[base.id]
+            base_depth[found] = depth + 1
+            return found
+    return None
+
+
+class CallGraph:
+    def __init__(self, ctx: FileContext):
+        self.ctx = ctx
+        self._callers: dict[ast.AST, list[ast.Call]] = defaultdict(list)
+        self._callee: dict[ast.Call, ast.AST] = {}
+        functions = ctx.functions
+        for call in ctx.calls:
+            func = call.func
+            # Cheap pre-filter: only names of functions defined in this file can resolve.
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            if name is None or name not in functions:
+                continue
+            target = resolve_local_call(ctx, call)
+            if target is not None:
+                self._callers[target].append(call)
+                self._callee[call] = target
+
+    def callers(self, func: ast.AST) -> list[ast.Call]:
+        """Call sites in this file that run ``func`` (source order)."""
+        return self._callers.get(func, [])
+
+    def callee(self, call: ast.Call) -> ast.AST | None:
+        return self._callee.get(call)
+
+
+def call_graph(ctx: FileContext) -> CallGraph:
+    return ctx.shared("callgraph", lambda: CallGraph(ctx))

@@ -1,1 +1,0 @@
-"""The static half of torchlint: files, parsing, shared analysis, rules, reporters, CLI."""

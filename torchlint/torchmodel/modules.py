@@ -1,0 +1,51 @@
+"""Which classes of a file are torch modules: ``nn.Module`` subclasses, through bases defined in the file."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from torchlint.analysis.imports import dotted_name
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+
+# Base classes that make a class a torch module (after alias resolution).
+MODULE_BASES = frozenset(
+    {
+        "torch.nn.Module",
+        "pytorch_lightning.LightningModule",
+        "pytorch_lightning.core.LightningModule",
+        "lightning.LightningModule",
+        "lightning.pytorch.LightningModule",
+        "lightning.pytorch.core.LightningModule",
+        "transformers.PreTrainedModel",
+        "transformers.modeling_utils.PreTrainedModel",
+    }
+)
+
+
+def module_classes(ctx: FileContext) -> frozenset[str]:
+    """Names of classes in this file that derive (transitively) from ``nn.Module``."""
+    return ctx.shared("module_classes", lambda: _find_module_classes(ctx))
+
+
+def _find_module_classes(ctx: FileContext) -> frozenset[str]:
+    found: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, cls in ctx.classes.items():
+            if name in found:
+                continue
+            for base in cls.bases:
+                qual = ctx.qualname(base)
+                local = dotted_name(base)
+                if (
+                    (qual and qual in MODULE_BASES)
+                    or (local in found)
+                    or (qual is None and local in ("nn.Module", "Module", "LightningModule"))
+                ):
+                    found.add(name)
+                    changed = True
+                    break
+    return frozenset(found)

@@ -87,6 +87,7 @@ def test_json_fix_is_an_object_with_edits():
     data = json.loads(render(report_json, [FileResult("a.py", [finding(fix=fix)])]))
     assert data[0]["fix"] == {
         "description": "call zero_grad",
+        "applicability": "safe",
         "edits": [{"line": 3, "column": 5, "end_line": 3, "end_column": 5, "text": "opt.zero_grad()\n"}],
     }
 

@@ -114,6 +114,22 @@ def _parser():
     )
     parser.add_argument("--statistics", action="store_true", help="print the number of findings per rule")
     parser.add_argument(
+        "--fix",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="apply safe fixes to the files (stdin: print the fixed source); report what is left",
+    )
+    parser.add_argument(
+        "--unsafe-fixes",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="with --fix or --diff, also apply fixes that may change behaviour beyond the bug",
+    )
+    parser.add_argument(
+        "--diff", action="store_true", help="print a unified diff of what --fix would change; write nothing"
+    )
+    parser.add_argument("--show-fixes", action="store_true", help="list the fixes applied, per file and rule")
+    parser.add_argument(
         "--stdin-filename", metavar="NAME", help="the file name to report (and match config with) for -"
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -177,7 +193,7 @@ def _cmd_lint(argv: list[str]) -> int:
         return done.code
 
     from torchlint.engine.files import discover
-    from torchlint.engine.reporters import REPORTERS, ReportOptions, write_statistics
+    from torchlint.engine.reporters import REPORTERS, ReportOptions, write_fix_summary, write_statistics
     from torchlint.engine.runner import lint_stdin_bytes, lint_targets
 
     from .engine import config as config_mod
@@ -198,16 +214,26 @@ def _cmd_lint(argv: list[str]) -> int:
     except config_mod.ConfigError as exc:
         raise UsageError(str(exc)) from None
 
-    # Open the output before the work, so a bad --output fails fast.
-    stream, close = _open_output(args.output)
+    if args.diff and args.format != "text":
+        raise UsageError("--diff prints a unified diff; it cannot be combined with --format")
+
+    def fix_request(settings):
+        return _fix_request(args, settings)
+
+    fixing_stdin = targets is None and bool(fix_request(_stdin_settings(args, resolver)).write)
+    # Open the output before the work, so a bad --output fails fast. Fixing standard input prints
+    # the fixed source on stdout, so the report goes to stderr.
+    stream, close = _open_output(args.output) if not fixing_stdin or args.output else (sys.stderr, False)
     collected = []
 
     def results_as_they_come():
         # The text and github reports print each file's findings as soon as it is linted.
         if targets is None:
-            produced = _lint_stdin(args, resolver, lint_stdin_bytes)
+            produced = _lint_stdin(args, resolver, lint_stdin_bytes, fix_request)
         else:
-            produced = lint_targets(targets, args.jobs, int(args.max_file_size * 1_000_000))
+            produced = lint_targets(
+                targets, args.jobs, int(args.max_file_size * 1_000_000), lambda t: fix_request(t.settings)
+            )
         for result in produced:
             for problem in result.problems:
                 print(f"{PROG}: warning: {problem}", file=sys.stderr)
@@ -217,11 +243,16 @@ def _cmd_lint(argv: list[str]) -> int:
     if targets is not None and not targets:
         print(f"{PROG}: warning: no Python files found in {', '.join(paths or ['.'])}", file=sys.stderr)
     results = results_as_they_come()
+    if args.diff:
+        return _report_diffs(results, stream, close, args)
     try:
         options = ReportOptions(
             color=args.output is None and use_color(stream, args.no_color),
             quiet=args.quiet,
             statistics=args.statistics and args.format == "text",
+            unsafe_fixes=bool(fix_request(resolver.for_path(os.getcwd())).unsafe),
+            fixing=bool(args.fix),
+            show_fixes=args.show_fixes,
         )
         if args.format == "sarif":
             REPORTERS["sarif"](results, stream, options, rules=_all_rules())
@@ -233,20 +264,73 @@ def _cmd_lint(argv: list[str]) -> int:
             stream.close()
     if args.statistics and args.format != "text":
         write_statistics(collected, sys.stderr)
+    if args.format != "text" and not args.quiet:
+        write_fix_summary(collected, sys.stderr, args.show_fixes)
+    for result in collected:
+        if result.fixed_text is not None:  # --fix on standard input: the fixed source, for editors
+            sys.stdout.write(result.fixed_text)
+            sys.stdout.flush()
     has_findings = any(r.findings for r in collected)
     return 1 if has_findings and not args.exit_zero else 0
 
 
-def _lint_stdin(args, resolver, lint_stdin_bytes) -> list:
+def _fix_request(args, settings):
+    """What to do about fixes for files under ``settings``: the command line wins over the config."""
+    from torchlint.engine.runner import FixRequest
+
+    fix = args.fix if args.fix is not None else bool(settings.fix)
+    unsafe = args.unsafe_fixes if args.unsafe_fixes is not None else bool(settings.unsafe_fixes)
+    if args.diff:
+        return FixRequest(apply=True, diff=True, unsafe=unsafe)
+    if fix:
+        return FixRequest(apply=True, write=True, unsafe=unsafe)
+    return FixRequest(edits=args.format in ("json", "sarif"), unsafe=unsafe)
+
+
+def _report_diffs(results, stream, close, args) -> int:
+    """--diff: the unified diffs on the output, how many fixes they hold on stderr; exit 1 when
+    there is something to fix."""
+    fixed = files = 0
+    try:
+        for result in results:
+            if result.diff:
+                stream.write(result.diff)
+                fixed += sum(result.fixed.values())
+                files += 1
+        stream.flush()
+    finally:
+        if close:
+            stream.close()
+    if not args.quiet:
+        if fixed:
+            print(f"Would fix {_count(fixed, 'finding')} in {_count(files, 'file')}.", file=sys.stderr)
+        else:
+            print("No fixes to apply.", file=sys.stderr)
+    return 1 if fixed and not args.exit_zero else 0
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _stdin_settings(args, resolver):
+    return resolver.for_path(args.stdin_filename or os.path.join(os.getcwd(), "stdin.py"))
+
+
+def _lint_stdin(args, resolver, lint_stdin_bytes, fix_request) -> list:
     from torchlint.engine.files import excluded
 
     name = args.stdin_filename or "-"
-    settings = resolver.for_path(args.stdin_filename or os.path.join(os.getcwd(), "stdin.py"))
-    if args.stdin_filename and excluded(args.stdin_filename, settings, settings.user_excludes):
-        return []
+    settings = _stdin_settings(args, resolver)
     data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
+    if args.stdin_filename and excluded(args.stdin_filename, settings, settings.user_excludes):
+        if fix_request(settings).write:  # an editor waits for the source back, unchanged
+            sys.stdout.write(data.decode("utf-8", "surrogateescape"))
+        return []
     codes = settings.codes_for(args.stdin_filename) if args.stdin_filename else settings.enabled_codes()
-    return [lint_stdin_bytes(data, name, codes)]
+    request = fix_request(settings)
+    fixes = (request, request.options(settings)) if request.apply or request.edits else None
+    return [lint_stdin_bytes(data, name, codes, fixes)]
 
 
 def _open_output(path: str | None):

@@ -8,6 +8,10 @@ Each linted path uses the nearest ``pyproject.toml`` above it that has a
     exclude = ["generated"]          # replaces the default excluded names (see files.py)
     extend-exclude = ["legacy/*.py"] # added to the excluded names
     per-file-ignores = { "tests/*" = ["TL001"] }
+    fix = true                       # apply safe fixes, as --fix does
+    unsafe-fixes = true              # also unsafe ones (--unsafe-fixes)
+    fixable = ["TL0"]                # codes or prefixes whose fixes may be applied (default: all)
+    unfixable = ["TL013"]            # codes or prefixes whose fixes are never applied
 
 Command-line ``--select`` and ``--ignore`` replace the configured ``select`` and
 ``ignore``. Between select and ignore the more specific entry wins
@@ -29,7 +33,17 @@ from fnmatch import fnmatchcase
 from functools import cache
 from pathlib import Path
 
-KNOWN_KEYS = ("select", "ignore", "exclude", "extend-exclude", "per-file-ignores")
+KNOWN_KEYS = (
+    "select",
+    "ignore",
+    "exclude",
+    "extend-exclude",
+    "per-file-ignores",
+    "fix",
+    "unsafe-fixes",
+    "fixable",
+    "unfixable",
+)
 ALL = "ALL"
 SYNTAX_CODE = "TL000"
 _CODE_SHAPE = re.compile(r"^TL\d{0,3}$")
@@ -136,6 +150,10 @@ class Settings:
     exclude: tuple[str, ...] | None = None  # None: the built-in defaults
     extend_exclude: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    fix: bool | None = None  # None: not configured (the command line decides)
+    unsafe_fixes: bool | None = None
+    fixable: tuple[str, ...] | None = None
+    unfixable: tuple[str, ...] = ()
     _cache: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
@@ -158,6 +176,12 @@ class Settings:
         if "enabled" not in self._cache:
             self._cache["enabled"] = resolve(self.select, self.ignore)
         return self._cache["enabled"]
+
+    def fixable_codes(self) -> frozenset[str]:
+        """Codes whose fixes may be applied (``fixable`` and ``unfixable``, the more specific entry winning)."""
+        if "fixable" not in self._cache:
+            self._cache["fixable"] = resolve(self.fixable, self.unfixable)
+        return self._cache["fixable"]
 
     def relative(self, path: str | os.PathLike) -> str | None:
         """``path`` relative to the config root, in POSIX form; None when outside it."""
@@ -256,7 +280,34 @@ def settings_from_table(table: dict, source: Path, root: Path) -> Settings:
         )
         for pattern, codes in per_file.items()
     )
-    return Settings(root, source, select, ignore, exclude, extend_exclude, per_file_ignores)
+    fix = _boolean(table, "fix", where)
+    unsafe_fixes = _boolean(table, "unsafe-fixes", where)
+    fixable = None
+    if "fixable" in table:
+        fixable = validate_codes(_string_list(table["fixable"], f"{where} fixable"), f"{where} fixable")
+    unfixable = validate_codes(_string_list(table.get("unfixable", []), f"{where} unfixable"), f"{where} unfixable")
+    return Settings(
+        root,
+        source,
+        select,
+        ignore,
+        exclude,
+        extend_exclude,
+        per_file_ignores,
+        fix,
+        unsafe_fixes,
+        fixable,
+        unfixable,
+    )
+
+
+def _boolean(table: dict, key: str, where: str) -> bool | None:
+    if key not in table:
+        return None
+    value = table[key]
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where} {key} must be true or false, got {value!r}")
+    return value
 
 
 def load_config_file(path: str | os.PathLike) -> Settings:

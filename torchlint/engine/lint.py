@@ -16,12 +16,15 @@ import signal
 import stat
 import threading
 import tokenize
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from torchlint.analysis.context import FileContext
+from torchlint.engine.autofix import FixOptions, TextFormat, fix_text, make_edits, unified_diff
 from torchlint.engine.finding import Finding
+from torchlint.engine.fixers import fix_for
 from torchlint.engine.rule import Rule, all_rules
 from torchlint.engine.suppress import Suppressions
 
@@ -48,6 +51,10 @@ class FileResult:
     problems: list[str] = field(default_factory=list)
     line_count: int = 0
     skipped: bool = False  # not linted at all (over the size limit)
+    # With --fix / --diff: fixes applied, by code; the unified diff (--diff); the fixed text (stdin).
+    fixed: dict[str, int] = field(default_factory=dict)
+    diff: str = ""
+    fixed_text: str | None = None
 
 
 def syntax_finding(path: str, line: int, column: int, message: str) -> Finding:
@@ -62,10 +69,16 @@ def lint_source(source: str, path: str = "<string>", rules: Iterable[type[Rule]]
 
 
 def lint_text(
-    source: str, path: str, rules: Iterable[type[Rule]] | None = None, rule_budget: float | None = None
+    source: str,
+    path: str,
+    rules: Iterable[type[Rule]] | None = None,
+    rule_budget: float | None = None,
+    edits: Callable[[Finding], bool] | bool | None = None,
 ) -> FileResult:
     """Lint decoded source text. ``rules=None`` runs every registered rule (TL000 included).
-    ``rule_budget``: CPU seconds each rule may spend on this file (None: no limit)."""
+    ``rule_budget``: CPU seconds each rule may spend on this file (None: no limit).
+    ``edits``: make the edits of the fixes of the findings it accepts (True: all of them), for
+    --fix, --diff and the JSON/SARIF reports; otherwise fixes carry their description only."""
     rule_classes = list(all_rules().values()) if rules is None else list(rules)
     report_unparsable = rules is None or any(r.code == SYNTAX_CODE for r in rule_classes)
     result = FileResult(path, line_count=source.count("\n") + (not source.endswith("\n") and bool(source)))
@@ -81,6 +94,12 @@ def lint_text(
                     if rule_cls.code == SYNTAX_CODE:
                         continue
                     _run_rule(rule_cls, ctx, result, limit, rule_budget)
+            _finish(result, source)
+            if any(f.fix is not None and f.fix.build is not None for f in result.findings):
+                wanted = (lambda f: True) if edits is True else edits or None
+                result.findings, problems = make_edits(ctx, result.findings, wanted)
+                result.problems.extend(problems)
+            return result
     return _finish(result, source)
 
 
@@ -168,7 +187,7 @@ def _run_rule(rule_cls: type[Rule], ctx: FileContext, result: FileResult, limit=
     found: list[Finding] = []
     try:
         with limit():
-            _collect(rule, ctx, found)
+            _collect(rule, ctx, found, result.problems)
     except RuleTimeout:
         result.problems.append(
             f"{ctx.path}: {rule.code} stopped after using its {budget:g} s CPU budget on this file"
@@ -189,11 +208,20 @@ def _run_rule(rule_cls: type[Rule], ctx: FileContext, result: FileResult, limit=
     result.findings.extend(found)
 
 
-def _collect(rule: Rule, ctx: FileContext, found: list[Finding]) -> None:
+def _collect(rule: Rule, ctx: FileContext, found: list[Finding], problems: list[str]) -> None:
+    fixer = fix_for(rule.code)
     for diag in rule.check(ctx):
         line, col, end_line, end_col = ctx.span(diag.node)
+        fix = diag.fix
+        if fix is None and fixer is not None:
+            try:
+                fix = fixer.plan(ctx, diag)
+            except Exception as exc:  # a bug in a fix must not cost the finding
+                problems.append(
+                    f"{ctx.path}:{line}: {rule.code} fix crashed ({type(exc).__name__}: {exc}); please report this bug"
+                )
         found.append(
-            Finding(ctx.path, line, col, end_line, end_col, rule.code, rule.name, rule.severity, diag.message, diag.fix)
+            Finding(ctx.path, line, col, end_line, end_col, rule.code, rule.name, rule.severity, diag.message, fix)
         )
 
 
@@ -241,13 +269,17 @@ def decode(data: bytes, path: str) -> tuple[str | None, Finding | None]:
 
 
 def lint_bytes(
-    data: bytes, path: str, rules: Sequence[type[Rule]] | None = None, rule_budget: float | None = None
+    data: bytes,
+    path: str,
+    rules: Sequence[type[Rule]] | None = None,
+    rule_budget: float | None = None,
+    edits: Callable[[Finding], bool] | bool | None = None,
 ) -> FileResult:
     text, failure = decode(data, path)
     if text is None:
         report = rules is None or any(r.code == SYNTAX_CODE for r in rules)
         return FileResult(path, findings=[failure] if report else [], line_count=data.count(b"\n"))
-    return lint_text(text, path, rules, rule_budget)
+    return lint_text(text, path, rules, rule_budget, edits)
 
 
 class TooLarge(Exception):
@@ -275,7 +307,11 @@ def read_file(path: str, max_bytes: int = 0) -> tuple[bytes | None, str | None]:
 
 
 def lint_file(
-    path: str, rules: Sequence[type[Rule]] | None = None, max_bytes: int = 0, rule_budget: float | None = None
+    path: str,
+    rules: Sequence[type[Rule]] | None = None,
+    max_bytes: int = 0,
+    rule_budget: float | None = None,
+    edits: Callable[[Finding], bool] | bool | None = None,
 ) -> FileResult:
     try:
         data, reason = read_file(path, max_bytes)
@@ -291,4 +327,60 @@ def lint_file(
     if data is None:
         report = rules is None or any(r.code == SYNTAX_CODE for r in rules)
         return FileResult(path, findings=[syntax_finding(path, 1, 1, reason)] if report else [])
-    return lint_bytes(data, path, rules, rule_budget)
+    return lint_bytes(data, path, rules, rule_budget, edits)
+
+
+# ----- fixing -------------------------------------------------------------------------------------
+
+
+def fix_bytes(
+    data: bytes,
+    path: str,
+    rules: Sequence[type[Rule]] | None,
+    options: FixOptions,
+    rule_budget: float | None = None,
+    write: bool = False,
+    diff: bool = False,
+    keep_text: bool = False,
+) -> FileResult:
+    """Lint and fix one file's bytes (see ``autofix``): the result holds the findings left, the
+    fixes applied and, as asked, the unified diff or the fixed text; ``write`` writes a changed
+    file back at ``path`` in its own encoding and line endings."""
+    text, _ = decode(data, path)
+    if text is None:
+        return lint_bytes(data, path, rules, rule_budget)
+    outcome = fix_text(text, path, lambda source, wanted: lint_text(source, path, rules, rule_budget, wanted), options)
+    result = outcome.result
+    result.problems = outcome.problems
+    result.fixed = dict(Counter(outcome.fixed))
+    changed = outcome.text != text
+    if diff and changed:
+        result.diff = unified_diff(path, text, outcome.text)
+    if keep_text:
+        result.fixed_text = outcome.text
+    if write and changed:
+        try:
+            with open(path, "wb") as handle:
+                handle.write(TextFormat.of(data).encode(outcome.text))
+        except OSError as exc:
+            result.problems.append(f"{path}: cannot write the fixed file: {exc.strerror or exc}")
+            result.fixed = {}
+    return result
+
+
+def fix_file(
+    path: str,
+    rules: Sequence[type[Rule]] | None,
+    options: FixOptions,
+    max_bytes: int = 0,
+    rule_budget: float | None = None,
+    write: bool = False,
+    diff: bool = False,
+) -> FileResult:
+    try:
+        data, _ = read_file(path, max_bytes)
+    except TooLarge:
+        data = None
+    if data is None:  # unreadable or too large: say so as a lint does
+        return lint_file(path, rules, max_bytes, rule_budget)
+    return fix_bytes(data, path, rules, options, rule_budget, write, diff)

@@ -147,7 +147,7 @@ def train(model, loader, optimizer, scaler, use_amp):
                     verdicts[step.node] = (ok, unit, step)
         for node, (ok, unit, step) in verdicts.items():
             if not ok:
-                yield self.report(node, self._message(ctx, training, unit, step))
+                yield self.report(node, self._message(ctx, training, unit, step), evidence=(unit, step))
 
     @staticmethod
     def _message(ctx, training, unit, step) -> str:

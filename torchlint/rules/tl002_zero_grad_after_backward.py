@@ -102,7 +102,9 @@ class Trainer:
                 if clear.node in reported:
                     continue
                 reported.add(clear.node)
-                yield self.report(clear.node, self._message(ctx, clear, backward, step))
+                yield self.report(
+                    clear.node, self._message(ctx, clear, backward, step), evidence=(clear, backward, step)
+                )
 
     @staticmethod
     def _message(ctx, clear, backward, step) -> str:

@@ -114,7 +114,7 @@ for images, labels in train_loader:
 
     def check(self, ctx):
         for call, found in run_analysis(ctx).rebuilt(MODEL):
-            yield self.report(call, self._message(ctx, call, found))
+            yield self.report(call, self._message(ctx, call, found), evidence=found)
 
     @staticmethod
     def _message(ctx, call, found) -> str:

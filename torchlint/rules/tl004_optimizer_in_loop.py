@@ -112,7 +112,7 @@ def main(model, loader):
 
     def check(self, ctx):
         for call, found in run_analysis(ctx).rebuilt(OPTIMIZER):
-            yield self.report(call, self._message(ctx, call, found))
+            yield self.report(call, self._message(ctx, call, found), evidence=found)
 
     @staticmethod
     def _message(ctx, call, found) -> str:

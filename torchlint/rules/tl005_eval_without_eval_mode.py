@@ -117,7 +117,7 @@ for epoch in range(10):
         for unit in analysis.units:
             verdict = analysis.eval_mode(unit)
             if verdict.reached is NOT_REACHED:
-                yield self.report(unit.first_call, self._message(ctx, unit, verdict))
+                yield self.report(unit.first_call, self._message(ctx, unit, verdict), evidence=unit)
 
     @staticmethod
     def _message(ctx, unit, verdict) -> str:

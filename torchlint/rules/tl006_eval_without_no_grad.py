@@ -107,7 +107,7 @@ for epoch in range(5):
                 continue
             verdict = analysis.no_grad(unit)
             if verdict.reached is NOT_REACHED:
-                yield self.report(unit.first_call, self._message(ctx, unit, verdict))
+                yield self.report(unit.first_call, self._message(ctx, unit, verdict), evidence=unit)
 
     @staticmethod
     def _message(ctx, unit, verdict) -> str:

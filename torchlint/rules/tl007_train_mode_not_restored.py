@@ -104,7 +104,7 @@ for step, (x, y) in enumerate(train_loader):
 
     def check(self, ctx):
         for found in restore_analysis(ctx).unrestored:
-            yield self.report(found.site, self._message(ctx, found))
+            yield self.report(found.site, self._message(ctx, found), evidence=found)
 
     @staticmethod
     def _message(ctx, found) -> str:

@@ -187,7 +187,7 @@ def train(model, loader, optimizer):
                     continue
                 if isinstance(node, ast.Call) and not _aggregated_later(ctx, flow, scope, accumulator):
                     continue
-                yield self.report(node, self._message(ctx, node, accumulator, added))
+                yield self.report(node, self._message(ctx, node, accumulator, added), evidence=(accumulator, added))
 
     @staticmethod
     def _message(ctx, node, accumulator, added) -> str:

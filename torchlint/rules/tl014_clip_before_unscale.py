@@ -130,8 +130,9 @@ class Trainer:
                 backward = _unscaled_scaled_backward(training, events, index)
                 if backward is not None and not _helper_unscales(ctx, event.node):
                     reported.add(event.node)
-                    optimizer = _stepped_optimizer(events[index + 1 :]) or "optimizer"
-                    yield self.report(event.node, self._message(ctx, event.node, backward, optimizer))
+                    stepped = _stepped_optimizer(events[index + 1 :])
+                    message = self._message(ctx, event.node, backward, stepped or "optimizer")
+                    yield self.report(event.node, message, evidence=(event, backward, stepped, events[index + 1 :]))
 
     @staticmethod
     def _message(ctx, clip, backward, optimizer) -> str:

@@ -90,7 +90,7 @@ def setup(device):
             scope = ctx.enclosing_function(move)
             for build in builds.get(scope, ()):
                 if _moves_sources(ctx, moved, build.sources) and _is_setup_order(ctx, build, move, moved):
-                    yield self.report(move, self._message(ctx, move, moved, build))
+                    yield self.report(move, self._message(ctx, move, moved, build), evidence=build)
                     break
 
     @staticmethod

@@ -375,9 +375,15 @@ class Editor:
             lambda old: cst.Call(func=cst.Attribute(value=parenthesized(old), attr=cst.Name(method))),
         )
 
-    def wrap_call(self, node: ast.AST, func: str) -> None:
-        """``x`` -> ``func(x)``."""
-        self._replace_expression(node, lambda old: cst.Call(func=_expression(func), args=[cst.Arg(_strip(old))]))
+    def wrap_call(self, node: ast.AST, func: str, dropping: str | None = None) -> None:
+        """``x`` -> ``func(x)``; ``dropping`` names a keyword to remove from the calls inside ``x``
+        (``torch.ones(3, requires_grad=True)`` -> ``nn.Parameter(torch.ones(3))``)."""
+
+        def build(old):
+            inner = old.visit(_DropKeyword(dropping)) if dropping else old
+            return cst.Call(func=_expression(func), args=[cst.Arg(inner.with_changes(lpar=[], rpar=[]))])
+
+        self._replace_expression(node, build)
 
     def add_keyword(self, call: ast.Call, name: str, value: str) -> None:
         """Pass ``name=value`` to a call, after its other arguments (keeping a trailing comma)."""
@@ -618,5 +624,15 @@ def _statements(code: str) -> list[cst.BaseStatement]:
         raise FixError(f"not statements: {code!r}") from None
 
 
-def _strip(expr: cst.BaseExpression) -> cst.BaseExpression:
-    return expr
+class _DropKeyword(cst.CSTTransformer):
+    def __init__(self, name: str):
+        super().__init__()
+        self.name = name
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        args = [a for a in updated.args if not (a.keyword is not None and a.keyword.value == self.name)]
+        if len(args) == len(updated.args):
+            return updated
+        if args and isinstance(args[-1].comma, cst.Comma) and not isinstance(updated.args[-1].comma, cst.Comma):
+            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(args=args)

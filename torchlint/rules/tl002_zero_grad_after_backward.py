@@ -103,7 +103,7 @@ class Trainer:
                     continue
                 reported.add(clear.node)
                 yield self.report(
-                    clear.node, self._message(ctx, clear, backward, step), evidence=(clear, backward, step)
+                    clear.node, self._message(ctx, clear, backward, step), evidence=(clear, backward, step, unit.events)
                 )
 
     @staticmethod

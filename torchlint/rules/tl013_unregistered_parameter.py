@@ -205,12 +205,14 @@ class _InitChecker:
             attr = self._self_attribute(target)
             if attr is None:
                 continue
-            message = self._judge(attr, node.value)
-            if message:
-                yield self.rule.report(node, message)
+            judged = self._judge(attr, node.value)
+            if judged:
+                message, replacement = judged
+                yield self.rule.report(node, message, evidence=replacement)
 
     # ----- what an assignment stores ------------------------------------------------------------
-    def _judge(self, attr: str, value: ast.AST) -> str | None:
+    def _judge(self, attr: str, value: ast.AST) -> tuple[str, str] | None:
+        """The message, and the class to hold the value instead (its qualified name)."""
         trainable = self._trainable_tensor(value)
         if trainable:
             if self._wrapped_later(attr):
@@ -218,7 +220,8 @@ class _InitChecker:
             return (
                 f"`self.{attr}` is a tensor made trainable with `{trainable}` but not an `nn.Parameter`: "
                 "the optimizer (`model.parameters()`), `.to(device)` and `state_dict()` never see it; "
-                f"wrap it: `self.{attr} = nn.Parameter(...)` (or `register_buffer` if it is not trained)"
+                f"wrap it: `self.{attr} = nn.Parameter(...)` (or `register_buffer` if it is not trained)",
+                PARAMETER,
             )
         fresh = self._fresh_modules_in_container(value)
         filled = ""
@@ -237,7 +240,8 @@ class _InitChecker:
         return (
             f"`self.{attr}` keeps {what} in a plain {kind}{filled}: they are not registered, so the optimizer "
             "(`model.parameters()`), `.to(device)`, `state_dict()` and `model.eval()` never see them; "
-            f"use `{replacement}(...)` instead"
+            f"use `{replacement}(...)` instead",
+            "torch." + replacement,
         )
 
     def _trainable_tensor(self, value: ast.AST) -> str | None:

@@ -525,16 +525,37 @@ class Editor:
         start = self.offsets.line_start(self.offsets.statement_start(stmt))
         self._record(_rebuild(path, member, wrapped), start, self.offsets.end(stmt))
 
-    def replace_module_body(self, keep: Sequence[ast.stmt], append: str, start: ast.stmt) -> None:
-        """Keep the module-level statements ``keep`` (in order), drop the others, and append ``append``
-        (source text) after them: ``start`` is the first statement that changes."""
+    def wrap_in_main(self, moved: Sequence[ast.stmt], name: str, global_names: Sequence[str]) -> None:
+        """Move the module-level statements ``moved`` (in order) into ``def name():`` at the end of the
+        module, declaring ``global_names`` global there, and call it under
+        ``if __name__ == "__main__":``."""
         module = self.map.module
-        kept_ids = {id(self.map.member(stmt)[0]) for stmt in keep}
-        moved = [s for s in module.body if id(s) not in kept_ids]
-        del moved
-        body = [s for s in module.body if id(s) in kept_ids]
-        new = module.with_changes(body=[*body, *_statements(append)])
-        self._record(new, self.offsets.line_start(self.offsets.statement_start(start)), len(self.source))
+        moving = {id(self.map.member(stmt)[0]) for stmt in moved}
+        if any(not isinstance(path[-1], cst.Module) for path in (self.map.member(s)[1] for s in moved)):
+            raise FixError("only module-level statements can move into a function")
+        kept = [s for s in module.body if id(s) not in moving]
+        # Blank lines inside the function carry no indentation; the first statement starts right away.
+        body = [
+            s.with_changes(
+                leading_lines=[line if line.comment else line.with_changes(indent=False) for line in s.leading_lines]
+            )
+            for s in module.body
+            if id(s) in moving
+        ]
+        body[0] = body[0].with_changes(leading_lines=[line for line in body[0].leading_lines if line.comment])
+        if global_names:
+            body.insert(0, cst.SimpleStatementLine([cst.Global([cst.NameItem(cst.Name(n)) for n in global_names])]))
+        function = cst.FunctionDef(
+            name=cst.Name(name),
+            params=cst.Parameters(),
+            body=cst.IndentedBlock(body),
+            leading_lines=[cst.EmptyLine(), cst.EmptyLine()],
+        )
+        guard = _statements(f'if __name__ == "__main__":\n    {name}()')[0].with_changes(
+            leading_lines=[cst.EmptyLine(), cst.EmptyLine()]
+        )
+        start = self.offsets.line_start(self.offsets.statement_start(moved[0]))
+        self._record(module.with_changes(body=[*kept, function, guard]), start, len(self.source))
 
     def statement_code(self, stmt: ast.stmt, indent: str = "") -> str:
         """The source of one statement (with its comments), re-indented under ``indent``."""

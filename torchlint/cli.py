@@ -245,13 +245,14 @@ def _cmd_lint(argv: list[str]) -> int:
     results = results_as_they_come()
     if args.diff:
         return _report_diffs(results, stream, close, args)
+    here = fix_request(_stdin_settings(args, resolver) if targets is None else resolver.for_path(os.getcwd()))
     try:
         options = ReportOptions(
             color=args.output is None and use_color(stream, args.no_color),
             quiet=args.quiet,
             statistics=args.statistics and args.format == "text",
-            unsafe_fixes=bool(fix_request(resolver.for_path(os.getcwd())).unsafe),
-            fixing=bool(args.fix),
+            unsafe_fixes=here.unsafe,
+            fixing=here.write,
             show_fixes=args.show_fixes,
         )
         if args.format == "sarif":
@@ -264,7 +265,7 @@ def _cmd_lint(argv: list[str]) -> int:
             stream.close()
     if args.statistics and args.format != "text":
         write_statistics(collected, sys.stderr)
-    if args.format != "text" and not args.quiet:
+    if here.write and args.format != "text" and not args.quiet:
         write_fix_summary(collected, sys.stderr, args.show_fixes)
     for result in collected:
         if result.fixed_text is not None:  # --fix on standard input: the fixed source, for editors

@@ -324,8 +324,11 @@ class Editor:
         self._original = cstmap.module.code
 
     # --- recording
-    def _record(self, module: cst.Module, start: int, end: int) -> None:
-        """Turn the rendered ``module`` into one edit anchored at [start, end) of the original."""
+    def _record(self, module: cst.Module, start: int, end: int, within: bool = False) -> None:
+        """Turn the rendered ``module`` into one edit anchored at [start, end) of the original: it
+        begins at ``start`` at the latest and ends at ``end`` at the earliest (so an insertion next
+        to identical text lands where it was meant), or, ``within``, as tight as the change inside
+        the span allows."""
         old, new = self._original, module.code
         if old == new:
             return
@@ -336,8 +339,12 @@ class Editor:
         suffix = 0
         while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
             suffix += 1
-        first = min(prefix, start)
-        last = max(len(old) - suffix, end, first)
+        if within:
+            first = min(prefix, end)
+            last = max(len(old) - suffix, start, first)
+        else:
+            first = min(prefix, start)
+            last = max(len(old) - suffix, end, first)
         delta = len(new) - len(old)
         self._add(first, last, new[first : last + delta])
 
@@ -348,7 +355,7 @@ class Editor:
 
     def _replace_expression(self, node: ast.AST, build) -> None:
         found, path = self.map.expression(node)
-        self._record(_rebuild(path, found, build(found)), self.offsets.start(node), self.offsets.end(node))
+        self._record(_rebuild(path, found, build(found)), self.offsets.start(node), self.offsets.end(node), True)
 
     # --- expressions
     def replace(self, node: ast.AST, code: str) -> None:
@@ -366,7 +373,7 @@ class Editor:
         if isinstance(found, (cst.Call, cst.Attribute, cst.Subscript)) and not isinstance(path[-1], cst.Arg):
             part = parenthesized(part)
         start, end = self.offsets.start(node), self.offsets.end(node)
-        self._record(_rebuild(path, found, part.with_changes()), start, end)
+        self._record(_rebuild(path, found, part.with_changes()), start, end, True)
 
     def method_call(self, node: ast.AST, method: str) -> None:
         """``x`` -> ``x.method()`` (``(a * b).method()`` where needed)."""

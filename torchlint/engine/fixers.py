@@ -187,5 +187,7 @@ def visible_at_start(ctx: FileContext, name: str, scope_node: ast.AST) -> bool:
 
 
 def _module_names(ctx: FileContext, before: int | None = None) -> set[str]:
+    """Names bound at module level (before line ``before``), declared ``global`` in a function, or builtins."""
     stmts = [s for s in ctx.tree.body if before is None or s.lineno < before]
-    return names_bound(stmts) | set(dir(builtins))
+    declared = {name for node in ctx.nodes(ast.Global) for name in node.names}
+    return names_bound(stmts) | declared | set(dir(builtins))

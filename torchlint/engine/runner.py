@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from torchlint.engine.autofix import FixOptions
 from torchlint.engine.files import Target
@@ -59,9 +59,18 @@ def lint_job(job: Job) -> FileResult:
     rules = _rules_for(codes)
     if fixes is not None and fixes[0].apply:
         request, options = fixes
-        return fix_file(path, rules, options, max_bytes, DEFAULT_RULE_CPU_BUDGET, request.write, request.diff)
-    edits = fixes is not None and fixes[0].edits
-    return lint_file(path, rules, max_bytes, DEFAULT_RULE_CPU_BUDGET, edits)
+        result = fix_file(path, rules, options, max_bytes, DEFAULT_RULE_CPU_BUDGET, request.write, request.diff)
+    else:
+        result = lint_file(path, rules, max_bytes, DEFAULT_RULE_CPU_BUDGET, fixes is not None and fixes[0].edits)
+    return _without_unfixable(result, fixes)
+
+
+def _without_unfixable(result: FileResult, fixes: tuple | None) -> FileResult:
+    """Findings of rules the configuration makes unfixable carry no fix."""
+    if fixes is not None and fixes[1].fixable is not None:
+        allowed = fixes[1].fixable
+        result.findings = [f if f.fix is None or f.code in allowed else replace(f, fix=None) for f in result.findings]
+    return result
 
 
 def lint_stdin_bytes(data: bytes, path: str, codes: frozenset, fixes: tuple | None = None) -> FileResult:
@@ -69,8 +78,10 @@ def lint_stdin_bytes(data: bytes, path: str, codes: frozenset, fixes: tuple | No
     rules = _rules_for(codes)
     if fixes is not None and fixes[0].apply:
         request, options = fixes
-        return fix_bytes(data, path, rules, options, DEFAULT_RULE_CPU_BUDGET, diff=request.diff, keep_text=True)
-    return lint_bytes(data, path, rules, DEFAULT_RULE_CPU_BUDGET, fixes is not None and fixes[0].edits)
+        result = fix_bytes(data, path, rules, options, DEFAULT_RULE_CPU_BUDGET, diff=request.diff, keep_text=True)
+    else:
+        result = lint_bytes(data, path, rules, DEFAULT_RULE_CPU_BUDGET, fixes is not None and fixes[0].edits)
+    return _without_unfixable(result, fixes)
 
 
 def resolve_jobs(jobs: int) -> int:

@@ -77,7 +77,7 @@ def test_every_fix_has_examples_and_docs():
     for code, fixer in FIXES.items():
         assert fixer.EXAMPLES, code
         docs = RULES[code].docs()
-        assert "## Fix" in docs and any(kind in docs.split("## Fix")[1] for kind in fixer.applicabilities)
+        assert "## Fix" in docs and all(kind in docs.split("## Fix")[1].lower() for kind in fixer.applicabilities)
 
 
 def _invalid_examples():

@@ -110,3 +110,48 @@ def test_pre_commit_hook_fails_on_a_bug_and_passes_on_clean_code(tmp_path):
     passed = pre_commit(project, tmp_path / "cache", "--files", "train.py")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "Passed" in passed.stdout
+
+
+def test_pre_commit_hook_with_fix_fails_once_with_the_files_fixed(tmp_path):
+    """`args: [--fix]`: like ruff's hook, the first run fixes the files and fails (pre-commit sees
+    them modified); the second run, on the fixed files, passes."""
+    hook_repo = tmp_path / "hook"
+    project = tmp_path / "project"
+    hook_repo.mkdir()
+    project.mkdir()
+    rev = snapshot_of_this_checkout(hook_repo)
+
+    git(project, "init", "-q")
+    (project / ".pre-commit-config.yaml").write_text(
+        textwrap.dedent(f"""\
+        repos:
+          - repo: {hook_repo}
+            rev: {rev}
+            hooks:
+              - id: torchlint
+                args: [--fix]
+        """)
+    )
+    view = textwrap.dedent("""\
+        import torch
+        def flatten(feat):
+            n, c, h, w = feat.shape
+            return feat.permute(0, 2, 3, 1).view(n, h * w, c)
+        """)
+    (project / "train.py").write_text(view)
+    git(project, "add", ".")
+
+    first = pre_commit(project, tmp_path / "cache", "--files", "train.py")
+    output = first.stdout + first.stderr
+    if first.returncode not in (0, 1) or "An unexpected error" in output:
+        if any(sign in output for sign in OFFLINE_SIGNS):
+            pytest.skip("no package index reachable to install the hook environment")
+        pytest.fail(output)
+    assert first.returncode == 1, output
+    assert "files were modified by this hook" in output
+    assert (project / "train.py").read_text() == view.replace(".view(n,", ".reshape(n,")
+
+    git(project, "add", ".")
+    second = pre_commit(project, tmp_path / "cache", "--files", "train.py")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "Passed" in second.stdout

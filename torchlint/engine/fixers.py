@@ -37,8 +37,9 @@ class RuleFix:
 
     @classmethod
     def docs(cls) -> str:
-        kinds = " or ".join(cls.applicabilities)
-        return f"{' '.join(cls.summary.split())} ({kinds}: {' '.join(cls.safety.split())})"
+        """What the fix does, and (after "Safe:", "Unsafe:" or "Safe or unsafe:") why."""
+        kinds = " or ".join(cls.applicabilities).capitalize()
+        return f"{' '.join(cls.summary.split())}\n\n{kinds}: {' '.join(cls.safety.split())}"
 
 
 _FIXES: dict[str, RuleFix] = {}

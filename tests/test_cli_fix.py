@@ -246,3 +246,23 @@ def test_plain_lint_with_fixable_findings_imports_no_libcst(tmp_path):
     code = "import sys\nfrom torchlint.cli import main\nrc = main(['a.py'])\nprint(rc, 'libcst' in sys.modules)\n"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert run.stdout.strip().endswith("1 False"), run.stdout + run.stderr
+
+
+def test_diff_applies_with_git_apply(tmp_path):
+    write(tmp_path / "a.py", VIEW)
+    diff = run_cli(["a.py", "--diff"]).out
+    (tmp_path / "fix.patch").write_text(diff)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "apply", "fix.patch"], cwd=tmp_path, check=True)
+    assert (tmp_path / "a.py").read_text() == VIEW_FIXED
+
+
+def test_fix_on_excluded_stdin_gives_the_source_back_unchanged(tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.torchlint]\nextend-exclude = ["gen"]\n')
+    run = subprocess.run(
+        [sys.executable, "-m", "torchlint", "--fix", "-", "--stdin-filename", "gen/a.py"],
+        input=VIEW.encode(),
+        capture_output=True,
+        cwd=tmp_path,
+    )
+    assert (run.returncode, run.stdout) == (0, VIEW.encode())

@@ -73,13 +73,13 @@ def pre_commit(project: Path, home: Path, *args):
     )
 
 
-def test_pre_commit_hook_fails_on_a_bug_and_passes_on_clean_code(tmp_path):
+def project_using_the_hook(tmp_path, args) -> Path:
+    """A git repository whose .pre-commit-config.yaml runs this checkout's hook with ``args``."""
     hook_repo = tmp_path / "hook"
     project = tmp_path / "project"
     hook_repo.mkdir()
     project.mkdir()
     rev = snapshot_of_this_checkout(hook_repo)
-
     git(project, "init", "-q")
     (project / ".pre-commit-config.yaml").write_text(
         textwrap.dedent(f"""\
@@ -88,19 +88,30 @@ def test_pre_commit_hook_fails_on_a_bug_and_passes_on_clean_code(tmp_path):
             rev: {rev}
             hooks:
               - id: torchlint
-                args: [--select, TL016]
+                args: {args}
         """)
     )
+    return project
+
+
+def first_run(project, tmp_path, *args):
+    """The first `pre-commit run` (which installs the hook environment); skips when offline."""
+    run = pre_commit(project, tmp_path / "cache", *args)
+    output = run.stdout + run.stderr
+    if run.returncode not in (0, 1) or "An unexpected error" in output:
+        if any(sign in output for sign in OFFLINE_SIGNS):
+            pytest.skip("no package index reachable to install the hook environment")
+        pytest.fail(output)
+    return run, output
+
+
+def test_pre_commit_hook_fails_on_a_bug_and_passes_on_clean_code(tmp_path):
+    project = project_using_the_hook(tmp_path, "[--select, TL016]")
     (project / "train.py").write_text(BUGGY)
     (project / "notes.txt").write_text("not python\n")
     git(project, "add", ".")
 
-    failed = pre_commit(project, tmp_path / "cache", "--files", "train.py", "notes.txt")
-    output = failed.stdout + failed.stderr
-    if failed.returncode not in (0, 1) or "An unexpected error" in output:
-        if any(sign in output for sign in OFFLINE_SIGNS):
-            pytest.skip("no package index reachable to install the hook environment")
-        pytest.fail(output)
+    failed, output = first_run(project, tmp_path, "--files", "train.py", "notes.txt")
     assert failed.returncode == 1, output
     assert "torchlint" in output and "Failed" in output
     assert "train.py:5:9: TL016 [backward-under-no-grad]" in output
@@ -115,23 +126,7 @@ def test_pre_commit_hook_fails_on_a_bug_and_passes_on_clean_code(tmp_path):
 def test_pre_commit_hook_with_fix_fails_once_with_the_files_fixed(tmp_path):
     """`args: [--fix]`: like ruff's hook, the first run fixes the files and fails (pre-commit sees
     them modified); the second run, on the fixed files, passes."""
-    hook_repo = tmp_path / "hook"
-    project = tmp_path / "project"
-    hook_repo.mkdir()
-    project.mkdir()
-    rev = snapshot_of_this_checkout(hook_repo)
-
-    git(project, "init", "-q")
-    (project / ".pre-commit-config.yaml").write_text(
-        textwrap.dedent(f"""\
-        repos:
-          - repo: {hook_repo}
-            rev: {rev}
-            hooks:
-              - id: torchlint
-                args: [--fix]
-        """)
-    )
+    project = project_using_the_hook(tmp_path, "[--fix]")
     view = textwrap.dedent("""\
         import torch
         def flatten(feat):
@@ -141,12 +136,7 @@ def test_pre_commit_hook_with_fix_fails_once_with_the_files_fixed(tmp_path):
     (project / "train.py").write_text(view)
     git(project, "add", ".")
 
-    first = pre_commit(project, tmp_path / "cache", "--files", "train.py")
-    output = first.stdout + first.stderr
-    if first.returncode not in (0, 1) or "An unexpected error" in output:
-        if any(sign in output for sign in OFFLINE_SIGNS):
-            pytest.skip("no package index reachable to install the hook environment")
-        pytest.fail(output)
+    first, output = first_run(project, tmp_path, "--files", "train.py")
     assert first.returncode == 1, output
     assert "files were modified by this hook" in output
     assert (project / "train.py").read_text() == view.replace(".view(n,", ".reshape(n,")

@@ -326,7 +326,9 @@ def _lint_stdin(args, resolver, lint_stdin_bytes, fix_request) -> list:
     data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
     if args.stdin_filename and excluded(args.stdin_filename, settings, settings.user_excludes):
         if fix_request(settings).write:  # an editor waits for the source back, unchanged
-            sys.stdout.write(data.decode("utf-8", "surrogateescape"))
+            sys.stdout.flush()
+            out = getattr(sys.stdout, "buffer", None)
+            out.write(data) if out is not None else sys.stdout.write(data.decode("utf-8", "replace"))
         return []
     codes = settings.codes_for(args.stdin_filename) if args.stdin_filename else settings.enabled_codes()
     request = fix_request(settings)

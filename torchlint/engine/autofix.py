@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import difflib
 import io
+import os
 import tokenize
 import warnings
 from collections import Counter
@@ -256,7 +257,7 @@ class TextFormat:
 
 
 def unified_diff(path: str, before: str, after: str) -> str:
-    lines = difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
-    )
+    # git's a/ and b/ prefixes for a relative path (so `git apply` takes the diff), the path itself otherwise.
+    old, new = (path, path) if os.path.isabs(path) else (f"a/{path}", f"b/{path}")
+    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), old, new)
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)

@@ -477,7 +477,7 @@ class Editor:
         """Delete a statement (a block left empty gets ``pass``)."""
         member, path = self.map.member(stmt)
         holder = path[-1]
-        siblings = _holder_items(holder)
+        siblings = holder.body
         replacement: list = []
         if len(siblings) == 1 and not isinstance(holder, cst.Module):
             if isinstance(holder, cst.IndentedBlock):
@@ -564,14 +564,6 @@ class Editor:
         start = self.offsets.line_start(self.offsets.statement_start(moved[0]))
         self._record(module.with_changes(body=[*kept, function, guard]), start, len(self.source))
 
-    def statement_code(self, stmt: ast.stmt, indent: str = "") -> str:
-        """The source of one statement (with its comments), re-indented under ``indent``."""
-        member, _ = self.map.member(stmt)
-        if not isinstance(member, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-            member = cst.SimpleStatementLine([member.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])
-        code = cst.Module(body=[member]).code
-        return textwrap.indent(code, indent) if indent else code
-
     # --- names and imports
     def spell(self, qualname: str) -> str:
         """How this file names ``qualname`` through its module-level imports (``nn.ModuleList`` after
@@ -632,10 +624,6 @@ def _module_level_aliases(tree: ast.Module) -> list[tuple[str, str]]:
 
 def _is_docstring(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
-
-
-def _holder_items(holder: cst.CSTNode) -> Sequence:
-    return holder.body
 
 
 def _expression(code: str) -> cst.BaseExpression:

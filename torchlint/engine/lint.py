@@ -199,9 +199,10 @@ def _collect(rule: Rule, ctx: FileContext, found: list[Finding]) -> None:
 
 def _finish(result: FileResult, source: str) -> FileResult:
     findings = result.findings
+    # Cheap for the many files whose text never mentions `noqa` or `torchlint:`.
+    suppressions = Suppressions.from_source(source)
+    result.problems.extend(suppressions.problems(result.path))
     if findings:
-        # Suppression comments only matter when something was reported: skip tokenizing otherwise.
-        suppressions = Suppressions.from_source(source)
         findings = sorted({f for f in findings if not suppressions.suppresses(f)})
         # split("\n"), not splitlines(): form feeds and other separators are not line ends to Python.
         lines = source.split("\n") if findings else []

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from torchlint.analysis.context import FileContext
-from torchlint.engine.finding import Finding
+from torchlint.engine.finding import Finding, Message
 from torchlint.engine.rule import Rule, all_rules
 from torchlint.engine.suppress import Suppressions
 
@@ -50,10 +50,10 @@ class FileResult:
     skipped: bool = False  # not linted at all (over the size limit)
 
 
-def syntax_finding(path: str, line: int, column: int, message: str) -> Finding:
+def syntax_finding(path: str, line: int, column: int, message: Message | str) -> Finding:
     code, name, severity = SYNTAX_ERROR
     line, column = max(line or 1, 1), max(column or 1, 1)
-    return Finding(path, line, column, line, column, code, name, severity, message)
+    return Finding(path, line, column, line, column, code, name, severity, str(message))
 
 
 def lint_source(source: str, path: str = "<string>", rules: Iterable[type[Rule]] | None = None) -> list[Finding]:
@@ -193,7 +193,9 @@ def _collect(rule: Rule, ctx: FileContext, found: list[Finding]) -> None:
     for diag in rule.check(ctx):
         line, col, end_line, end_col = ctx.span(diag.node)
         found.append(
-            Finding(ctx.path, line, col, end_line, end_col, rule.code, rule.name, rule.severity, diag.message, diag.fix)
+            Finding(
+                ctx.path, line, col, end_line, end_col, rule.code, rule.name, rule.severity, str(diag.message), diag.fix
+            )
         )
 
 
@@ -230,8 +232,10 @@ def decode(data: bytes, path: str) -> tuple[str | None, Finding | None]:
             path,
             line,
             column,
-            f"cannot decode as {encoding}: byte {bad!r} at line {line} ({exc.reason}); "
-            "save the file as UTF-8 or declare its encoding with a `# -*- coding: ... -*-` line",
+            Message(
+                f"cannot decode as {encoding}: byte {bad!r} at line {line} ({exc.reason})",
+                help="save the file as UTF-8 or declare its encoding with a `# -*- coding: ... -*-` line",
+            ),
         )
     if text.startswith("\ufeff"):
         text = text[1:]

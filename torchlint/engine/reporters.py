@@ -87,7 +87,7 @@ def report_text(results: Iterable[FileResult], stream: TextIO, options: ReportOp
             sev = p.severity(f.severity)
             stream.write(
                 f"{p.bold}{f.path}{p.reset}:{f.line}:{f.column}: {sev}{p.bold}{f.code}{p.reset} "
-                f"{p.dim}[{f.name}]{p.reset} {f.message}\n"
+                f"{p.dim}[{f.name}]{p.reset} {f.headline}\n"
             )
             if options.quiet:
                 continue
@@ -97,6 +97,9 @@ def report_text(results: Iterable[FileResult], stream: TextIO, options: ReportOp
                 gutter = str(f.line)
                 stream.write(f"{p.dim}{gutter:>5} |{p.reset} {shown}\n")
                 stream.write(f"{p.dim}{'':>5} |{p.reset} {' ' * start}{sev}{'^' * width}{p.reset}\n")
+            # The why and the fix under the code, as rustc's notes: `      = help: call ...`.
+            for detail in f.details:
+                stream.write(f"{'':>5} {p.accent}={p.reset} {detail}\n")
         if result.findings:
             stream.flush()
     if options.statistics:

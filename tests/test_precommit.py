@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import BUGGY, CLEAN
+from notebook_helpers import markdown, write_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 pytest.importorskip("pre_commit", reason="pre-commit is in the test extra: pip install -e '.[test]'")
@@ -109,15 +110,18 @@ def test_pre_commit_hook_fails_on_a_bug_and_passes_on_clean_code(tmp_path, hook)
     project = new_project(tmp_path / "project", hook)
     (project / "train.py").write_text(BUGGY)
     (project / "notes.txt").write_text("not python\n")
+    write_notebook(project / "explore.ipynb", markdown("# Explore"), BUGGY)
 
-    code, output = run_hook(project, hook, "train.py", "notes.txt")
+    code, output = run_hook(project, hook, "train.py", "notes.txt", "explore.ipynb")
     assert code == 1, output
     assert "torchlint" in output and "Failed" in output
     assert "train.py:5:9: TL016 [backward-under-no-grad]" in output
-    assert "notes.txt" not in output  # types: [python]
+    assert "explore.ipynb:cell 2:5:9: TL016 [backward-under-no-grad]" in output  # types_or: [python, jupyter]
+    assert "notes.txt" not in output
 
     (project / "train.py").write_text(CLEAN)
-    code, output = run_hook(project, hook, "train.py")
+    write_notebook(project / "explore.ipynb", markdown("# Explore"), CLEAN)
+    code, output = run_hook(project, hook, "train.py", "explore.ipynb")
     assert code == 0, output
     assert "Passed" in output
 

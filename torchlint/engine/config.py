@@ -8,6 +8,8 @@ Each linted path uses the nearest ``pyproject.toml`` above it that has a
     ignore = ["TL008"]               # codes, prefixes or rule names to disable
     extend-exclude = ["legacy/*.py"] # added to the excluded names
     exclude = ["generated"]          # replaces the default excluded names (see files.py)
+    extend-include = ["*.pyw"]       # more files to lint in directories (default: *.py, *.ipynb)
+    include = ["*.py"]               # replaces the default included files
     per-file-ignores = { "tests/*" = ["TL001"] }
 
 Command-line ``--select`` replaces the configured ``select`` and ``extend-select``;
@@ -32,7 +34,16 @@ from fnmatch import fnmatchcase
 from functools import cache
 from pathlib import Path
 
-KNOWN_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores")
+KNOWN_KEYS = (
+    "select",
+    "extend-select",
+    "ignore",
+    "exclude",
+    "extend-exclude",
+    "include",
+    "extend-include",
+    "per-file-ignores",
+)
 ALL = "ALL"
 SYNTAX_CODE = "TL000"
 _CODE_SHAPE = re.compile(r"^TL\d{0,3}$")
@@ -159,6 +170,10 @@ DEFAULT_EXCLUDE = (
 )
 
 
+# The files linted while recursing into directories; `include` replaces, `extend-include` adds.
+DEFAULT_INCLUDE = ("*.py", "*.ipynb")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Effective settings for the files under ``root``."""
@@ -171,6 +186,8 @@ class Settings:
     exclude: tuple[str, ...] | None = None  # None: the built-in defaults
     extend_exclude: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    include: tuple[str, ...] | None = None  # None: the built-in defaults
+    extend_include: tuple[str, ...] = ()
     # Valid but almost certainly not what the user meant; the command prints each once.
     warnings: tuple[str, ...] = field(default=(), compare=False)
     _cache: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
@@ -182,6 +199,9 @@ class Settings:
 
     def excludes(self) -> tuple[str, ...]:
         return (DEFAULT_EXCLUDE if self.exclude is None else self.exclude) + self.extend_exclude
+
+    def includes(self) -> tuple[str, ...]:
+        return (DEFAULT_INCLUDE if self.include is None else self.include) + self.extend_include
 
     def with_overrides(self, select=None, ignore=None, extend_select=()) -> Settings:
         """The command line's options on top: ``--select`` replaces ``select`` and ``extend-select``
@@ -298,6 +318,8 @@ def settings_from_table(table: dict, source: Path, root: Path) -> Settings:
     if "exclude" in table:
         exclude = _string_list(table["exclude"], f"{where} exclude")
     extend_exclude = _string_list(table.get("extend-exclude", []), f"{where} extend-exclude")
+    include = _string_list(table["include"], f"{where} include") if "include" in table else None
+    extend_include = _string_list(table.get("extend-include", []), f"{where} extend-include")
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
         raise ConfigError(f"{where} per-file-ignores must be a table of glob = [codes], got {per_file!r}")
@@ -319,6 +341,8 @@ def settings_from_table(table: dict, source: Path, root: Path) -> Settings:
         exclude,
         extend_exclude,
         per_file_ignores,
+        include,
+        extend_include,
         tuple(warnings),
     )
 

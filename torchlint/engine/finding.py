@@ -48,6 +48,12 @@ class Message:
         return "\n".join(lines)
 
 
+def location(path: str, cell: int | None, line: int, column: int | None = None) -> str:
+    """``train.py:12:5``, or in a notebook ``nb.ipynb:cell 4:12:5`` (as ruff writes it)."""
+    where = f"{path}:{line}" if cell is None else f"{path}:cell {cell}:{line}"
+    return where if column is None else f"{where}:{column}"
+
+
 # How the detail lines of a full message begin.
 WHY = "why: "
 HELP = "help: "
@@ -69,6 +75,9 @@ class Finding:
     severity: str = field(compare=False)
     message: str = field(compare=False)
     fix: Fix | None = field(default=None, compare=False)
+    # In a notebook: the cell (1-based, counting every cell); ``line`` and ``end_line`` are then
+    # lines of that cell. None in a plain file.
+    cell: int | None = None
 
     @property
     def headline(self) -> str:

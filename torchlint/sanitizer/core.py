@@ -52,14 +52,12 @@ check registers itself should do nothing while it returns False),
 Check classes declare ``codes = {"TS1xx": "kebab-name"}``, may declare
 ``option_defaults = {"my_option": 3}`` (extra keyword options of ``sanitize()``,
 read back as ``self.options.my_option``), and may override the classmethod
-``enabled(options)``.  Built-in checks live in sibling modules; the training
-checks TS106-TS112 are picked up from ``torchlint/sanitizer/training.py`` if it
-exists, which lists its classes in a module-level ``CHECKS`` list.  Third-party
-checks can call :func:`register_check`.
+``enabled(options)``.  Built-in checks live in sibling modules that import
+this interface from :mod:`.check` (never this module) and are listed in
+:mod:`.builtin_checks`.  Third-party checks can call :func:`register_check`.
 """
 
 import functools
-import importlib
 import os
 import sys
 import warnings
@@ -87,31 +85,9 @@ __all__ = [
 
 
 def _check_classes() -> list[type[Check]]:
-    from .anomaly import AnomalyCheck
-    from .devices import DeviceCheck
-    from .dtypes import DtypeCheck
-    from .inplace import InplaceCheck
-    from .nonfinite import NonfiniteCheck
-    from .notices import CompiledNotice
+    from .builtin_checks import BUILTIN_CHECKS
 
-    classes: list[type[Check]] = [
-        CompiledNotice,
-        AnomalyCheck,
-        DeviceCheck,
-        DtypeCheck,
-        NonfiniteCheck,
-        InplaceCheck,
-    ]
-    try:
-        training = importlib.import_module(".training", __package__)
-    except ImportError as exc:
-        # Only "the module does not exist yet"; a broken training.py must not be hidden.
-        if exc.name != f"{__package__}.training":
-            raise
-    else:
-        classes.extend(getattr(training, "CHECKS", ()))
-    classes.extend(c for c in _registered_checks if c not in classes)
-    return classes
+    return [*BUILTIN_CHECKS, *(c for c in _registered_checks if c not in BUILTIN_CHECKS)]
 
 
 # ---------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from .core import Check
+from .check import Check
 from .findings import CHECK_NAMES, Location
 from .locations import user_frame
 from .training_eval import EvalGraphTracker
@@ -560,5 +560,3 @@ class TrainingChecks(Check):
             self._backward_location,
         )
 
-
-CHECKS = [TrainingChecks]

@@ -559,4 +559,3 @@ class TrainingChecks(Check):
             },
             self._backward_location,
         )
-

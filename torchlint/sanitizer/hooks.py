@@ -15,6 +15,8 @@ import torch
 import torch.nn.modules.module as _module_hooks
 import torch.optim.optimizer as _optimizer_hooks
 
+from .tracebacks import cleaned
+
 if TYPE_CHECKING:
     from .core import Session
 
@@ -51,9 +53,20 @@ except AttributeError:  # torch < 2.3
         return False
 
 
+def _deliver(method: Callable, *args: Any) -> Any:
+    """Call an event method of the innermost session.  Every entry point from
+    torch into the sanitizer goes through here, so that an exception passing
+    through leaves without the sanitizer's frames (see tracebacks.py)."""
+    try:
+        return method(*args)
+    except BaseException as exc:
+        cleaned(exc)
+        raise  # a bare raise adds no frame of ours back
+
+
 def _module_pre_hook(module, args):
     if _SESSIONS and not _is_compiling():
-        _SESSIONS[-1]._module_pre(module, args)
+        _deliver(_SESSIONS[-1]._module_pre, module, args)
 
 
 def _module_post_hook(module, args, *rest):
@@ -61,19 +74,19 @@ def _module_post_hook(module, args, *rest):
     # always_call hooks as (module, args, output) and silences their errors.
     if _SESSIONS and not _is_compiling():
         if len(rest) == 2:
-            _SESSIONS[-1]._module_post(module, args, rest[0], rest[1], failed=False)
+            _deliver(_SESSIONS[-1]._module_post, module, args, rest[0], rest[1], False)
         else:
-            _SESSIONS[-1]._module_post(module, args, {}, None, failed=True)
+            _deliver(_SESSIONS[-1]._module_post, module, args, {}, None, True)
 
 
 def _optimizer_pre_hook(optimizer, args, kwargs):
     if _SESSIONS and not _is_compiling():
-        _SESSIONS[-1]._optimizer_pre(optimizer, args, kwargs)
+        _deliver(_SESSIONS[-1]._optimizer_pre, optimizer, args, kwargs)
 
 
 def _optimizer_post_hook(optimizer, args, kwargs):
     if _SESSIONS and not _is_compiling():
-        _SESSIONS[-1]._optimizer_post(optimizer, args, kwargs)
+        _deliver(_SESSIONS[-1]._optimizer_post, optimizer, args, kwargs)
 
 
 class _SharedHooks:
@@ -135,7 +148,7 @@ def _wrap_backward(original: Callable, kind: str) -> Callable:
     def backward(*args, **kwargs):
         if not _SESSIONS or _is_compiling():
             return original(*args, **kwargs)
-        return _SESSIONS[-1]._run_backward(original, kind, args, kwargs)
+        return _deliver(_SESSIONS[-1]._run_backward, original, kind, args, kwargs)
 
     backward.__torchlint_original__ = original
     return backward
@@ -146,7 +159,7 @@ def _wrap_loss(original: Callable, name: str) -> Callable:
     def loss(*args, **kwargs):
         if not _SESSIONS or _is_compiling():
             return original(*args, **kwargs)
-        return _SESSIONS[-1]._run_loss(original, name, args, kwargs)
+        return _deliver(_SESSIONS[-1]._run_loss, original, name, args, kwargs)
 
     loss.__torchlint_original__ = original
     return loss

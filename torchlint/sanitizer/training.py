@@ -344,9 +344,10 @@ class TrainingChecks(Check):
             self.emit(
                 "TS111",
                 f"{step} got {kinds} gradients in {_plural(len(bad), 'parameter')}: {_listing(bad)}. "
-                f"The update would write {kinds} into the weights. Find where they start with "
-                f"sanitize(anomaly=True) (TS101) or the non-finite input check (TS104); check the loss "
-                f"for log(0), division by zero or a too-high learning rate.",
+                f"The update would write {kinds} into the weights. TS101 (anomaly mode) pins the op whose "
+                f"backward makes them when they come back, sanitize(anomaly='full') on their first "
+                f"occurrence; TS104 reports non-finite inputs. Check for log(0), division by zero or a "
+                f"too-high learning rate.",
                 {"optimizer": opt.label, "nan": [names[i] for i in result.nan], "inf": [names[i] for i in result.inf]},
             )
         else:
@@ -535,12 +536,12 @@ class TrainingChecks(Check):
             why = (
                 f"Its gradients contain Inf/NaN, and a GradScaler skips {step} whenever they do, "
                 "so the model is never updated. Find the source of the non-finite values "
-                "(sanitize(anomaly=True), TS104), or lower the initial loss scale."
+                "(TS101, TS104), or lower the initial loss scale."
             )
         elif nonfinite:
             why = (
                 "Its gradients also contain Inf/NaN. Check the condition around the step, and find the "
-                "source of the non-finite values (sanitize(anomaly=True), TS104)."
+                "source of the non-finite values (TS101, TS104)."
             )
         else:
             why = (

@@ -24,10 +24,10 @@ How, cheaply:
 * a ``TorchFunctionMode`` sees every torch call made from Python; a per-function
   cache says whether the call writes one of its arguments, so the common call
   costs one dictionary lookup.  A write into a storage that is currently saved
-  is remembered (sequence number, user line, op).  During ``optimizer.step()``
-  (without a closure) the mode is taken off the stack, since an optimizer runs
-  many small ops; the parameters it writes are compared with the saved storages
-  once per step instead.
+  is remembered (sequence number, user line, op).  The sanitizer's own code and
+  ``optimizer.step()`` (without a closure: an optimizer runs many small ops) run
+  with the mode taken off the stack (hooks.py); the parameters a step writes are
+  compared with the saved storages once per step instead.
 * compiled code is left alone: the mode and hooks do nothing while dynamo traces.
 
 The mode costs a few microseconds per torch call, so with ``inplace="auto"``
@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import inspect
 import sys
-import weakref
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -47,6 +46,7 @@ from . import warning_locations
 from .check import BackwardEvent, Check
 from .findings import Location
 from .forward_lines import forward_location
+from .hooks import OWN_MODES
 from .locations import user_location
 from .tensors import first_param, iter_tensors
 
@@ -197,7 +197,6 @@ class InplaceCheck(Check):
         self._overwritten: list[tuple[_Saved, _Write, str]] = []  # found by unpack in this backward
         self._mode: _InplaceMode | None = None
         self._hooks = None
-        self._mode_off_for: weakref.ref | None = None  # the optimizer whose step runs without the mode
         self._accelerators = frozenset(self.options.accelerator_devices)
         # The mode and hooks stacks as the session found them: "auto" only
         # activates while they are unchanged, so that our entries never sit on
@@ -208,11 +207,11 @@ class InplaceCheck(Check):
             self.activate()
 
     def uninstall(self) -> None:
-        self._restore_mode()
         if self._hooks is not None:
             self._hooks.__exit__(None, None, None)
             self._hooks = None
         if self._mode is not None:
+            OWN_MODES.remove(self._mode)
             self._mode.__exit__(None, None, None)
             warning_locations.uninstall()
             self._mode = None
@@ -224,6 +223,7 @@ class InplaceCheck(Check):
         self.active = True
         self._mode = _InplaceMode(self)
         self._mode.__enter__()
+        OWN_MODES.append(self._mode)
         warning_locations.install()
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
         self._hooks.__enter__()
@@ -255,7 +255,6 @@ class InplaceCheck(Check):
 
     # -- auto activation ----------------------------------------------------------------
     def on_root_pre(self, module, args) -> None:
-        self._restore_mode()
         # inplace="auto": switch on at the first accelerator tensor or module.
         if self.active or self.options.inplace != "auto" or _stacks() != self._base_stacks:
             return
@@ -299,38 +298,19 @@ class InplaceCheck(Check):
             self._writes = {k: w for k, w in self._writes.items() if k in self._saved}
 
     def on_optimizer_pre_step(self, optimizer, args, kwargs) -> None:
-        if self._saved:
-            # Parameters a live graph saved, about to be updated in place.
-            location = None
-            for group in optimizer.param_groups:
-                for param in group["params"]:
-                    key = _storage_key(param)
-                    if key in self._saved:
-                        location = location or self.session.user_location()
-                        self._remember_write(key, location, f"{type(optimizer).__name__}.step()", tuple(param.shape))
-        if self._mode is not None and not _has_closure(args, kwargs):
-            self._take_mode_off(optimizer)
-
-    def on_optimizer_post_step(self, optimizer, args, kwargs) -> None:
-        self._restore_mode()
-
-    def _take_mode_off(self, optimizer) -> None:
-        """An optimizer step runs many small ops and never writes a saved tensor
-        except its parameters (checked above): run it without the mode."""
-        size = torch._C._len_torch_function_stack()
-        if size and torch._C._get_function_stack_at(size - 1) is self._mode:
-            torch._C._pop_torch_function_stack()
-            self._mode_off_for = weakref.ref(optimizer)
-
-    def _restore_mode(self) -> None:
-        if self._mode_off_for is not None:
-            self._mode_off_for = None
-            torch._C._push_on_torch_function_stack(self._mode)
+        # The step itself runs without the mode (hooks.py); the parameters it is
+        # about to update in place are compared with the saved storages here.
+        if not self._saved:
+            return
+        location = None
+        for group in optimizer.param_groups:
+            for param in group["params"]:
+                key = _storage_key(param)
+                if key in self._saved:
+                    location = location or self.session.user_location()
+                    self._remember_write(key, location, f"{type(optimizer).__name__}.step()", tuple(param.shape))
 
     # -- reporting ----------------------------------------------------------------------
-    def on_backward(self, event: BackwardEvent) -> None:
-        self._restore_mode()  # a step that raised never reached its post hook
-
     def around_backward(self, call, event: BackwardEvent):
         self._overwritten = []
         failure = None
@@ -380,11 +360,6 @@ class InplaceCheck(Check):
                 write.location,
                 explains=failure if autograd_noticed else None,
             )
-
-
-def _has_closure(args: tuple, kwargs: dict) -> bool:
-    # args include the optimizer itself at index 0
-    return (len(args) > 1 and callable(args[1])) or callable(kwargs.get("closure"))
 
 
 def _op_name(func) -> str:

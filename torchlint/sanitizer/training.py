@@ -30,12 +30,12 @@ TS112  optimizer-not-stepped   ``stall_backwards`` backward passes fill an
 from __future__ import annotations
 
 import gc
-from typing import Any
 
 import torch
 
 from .check import Check
 from .findings import CHECK_NAMES, Location
+from .hooks import closure_of
 from .locations import user_frame
 from .training_eval import EvalGraphTracker
 from .training_norms import GradNormMonitor
@@ -68,17 +68,6 @@ def _plural(n: int, word: str) -> str:
     if n == 1:
         return f"{n} {word}"
     return f"{n} {word}{'es' if word.endswith('s') else 's'}"
-
-
-def _closure_of(args: tuple, kwargs: dict) -> tuple[Any, str | int | None]:
-    """The closure passed to ``optimizer.step`` and where it sits in the call
-    (``args`` include the optimizer itself at index 0)."""
-    if len(args) > 1 and callable(args[1]):
-        return args[1], 1
-    closure = kwargs.get("closure")
-    if callable(closure):
-        return closure, "closure"
-    return None, None
 
 
 def _grad_scaler_in_use() -> bool:
@@ -268,7 +257,7 @@ class TrainingChecks(Check):
         params = opt.params()
         states = opt.step_states = self._param_states(opt, params)
         self._check_eval_mode(opt, states)
-        opt.closure_step = _closure_of(args, kwargs)[0] is not None
+        opt.closure_step = closure_of(args, kwargs)[0] is not None
         if not opt.closure_step:
             self._check_gradients(opt, states)
         if opt.closure_step and opt.closure_handle is None:
@@ -280,7 +269,7 @@ class TrainingChecks(Check):
         """A closure recomputes the gradients (LBFGS may call it many times per
         step): they are judged after the step, and every call counts as a fresh
         accumulation round, so that a closure that forgets zero_grad() shows."""
-        closure, where = _closure_of(args, kwargs)
+        closure, where = closure_of(args, kwargs)
         opt = self.optimizers.get(id(optimizer))
         if closure is None or opt is None:
             return None

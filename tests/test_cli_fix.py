@@ -192,9 +192,7 @@ def test_fixes_that_overlap_settle_in_rounds():
             opt.step()
         """
     )
-    outcome = fix_text(
-        source, "s.py", lambda text, wanted: lint_text(text, "s.py", None, None, wanted), FixOptions(True)
-    )
+    outcome = fix_text(source, "s.py", lambda text, wanted: lint_text(text, "s.py", edits=wanted), FixOptions(True))
     assert dict(outcome.fixed) == {"TL019": 1, "TL001": 1}
     assert outcome.result.findings == []
     assert "    for x in DataLoader(torch.randn(8, 1), num_workers=2):\n        opt.zero_grad()\n" in outcome.text

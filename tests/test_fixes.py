@@ -22,14 +22,14 @@ def fix(source, rules, unsafe=True):
     outcome = fix_text(
         source,
         "example.py",
-        lambda text, wanted: lint_text(text, "example.py", rules, None, wanted),
+        lambda text, wanted: lint_text(text, "example.py", rules, edits=wanted),
         FixOptions(unsafe=unsafe),
     )
     return outcome.text, dict(outcome.fixed), outcome.problems
 
 
 def findings(source, rules, codes):
-    return [f for f in lint_text(source, "example.py", rules, None, True).findings if f.code in codes]
+    return [f for f in lint_text(source, "example.py", rules, edits=True).findings if f.code in codes]
 
 
 def marked_lines(source, codes):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import BUGGY, CLEAN
+from notebook_helpers import markdown, write_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 pytest.importorskip("pre_commit", reason="pre-commit is in the test extra: pip install -e '.[test]'")
@@ -73,60 +74,102 @@ def pre_commit(project: Path, home: Path, *args):
     )
 
 
-def project_using_the_hook(tmp_path, args) -> Path:
-    """A git repository whose .pre-commit-config.yaml runs this checkout's hook with ``args``."""
-    hook_repo = tmp_path / "hook"
-    project = tmp_path / "project"
-    hook_repo.mkdir()
-    project.mkdir()
-    rev = snapshot_of_this_checkout(hook_repo)
-    git(project, "init", "-q")
-    (project / ".pre-commit-config.yaml").write_text(
-        textwrap.dedent(f"""\
-        repos:
-          - repo: {hook_repo}
-            rev: {rev}
-            hooks:
-              - id: torchlint
-                args: {args}
-        """)
-    )
-    return project
+@pytest.fixture(scope="module")
+def hook(tmp_path_factory):
+    """(hook repository, its commit, PRE_COMMIT_HOME): one snapshot and one hook environment
+    for the whole module, so pre-commit installs torchlint once."""
+    base = tmp_path_factory.mktemp("precommit")
+    repo = base / "hook"
+    repo.mkdir()
+    return repo, snapshot_of_this_checkout(repo), base / "cache"
 
 
-def first_run(project, tmp_path, *args):
-    """The first `pre-commit run` (which installs the hook environment); skips when offline."""
-    run = pre_commit(project, tmp_path / "cache", *args)
-    output = run.stdout + run.stderr
-    if run.returncode not in (0, 1) or "An unexpected error" in output:
+def new_project(path: Path, hook, args=("--select", "TL016")) -> Path:
+    """A git repository whose .pre-commit-config.yaml uses the hook (with ``args``, if any)."""
+    repo, rev, _ = hook
+    path.mkdir()
+    git(path, "init", "-q")
+    config = f"repos:\n  - repo: {repo}\n    rev: {rev}\n    hooks:\n      - id: torchlint\n"
+    if args:
+        config += f"        args: [{', '.join(args)}]\n"
+    (path / ".pre-commit-config.yaml").write_text(config)
+    return path
+
+
+def run_hook(project: Path, hook, *files):
+    git(project, "add", ".")
+    result = pre_commit(project, hook[2], "--files", *files)
+    output = result.stdout + result.stderr
+    if result.returncode not in (0, 1) or "An unexpected error" in output:
         if any(sign in output for sign in OFFLINE_SIGNS):
             pytest.skip("no package index reachable to install the hook environment")
         pytest.fail(output)
-    return run, output
+    return result.returncode, output
 
 
-def test_pre_commit_hook_fails_on_a_bug_and_passes_on_clean_code(tmp_path):
-    project = project_using_the_hook(tmp_path, "[--select, TL016]")
+def test_pre_commit_hook_fails_on_a_bug_and_passes_on_clean_code(tmp_path, hook):
+    project = new_project(tmp_path / "project", hook)
     (project / "train.py").write_text(BUGGY)
     (project / "notes.txt").write_text("not python\n")
-    git(project, "add", ".")
+    write_notebook(project / "explore.ipynb", markdown("# Explore"), BUGGY)
 
-    failed, output = first_run(project, tmp_path, "--files", "train.py", "notes.txt")
-    assert failed.returncode == 1, output
+    code, output = run_hook(project, hook, "train.py", "notes.txt", "explore.ipynb")
+    assert code == 1, output
     assert "torchlint" in output and "Failed" in output
     assert "train.py:5:9: TL016 [backward-under-no-grad]" in output
-    assert "notes.txt" not in output  # types: [python]
+    assert "explore.ipynb:cell 2:5:9: TL016 [backward-under-no-grad]" in output  # types_or: [python, jupyter]
+    assert "notes.txt" not in output
 
     (project / "train.py").write_text(CLEAN)
-    passed = pre_commit(project, tmp_path / "cache", "--files", "train.py")
-    assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert "Passed" in passed.stdout
+    write_notebook(project / "explore.ipynb", markdown("# Explore"), CLEAN)
+    code, output = run_hook(project, hook, "train.py", "explore.ipynb")
+    assert code == 0, output
+    assert "Passed" in output
 
 
-def test_pre_commit_hook_with_fix_fails_once_with_the_files_fixed(tmp_path):
+# An executable Python script without a suffix (pre-commit recognises it by its shebang) that
+# would leave a mark if anything ran it, and has a TL016 bug on line 8.
+SCRIPT = """\
+#!/usr/bin/env python
+import pathlib
+import torch
+pathlib.Path("EXECUTED").write_text("the hook ran this file")
+def train(model, opt, x, y):
+    with torch.no_grad():
+        loss = model(x).sub(y).pow(2).mean()
+        loss.backward()
+"""
+
+
+def test_staged_files_named_like_subcommands_are_linted_never_run(tmp_path, hook):
+    """pre-commit passes the staged files sorted: with `entry: torchlint`, a file named `run`
+    came first and turned the hook into `torchlint run train.py` (executing the training
+    script), and a file named `rules` made it a usage error. The hook has no `args` here, as
+    in the README's example (args come before the file names)."""
+    project = new_project(tmp_path / "project", hook, args=())
+    (project / "run").write_text(SCRIPT)
+    (project / "run").chmod(0o755)
+    (project / "train.py").write_text(SCRIPT)
+    code, output = run_hook(project, hook, "run", "train.py")
+    assert not (project / "EXECUTED").exists(), output
+    assert code == 1, output
+    for name in ("run", "train.py"):
+        assert f"{name}:8:9: TL016 [backward-under-no-grad]" in output
+
+    (project / "rules").write_text(SCRIPT)
+    (project / "rules").chmod(0o755)
+    code, output = run_hook(project, hook, "rules", "run", "train.py")
+    assert not (project / "EXECUTED").exists(), output
+    assert code == 1, output
+    for name in ("rules", "run", "train.py"):
+        assert f"{name}:8:9: TL016 [backward-under-no-grad]" in output
+    assert "error:" not in output and "note:" not in output
+
+
+def test_pre_commit_hook_with_fix_fails_once_with_the_files_fixed(tmp_path, hook):
     """`args: [--fix]`: like ruff's hook, the first run fixes the files and fails (pre-commit sees
-    them modified); the second run, on the fixed files, passes."""
-    project = project_using_the_hook(tmp_path, "[--fix]")
+    them modified); the next run, on the fixed files, passes."""
+    project = new_project(tmp_path / "project", hook, args=("--fix",))
     view = textwrap.dedent("""\
         import torch
         def flatten(feat):
@@ -134,14 +177,10 @@ def test_pre_commit_hook_with_fix_fails_once_with_the_files_fixed(tmp_path):
             return feat.permute(0, 2, 3, 1).view(n, h * w, c)
         """)
     (project / "train.py").write_text(view)
-    git(project, "add", ".")
-
-    first, output = first_run(project, tmp_path, "--files", "train.py")
-    assert first.returncode == 1, output
+    code, output = run_hook(project, hook, "train.py")
+    assert code == 1, output
     assert "files were modified by this hook" in output
     assert (project / "train.py").read_text() == view.replace(".view(n,", ".reshape(n,")
-
-    git(project, "add", ".")
-    second = pre_commit(project, tmp_path / "cache", "--files", "train.py")
-    assert second.returncode == 0, second.stdout + second.stderr
-    assert "Passed" in second.stdout
+    code, output = run_hook(project, hook, "train.py")
+    assert code == 0, output
+    assert "Passed" in output

@@ -131,6 +131,15 @@ def _parser():
         help="lint files in N processes (0: one per CPU; default: 1)",
     )
     parser.add_argument(
+        "--no-cache", action="store_true", help="lint every file again instead of reusing unchanged files' results"
+    )
+    parser.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="where to keep the result cache (default: cache-dir from the config, else .torchlint_cache"
+        " next to it or in the current directory; also TORCHLINT_CACHE_DIR)",
+    )
+    parser.add_argument(
         "--max-file-size",
         type=_megabytes,
         default=1.0,
@@ -190,7 +199,8 @@ def _megabytes(text: str) -> float:
 
 def _parse(argv: list[str]):
     try:
-        return _parser().parse_args(argv)
+        # Intermixed: `torchlint a.py -q b.py` names two files (plain parse_args stops at the option).
+        return _parser().parse_intermixed_args(argv)
     except SystemExit as exc:  # --help and --version print, then exit 0
         raise _Exit(exc.code or 0) from None
 
@@ -244,6 +254,7 @@ def _cmd_lint(argv: list[str]) -> int:
         if args.stdin_filename is not None and not reading_stdin:
             raise UsageError("--stdin-filename only applies when linting standard input ('-')")
         targets = None if reading_stdin else list(discover(paths or ["."], resolver.for_path, gitignore))
+        cache = None if reading_stdin else _open_cache(args, resolver)
         stdin_settings = (
             resolver.for_path(args.stdin_filename or os.path.join(os.getcwd(), "stdin.py")) if reading_stdin else None
         )
@@ -272,7 +283,7 @@ def _cmd_lint(argv: list[str]) -> int:
             produced = _lint_stdin(args, stdin_settings, lint_stdin_bytes, fix_request)
         else:
             produced = lint_targets(
-                targets, args.jobs, int(args.max_file_size * 1_000_000), lambda t: fix_request(t.settings)
+                targets, args.jobs, int(args.max_file_size * 1_000_000), lambda t: fix_request(t.settings), cache
             )
         for result in produced:
             for problem in result.problems:
@@ -311,6 +322,8 @@ def _cmd_lint(argv: list[str]) -> int:
         if result.fixed_text is not None:  # --fix on standard input: the fixed source, for editors
             sys.stdout.write(result.fixed_text)
             sys.stdout.flush()
+    for problem in cache.problems if cache is not None else ():
+        print(f"{PROG}: warning: {problem}", file=sys.stderr)
     has_findings = any(r.findings for r in collected)
     return 1 if has_findings and not args.exit_zero else 0
 
@@ -352,6 +365,19 @@ def _report_diffs(results, stream, close, args) -> int:
 
 def _count(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _open_cache(args, resolver):
+    """The result cache, unless --no-cache (or TORCHLINT_NO_CACHE) says not to use one."""
+    if args.no_cache or os.environ.get("TORCHLINT_NO_CACHE"):
+        return None
+    from torchlint.engine.cache import DEFAULT_DIRECTORY, LintCache
+
+    directory = args.cache_dir or os.environ.get("TORCHLINT_CACHE_DIR")
+    if not directory:
+        settings = resolver.for_path(os.path.join(os.getcwd(), "."))
+        directory = settings.cache_dir or settings.root / DEFAULT_DIRECTORY
+    return LintCache(directory)
 
 
 def _note_excluded(targets: list) -> int:

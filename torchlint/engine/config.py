@@ -11,6 +11,7 @@ Each linted path uses the nearest ``pyproject.toml`` above it that has a
     extend-include = ["*.pyw"]       # more files to lint in directories (default: *.py, *.ipynb)
     include = ["*.py"]               # replaces the default included files
     respect-gitignore = false        # lint what .gitignore files name too (default: true)
+    cache-dir = ".cache/torchlint"   # where the result cache lives (default: .torchlint_cache)
     per-file-ignores = { "tests/*" = ["TL001"] }
     fix = true                       # apply safe fixes, as --fix does
     unsafe-fixes = true              # also unsafe ones (--unsafe-fixes)
@@ -48,6 +49,7 @@ KNOWN_KEYS = (
     "include",
     "extend-include",
     "respect-gitignore",
+    "cache-dir",
     "per-file-ignores",
     "fix",
     "unsafe-fixes",
@@ -168,6 +170,7 @@ DEFAULT_EXCLUDE = (
     ".mypy_cache",
     ".pytest_cache",
     ".ruff_cache",
+    ".torchlint_cache",
     ".ipynb_checkpoints",
     ".eggs",
     "*.egg-info",
@@ -199,6 +202,7 @@ class Settings:
     include: tuple[str, ...] | None = None  # None: the built-in defaults
     extend_include: tuple[str, ...] = ()
     respect_gitignore: bool = True
+    cache_dir: Path | None = None  # absolute; None: .torchlint_cache in ``root``
     # Valid but almost certainly not what the user meant; the command prints each once.
     warnings: tuple[str, ...] = field(default=(), compare=False)
     fix: bool | None = None  # None: not configured (the command line decides)
@@ -344,6 +348,11 @@ def settings_from_table(table: dict, source: Path, root: Path) -> Settings:
     extend_exclude = _string_list(table.get("extend-exclude", []), f"{where} extend-exclude")
     include = _string_list(table["include"], f"{where} include") if "include" in table else None
     extend_include = _string_list(table.get("extend-include", []), f"{where} extend-include")
+    cache_dir = None
+    if "cache-dir" in table:
+        if not isinstance(table["cache-dir"], str) or not table["cache-dir"].strip():
+            raise ConfigError(f"{where} cache-dir must be a folder name, got {table['cache-dir']!r}")
+        cache_dir = Path(os.path.abspath(os.path.join(root, os.path.expanduser(table["cache-dir"]))))
     respect_gitignore = table.get("respect-gitignore", True)
     if not isinstance(respect_gitignore, bool):
         raise ConfigError(f"{where} respect-gitignore must be true or false, got {respect_gitignore!r}")
@@ -377,6 +386,7 @@ def settings_from_table(table: dict, source: Path, root: Path) -> Settings:
         include,
         extend_include,
         respect_gitignore,
+        cache_dir,
         tuple(warnings),
         fix,
         unsafe_fixes,

@@ -268,8 +268,9 @@ def test_ts111_nan_gradients_are_named_at_the_step():
         "model.head.weight",
         "model.head.bias",
     }
-    # The NaN update poisoned the weights, so the last step is reported too.
-    assert finding.count == 2
+    # The NaN update poisoned the weights; the last step's NaN gradients follow from that
+    # update, not from a new cause: one event, counted once.
+    assert finding.count == 1
 
 
 def edited_grads(edit):

@@ -153,8 +153,7 @@ class TrainingChecks(Check):
         self._discoveries = 0
         self._orphans: set[int] = set()  # params no optimizer holds (checked by a scan)
         self._backward_location: Location | None = None
-        self._named_at: set[Location] = set()  # backward lines whose frame named its optimizers
-        self._optimizer_names: dict[int, str] = {}
+        self._named_at: set[Location] = set()  # backward lines whose frame was searched for optimizers
 
     def finish(self) -> None:
         self.eval_graphs.flush()
@@ -180,8 +179,8 @@ class TrainingChecks(Check):
         # the user's backward line for findings raised from those hooks.
         self._backward_location = event.location
         if event.location not in self._named_at and len(self._named_at) < _MAX_NAMING_FRAMES:
-            # Name the optimizers the code around this backward holds: one that
-            # never steps is only found later, by a heap scan, when this frame is gone.
+            # Meet the optimizers the code around this backward holds, by their
+            # names there: one that never steps is never seen by a step hook.
             self._named_at.add(event.location)
             frame = user_frame()
             scope = dict(frame_locals(frame)) if frame is not None else {}
@@ -189,8 +188,10 @@ class TrainingChecks(Check):
             if owner is not None:
                 scope.update({f"self.{k}": v for k, v in getattr(owner, "__dict__", {}).items()})
             for name, value in scope.items():
-                if isinstance(value, torch.optim.Optimizer):
-                    self._optimizer_names.setdefault(id(value), name)
+                if isinstance(value, torch.optim.Optimizer) and id(value) not in self.optimizers:
+                    # Known from now on, also if it never steps and is gone by the session's end.
+                    opt = self.optimizers[id(value)] = OptimizerState(value, name)
+                    self._index_owner(opt, opt.params())
 
     # -- root models -------------------------------------------------------------
     def on_root_post(self, module, args, kwargs, output) -> None:
@@ -553,7 +554,7 @@ class TrainingChecks(Check):
                 if opt.steps == 0 and not opt.stall_reported and id(opt) not in reported:
                     reported.add(id(opt))
                     opt.stall_reported = True
-                    self._report_stall(opt, state.backwards_since_step, discarded=state.discards > 0)
+                    self._report_stall(opt, state.backwards_since_step, state.discards > 0, at_exit=True)
 
     def _discover_optimizers(self) -> bool:
         """Find optimizers that never stepped (so no hook saw them): one heap scan."""
@@ -565,13 +566,13 @@ class TrainingChecks(Check):
         for obj in gc.get_objects():
             # type(), not isinstance(): the latter can run lazy-module __class__ properties.
             if issubclass(type(obj), optimizer_type) and id(obj) not in self.optimizers:
-                label = self._optimizer_names.get(id(obj)) or type(obj).__name__
+                label = type(obj).__name__
                 opt = self.optimizers[id(obj)] = OptimizerState(obj, label)
                 self._index_owner(opt, opt.params())
                 found = True
         return found
 
-    def _report_stall(self, opt: OptimizerState, n: int, discarded: bool) -> None:
+    def _report_stall(self, opt: OptimizerState, n: int, discarded: bool, at_exit: bool = False) -> None:
         if opt.steps == 0:
             # Found by the heap scan: name it as the code around this backward does.
             opt.label = name_in_frame(opt.optimizer, user_frame()) or opt.label
@@ -579,17 +580,15 @@ class TrainingChecks(Check):
         nonfinite = bool(grads) and not bool(torch.stack([torch.isfinite(g).all() for g in grads]).all())
         step = f"{opt.label}.step()"
         since = "never ran" if opt.steps == 0 else "did not run in between"
+        if at_exit:
+            since += " during the whole sanitize() block"
         what = f"{_plural(n, 'backward pass')} filled the gradients of {opt.label}'s parameters, but {step} {since}"
         if discarded:
             what += " (the gradients were cleared without being used)"
-        scaled = nonfinite and _grad_scaler_in_use()
-        if nonfinite and scaled:
-            why = (
-                f"Its gradients contain Inf/NaN, and a GradScaler skips {step} whenever they do, "
-                "so the model is never updated. Find the source of the non-finite values "
-                "(TS101, TS104), or lower the initial loss scale."
-            )
-        elif nonfinite:
+        if nonfinite and _grad_scaler_in_use():
+            return  # a GradScaler skipping every step: TS113 (loss-scale-collapse) reports that
+        scaled = False
+        if nonfinite:
             why = (
                 "Its gradients also contain Inf/NaN. Check the condition around the step, and find the "
                 "source of the non-finite values (TS101, TS104)."
@@ -608,6 +607,7 @@ class TrainingChecks(Check):
                 "steps": opt.steps,
                 "nonfinite_grads": nonfinite,
                 "grad_scaler": scaled,
+                "at_exit": at_exit,
             },
             self._backward_location,
         )

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ast
 
+from torchlint.analysis.conditions import conditions_at, implies
 from torchlint.analysis.dataflow import argument
 from torchlint.engine.rule import Rule, register
+from torchlint.torchmodel.gradmode import grad_effect
 from torchlint.torchmodel.modules import module_classes
 
 # Functional dropouts and the position of their `training` parameter.
@@ -34,7 +36,12 @@ class FunctionalDropoutAlwaysOn(Rule):
         `F.feature_alpha_dropout` (and `torch.dropout`-style functions) called inside
         a method of an `nn.Module` subclass without a `training` argument. Passing
         `training=self.training` (or any value) is fine; an explicit `training=True`
-        is taken as intended (Monte-Carlo dropout).
+        is taken as intended (Monte-Carlo dropout). Dropout on a path that only runs
+        in training mode (`if self.training and self.p > 0:`, `... if self.training
+        else x`, below `if not self.training: return x`) is not reported, nor is
+        dropout in a method decorated with `@torch.no_grad()` or
+        `@torch.inference_mode()` (a sampling option of `generate()`): that method
+        never trains, so its dropout is meant to run at inference.
     """
     why = """
         Unlike the `nn.Dropout` module, the functional form does not know the module's
@@ -100,6 +107,8 @@ class Block(nn.Module):
             cls = ctx.enclosing(call, ast.ClassDef)
             if cls is None or cls.name not in module_classes(ctx) or _in_training_only_method(ctx, call, cls):
                 continue
+            if _runs_only_in_training_mode(ctx, call) or _in_no_grad_method(ctx, call, cls):
+                continue
             yield self.report(call, self._message(ctx, call, parameter))
 
     @staticmethod
@@ -126,6 +135,30 @@ def _in_training_only_method(ctx, call: ast.Call, cls: ast.ClassDef) -> bool:
         if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
             method = ancestor
     return method is None or method.name in TRAINING_ONLY_METHODS
+
+
+def _is_mode_flag(expr: ast.AST) -> bool:
+    """``self.training`` (or any module's ``.training``): true exactly in training mode."""
+    return isinstance(expr, ast.Attribute) and expr.attr == "training"
+
+
+def _runs_only_in_training_mode(ctx, call: ast.Call) -> bool:
+    """The dropout sits on a path that requires the module's training flag: ``if self.training
+    and self.p > 0:``, ``F.dropout(x) if self.training else x``, below ``if not self.training:
+    return x``. In eval mode that path does not run, which is what ``training=`` would do."""
+    return any(implies(test, value, _is_mode_flag) for test, value in conditions_at(ctx, call))
+
+
+def _in_no_grad_method(ctx, call: ast.Call, cls: ast.ClassDef) -> bool:
+    """A method decorated with ``@torch.no_grad()``/``@torch.inference_mode()`` never trains:
+    dropout written there (a sampling option of ``generate()``) is meant to run at inference."""
+    for ancestor in ctx.ancestors(call):
+        if ancestor is cls:
+            return False
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any(grad_effect(ctx, decorator) is False for decorator in ancestor.decorator_list):
+                return True
+    return False
 
 
 def _passes_unknown_arguments(call: ast.Call) -> bool:

@@ -1,0 +1,83 @@
+"""What must be true where a node runs: the branch conditions around it, within its function.
+
+``conditions_at(ctx, node)`` yields ``(test, value)`` pairs: each ``test`` expression is known to
+have evaluated to ``value`` (truthiness) whenever ``node`` runs. They come from
+
+* the ``if``/``while``/conditional expression whose branch holds ``node``;
+* the operands before ``node`` in an ``and``/``or`` (``a and f()`` runs ``f`` only when ``a``);
+* an earlier statement of the same block that leaves the block when its test holds
+  (``if not ready: return`` before ``node``: ``ready`` is true below it).
+
+``implies(test, value, atom)`` says whether ``test`` having that truth value forces ``atom``
+(a predicate on sub-expressions) to be true, through ``not``, ``and`` and ``or``.
+Nothing here knows about PyTorch.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+def conditions_at(ctx: FileContext, node: ast.AST) -> Iterator[tuple[ast.expr, bool]]:
+    """``(test, value)`` pairs that hold wherever ``node`` runs, innermost first, within its scope."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(child, ast.stmt):
+            yield from _early_exits(ancestor, child)
+        if isinstance(ancestor, _SCOPES):
+            return
+        if isinstance(ancestor, (ast.If, ast.IfExp)) and child is not ancestor.test:
+            in_body = child is ancestor.body if isinstance(ancestor, ast.IfExp) else child in ancestor.body
+            yield ancestor.test, in_body
+        elif isinstance(ancestor, ast.While) and child in ancestor.body:
+            yield ancestor.test, True
+        elif isinstance(ancestor, ast.BoolOp):
+            value = isinstance(ancestor.op, ast.And)  # `a and b`: b runs when a is true
+            for operand in ancestor.values:
+                if operand is child:
+                    break
+                yield operand, value
+        child = ancestor
+
+
+def _early_exits(parent: ast.AST, stmt: ast.stmt) -> Iterator[tuple[ast.expr, bool]]:
+    """Tests of earlier sibling ``if`` statements that leave the block on one branch only."""
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and stmt in block:
+            break
+    else:
+        return
+    for earlier in block[: block.index(stmt)]:
+        if not isinstance(earlier, ast.If):
+            continue
+        body_exits, else_exits = _always_exits(earlier.body), _always_exits(earlier.orelse)
+        if body_exits and not else_exits:
+            yield earlier.test, False
+        elif else_exits and not body_exits:
+            yield earlier.test, True
+
+
+def _always_exits(block: list[ast.stmt]) -> bool:
+    return bool(block) and isinstance(block[-1], _EXITS)
+
+
+def implies(test: ast.AST, value: bool, atom: Callable[[ast.AST], bool]) -> bool:
+    """Whether ``test`` evaluating to ``value`` forces some sub-expression satisfying ``atom`` to be true."""
+    if atom(test):
+        return value
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return implies(test.operand, not value, atom)
+    if isinstance(test, ast.BoolOp):
+        # `a and b` true: both are; `a or b` false: both are false. Other combinations force nothing.
+        if isinstance(test.op, ast.And) and value or isinstance(test.op, ast.Or) and not value:
+            return any(implies(operand, value, atom) for operand in test.values)
+    return False

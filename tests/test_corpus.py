@@ -21,11 +21,6 @@ _MARK = re.compile(r"#\s*expect:\s*(?P<codes>TL\d{3}(?:\s*,\s*TL\d{3})*)")
 
 # "kind/file.py" -> why the linter is known to get this file wrong.
 KNOWN_GAPS: dict[str, str] = {
-    "buggy/attention_view.py": (
-        "TL008 misses `out = (attn @ v).transpose(1, 2); out.view(B, N, C)` (line 23): the rank of "
-        "`attn @ v` is unknown because `q, k, v = qkv.unbind(0)` does not carry qkv's rank (5 from "
-        "permute) minus one, so a 3-dimensional view is not judged a merge"
-    ),
     "buggy/notebook_script.py": (
         "TL019 misses a worker DataLoader returned by a helper (`return DataLoader(..., num_workers=...)` "
         "in make_loader, line 10) whose result is bound and iterated at module level: "

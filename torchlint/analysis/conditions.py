@@ -8,8 +8,8 @@ have evaluated to ``value`` (truthiness) whenever ``node`` runs. They come from
 * an earlier statement of the same block that leaves the block when its test holds
   (``if not ready: return`` before ``node``: ``ready`` is true below it).
 
-``implies(test, value, atom)`` says whether ``test`` having that truth value forces ``atom``
-(a predicate on sub-expressions) to be true, through ``not``, ``and`` and ``or``.
+``implies(test, value, atom)`` says whether ``test`` having that truth value forces the fact
+``atom`` recognises in sub-expressions, through ``not``, ``and`` and ``or``.
 Nothing here knows about PyTorch.
 """
 
@@ -70,14 +70,27 @@ def _always_exits(block: list[ast.stmt]) -> bool:
     return bool(block) and isinstance(block[-1], _EXITS)
 
 
-def implies(test: ast.AST, value: bool, atom: Callable[[ast.AST], bool]) -> bool:
-    """Whether ``test`` evaluating to ``value`` forces some sub-expression satisfying ``atom`` to be true."""
-    if atom(test):
-        return value
+def consequences(test: ast.AST, value: bool) -> Iterator[tuple[ast.AST, bool]]:
+    """``(expr, value)`` for ``test`` and every sub-expression whose truth ``test`` having truth
+    ``value`` forces, through ``not``, ``and`` and ``or`` (``a and not b`` true: a true, b false)."""
+    yield test, value
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return implies(test.operand, not value, atom)
-    if isinstance(test, ast.BoolOp):
+        yield from consequences(test.operand, not value)
+    elif isinstance(test, ast.BoolOp):
         # `a and b` true: both are; `a or b` false: both are false. Other combinations force nothing.
         if isinstance(test.op, ast.And) and value or isinstance(test.op, ast.Or) and not value:
-            return any(implies(operand, value, atom) for operand in test.values)
+            for operand in test.values:
+                yield from consequences(operand, value)
+
+
+def implies(test: ast.AST, value: bool, atom: Callable[[ast.AST], bool | None]) -> bool:
+    """Whether ``test`` evaluating to ``value`` forces a fact that ``atom`` recognises.
+
+    ``atom(expr)`` is True when ``expr`` being true means the fact holds (``self.training``),
+    False when ``expr`` being *false* means it holds (``device.type != "xla"`` for "on XLA"),
+    None when ``expr`` says nothing about it."""
+    for expr, truth in consequences(test, value):
+        polarity = atom(expr)
+        if polarity is not None and truth == polarity:
+            return True
     return False

@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import ast
 
+from torchlint.analysis.conditions import conditions_at, implies
 from torchlint.engine.rule import Rule, register
-from torchlint.torchmodel.layout import Layout, is_minus_one, is_product, shape_args
-
-
-def _merges(shape: list[ast.AST], rank: int | None) -> bool:
-    """Whether a view to ``shape`` evidently merges dimensions of a rank-``rank`` tensor."""
-    if rank is not None:
-        # Fewer dimensions than the permuted tensor: some of them are merged. More: a
-        # split (always legal on any strides). Same count: a relabel we cannot judge.
-        return len(shape) < rank
-    if len(shape) == 1:
-        return True  # flattening a tensor of at least two dimensions
-    return len(shape) == 2 and any(is_minus_one(s) or is_product(s) for s in shape)
+from torchlint.torchmodel.layout import Layout, shape_args
+from torchlint.torchmodel.views import out_of_order_merge
 
 
 @register
@@ -30,12 +21,21 @@ class ViewAfterPermute(Rule):
         `.T`, `.mT`, `.mH`, `.swapaxes`, `.swapdims`, `.movedim` or `torch.transpose` /
         `torch.permute` — directly, through variables, through slicing, or through
         elementwise ops that keep the strides (`.eq()`, `.float()`, `.clone()`, `* 2`)
-        — with no `.contiguous()` or `.reshape()` in between, when the new shape merges
-        dimensions: fewer dimensions than the permuted tensor has (its rank is read
-        from `permute(...)`, `B, N, C = x.shape`, earlier `view`/`reshape` calls), or,
-        when the rank is unknown, a flatten to one dimension (`view(-1)`) or to two
-        with `-1` or a product such as `h * w`. Views that only split a dimension (`(B, N, C)`
-        transposed, then viewed as `(B, C, H, W)`) are legal and not reported.
+        — with no `.contiguous()` or `.reshape()` in between, when the view merges two
+        dimensions that the permutation left out of order in memory. Which dimensions
+        are merged is worked out from the permutation and the view's sizes: names a
+        shape was unpacked into (`b, c, h, w = x.shape`), sizes of the `view`/`reshape`
+        that built the tensor, `x.size(i)`, products such as `h * w`, `-1`. Merging
+        dimensions that stay adjacent (`x.permute(0, 2, 3, 1).view(b, h * w, c)`) and
+        splitting one (`x.transpose(1, 2).view(B, C, H, W)`) are legal and not
+        reported; dimensions a condition declares to be of size 1
+        (`if x.shape[1:4] == torch.Size([1, 1, 1]):`) do not count, and views in a
+        branch that runs only on XLA devices (`if device.type == "xla":`), whose
+        tensors always report contiguous strides, are not reported. When the rule
+        cannot tell which dimensions are merged — some reading of the sizes is legal,
+        the tensor's rank is unknown and some rank makes the view legal (a
+        `transpose(0, 1)` of an argument viewed as `(x.size(0), -1)`), sizes that are
+        equal but written differently — it stays silent.
     """
     why = """
         A permuted tensor shares its storage with the original, so its elements are
@@ -44,8 +44,9 @@ class ViewAfterPermute(Rule):
         compatible with input tensor's size and stride". The classic case is the top-k
         accuracy helper (`pred = pred.t()`, `correct = pred.eq(...)`,
         `correct[:k].view(-1)`), which broke for many users when comparison results
-        started keeping the strides of their input. The crash often hides in a code
-        path that runs rarely (evaluation, a non-default config).
+        started keeping the strides of their input. The crash often hides: a merged
+        dimension of size 1 never breaks a view (top-1 works, top-5 raises), and the
+        code path may run rarely (evaluation, a non-default config).
     """
     example = """
         pred = output.topk(maxk, 1, True, True)[1].t()
@@ -58,6 +59,12 @@ class ViewAfterPermute(Rule):
         correct_k = correct[:k].reshape(-1).float().sum(0)
     """
     VALID = [
+        """
+import torch
+def to_tokens(feat):
+    n, c, h, w = feat.shape
+    return feat.permute(0, 2, 3, 1).view(n, h * w, c)
+""",
         """
 import torch
 def to_map(x, H, W):
@@ -88,9 +95,9 @@ def accuracy(output, target, topk=(1,)):
 """,
         """
 import torch
-def flatten_tokens(feat):
+def rows_of(feat):
     n, c, h, w = feat.shape
-    return feat.permute(0, 2, 3, 1).view(n, h * w, c)  # expect: TL008
+    return feat.permute(0, 2, 3, 1).view(n, h, w * c)  # expect: TL008
 """,
     ]
 
@@ -107,12 +114,13 @@ def flatten_tokens(feat):
                 continue
             layout = layout or Layout(ctx)
             for permuted in layout.permuted_origins(func.value):
-                if _merges(shape, layout.rank_of_permuted(permuted)):
-                    yield self.report(call, self._message(ctx, call, permuted))
+                merge = out_of_order_merge(layout, call, shape, permuted)
+                if merge is not None and not _on_xla(ctx, call):
+                    yield self.report(call, self._message(ctx, call, permuted, merge))
                     break
 
     @staticmethod
-    def _message(ctx, call, permuted) -> str:
+    def _message(ctx, call, permuted, merge) -> str:
         op = ctx.segment(permuted) or "permute"
         if len(op) > 40:
             op = op[:37] + "..."
@@ -123,8 +131,27 @@ def flatten_tokens(feat):
             view = view[len(receiver) :]  # chained: `.view(n, h * w, c)`, the permute is named next
         if len(view) > 50 or "\n" in view:
             view = ".view(...)"
+        a, b = merge.dims
         return (
-            f"`{view}` merges dimensions of the non-contiguous result of `{op}`{where}: this raises "
-            '"view size is not compatible with input tensor\'s size and stride"; use `.reshape(...)` '
-            "instead, or call `.contiguous()` before `.view(...)`"
+            f"`{view}` merges dimensions {a} and {b} of `{op}`{where}, which the permutation left out of order "
+            'in memory: this raises "view size is not compatible with input tensor\'s size and stride" whenever '
+            "both have more than one element; use `.reshape(...)` instead, or call `.contiguous()` before `.view(...)`"
         )
+
+
+def _mentions_xla(expr: ast.AST) -> bool | None:
+    """A test that holds on XLA devices (``device.type == "xla"``, ``is_xla``, ``xm.is_xla_tensor(x)``);
+    False for one that fails there (``device.type != "xla"``)."""
+    if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
+        sides = [expr.left, *expr.comparators]
+        if any(isinstance(s, ast.Constant) and isinstance(s.value, str) and s.value.lower() == "xla" for s in sides):
+            return isinstance(expr.ops[0], (ast.Eq, ast.Is, ast.In))
+        return None
+    names = [n.id for n in ast.walk(expr) if isinstance(n, ast.Name)]
+    names += [n.attr for n in ast.walk(expr) if isinstance(n, ast.Attribute)]
+    return True if any("xla" in name.lower().split("_") for name in names) else None
+
+
+def _on_xla(ctx, call: ast.Call) -> bool:
+    """XLA tensors report contiguous strides whatever their layout: a view there never raises."""
+    return any(implies(test, value, _mentions_xla) for test, value in conditions_at(ctx, call))

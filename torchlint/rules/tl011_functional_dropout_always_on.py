@@ -137,9 +137,9 @@ def _in_training_only_method(ctx, call: ast.Call, cls: ast.ClassDef) -> bool:
     return method is None or method.name in TRAINING_ONLY_METHODS
 
 
-def _is_mode_flag(expr: ast.AST) -> bool:
+def _is_mode_flag(expr: ast.AST) -> bool | None:
     """``self.training`` (or any module's ``.training``): true exactly in training mode."""
-    return isinstance(expr, ast.Attribute) and expr.attr == "training"
+    return True if isinstance(expr, ast.Attribute) and expr.attr == "training" else None
 
 
 def _runs_only_in_training_mode(ctx, call: ast.Call) -> bool:

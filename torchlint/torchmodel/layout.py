@@ -99,6 +99,8 @@ RANK_OF_FIRST_ARGUMENT = frozenset(
         "torch.relu",
     }
 )
+# Splitting a tensor into pieces unpacked into names: rank change from the whole to each piece.
+PIECE_RANK_CHANGE = {"unbind": -1, "chunk": 0, "split": 0, "tensor_split": 0}
 RANK_KEEPING_METHODS = LAYOUT_KEEPING_METHODS | PERMUTING_METHODS | {"contiguous", "softmax", "log_softmax"}
 
 
@@ -126,20 +128,6 @@ def shape_args(call: ast.Call) -> list[ast.AST] | None:
             return [only]
         return None  # a shape held in a variable, or a dtype: cannot tell
     return list(args)
-
-
-def is_product(expr: ast.AST) -> bool:
-    """``h * w``: a product of at least two non-constant factors (a merged size)."""
-    if not (isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult)):
-        return False
-    factors, stack = [], [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-            stack.extend((node.left, node.right))
-        else:
-            factors.append(node)
-    return sum(not isinstance(f, ast.Constant) for f in factors) >= 2
 
 
 class Layout:
@@ -228,9 +216,32 @@ class Layout:
             ranks.add(self._rank_of_origin(origin, depth) if origin is not None else None)
         if isinstance(expr, ast.Name) and (None in ranks or not ranks):
             unpacked = self._rank_from_shape_unpack(expr)
+            if unpacked is None:
+                unpacked = self._rank_of_unpacked_pieces(expr, depth)
             if unpacked is not None:
                 return unpacked
         return ranks.pop() if len(ranks) == 1 else None
+
+    def _rank_of_unpacked_pieces(self, name: ast.Name, depth: int) -> int | None:
+        """``q, k, v = qkv.unbind(0)``: one dimension fewer than ``qkv``; ``a, b = x.chunk(2)``
+        (or ``split``): the same rank as ``x``."""
+        bindings = self.flow.reaching(name)
+        if len(bindings) != 1 or bindings[0].kind != "unpack" or not isinstance(bindings[0].source, ast.Call):
+            return None
+        source = bindings[0].source
+        qual = self.ctx.call_qualname(source)
+        if qual is not None:
+            method, whole = qual.rsplit(".", 1)[-1], source.args[0] if source.args else None
+            if not qual.startswith("torch.") or whole is None:
+                return None
+        else:
+            found = method_call(source)
+            if found is None:
+                return None
+            method, whole = found
+        change = PIECE_RANK_CHANGE.get(method)
+        inner = self.rank(whole, depth + 1) if change is not None else None
+        return None if inner is None else inner + change
 
     def _rank_of_origin(self, origin: ast.AST, depth: int) -> int | None:
         if isinstance(origin, ast.BinOp):
@@ -295,20 +306,25 @@ class Layout:
         return None if inner is None else inner + change
 
     def _rank_from_shape_unpack(self, name: ast.Name) -> int | None:
-        """``B, N, C = x.shape`` (or ``x.size()``) with the same value of ``x`` reaching here."""
+        names = self.shape_unpack_names(name)
+        return len(names) if names is not None else None
+
+    def shape_unpack_names(self, name: ast.Name) -> list[str | None] | None:
+        """``B, N, C = x.shape`` (or ``x.size()``) with the same value of ``x`` reaching ``name``:
+        the names the sizes were unpacked into (None for a target that is no plain name)."""
         scope = self.flow.scope_of(name)
         table = self._shape_unpacks.get(scope)
         if table is None:
             table = self._shape_unpacks[scope] = self._collect_shape_unpacks(scope)
         here = {id(b.stmt) for b in self.flow.reaching(name)}
-        for node, rank in table.get(name.id, ()):
+        for node, names in table.get(name.id, ()):
             there = {id(b.stmt) for b in self.flow.reaching(name.id, node)}
             if here and here == there:
-                return rank
+                return names
         return None
 
-    def _collect_shape_unpacks(self, scope: ast.AST) -> dict[str, list[tuple[ast.AST, int]]]:
-        table: dict[str, list[tuple[ast.AST, int]]] = {}
+    def _collect_shape_unpacks(self, scope: ast.AST) -> dict[str, list[tuple[ast.AST, list[str | None]]]]:
+        table: dict[str, list[tuple[ast.AST, list[str | None]]]] = {}
         for binding_list in self.flow.flow(scope).bindings.values():
             for binding in binding_list:
                 source = binding.source
@@ -325,5 +341,6 @@ class Layout:
                 elif method_call(source) is not None and method_call(source)[0] == "size" and not source.args:
                     holder = source.func.value
                 if isinstance(holder, ast.Name):
-                    table.setdefault(holder.id, []).append((source, len(target.elts)))
+                    names = [e.id if isinstance(e, ast.Name) and e.id != "_" else None for e in target.elts]
+                    table.setdefault(holder.id, []).append((source, names))
         return table

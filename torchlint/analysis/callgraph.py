@@ -11,6 +11,8 @@ import ast
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.dataflow import dataflow
+
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
 
@@ -26,12 +28,35 @@ def resolve_local_call(ctx: FileContext, call: ast.Call) -> FunctionNode | None:
         return resolve_function_name(ctx, func.id, call)
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
         cls = ctx.enclosing(call, ast.ClassDef)
-        while cls is not None:
-            for stmt in cls.body:
-                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == func.attr:
-                    return stmt
-            cls = local_base(ctx, cls)
+        if cls is not None:
+            return find_method(ctx, cls, func.attr)
     return None
+
+
+def find_method(ctx: FileContext, cls: ast.ClassDef, name: str) -> FunctionNode | None:
+    """The method ``name`` of ``cls``, or of its bases defined in this file."""
+    while cls is not None:
+        for stmt in cls.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
+                return stmt
+        cls = local_base(ctx, cls)
+    return None
+
+
+def resolve_instance_call(ctx: FileContext, call: ast.Call) -> FunctionNode | None:
+    """The ``__call__`` that ``call`` runs when it calls an instance of a class of this file
+    (``compute_loss = ComputeLoss(); compute_loss(pred, targets)``); None when any value the
+    callee may hold is something else."""
+    origins = dataflow(ctx).origins(call.func)
+    found = None
+    for origin in origins:
+        if not (isinstance(origin, ast.Call) and isinstance(origin.func, ast.Name) and origin.func.id in ctx.classes):
+            return None
+        method = find_method(ctx, ctx.classes[origin.func.id], "__call__")
+        if method is None or (found is not None and method is not found):
+            return None
+        found = method
+    return found
 
 
 def resolve_function_name(ctx: FileContext, name: str, at: ast.AST) -> FunctionNode | None:

@@ -71,6 +71,7 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import local_base, resolve_function_name, resolve_local_call
 from torchlint.analysis.context import iter_children
+from torchlint.analysis.dataflow import value_kept
 from torchlint.analysis.imports import dotted_name, symbol
 from torchlint.analysis.nodes import position
 from torchlint.torchmodel.accumulation import (  # noqa: F401  (Accumulation and the name patterns are part of this API)
@@ -406,7 +407,10 @@ class TrainingModel(AccumulationMixin):
         return None
 
     def _unwrap_scaled(self, expr: ast.AST) -> ast.AST:
-        """``scaler.scale(loss)`` -> ``loss``; anything else unchanged."""
+        """``scaler.scale(loss)`` -> ``loss`` (also inside ``typing.cast(Tensor, ...)``); anything else unchanged."""
+        kept = value_kept(self.ctx, expr)
+        if kept is not None:
+            return self._unwrap_scaled(kept)
         if (
             isinstance(expr, ast.Call)
             and isinstance(expr.func, ast.Attribute)

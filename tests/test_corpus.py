@@ -21,12 +21,6 @@ _MARK = re.compile(r"#\s*expect:\s*(?P<codes>TL\d{3}(?:\s*,\s*TL\d{3})*)")
 
 # "kind/file.py" -> why the linter is known to get this file wrong.
 KNOWN_GAPS: dict[str, str] = {
-    "buggy/notebook_script.py": (
-        "TL019 misses a worker DataLoader returned by a helper (`return DataLoader(..., num_workers=...)` "
-        "in make_loader, line 10) whose result is bound and iterated at module level: "
-        "`_iterated_at_import` only follows a loader assigned to a name or consumed inline, not "
-        "one returned from a local factory"
-    ),
     "buggy/step_method_running_loss.py": (
         "TL010 misses `self.running_loss += loss` (line 33) in a per-batch `train_step` method called "
         "from the loop of `train_epoch`: `_candidates` only considers accumulations lexically inside a "

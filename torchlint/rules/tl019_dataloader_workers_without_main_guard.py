@@ -37,7 +37,10 @@ class DataLoaderWorkersWithoutMainGuard(Rule):
         an argparse option's default, a `**kwargs` dict, or `os.cpu_count()`) that is built
         and iterated by code that runs on import: module-level code outside
         `if __name__ == "__main__":`, or a function such code calls (a `main()` called
-        without the guard). Loaders built in functions that only the guard calls, and
+        without the guard), including a loader a helper builds and returns
+        (`train_loader, val_loader = get_loaders(args)`) to such code. A worker count
+        passed as a parameter takes the values the import-time calls give it (or its
+        default). Loaders built in functions that only the guard calls, and
         `num_workers=0`, are fine.
     """
     why = """

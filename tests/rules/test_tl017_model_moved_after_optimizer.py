@@ -1,6 +1,7 @@
 """TL017 model-moved-after-optimizer: `.to()`/`.cuda()`/casts after the optimizer was built."""
 
 import pytest
+from _expect import check
 
 CODE = "TL017"
 
@@ -217,6 +218,64 @@ def test_other_module_moved(lint):
             teacher.to(device)
             loss_fn = torch.nn.CrossEntropyLoss().cuda()
             return optimizer
+        """,
+        CODE,
+    )
+
+
+# ----- miss: the other branch of an `if` loads model and optimizer from a checkpoint -------------
+
+
+def test_fresh_branch_builds_the_optimizer_and_the_model_moves_after_the_if(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        def build(args, device):
+            if args.resume:
+                model, optimizer = load_checkpoint(args.resume)
+            else:
+                model = Net(args)
+                optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+            model.to(device)  # expect: TL017
+            return model, optimizer
+
+        def build_else_resume(args, device):
+            if not args.resume:
+                model = Net(args)
+                optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+            else:
+                ckpt = torch.load(args.resume, map_location="cpu")
+                model, optimizer = ckpt["model"], ckpt["optimizer"]
+            model = model.to(device)  # expect: TL017
+            return model, optimizer
+        """,
+        CODE,
+    )
+
+
+def test_checkpoint_branch_moves_and_the_fresh_branch_moves_first(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        def build(args, device):
+            if args.resume:
+                model, optimizer = load_checkpoint(args.resume)
+                model.to(device)
+            else:
+                model = Net(args).to(device)
+                optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+            return model, optimizer
+
+        def reload(args, device):
+            model = Net(args)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+            model, optimizer = restore(args.resume, model, optimizer)
+            model.to(device)
+            return model, optimizer
         """,
         CODE,
     )

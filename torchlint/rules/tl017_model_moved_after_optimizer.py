@@ -165,6 +165,8 @@ def _is_setup_order(ctx, build: _OptimizerBuild, move: ast.Call, moved: str) -> 
     for call in ctx.calls:
         if not start < call.lineno < move.lineno or ctx.enclosing_function(call) is not scope:
             continue
+        if _exclusive_branches(ctx, build.assign, call):
+            continue  # the other branch of an `if` (loading from a checkpoint): not on this path
         event = training.classify_call(call)
         if event is not None and event.kind in _USE_KINDS:
             return False
@@ -175,9 +177,17 @@ def _is_setup_order(ctx, build: _OptimizerBuild, move: ast.Call, moved: str) -> 
     holder = ctx.parent(move)
     for assign in ctx.nodes(ast.Assign):
         if start < assign.lineno < move.lineno and assign is not holder and ctx.enclosing_function(assign) is scope:
-            if any(dotted_name(t) == moved for t in assign.targets):
+            if _exclusive_branches(ctx, build.assign, assign):
+                continue
+            if any(dotted_name(t) == moved or moved in _tuple_names(t) for t in assign.targets):
                 return False  # a different model now
     return True
+
+
+def _tuple_names(target: ast.AST) -> set[str]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return {name for elt in target.elts if (name := dotted_name(elt))}
+    return set()
 
 
 def _exclusive_branches(ctx, first: ast.AST, second: ast.AST) -> bool:

@@ -27,12 +27,6 @@ KNOWN_GAPS: dict[str, str] = {
         "loop of the same function, so an attribute (or global) total grown by a helper called per "
         "batch is never examined"
     ),
-    "buggy/class_reset_between.py": (
-        "TL002 misses `self.zero_grad()` (line 25) between `self.backward(loss)` and `self.step()`: "
-        "training.py `classify_call` turns any `.zero_grad()` into a clearing event of its receiver "
-        "(`self`, as if it were a model) before `resolve_local_call` follows the local method, so the "
-        "`self.opt.zero_grad()` inside it never meets the stepped optimizer `self.opt`"
-    ),
 }
 
 

@@ -366,6 +366,9 @@ class TrainingModel(AccumulationMixin):
                 return Event("clear_grad", call)
             return None
         owner = func.value
+        if method not in ("train", "eval") and self._runs_own_method(call):
+            return None  # `self.zero_grad()` of a trainer class: its body (what it clears) decides
+
         owner_key = symbol(owner)
         if method in BACKWARD_METHODS:
             if call.args:  # accelerator.backward(loss), self.manual_backward(loss)
@@ -405,6 +408,13 @@ class TrainingModel(AccumulationMixin):
                 return Event("eval", call, target=owner_key)
             return None
         return None
+
+    def _runs_own_method(self, call: ast.Call) -> bool:
+        """``self.<method>(...)`` where the class (or a base of this file) defines the method: the
+        walk follows its body instead of taking the name's meaning. Mode switches are left out:
+        an overriding ``train()`` still switches the mode (it must call the base's)."""
+        owner = call.func.value
+        return isinstance(owner, ast.Name) and owner.id == "self" and self.resolve_local_call(call) is not None
 
     def _unwrap_scaled(self, expr: ast.AST) -> ast.AST:
         """``scaler.scale(loss)`` -> ``loss`` (also inside ``typing.cast(Tensor, ...)``); anything else unchanged."""

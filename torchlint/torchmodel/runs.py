@@ -469,7 +469,10 @@ class RunAnalysis:
         return False
 
     def _is_fresh_model(self, value: ast.Call) -> bool:
-        if self.ctx.call_qualname(value) == "copy.deepcopy" or self.built_role(value) == MODEL:
+        """A copy of a model made this iteration (``copy.deepcopy(model)``, ``maml.clone()``): the model
+        it copies keeps learning. A model *constructed* this iteration is judged on its own (TL003),
+        and its optimizer with it: fixing one of the two would leave the other rebuilt."""
+        if self.ctx.call_qualname(value) == "copy.deepcopy":
             return True
         return isinstance(value.func, ast.Attribute) and value.func.attr in ("clone", "copy", "deepcopy")
 
@@ -497,6 +500,9 @@ class RunAnalysis:
             return INDEPENDENT, "named"
         if kind in ("epoch", "step"):
             return CONTINUING, kind
+        if self._inside_epoch_loop(loop):
+            # `for epoch ...: for shard_id ...:` -- a loop repeated every epoch is part of one run.
+            return CONTINUING, "epoch"
         depths = self.step_depths(loop)
         if depths and min(depths) >= 2:
             return INDEPENDENT, "whole-runs"
@@ -507,6 +513,19 @@ class RunAnalysis:
         if self.rebuilds(loop, other):
             return INDEPENDENT, "fresh-run"
         return CONTINUING, "keeps-model" if role == OPTIMIZER else "keeps-optimizer"
+
+    def _inside_epoch_loop(self, loop) -> bool:
+        """An enclosing loop of ``loop`` (in its function) named for epochs or steps, with no loop
+        named for whole runs in between."""
+        for outer in self.ctx.enclosing_loops(loop):
+            if outer is loop:
+                continue
+            kind = loop_name_kind(outer)
+            if kind == "run":
+                return False
+            if kind in ("epoch", "step"):
+                return True
+        return False
 
     def step_depths(self, loop) -> set[int]:
         """How many loops down, inside one iteration of ``loop``, its optimizer steps run."""

@@ -1,5 +1,6 @@
-"""A trainer that resumes from a checkpoint or starts fresh; on a fresh start the optimizer is
-built before the model is moved to the GPU (the resume branch loads both, already on the device)."""
+"""A trainer that resumes from a checkpoint or starts fresh; on resume the optimizer's momentum
+buffers are loaded on the CPU before the model moves to the GPU (the fresh branch is harmless: its
+optimizer has no state yet)."""
 import os
 
 import torch
@@ -18,9 +19,11 @@ class Classifier(nn.Module):
 
 def build(args, device):
     if args.resume and os.path.isfile(args.resume):
-        # whole objects saved with torch.save({"model": model, "optimizer": optimizer, ...})
-        checkpoint = torch.load(args.resume, map_location=device, weights_only=False)
-        model, optimizer = checkpoint["model"], checkpoint["optimizer"]
+        checkpoint = torch.load(args.resume, map_location="cpu")
+        model = Classifier(args.num_classes)
+        model.load_state_dict(checkpoint["model"])
+        optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4)
+        optimizer.load_state_dict(checkpoint["optimizer"])
         start_epoch = checkpoint["epoch"] + 1
     else:
         model = Classifier(args.num_classes)

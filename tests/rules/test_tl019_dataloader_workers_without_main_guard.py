@@ -303,3 +303,39 @@ def test_loaders_returned_by_a_helper_under_the_main_guard_or_with_no_workers(li
         )
         == []
     )
+
+
+# ----- family: notebook cells are not scripts ------------------------------------------------------
+
+_CELLS = """
+    import torch
+    from torch.utils.data import DataLoader
+    from torchvision import datasets, transforms
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device
+
+    train_data = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+    train_data.classes
+
+    train_dataloader = DataLoader(train_data, batch_size=32, shuffle=True, num_workers=4)
+    img, label = next(iter(train_dataloader))
+    img.shape, label.shape
+    """
+
+
+def test_notebook_cells_exported_to_a_script_are_not_given_script_advice(lint):
+    assert lint(_CELLS, CODE) == []
+
+
+def test_notebook_file_is_not_given_script_advice(lint):
+    from conftest import lint_text
+
+    assert lint_text(_CELLS, CODE, path="04_custom_datasets.ipynb") == []
+
+
+def test_same_cells_without_display_expressions_run_as_a_script(lint):
+    source = "\n".join(line for line in _CELLS.splitlines() if line.strip() not in ("device", "train_data.classes"))
+    source = source.replace("img.shape, label.shape", "print(img.shape, label.shape)")
+    source = source.replace("num_workers=4)", "num_workers=4)  # expect: TL019")
+    check(lint, source, CODE)

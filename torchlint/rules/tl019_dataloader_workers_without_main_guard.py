@@ -19,6 +19,7 @@ from torchlint.torchmodel.scripts import (
     refers_to_global,
     resolve_value,
     runs_at_import,
+    written_as_notebook,
 )
 
 CPU_COUNT = frozenset({"os.cpu_count", "multiprocessing.cpu_count", "os.sched_getaffinity"})
@@ -41,7 +42,10 @@ class DataLoaderWorkersWithoutMainGuard(Rule):
         (`train_loader, val_loader = get_loaders(args)`) to such code. A worker count
         passed as a parameter takes the values the import-time calls give it (or its
         default). Loaders built in functions that only the guard calls, and
-        `num_workers=0`, are fine.
+        `num_workers=0`, are fine, and so is notebook code (a `.ipynb`, or notebook
+        cells exported to a script, told by bare display expressions such as `device`
+        or `train_dir, test_dir` at module level): a notebook kernel does not re-import
+        its cells in the workers, and the main guard means nothing there.
     """
     why = """
         Worker processes are started with the platform's start method. With *spawn* (the
@@ -89,7 +93,7 @@ for batch in loader:
     ]
 
     def check(self, ctx):
-        if _TEST_FILE.search(ctx.path):
+        if _TEST_FILE.search(ctx.path) or written_as_notebook(ctx):
             return
         for loader in dataloader_calls(ctx):
             call = loader.call

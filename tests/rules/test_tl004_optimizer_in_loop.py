@@ -405,3 +405,64 @@ def test_shard_loop_over_whole_runs_or_meta_learning_copies_is_silent(lint):
                             p += meta_lr * (q - p)
         """
     assert lint(source, "TL003") == [] and lint(source, "TL004") == []
+
+
+# ----- family: a loop over settings written out in the code is a loop of runs ----------------------
+
+
+def test_loop_over_a_literal_list_of_devices_or_settings_is_silent(lint):
+    assert (
+        lint(
+            """
+            import time
+            import torch
+            from torch import nn, optim
+
+            for device in ["cpu", "cuda"]:
+                criterion = nn.NLLLoss()
+                optimizer = optim.Adam(model.classifier.parameters(), lr=0.001)
+                model.to(device)
+                for ii, (inputs, labels) in enumerate(trainloader):
+                    inputs, labels = inputs.to(device), labels.to(device)
+                    start = time.time()
+                    loss = criterion(model.forward(inputs), labels)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    if ii == 3:
+                        break
+                print(f"Device = {device}; Time per batch: {(time.time() - start) / 3:.3f} seconds")
+
+            for lr, wd in [(0.1, 5e-4), (0.01, 0.0)]:
+                opt = optim.SGD(model.parameters(), lr=lr, weight_decay=wd)
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(model(x), y).backward()
+                    opt.step()
+            """,
+            "TL004",
+        )
+        == []
+    )
+
+
+def test_literal_phase_loop_inside_the_epoch_loop_continues_the_run(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        for epoch in range(num_epochs):
+            for phase in ["train", "val"]:
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)  # expect: TL004
+                model.train(phase == "train")
+                for inputs, labels in dataloaders[phase]:
+                    optimizer.zero_grad()
+                    with torch.set_grad_enabled(phase == "train"):
+                        loss = criterion(model(inputs), labels)
+                        if phase == "train":
+                            loss.backward()
+                            optimizer.step()
+        """,
+        "TL004",
+    )

@@ -25,8 +25,9 @@ class OptimizerInLoop(Rule):
         the epoch loop (`for shard_id ...:`). An optimizer built with its model in such
         a loop is reported along with the model (TL003): fixing one leaves the other.
         An outer loop whose body is a whole training run with its own model (folds,
-        trials, seeds, hyper-parameter values, tasks, federated rounds) is not
-        reported, nor is an inner optimizer over a copy of the model made in the same
+        trials, seeds, hyper-parameter values, tasks, federated rounds, a literal list of
+        settings such as `for device in ["cpu", "cuda"]:`) is not reported, nor is an
+        inner optimizer over a copy of the model made in the same
         iteration (`copy.deepcopy(model)`, meta-learning).
     """
     why = """

@@ -503,6 +503,10 @@ class RunAnalysis:
         if self._inside_epoch_loop(loop):
             # `for epoch ...: for shard_id ...:` -- a loop repeated every epoch is part of one run.
             return CONTINUING, "epoch"
+        if _over_literal_settings(loop):
+            # `for device in ["cpu", "cuda"]:`, `for lr in (0.1, 0.01):` -- a sweep over settings
+            # written out in the code, not data or time: each value gets a run of its own.
+            return INDEPENDENT, "settings"
         depths = self.step_depths(loop)
         if depths and min(depths) >= 2:
             return INDEPENDENT, "whole-runs"
@@ -611,6 +615,23 @@ def _tokens(expr: ast.AST, namespaces: bool) -> set[str]:
 
 def _split(name: str) -> list[str]:
     return [w for w in re.split(r"[_\d]+", name.lower()) if w]
+
+
+def _over_literal_settings(loop) -> bool:
+    """``for x in [c1, c2, ...]`` over a literal list, tuple or set of constants (or of literal
+    tuples of constants: ``for lr, wd in [(0.1, 0), (0.01, 5e-4)]``)."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(loop.iter, (ast.List, ast.Tuple, ast.Set)):
+        return False
+    elts = loop.iter.elts
+    return bool(elts) and all(_is_constant(e) for e in elts)
+
+
+def _is_constant(expr: ast.AST) -> bool:
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        return all(_is_constant(e) for e in expr.elts)
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        expr = expr.operand
+    return isinstance(expr, ast.Constant)
 
 
 def _target_names(loop) -> set[str]:

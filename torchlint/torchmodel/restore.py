@@ -19,7 +19,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.nodes import last_name, name_ids, position
-from torchlint.torchmodel.evaluation import evaluation_analysis, same_model
+from torchlint.torchmodel.evaluation import evaluation_analysis
+from torchlint.torchmodel.forward_calls import same_model
 from torchlint.torchmodel.training import training_model
 
 if TYPE_CHECKING:

@@ -21,10 +21,16 @@ class EvalWithoutEvalMode(Rule):
         a function the training loop calls that runs the model over data without
         training it — when no `model.eval()` / `model.train(False)` reaches it: not
         earlier in the function, not in a context manager around it, and not before
-        the calls into it in this file. Lightning's `validation_step`/`test_step`
-        and other framework hooks are not reported: the framework switches modes.
-        A function that receives its model from a caller outside this file is not
-        judged.
+        the calls into it in this file. Evaluation runs a model trained or loaded in
+        this program on data: a call on synthetic input only (`net(torch.randn(2, 3,
+        32, 32))`, a shape probe or warm-up) and a freshly built model that nothing
+        trains, loads or hands on are not evaluation, nor are unit tests (`test_*`
+        functions that assert, `unittest.TestCase` classes and their mixins), whatever
+        the file's path. A model from `X.from_pretrained(...)` that nothing trains here
+        is in eval mode; one from `torch.hub.load(...)` is the hub entry point's
+        business. Lightning's `validation_step`/`test_step` and other framework hooks
+        are not reported: the framework switches modes. A function that receives its
+        model from a caller outside this file is not judged.
     """
     why = """
         In training mode dropout keeps zeroing activations and batch norm normalises

@@ -25,7 +25,12 @@ class EvalWithoutNoGrad(Rule):
         gradients on purpose (it calls `backward()` or `torch.autograd.grad`, e.g.
         saliency maps or adversarial examples) is not reported, nor are
         Lightning's `validation_step`/`test_step`, which the framework runs under
-        no-grad.
+        no-grad. Evaluation runs a model trained or loaded in this program on data:
+        shape probes and warm-ups on synthetic input (`torch.randn(...)`), freshly
+        built models nothing trains or loads, unit tests (`test_*` functions that
+        assert, `unittest.TestCase` classes), and models from `torch.hub.load(...)`
+        (whose entry point may wrap them in its own no-grad) are not reported,
+        whatever the file's path.
     """
     why = """
         With autograd on, every forward pass records its graph and keeps every

@@ -22,16 +22,17 @@ and the file's mode switches, are in ``forward_calls``.
 from __future__ import annotations
 
 import ast
-import os
 import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import call_graph
+from torchlint.analysis.callgraph import call_graph, local_base
 from torchlint.analysis.context import FUNCTION_TYPES
+from torchlint.analysis.imports import dotted_name
 from torchlint.torchmodel.forward_calls import ForwardCalls, mode_switches, same_model
 from torchlint.torchmodel.modules import module_classes
+from torchlint.torchmodel.provenance import ModelProvenance
 from torchlint.torchmodel.reaching_modes import (
     NOT_REACHED,
     REACHED,
@@ -111,8 +112,9 @@ class EvaluationAnalysis:
         self.training = training_model(ctx)
         self.blocks = BlockEvents(ctx, self.training)
         self.forward = ForwardCalls(ctx, self.training)
-        self.finder = EvalUnits(ctx, self.training, self.forward, self.blocks)
-        chain = CallerChain(ctx, self.training, self.forward, self.blocks)
+        self.provenance = ModelProvenance(ctx, self.training)
+        self.finder = EvalUnits(ctx, self.training, self.forward, self.blocks, self.provenance)
+        chain = CallerChain(ctx, self.training, self.forward, self.blocks, self.provenance)
         self.autograd = AutogradMode(ctx, chain)
         self.train_eval = TrainEvalMode(ctx, self.training, chain, self.autograd)
 
@@ -140,16 +142,25 @@ class EvalUnits:
     """Where a file evaluates a model: functions named for it, loops over evaluation data, and
     functions the training loop calls that run the model over data without training it."""
 
-    def __init__(self, ctx: FileContext, training, forward: ForwardCalls, blocks: BlockEvents):
+    def __init__(self, ctx: FileContext, training, forward: ForwardCalls, blocks: BlockEvents, provenance):
         self.ctx = ctx
         self.training = training
         self.forward = forward
         self.blocks = blocks
+        self.provenance = provenance
 
     @cached_property
     def model_calls(self) -> list[ast.Call]:
-        """Model calls inside code that may be evaluation code."""
-        return self.forward.within(self._candidate_spans)
+        """Model calls inside code that may be evaluation code, that evaluate: a model trained or
+        loaded in this program run on data (not a shape probe on ``torch.randn(...)``, not a
+        freshly built model that nothing trains)."""
+        calls = self.forward.within(self._candidate_spans)
+        provenance = self.provenance
+        return [
+            call
+            for call in calls
+            if not provenance.runs_on_synthetic_input(call) and not provenance.fresh_and_untouched(call)
+        ]
 
     @cached_property
     def _candidate_spans(self) -> list[tuple[int, int]]:
@@ -172,19 +183,10 @@ class EvalUnits:
         return spans
 
     @cached_property
-    def is_test_file(self) -> bool:
-        path = self.ctx.path.replace("\\", "/")
-        base = os.path.basename(path)
-        return base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py" or "/tests/" in path
-
-    @cached_property
     def units(self) -> list[EvalUnit]:
-        """Every evaluation unit of the file, the outermost one for each model call, in source order.
-        Test suites are left out: their "evaluation" checks outputs, not metrics."""
+        """Every evaluation unit of the file, the outermost one for each model call, in source order."""
         ctx = self.ctx
         seen: dict[ast.AST, EvalUnit] = {}
-        if self.is_test_file:
-            return []
         for call in self.model_calls:
             unit_node, kind = self._unit_of(call)
             if unit_node is None or unit_node in seen:
@@ -238,10 +240,41 @@ class EvalUnits:
         return bool(_words(func.name) & EVAL_WORDS)
 
     def _is_excluded_function(self, func) -> bool:
+        """Framework hooks, and unit tests: a ``test_*`` function that asserts on what it computes
+        checks the code's behaviour, not the model's metrics (told by what it does, not by the path
+        of its file)."""
         name = func.name
         if _HOOK.search(name):
             return True
-        return self.is_test_file and name.startswith("test")
+        return (name.startswith("test") and _asserts(func)) or self._in_test_case(func)
+
+    def _in_test_case(self, func) -> bool:
+        cls = self.ctx.parent(func)
+        return isinstance(cls, ast.ClassDef) and cls in self._test_case_classes
+
+    @cached_property
+    def _test_case_classes(self) -> frozenset:
+        """Test case classes of this file: ``unittest.TestCase`` subclasses (through this file's
+        classes), pytest classes (``class TestX:`` holding ``test_*`` methods that assert), and the
+        mixins of this file they inherit their test methods from."""
+        ctx = self.ctx
+        found = set()
+        for cls in ctx.nodes(ast.ClassDef):
+            current, seen = cls, set()
+            while current is not None and current.name not in seen:
+                seen.add(current.name)
+                if any((ctx.qualname(b) or dotted_name(b) or "").endswith("TestCase") for b in current.bases):
+                    found.add(cls)
+                    break
+                current = local_base(ctx, current)
+            if cls.name.startswith("Test") and any(
+                isinstance(m, FUNCTION_TYPES) and m.name.startswith("test") and _asserts(m) for m in cls.body
+            ):
+                found.add(cls)
+        mixins = [
+            ctx.classes[b.id] for cls in found for b in cls.bases if isinstance(b, ast.Name) and b.id in ctx.classes
+        ]
+        return frozenset(found | set(mixins))
 
     def _is_eval_loop(self, loop) -> bool:
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
@@ -269,6 +302,18 @@ class EvalUnits:
 
 
 # ----- helpers ------------------------------------------------------------------------------------------------
+
+
+def _asserts(func) -> bool:
+    """An ``assert`` statement or a ``self.assert*(...)`` / ``torch.testing.assert_close(...)`` call in ``func``."""
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assert):
+            return True
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name.startswith("assert"):
+                return True
+    return False
 
 
 _WORD_SPLIT = re.compile(r"[^A-Za-z]+|(?<=[a-z])(?=[A-Z])")

@@ -40,6 +40,8 @@ class ForwardCalls:
             func.id in ctx.classes or func.id in ctx.functions or func.id in ctx.imports.aliases
         ):
             return False
+        if _root(func) in ctx.imports.aliases:
+            return False  # `open_clip.list_models()`, `hub.model(...)`: a library's function or class
         key = symbol(func)
         if key is None:
             return False
@@ -62,6 +64,12 @@ class ForwardCalls:
                 if self.is_model_call(call):
                     found.append(call)
         return found
+
+
+def _root(expr: ast.AST) -> str | None:
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
 
 
 def model_expression(call: ast.Call) -> ast.AST:

@@ -82,11 +82,14 @@ class CallerChain:
 
     MAX_CALL_DEPTH = 3
 
-    def __init__(self, ctx: FileContext, training: TrainingModel, forward: ForwardCalls, blocks: BlockEvents):
+    def __init__(
+        self, ctx: FileContext, training: TrainingModel, forward: ForwardCalls, blocks: BlockEvents, provenance
+    ):
         self.ctx = ctx
         self.training = training
         self.forward = forward
         self.blocks = blocks
+        self.provenance = provenance
 
     def judge(self, node, func, depth, seen, check, fallback, self_contained) -> Verdict:
         """Judge ``func`` by every call site of it; ``node`` is the model call or call site inside it.
@@ -197,6 +200,10 @@ class TrainEvalMode:
         local = self._local_mode(node, func)
         if local is not None:
             return Verdict(local)
+        if depth == 0:
+            loaded = self.chain.provenance.loader_mode(node)
+            if loaded is not None:  # `from_pretrained` returns eval mode; a hub entry point is opaque
+                return Verdict(REACHED if loaded == "eval" else UNKNOWN)
         if func is None:
             return Verdict(REACHED if self._file_sets_eval_once() else NOT_REACHED)
         return self.chain.judge(
@@ -275,6 +282,8 @@ class AutogradMode:
                 return Verdict(REACHED)
         if self._global_grad_off(func, pos):
             return Verdict(REACHED)
+        if depth == 0 and self.chain.provenance.loader_mode(node) == "opaque":
+            return Verdict(UNKNOWN)  # a hub entry point's object may run its forward under no-grad itself
         if func is None:
             return Verdict(NOT_REACHED)
         return self.chain.judge(

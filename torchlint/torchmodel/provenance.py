@@ -1,0 +1,215 @@
+"""Where the model a call runs comes from, and what the call feeds it.
+
+Evaluation means running a model whose weights were trained or loaded in this program on data.
+Two kinds of model call are not that, whatever the function around them is called:
+
+* a call on synthetic input only -- ``torch.randn(2, 3, 32, 32)``, ``torch.zeros(1, 3, *size)``,
+  containers of those: a shape probe, a smoke test, a warm-up before tracing;
+* a call on a model built fresh (a constructor without pretrained weights) that nothing in this
+  program trains or loads: nothing reads its parameters, loads a state into it, switches it to
+  train mode, hands it to other code or returns it.
+
+Models from loaders that manage the mode themselves are known too: ``X.from_pretrained(...)``
+returns its model in eval mode, and ``torch.hub.load(...)`` returns whatever the hub entry point
+builds (often an inference wrapper that sets the modes itself), which the linter cannot see.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from torchlint.analysis.dataflow import dataflow, method_call
+from torchlint.analysis.imports import dotted_name
+from torchlint.torchmodel.forward_calls import model_expression
+from torchlint.torchmodel.training import MODEL
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+    from torchlint.torchmodel.training import TrainingModel
+
+SYNTHETIC_FACTORIES = frozenset(
+    "torch." + name
+    for name in (
+        "randn",
+        "rand",
+        "randint",
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "randn_like",
+        "rand_like",
+        "zeros_like",
+        "ones_like",
+        "empty_like",
+        "full_like",
+    )
+)
+SYNTHETIC_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full"})
+# Methods that hand back (a moved, cast or reshaped copy of) their receiver.
+_KEEPING_METHODS = frozenset(
+    {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "long", "int", "unsqueeze", "contiguous", "eval"}
+)
+_KEEPING_MODEL_METHODS = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "eval"})
+# Model attributes whose use shows the weights are trained, loaded, saved or reset.
+_WEIGHT_USES = frozenset(
+    {
+        "parameters",
+        "named_parameters",
+        "load_state_dict",
+        "state_dict",
+        "train",
+        "requires_grad_",
+        "zero_grad",
+        "apply",
+        "load",
+        "load_weights",
+        "init_weights",
+    }
+)
+# Calls that only look at an object: handing a model to them neither trains nor loads it.
+_INSPECTING = frozenset({"print", "len", "type", "isinstance", "str", "repr", "id", "hasattr", "getattr", "summary"})
+_PRETRAINED_KEYWORDS = frozenset({"pretrained", "weights", "checkpoint", "pretrained_path", "ckpt", "state_dict"})
+
+
+class ModelProvenance:
+    def __init__(self, ctx: FileContext, training: TrainingModel):
+        self.ctx = ctx
+        self.training = training
+        self.flow = dataflow(ctx)
+
+    # ----- what the call is fed ------------------------------------------------------------------
+    def runs_on_synthetic_input(self, call: ast.Call) -> bool:
+        """Every input of the model call is a tensor made from a shape (or a container of those)."""
+        inputs = [*call.args, *(k.value for k in call.keywords)]
+        return bool(inputs) and all(self._synthetic(arg, 0) for arg in inputs)
+
+    def _synthetic(self, expr: ast.AST, depth: int) -> bool:
+        if depth > 6:
+            return False
+        if isinstance(expr, ast.Starred):
+            return self._synthetic(expr.value, depth + 1)
+        if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+            return bool(expr.elts) and all(self._synthetic(e, depth + 1) for e in expr.elts)
+        if isinstance(expr, ast.Dict):
+            return bool(expr.values) and all(self._synthetic(v, depth + 1) for v in expr.values)
+        if isinstance(expr, ast.Constant):
+            return True  # a flag or size next to the tensors
+        if isinstance(expr, ast.BinOp):  # `torch.ones(1, 3, 800, 800) * 0.3`
+            return self._synthetic(expr.left, depth + 1) and self._synthetic(expr.right, depth + 1)
+        if isinstance(expr, ast.UnaryOp):
+            return self._synthetic(expr.operand, depth + 1)
+        if isinstance(expr, ast.Call):
+            if self.ctx.call_qualname(expr) in SYNTHETIC_FACTORIES:
+                return True
+            found = method_call(expr)
+            if found is not None and found[0] in SYNTHETIC_METHODS:
+                return True
+            if found is not None and found[0] in _KEEPING_METHODS and self.ctx.call_qualname(expr) is None:
+                return self._synthetic(found[1], depth + 1)
+            return False
+        if isinstance(expr, ast.Name):
+            origins = self.flow.origins(expr)
+            return bool(origins) and all(o is not None and self._synthetic(o, depth + 1) for o in origins)
+        return False
+
+    # ----- where the model comes from ------------------------------------------------------------
+    def origins(self, call: ast.Call) -> list[ast.AST | None]:
+        """The expressions that may have produced the model ``call`` runs (through moves, casts,
+        ``.eval()``); None for what cannot be told (a parameter, an unpacked value)."""
+        return self.flow.origins(model_expression(call), self._through_model_keeping)
+
+    def _through_model_keeping(self, expr: ast.AST) -> ast.AST | None:
+        found = method_call(expr)
+        if found is not None and found[0] in _KEEPING_MODEL_METHODS:
+            return found[1]
+        return None
+
+    def fresh_and_untouched(self, call: ast.Call) -> bool:
+        """The model is built here without pretrained weights, and nothing in this program trains,
+        loads or hands on its weights."""
+        origins = self.origins(call)
+        if not origins or any(not self._fresh_construction(o) for o in origins):
+            return False
+        model = model_expression(call)
+        name = dotted_name(model)
+        return name is not None and not self._touched(name, model)
+
+    def _fresh_construction(self, origin: ast.AST | None) -> bool:
+        if not isinstance(origin, ast.Call) or self.training.constructor_role(origin) != MODEL:
+            return False
+        if isinstance(origin.func, ast.Attribute) and origin.func.attr == "from_pretrained":
+            return False
+        for kw in origin.keywords:
+            if kw.arg is None:
+                return False  # `Net(**cfg)`: the configuration may ask for pretrained weights
+            if kw.arg in _PRETRAINED_KEYWORDS and not (
+                isinstance(kw.value, ast.Constant) and kw.value.value in (None, False)
+            ):
+                return False
+        return True
+
+    def _touched(self, name: str, at: ast.AST) -> bool:
+        """Whether code that sees ``name`` uses its weights (parameters, state, train mode), hands
+        it to another call, returns it or stores it elsewhere."""
+        scope = self._scope_of(name, at)
+        for node in ast.walk(scope):
+            if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
+                continue
+            if dotted_name(node) != name:
+                continue
+            parent = self.ctx.parent(node)
+            if isinstance(parent, ast.Attribute) and parent.attr in _WEIGHT_USES:
+                return True
+            if isinstance(parent, ast.Call) and node is not parent.func:
+                callee = dotted_name(parent.func) or ""
+                if callee.rsplit(".", 1)[-1] not in _INSPECTING:
+                    return True  # `train(net, loader)`, `load_checkpoint(net, path)`, `DDP(net)`
+            if isinstance(parent, ast.Call) and node is parent.func and self._in_training_code(parent):
+                return True  # its forward feeds a backward: `net(x).sum().backward()` in a training loop
+            if isinstance(parent, (ast.Return, ast.Yield, ast.keyword)) or (
+                isinstance(parent, ast.Assign) and parent.value is node
+            ):
+                return True
+        return False
+
+    def _in_training_code(self, call: ast.Call) -> bool:
+        """Inside a loop whose iterations train, or a function that runs a backward."""
+        if any(self.training.trains_each_iteration(loop) for loop in self.ctx.enclosing_loops(call)):
+            return True
+        func = self.ctx.enclosing_function(call)
+        return func is not None and any(e.kind == "backward" for e in self.training.function_events(func))
+
+    def _scope_of(self, name: str, at: ast.AST) -> ast.AST:
+        """Where uses of ``name`` can be: its function (a local name), its class (``self.x``),
+        else the whole file."""
+        if name.startswith("self."):
+            return self.ctx.enclosing(at, ast.ClassDef) or self.ctx.tree
+        func = self.ctx.enclosing_function(at)
+        if func is not None and "." not in name and self._bound_in(name, func):
+            return func
+        return self.ctx.tree
+
+    def _bound_in(self, name: str, func) -> bool:
+        return any(b.stmt is not None for b in self.flow.flow(func).bindings.get(name, ()))
+
+    # ----- loaders that manage the mode ------------------------------------------------------------
+    def loader_mode(self, call: ast.Call) -> str | None:
+        """ "eval" when every value the model may hold comes from ``X.from_pretrained(...)`` (which
+        returns it in eval mode) and nothing may train it here; "opaque" when it comes from
+        ``torch.hub.load(...)``; None otherwise."""
+        origins = self.origins(call)
+        if not origins or None in origins:
+            return None
+        if all(isinstance(o, ast.Call) and self.ctx.call_qualname(o) == "torch.hub.load" for o in origins):
+            return "opaque"
+        from_pretrained = all(
+            isinstance(o, ast.Call) and isinstance(o.func, ast.Attribute) and o.func.attr == "from_pretrained"
+            for o in origins
+        )
+        model = model_expression(call)
+        name = dotted_name(model)
+        if from_pretrained and name is not None and not self._touched(name, model):
+            return "eval"
+        return None

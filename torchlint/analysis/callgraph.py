@@ -88,6 +88,40 @@ def local_base(ctx: FileContext, cls: ast.ClassDef) -> ast.ClassDef | None:
     return None
 
 
+def argument_for(call: ast.Call, func: FunctionNode, name: str) -> ast.AST | None:
+    """The argument expression ``call`` passes for parameter ``name`` of ``func`` (by keyword or
+    position; ``self``/``cls`` skipped for a method call); None when it passes none or cannot be told."""
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    params = [a.arg for a in func.args.posonlyargs + func.args.args]
+    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    if name in params:
+        index = params.index(name)
+        if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+            return call.args[index]
+    return None
+
+
+def parameter_default(func: FunctionNode, name: str) -> ast.AST | None:
+    """The default value of parameter ``name`` of ``func``, if it has one."""
+    args = func.args
+    positional = args.posonlyargs + args.args
+    for param, default in zip(positional[len(positional) - len(args.defaults) :], args.defaults):
+        if param.arg == name:
+            return default
+    for param, default in zip(args.kwonlyargs, args.kw_defaults):
+        if param.arg == name:
+            return default
+    return None
+
+
+def passes_unknown_arguments(call: ast.Call) -> bool:
+    """``f(*args)`` / ``f(**kwargs)``: any parameter may be given."""
+    return any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords)
+
+
 class CallGraph:
     def __init__(self, ctx: FileContext):
         self.ctx = ctx

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from torchlint.analysis.callgraph import passes_unknown_arguments
 from torchlint.analysis.conditions import conditions_at, implies
 from torchlint.analysis.dataflow import argument
 from torchlint.engine.rule import Rule, register
@@ -102,7 +103,7 @@ class Block(nn.Module):
             if spec is None:
                 continue
             position, parameter = spec
-            if argument(call, position, parameter) is not None or _passes_unknown_arguments(call):
+            if argument(call, position, parameter) is not None or passes_unknown_arguments(call):
                 continue
             cls = ctx.enclosing(call, ast.ClassDef)
             if cls is None or cls.name not in module_classes(ctx) or _in_training_only_method(ctx, call, cls):
@@ -159,8 +160,3 @@ def _in_no_grad_method(ctx, call: ast.Call, cls: ast.ClassDef) -> bool:
             if any(grad_effect(ctx, decorator) is False for decorator in ancestor.decorator_list):
                 return True
     return False
-
-
-def _passes_unknown_arguments(call: ast.Call) -> bool:
-    """``f(*args)`` / ``f(**kwargs)`` may pass `training`: do not guess."""
-    return any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from torchlint.analysis.callgraph import call_graph
+from torchlint.analysis.callgraph import argument_for, call_graph, parameter_default, passes_unknown_arguments
 from torchlint.analysis.imports import dotted_name
 from torchlint.engine.rule import Rule, register
 from torchlint.torchmodel.scripts import (
@@ -158,24 +158,16 @@ def _parameter_values(ctx, expr) -> list[ast.AST] | None:
     if not isinstance(expr, ast.Name) or func is None or resolve_value(ctx, expr) is not expr:
         return None
     args = func.args
-    positional = args.posonlyargs + args.args
-    names = [a.arg for a in positional]
-    if expr.id not in names + [a.arg for a in args.kwonlyargs]:
+    if expr.id not in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}:
         return None
-    defaults = dict(zip(names[len(names) - len(args.defaults) :], args.defaults))
-    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
     values = []
     for site in call_graph(ctx).callers(func):
         if not reached_on_import(ctx, site):
             continue
-        given = next((k.value for k in site.keywords if k.arg == expr.id), None)
-        offset = 1 if names and names[0] in ("self", "cls") and isinstance(site.func, ast.Attribute) else 0
-        position = names.index(expr.id) - offset if expr.id in names else -1
-        if given is None and 0 <= position < len(site.args):
-            if any(isinstance(a, ast.Starred) for a in site.args[: position + 1]):
-                continue
-            given = site.args[position]
-        given = given if given is not None else defaults.get(expr.id)
+        given = argument_for(site, func, expr.id)
+        if given is None and passes_unknown_arguments(site):
+            continue
+        given = given if given is not None else parameter_default(func, expr.id)
         if given is not None:
             values.append(given)
     return values

@@ -69,7 +69,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import local_base, resolve_function_name, resolve_local_call
+from torchlint.analysis.callgraph import argument_for, local_base, resolve_function_name, resolve_local_call
 from torchlint.analysis.context import iter_children
 from torchlint.analysis.dataflow import value_kept
 from torchlint.analysis.imports import dotted_name, symbol
@@ -1092,17 +1092,7 @@ def _walk_no_scopes_body(func: ast.AST) -> Iterator[ast.AST]:
 
 def _argument_for(call: ast.Call, func: ast.AST, name: str) -> ast.AST | None:
     """The argument expression ``call`` passes for parameter ``name`` of ``func``."""
-    for kw in call.keywords:
-        if kw.arg == name:
-            return kw.value
-    params = [a.arg for a in func.args.posonlyargs + func.args.args]
-    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
-        params = params[1:]
-    if name in params:
-        index = params.index(name)
-        if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
-            return call.args[index]
-    return None
+    return argument_for(call, func, name)
 
 
 def _is_test_name(name: str) -> bool:

@@ -651,3 +651,83 @@ def test_from_pretrained_model_fine_tuned_here_is_in_training_mode(lint):
         """,
         "TL005",
     )
+
+
+# ----- miss: one function for both phases -------------------------------------------------------------
+
+_PHASES = """
+    import contextlib
+    import torch
+    import torch.nn as nn
+
+    class Classifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(64, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Dropout(0.3))
+            self.head = nn.Linear(64, 10)
+
+        def forward(self, x):
+            return self.head(self.body(x))
+
+    def run_epoch(model, loader, optimizer, mode):
+        total = 0.0
+        for x, y in loader:
+            loss = nn.functional.cross_entropy(model(x), y)  # expect: TL005, TL006
+            if mode == "train":
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            total += loss.item()
+        return total / len(loader)
+
+    def _run_batch(model, batch, optimizer, train: bool = True):
+        model.train() if train else model.eval()
+        grad = contextlib.nullcontext() if train else torch.no_grad()
+        logits = model(batch[0])  # expect: TL006
+        loss = nn.functional.cross_entropy(logits, batch[1])
+        if train:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        return loss.item()
+
+    def run_phase(model, loader, optimizer=None):
+        model.train(optimizer is not None)
+        with torch.set_grad_enabled(optimizer is not None):
+            for x, y in loader:
+                loss = nn.functional.cross_entropy(model(x), y)
+                if optimizer is not None:
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+
+    model = Classifier()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(10):
+        run_epoch(model, train_loader, optimizer, "train")
+        run_epoch(model, val_loader, None, "val")
+        for batch in train_loader:
+            _run_batch(model, batch, optimizer)
+        for batch in val_loader:
+            _run_batch(model, batch, optimizer, train=False)
+        run_phase(model, train_loader, optimizer)
+        run_phase(model, val_loader)
+    """
+
+
+def test_evaluation_path_of_a_function_for_both_phases(lint):
+    findings = check(lint, _PHASES, "TL005")
+    assert "the evaluation phase of `run_epoch()` (`mode='val'`, called at line" in findings[0].message
+    findings = check(lint, _PHASES, "TL006")
+    assert "`with torch.set_grad_enabled(...)` on `mode`" in findings[0].message
+
+
+def test_model_without_dropout_or_batch_norm_is_the_same_in_both_modes(lint):
+    # The evaluation phase lacks eval(), but nothing in this model depends on the mode: TL005 keeps
+    # quiet (TL006 still applies: autograd is on).
+    source = _PHASES.replace(
+        "nn.Sequential(nn.Linear(64, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Dropout(0.3))",
+        "nn.Sequential(nn.Linear(64, 64), nn.LayerNorm(64), nn.ReLU())",
+    )
+    assert lint(source, "TL005") == []
+    assert [f.line for f in lint(source, "TL006")] == expected_lines(_PHASES, "TL006")

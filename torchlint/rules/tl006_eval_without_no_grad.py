@@ -17,8 +17,12 @@ class EvalWithoutNoGrad(Rule):
     what = """
         Reports the first model call of evaluation code — a function named for
         evaluation (`validate`, `evaluate`, `test`, `estimate_loss`, `predict`,
-        `infer`...), a loop over validation/test data, or a function the training
-        loop calls that runs the model over data without training it — when
+        `infer`...), a loop over validation/test data, a function the training
+        loop calls that runs the model over data without training it, a function
+        that runs it on one batch drawn from evaluation data
+        (`next(iter(val_loader))`), or the evaluation path of a function that
+        serves both phases (`run_epoch(..., mode)` called with `"val"`, read with
+        that value: `torch.set_grad_enabled(mode == "train")` counts) — when
         autograd is still on there: no `torch.no_grad()`, `torch.inference_mode()` or
         `torch.set_grad_enabled(False)` as a `with` block or decorator, in the
         function or around the calls into it in this file. Evaluation that needs
@@ -120,12 +124,13 @@ for epoch in range(5):
         where = unit.label
         if verdict.site is not None:
             where += f", called at line {verdict.site.lineno} outside any no-grad block"
-        fix = (
-            f"decorate `{unit.node.name}` with `@torch.no_grad()`"
-            if unit.kind != "loop" and hasattr(unit.node, "name")
-            else "wrap the evaluation loop in `with torch.no_grad():`"
-        )
+        if unit.phase is not None:
+            fix = f"wrap its forward passes in `with torch.set_grad_enabled(...)` on `{unit.phase.param}`"
+        elif unit.kind != "loop" and hasattr(unit.node, "name"):
+            fix = f"decorate `{unit.node.name}` with `@torch.no_grad()` (or use `torch.inference_mode()`)"
+        else:
+            fix = "wrap the evaluation loop in `with torch.no_grad():` (or use `torch.inference_mode()`)"
         return (
             f"`{call}(...)` runs in {where} with autograd on: every forward pass records a graph and keeps "
-            f"its activations alive, wasting memory and time; {fix} (or use `torch.inference_mode()`)"
+            f"its activations alive, wasting memory and time; {fix}"
         )

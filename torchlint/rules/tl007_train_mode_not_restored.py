@@ -25,7 +25,9 @@ class TrainModeNotRestored(Rule):
         batch-norm statistics on purpose) -- then the training code owns the mode,
         and an evaluation switching the model to eval before it changes nothing (a
         linear probe's `train()` that starts with `backbone.eval()`) -- nor an eval
-        switch followed by `break`. A switch under a condition inside the training
+        switch followed by `break`, nor a model known to behave the same in both
+        modes (built here from layers without dropout or batch norm). A switch under
+        a condition inside the training
         function (`if freeze_bn: model.eval()`) configures training; it is not an
         evaluation.
     """

@@ -32,7 +32,8 @@ from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.imports import dotted_name
 from torchlint.torchmodel.forward_calls import ForwardCalls, mode_switches, same_model
 from torchlint.torchmodel.modules import module_classes
-from torchlint.torchmodel.provenance import ModelProvenance
+from torchlint.torchmodel.phases import EvaluationPhase, PhaseFunctions
+from torchlint.torchmodel.provenance import ModeDependence, ModelProvenance
 from torchlint.torchmodel.reaching_modes import (
     NOT_REACHED,
     REACHED,
@@ -92,15 +93,21 @@ _GRAD_NEEDING_FUNCTIONS = frozenset({"torch.autograd.grad", "torch.autograd.back
 @dataclass(frozen=True)
 class EvalUnit:
     node: ast.AST  # the function or the loop
-    kind: str  # "function", "loop", "called-from-training"
+    kind: str  # "function", "loop", "called-from-training", "phase"
     first_call: ast.Call  # the first model call in it, where TL005/TL006 report
     function: ast.AST | None  # the function holding the first call (None: module level)
     needs_grad: bool  # it runs a backward / autograd.grad (saliency, attacks): not a TL006 case
 
+    phase: EvaluationPhase | None = None  # for kind "phase": the evaluation path of a two-phase function
+
     @property
     def label(self) -> str:
+        if self.phase is not None:
+            return self.phase.label
         if isinstance(self.node, FUNCTION_TYPES):
             return f"`{self.node.name}()`"
+        if self.kind == "batch":
+            return f"the evaluation batch at line {self.node.lineno}"
         return f"the evaluation loop at line {self.node.lineno}"
 
 
@@ -113,7 +120,9 @@ class EvaluationAnalysis:
         self.blocks = BlockEvents(ctx, self.training)
         self.forward = ForwardCalls(ctx, self.training)
         self.provenance = ModelProvenance(ctx, self.training)
-        self.finder = EvalUnits(ctx, self.training, self.forward, self.blocks, self.provenance)
+        self.modes = ModeDependence(ctx, self.training, self.provenance)
+        self.phases = PhaseFunctions(ctx, self.training, self.forward)
+        self.finder = EvalUnits(ctx, self.training, self.forward, self.blocks, self.provenance, self.phases)
         chain = CallerChain(ctx, self.training, self.forward, self.blocks, self.provenance)
         self.autograd = AutogradMode(ctx, chain)
         self.train_eval = TrainEvalMode(ctx, self.training, chain, self.autograd)
@@ -129,25 +138,42 @@ class EvaluationAnalysis:
     def is_eval_function(self, func) -> bool:
         return self.finder.is_eval_function(func)
 
+    def mode_matters(self, expr: ast.AST) -> bool:
+        """Whether the model ``expr`` holds behaves differently in train and eval mode (dropout,
+        batch norm...); only a model known to have no such layer does not."""
+        return self.modes.of_expression(expr) is not False
+
     def eval_mode(self, unit: EvalUnit) -> Verdict:
         """Whether the model is in eval mode when the unit's first model call runs."""
+        if unit.phase is not None:
+            return self._phase_verdict(unit.phase, self.phases.eval_mode(unit.phase), self.train_eval)
         return self.train_eval.at(unit.first_call, unit.function)
 
     def no_grad(self, unit: EvalUnit) -> Verdict:
         """Whether autograd is off when the unit's first model call runs."""
+        if unit.phase is not None:
+            return self._phase_verdict(unit.phase, self.phases.grad_off(unit.phase), self.autograd)
         return self.autograd.at(unit.first_call, unit.function)
+
+    def _phase_verdict(self, phase, local: bool | None, mode) -> Verdict:
+        """What the evaluation path sets itself, else what reaches its evaluating call."""
+        if local is not None:
+            return Verdict(REACHED if local else NOT_REACHED)
+        caller = self.ctx.enclosing_function(phase.site)
+        return Verdict(mode.at(phase.site, caller, depth=1, seen=frozenset({phase.func})).reached)
 
 
 class EvalUnits:
     """Where a file evaluates a model: functions named for it, loops over evaluation data, and
     functions the training loop calls that run the model over data without training it."""
 
-    def __init__(self, ctx: FileContext, training, forward: ForwardCalls, blocks: BlockEvents, provenance):
+    def __init__(self, ctx: FileContext, training, forward: ForwardCalls, blocks: BlockEvents, provenance, phases):
         self.ctx = ctx
         self.training = training
         self.forward = forward
         self.blocks = blocks
         self.provenance = provenance
+        self.phases = phases
 
     @cached_property
     def model_calls(self) -> list[ast.Call]:
@@ -180,7 +206,37 @@ class EvalUnits:
             for func in with_loops - {None}:
                 if graph.callers(func) and self._called_from_training(func):
                     spans.append((func.lineno, func.end_lineno or func.lineno))
+            for func in self.phases.phases:
+                spans.append((func.lineno, func.end_lineno or func.lineno))
+        for draw in self._evaluation_draws:
+            owner = ctx.enclosing_function(draw) or ctx.enclosing(draw, ast.stmt)
+            spans.append((owner.lineno, owner.end_lineno or owner.lineno))
         return spans
+
+    @cached_property
+    def _evaluation_draws(self) -> list[ast.Call]:
+        """``next(iter(val_loader))``: one batch drawn from evaluation data."""
+        return [
+            call
+            for call in self.ctx.calls
+            if isinstance(call.func, ast.Name)
+            and call.func.id == "next"
+            and call.args
+            and _expr_words(call.args[0]) & EVAL_WORDS
+        ]
+
+    def _runs_on_evaluation_batch(self, call: ast.Call) -> bool:
+        """The model is fed (part of) a batch drawn from evaluation data, outside any loop over it:
+        evaluation without a loop (a sampling helper showing the generator's output on validation
+        images)."""
+        draws = set(self._evaluation_draws)
+        if not draws:
+            return False
+        flow = self.provenance.flow
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            if any(origin in draws for origin in flow.origins(arg, _through_batch_access)):
+                return True
+        return False
 
     @cached_property
     def units(self) -> list[EvalUnit]:
@@ -194,7 +250,15 @@ class EvalUnits:
             if self.blocks.trains(unit_node):
                 continue
             seen[unit_node] = EvalUnit(unit_node, kind, call, ctx.enclosing_function(call), self._needs_grad(unit_node))
+        for func, phase in self.phases.phases.items():
+            call = phase.model_call
+            if func not in seen and call in self._model_call_set and self._unit_of(call)[0] is None:
+                seen[func] = EvalUnit(func, "phase", call, func, False, phase)
         return sorted(seen.values(), key=lambda u: (u.first_call.lineno, u.first_call.col_offset))
+
+    @cached_property
+    def _model_call_set(self) -> frozenset:
+        return frozenset(self.model_calls)
 
     def _unit_of(self, call: ast.Call) -> tuple[ast.AST | None, str]:
         ctx = self.ctx
@@ -225,6 +289,10 @@ class EvalUnits:
             and not self.blocks.has_backward(functions[0])
         ):
             return functions[0], "called-from-training"
+        if self._runs_on_evaluation_batch(call) and not (functions and self._is_excluded_function(functions[0])):
+            if functions:
+                return functions[0], "function"
+            return ctx.enclosing(call, ast.stmt), "batch"
         return None, ""
 
     def _is_module_like(self, cls: ast.ClassDef) -> bool:
@@ -302,6 +370,20 @@ class EvalUnits:
 
 
 # ----- helpers ------------------------------------------------------------------------------------------------
+
+
+def _through_batch_access(expr: ast.AST) -> ast.AST | None:
+    """Look through what selects or moves part of a batch: ``batch["A"]``, ``x.to(device)``,
+    ``x.type(Tensor)``, ``Variable(x)``."""
+    if isinstance(expr, ast.Subscript):
+        return expr.value
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda", "cpu", "type", "float", "half", "detach"):
+            return func.value
+        if isinstance(func, ast.Name) and func.id == "Variable" and expr.args:
+            return expr.args[0]
+    return None
 
 
 def _asserts(func) -> bool:

@@ -19,9 +19,12 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.callgraph import argument_for, call_graph
+from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.dataflow import dataflow, method_call
 from torchlint.analysis.imports import dotted_name
 from torchlint.torchmodel.forward_calls import model_expression
+from torchlint.torchmodel.modules import module_classes
 from torchlint.torchmodel.training import MODEL
 
 if TYPE_CHECKING:
@@ -213,3 +216,162 @@ class ModelProvenance:
         if from_pretrained and name is not None and not self._touched(name, model):
             return "eval"
         return None
+
+
+# ----- whether train and eval mode differ for a model ----------------------------------------------
+# torch.nn layers that behave differently in train and eval mode (dropout; batch-norm statistics;
+# recurrent and attention layers whose `dropout` applies in training only).
+MODE_DEPENDENT_LAYERS = frozenset(
+    "torch.nn." + name
+    for name in (
+        "Dropout",
+        "Dropout1d",
+        "Dropout2d",
+        "Dropout3d",
+        "AlphaDropout",
+        "FeatureAlphaDropout",
+        "BatchNorm1d",
+        "BatchNorm2d",
+        "BatchNorm3d",
+        "LazyBatchNorm1d",
+        "LazyBatchNorm2d",
+        "LazyBatchNorm3d",
+        "SyncBatchNorm",
+        "RNN",
+        "LSTM",
+        "GRU",
+        "MultiheadAttention",
+        "Transformer",
+        "TransformerEncoder",
+        "TransformerDecoder",
+        "TransformerEncoderLayer",
+        "TransformerDecoderLayer",
+    )
+)
+_MODE_FUNCTIONS = frozenset(
+    {
+        "torch.nn.functional.dropout",
+        "torch.nn.functional.dropout1d",
+        "torch.nn.functional.dropout2d",
+        "torch.nn.functional.dropout3d",
+        "torch.nn.functional.alpha_dropout",
+        "torch.nn.functional.batch_norm",
+    }
+)
+
+
+class ModeDependence:
+    """Whether switching a model between train and eval mode changes what it computes: only known
+    for models built here from classes of this file and ``torch.nn`` layers."""
+
+    def __init__(self, ctx: FileContext, training: TrainingModel, provenance: ModelProvenance):
+        self.ctx = ctx
+        self.training = training
+        self.provenance = provenance
+        self._classes: dict[str, bool | None] = {}
+
+    def of_expression(self, expr: ast.AST, depth: int = 0) -> bool | None:
+        """True/False for the model ``expr`` holds when every value it may hold is known; a parameter
+        is followed to the arguments its function's call sites pass (a few calls up)."""
+        verdicts = set()
+        for origin in self.provenance.flow.origins(expr, self.provenance._through_model_keeping):
+            if origin is None:
+                verdicts.add(self._from_callers(expr, depth))
+            else:
+                verdicts.add(self._of_construction(origin))
+            if True in verdicts or None in verdicts:
+                return None if None in verdicts and True not in verdicts else True
+        return False if verdicts == {False} else None
+
+    def _from_callers(self, expr: ast.AST, depth: int) -> bool | None:
+        func = self.ctx.enclosing_function(expr)
+        if not isinstance(expr, ast.Name) or func is None or depth >= 3:
+            return None
+        if expr.id not in {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs}:
+            return None
+        sites = call_graph(self.ctx).callers(func)
+        verdicts = {self._argument_verdict(site, func, expr.id, depth) for site in sites}
+        if not sites or None in verdicts:
+            return None
+        return True in verdicts
+
+    def _argument_verdict(self, site, func, name, depth) -> bool | None:
+        arg = argument_for(site, func, name)
+        return None if arg is None else self.of_expression(arg, depth + 1)
+
+    def _of_construction(self, origin: ast.AST) -> bool | None:
+        if not isinstance(origin, ast.Call):
+            return None
+        qual = self.ctx.call_qualname(origin)
+        if qual is not None and qual.startswith("torch.nn."):
+            return self._torch_layer(origin, qual)
+        func = origin.func
+        if isinstance(func, ast.Name) and func.id in self.ctx.classes:
+            return self._class_depends(func.id)
+        return None
+
+    def _torch_layer(self, call: ast.Call, qual: str) -> bool | None:
+        if qual in MODE_DEPENDENT_LAYERS:
+            return True
+        if qual.rsplit(".", 1)[-1] in ("Sequential", "ModuleList", "ModuleDict"):
+            parts = [self._part(a) for a in call.args]
+            return True if True in parts else None if None in parts else False
+        if qual.startswith("torch.nn.functional.") or qual.count(".") != 2:
+            return None
+        # Any other torch.nn layer (Linear, Conv2d, ReLU, LayerNorm, GroupNorm, Embedding...) is the
+        # same in both modes, except an instance norm asked to track running statistics.
+        tracks = next((k.value for k in call.keywords if k.arg == "track_running_stats"), None)
+        return isinstance(tracks, ast.Constant) and tracks.value is True
+
+    def _part(self, expr: ast.AST) -> bool | None:
+        if isinstance(expr, ast.Starred):
+            return None
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            parts = [self._part(e) for e in expr.elts]
+            return True if True in parts else None if None in parts else False
+        return self._of_construction(expr) if isinstance(expr, ast.Call) else None
+
+    def _class_depends(self, name: str) -> bool | None:
+        if name in self._classes:
+            return self._classes[name]
+        self._classes[name] = None  # a class that builds itself: unknown
+        cls = self.ctx.classes[name]
+        for base in cls.bases:
+            local = isinstance(base, ast.Name) and base.id in self.ctx.classes
+            if not local and self.ctx.qualname(base) != "torch.nn.Module":
+                return None  # a base the linter cannot see (or a framework's) may add layers
+        verdict = self._body_depends(cls)
+        self._classes[name] = verdict
+        return verdict
+
+    def _body_depends(self, cls: ast.ClassDef) -> bool | None:
+        unknown = False
+        for base in cls.bases:
+            if isinstance(base, ast.Name) and base.id in self.ctx.classes:
+                inherited = self._class_depends(base.id)
+                if inherited is not False:
+                    return inherited
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Attribute) and node.attr == "training":
+                return True  # the module branches on its mode itself
+            if isinstance(node, FUNCTION_TYPES) and node.name in ("train", "eval"):
+                return True
+            if not isinstance(node, ast.Call):
+                continue
+            qual = self.ctx.call_qualname(node)
+            if qual in _MODE_FUNCTIONS:
+                return True
+            if qual is not None and qual.startswith("torch.nn.") and qual.count(".") == 2:
+                verdict = self._torch_layer(node, qual)
+            elif isinstance(node.func, ast.Name) and node.func.id in self.ctx.classes:
+                verdict = self._class_depends(node.func.id) if node.func.id in module_classes(self.ctx) else False
+            elif isinstance(node.func, (ast.Name, ast.Attribute)) and (
+                (node.func.id if isinstance(node.func, ast.Name) else node.func.attr)[:1].isupper()
+            ):
+                verdict = None  # a layer class from elsewhere
+            else:
+                continue
+            if verdict is True:
+                return True
+            unknown = unknown or verdict is None
+        return None if unknown else False

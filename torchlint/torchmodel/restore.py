@@ -85,7 +85,7 @@ class RestoreAnalysis:
                     continue  # a frozen backbone switched to eval; the optimizer trains something else
                 if self._ends_after(events, index):
                     continue  # `model.eval(); ...; break`: no further training step follows
-                if not self._restored(events, index, trains):
+                if not self._restored(events, index, trains) and self._mode_matters(event):
                     found.setdefault(event.site, UnrestoredEval(event.site, event.node, loop, event.target))
         return sorted(found.values(), key=lambda u: position(u.site))
 
@@ -197,6 +197,14 @@ class RestoreAnalysis:
     def _evaluation_switch(self, event) -> bool:
         """A switch made by an evaluation function (`validate()` called before training)."""
         return bool(event.via) and self.evaluation.is_eval_function(self.ctx.enclosing_function(event.node))
+
+    def _mode_matters(self, event) -> bool:
+        """The switched model behaves differently in eval mode (only a model known to have no
+        dropout, batch-norm or similar layer does not)."""
+        call = event.node
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+            return True
+        return self.evaluation.mode_matters(call.func.value)
 
     def _same_model(self, a, b) -> bool:
         """Whether two mode switches may concern the same model. Names only compare within one

@@ -718,8 +718,10 @@ _PHASES = """
 def test_evaluation_path_of_a_function_for_both_phases(lint):
     findings = check(lint, _PHASES, "TL005")
     assert "the evaluation phase of `run_epoch()` (`mode='val'`, called at line" in findings[0].message
-    findings = check(lint, _PHASES, "TL006")
-    assert "`with torch.set_grad_enabled(...)` on `mode`" in findings[0].message
+    findings += check(lint, _PHASES, "TL006")
+    assert "`with torch.set_grad_enabled(...)` on `mode`" in findings[-2].message
+    # No fix: `model.eval()` at the top, or `@torch.no_grad()`, would hit the training path too.
+    assert all(f.fix is None for f in findings)
 
 
 def test_model_without_dropout_or_batch_norm_is_the_same_in_both_modes(lint):

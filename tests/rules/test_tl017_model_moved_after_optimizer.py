@@ -26,9 +26,11 @@ def test_script_moves_model_after_loading_the_optimizer_state(lint):
     )
     assert lines(findings) == [6]
     message = findings[0].message
-    assert "`model.cuda()` moves `model` after `optimizer` was built from its parameters (line 4)" in message
-    assert "given state (`optimizer.load_state_dict(torch.load('ckpt.pt')['optimizer'])`" not in message
-    assert "and given state (`optimizer.load_state_dict(" in message and "line 5)" in message
+    assert (
+        findings[0].headline
+        == "`model.cuda()` moves `model` after `optimizer` (built on line 4) was given state on line 5"
+    )
+    assert "the state `optimizer.load_state_dict(" in message and "stays on the old device" in message
     assert "move the model first" in message
     assert findings[0].severity == "warning" and findings[0].name == "model-moved-after-optimizer"
 

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 
+from torchlint.engine.autofix import FixOptions
 from torchlint.engine.files import Target
 from torchlint.engine.lint import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_RULE_CPU_BUDGET,
     SYNTAX_CODE,
     FileResult,
+    fix_bytes,
+    fix_file,
     lint_bytes,
     lint_file,
     syntax_finding,
@@ -21,8 +25,26 @@ from torchlint.engine.rule import Rule, all_rules
 # Below this many files a process pool costs more than it saves.
 MIN_FILES_PER_WORKER = 4
 
-# What a worker receives per file: (path, enabled codes, known error, size limit). Plain tuples pickle fast.
-Job = tuple[str, frozenset, "str | None", int]
+
+@dataclass(frozen=True)
+class FixRequest:
+    """What to do about fixes: ``edits`` makes every fix's edits (for the JSON and SARIF reports);
+    ``apply`` runs the fix rounds with ``options``, writing changed files (``write``) or producing
+    their diffs (``diff``)."""
+
+    edits: bool = False
+    apply: bool = False
+    write: bool = False
+    diff: bool = False
+    unsafe: bool = False
+
+    def options(self, settings) -> FixOptions:
+        return FixOptions(unsafe=self.unsafe, fixable=settings.fixable_codes())
+
+
+# What a worker receives per file: (path, enabled codes, known error, size limit, fixes: None or
+# (FixRequest, FixOptions)). Plain tuples pickle fast.
+Job = tuple[str, frozenset, "str | None", int, "tuple | None"]
 
 
 def _rules_for(codes: frozenset) -> list[type[Rule]]:
@@ -31,14 +53,35 @@ def _rules_for(codes: frozenset) -> list[type[Rule]]:
 
 
 def lint_job(job: Job) -> FileResult:
-    path, codes, error, max_bytes = job
+    path, codes, error, max_bytes, fixes = job
     if error is not None:
         return FileResult(path, findings=[syntax_finding(path, 1, 1, error)] if SYNTAX_CODE in codes else [])
-    return lint_file(path, _rules_for(codes), max_bytes, DEFAULT_RULE_CPU_BUDGET)
+    rules = _rules_for(codes)
+    if fixes is not None and fixes[0].apply:
+        request, options = fixes
+        result = fix_file(path, rules, options, max_bytes, DEFAULT_RULE_CPU_BUDGET, request.write, request.diff)
+    else:
+        result = lint_file(path, rules, max_bytes, DEFAULT_RULE_CPU_BUDGET, fixes is not None and fixes[0].edits)
+    return _without_unfixable(result, fixes)
 
 
-def lint_stdin_bytes(data: bytes, path: str, codes: frozenset) -> FileResult:
-    return lint_bytes(data, path, _rules_for(codes), DEFAULT_RULE_CPU_BUDGET)
+def _without_unfixable(result: FileResult, fixes: tuple | None) -> FileResult:
+    """Findings of rules the configuration makes unfixable carry no fix."""
+    if fixes is not None and fixes[1].fixable is not None:
+        allowed = fixes[1].fixable
+        result.findings = [f if f.fix is None or f.code in allowed else replace(f, fix=None) for f in result.findings]
+    return result
+
+
+def lint_stdin_bytes(data: bytes, path: str, codes: frozenset, fixes: tuple | None = None) -> FileResult:
+    """Lint standard input; with fixes applied, the result keeps the fixed text (for stdout)."""
+    rules = _rules_for(codes)
+    if fixes is not None and fixes[0].apply:
+        request, options = fixes
+        result = fix_bytes(data, path, rules, options, DEFAULT_RULE_CPU_BUDGET, diff=request.diff, keep_text=True)
+    else:
+        result = lint_bytes(data, path, rules, DEFAULT_RULE_CPU_BUDGET, fixes is not None and fixes[0].edits)
+    return _without_unfixable(result, fixes)
 
 
 def resolve_jobs(jobs: int) -> int:
@@ -69,10 +112,17 @@ def _ignore_interrupts() -> None:
 
 
 def lint_targets(
-    targets: Sequence[Target], jobs: int = 1, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+    targets: Sequence[Target],
+    jobs: int = 1,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    fixes: Callable[[Target], FixRequest | None] | None = None,
 ) -> Iterator[FileResult]:
-    """Results in the order of ``targets``."""
-    work: list[Job] = [(t.path, t.settings.codes_for(t.path), t.error, max_bytes) for t in targets]
+    """Results in the order of ``targets``. ``fixes`` says, per target, what to do about fixes."""
+    work: list[Job] = []
+    for t in targets:
+        request = fixes(t) if fixes is not None else None
+        plan = (request, request.options(t.settings)) if request is not None else None
+        work.append((t.path, t.settings.codes_for(t.path), t.error, max_bytes, plan))
     workers = min(resolve_jobs(jobs), max(1, len(work) // MIN_FILES_PER_WORKER))
     if workers <= 1:
         yield from map(lint_job, work)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.training import CLEAR_KINDS, SCALER, training_model
 
 
@@ -147,26 +147,27 @@ def train(model, loader, optimizer, scaler, use_amp):
                     verdicts[step.node] = (ok, unit, step)
         for node, (ok, unit, step) in verdicts.items():
             if not ok:
-                yield self.report(node, self._message(ctx, training, unit, step))
+                yield self.report(node, self._message(ctx, training, unit, step), evidence=(unit, step))
 
     @staticmethod
-    def _message(ctx, training, unit, step) -> str:
+    def _message(ctx, training, unit, step) -> Message:
         opt = step.target or "optimizer"
         where = f"the loop at line {unit.owner.lineno}" if unit.is_loop else f"`{unit.owner.name}()`"
         once = any(e.kind in CLEAR_KINDS for e in training.function_events_around(unit)) if unit.is_loop else False
         hint = " (clearing once before the loop is not enough)" if once else ""
         window = _accumulation_window(training, unit, step)
         if window is None:
-            advice = f"call `{opt}.zero_grad()` once per iteration"
+            advice = f"call `{opt}.zero_grad()` once per iteration{hint}"
         else:
             # Clearing every iteration would throw away the accumulated micro-batches (TS106's advice).
             advice = (
-                f"the loop accumulates gradients ({window}), so call `{opt}.zero_grad()` once per optimizer "
-                f"step, right after `{ctx.segment(step.node)}`"
+                f"the loop accumulates gradients ({window}): call `{opt}.zero_grad()` once per optimizer "
+                f"step, right after `{ctx.segment(step.node)}`{hint}"
             )
-        return (
-            f"`{ctx.segment(step.node)}` applies gradients that are never cleared in {where}{hint}: "
-            f"`.backward()` adds to `.grad`, so each step uses the sum of all batches so far; {advice}"
+        return Message(
+            f"`{ctx.segment(step.node)}` applies gradients that are never cleared in {where}",
+            why="`.backward()` adds to `.grad`, so each step uses the sum of all batches so far",
+            help=advice,
         )
 
 

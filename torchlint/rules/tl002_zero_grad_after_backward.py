@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.training import BACKWARD_KINDS, CLEAR_KINDS, exclusive, training_model
 
 
@@ -104,17 +104,20 @@ class Trainer:
                 if site in reported:
                     continue
                 reported.add(site)
-                yield self.report(site, self._message(ctx, clear, backward, step, site))
+                yield self.report(
+                    site, self._message(ctx, clear, backward, step, site), evidence=(clear, backward, step, unit.events)
+                )
 
     @staticmethod
-    def _message(ctx, clear, backward, step, site) -> str:
+    def _message(ctx, clear, backward, step, site) -> Message:
         what = f"`{ctx.segment(clear.node)}`"
         if site is not clear.node:
             what = f"`{ctx.segment(site)}` (which runs {what} at line {clear.node.lineno})"
-        return (
+        return Message(
             f"{what} runs after `{ctx.segment(backward.node)}` (line {backward.node.lineno}) "
-            f"and before `{ctx.segment(step.node)}` (line {step.node.lineno}), so the step applies "
-            "zeroed gradients; clear the gradients before the forward pass or after the step"
+            f"and before `{ctx.segment(step.node)}` (line {step.node.lineno})",
+            why="the backward's gradients are cleared before the step uses them, so the step applies zeroed gradients",
+            help="clear the gradients before the forward pass or after the step",
         )
 
 

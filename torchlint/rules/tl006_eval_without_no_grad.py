@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.evaluation import NOT_REACHED, evaluation_analysis
 
 
@@ -116,21 +116,24 @@ for epoch in range(5):
                 continue
             verdict = analysis.no_grad(unit)
             if verdict.reached is NOT_REACHED:
-                yield self.report(unit.first_call, self._message(ctx, unit, verdict))
+                yield self.report(unit.first_call, self._message(ctx, unit, verdict), evidence=unit)
 
     @staticmethod
-    def _message(ctx, unit, verdict) -> str:
+    def _message(ctx, unit, verdict) -> Message:
         call = ast.unparse(unit.first_call.func)
         where = unit.label
         if verdict.site is not None:
             where += f", called at line {verdict.site.lineno} outside any no-grad block"
         if unit.phase is not None:
             fix = f"wrap its forward passes in `with torch.set_grad_enabled(...)` on `{unit.phase.param}`"
+        elif unit.kind == "batch":
+            fix = "run it under `with torch.no_grad():` (or use `torch.inference_mode()`)"
         elif unit.kind != "loop" and hasattr(unit.node, "name"):
             fix = f"decorate `{unit.node.name}` with `@torch.no_grad()` (or use `torch.inference_mode()`)"
         else:
             fix = "wrap the evaluation loop in `with torch.no_grad():` (or use `torch.inference_mode()`)"
-        return (
-            f"`{call}(...)` runs in {where} with autograd on: every forward pass records a graph and keeps "
-            f"its activations alive, wasting memory and time; {fix}"
+        return Message(
+            f"`{call}(...)` evaluates with autograd on in {where}",
+            why="every forward pass records a graph and keeps its activations alive, wasting memory and time",
+            help=fix,
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.analysis.conditions import conditions_at, implies
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.layout import Layout, shape_args
 from torchlint.torchmodel.views import out_of_order_merge
 
@@ -120,7 +120,7 @@ def rows_of(feat):
                     break
 
     @staticmethod
-    def _message(ctx, call, permuted, merge) -> str:
+    def _message(ctx, call, permuted, merge) -> Message:
         op = ctx.segment(permuted) or "permute"
         if len(op) > 40:
             op = op[:37] + "..."
@@ -132,10 +132,11 @@ def rows_of(feat):
         if len(view) > 50 or "\n" in view:
             view = ".view(...)"
         a, b = merge.dims
-        return (
-            f"`{view}` merges dimensions {a} and {b} of `{op}`{where}, which the permutation left out of order "
-            'in memory: this raises "view size is not compatible with input tensor\'s size and stride" whenever '
-            "both have more than one element; use `.reshape(...)` instead, or call `.contiguous()` before `.view(...)`"
+        return Message(
+            f"`{view}` merges dimensions {a} and {b} of `{op}`{where}, which the permutation left out of order in memory",
+            why='this raises "view size is not compatible with input tensor\'s size and stride" whenever both '
+            "have more than one element",
+            help="use `.reshape(...)` instead, or call `.contiguous()` before `.view(...)`",
         )
 
 

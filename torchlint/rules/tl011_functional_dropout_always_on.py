@@ -7,7 +7,7 @@ import ast
 from torchlint.analysis.callgraph import passes_unknown_arguments
 from torchlint.analysis.conditions import conditions_at, implies
 from torchlint.analysis.dataflow import argument
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.gradmode import grad_effect
 from torchlint.torchmodel.modules import module_classes
 
@@ -113,13 +113,14 @@ class Block(nn.Module):
             yield self.report(call, self._message(ctx, call, parameter))
 
     @staticmethod
-    def _message(ctx, call, parameter) -> str:
+    def _message(ctx, call, parameter) -> Message:
         text = ctx.segment(call)
         if len(text) > 50:
             text = text[:47] + "..."
-        return (
-            f"`{text}` has no `{parameter}=` argument, which defaults to True: dropout stays on after "
-            f"`model.eval()`; pass `{parameter}=self.training` (or use an `nn.Dropout` submodule)"
+        return Message(
+            f"`{text}` has no `{parameter}=` argument, so dropout stays on in eval mode",
+            why=f"`{parameter}` defaults to True: dropout stays on after `model.eval()`",
+            help=f"pass `{parameter}=self.training` (or use an `nn.Dropout` submodule)",
         )
 
 

@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass
 
 from torchlint.analysis.imports import dotted_name
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.scripts import resolve_value
 from torchlint.torchmodel.training import MODEL, OPTIMIZER, training_model
 
@@ -111,24 +111,30 @@ def resume(path, device):
                     continue
                 stale = _stale_after_move(ctx, build, move, moved)
                 if stale is not None:
-                    yield self.report(move, self._message(ctx, move, moved, build, stale))
+                    yield self.report(move, self._message(ctx, move, moved, build, stale), evidence=build)
                     break
 
     @staticmethod
-    def _message(ctx, move, moved, build, stale) -> str:
-        built = f"`{ctx.segment(move)}` moves `{moved}` after `{build.optimizer}` was built from its parameters"
+    def _message(ctx, move, moved, build, stale) -> Message:
         if stale.kind == "new-parameters":
-            return (
-                f"{built} (line {build.assign.lineno}): on an XLA device the move creates new parameter "
-                f"tensors, so `{build.optimizer}` keeps updating the old ones and the model never learns; "
-                f"move the model first, then construct `{build.optimizer}`"
+            return Message(
+                f"`{ctx.segment(move)}` moves `{moved}` to an XLA device after `{build.optimizer}` was built "
+                f"from its parameters (line {build.assign.lineno})",
+                why=f"the move creates new parameter tensors, so `{build.optimizer}` keeps updating the old ones "
+                "and the model never learns",
+                help=f"move the model first, then construct `{build.optimizer}`",
             )
-        return (
-            f"{built} (line {build.assign.lineno}) and given state (`{ctx.segment(stale.evidence)}`, line "
-            f"{stale.evidence.lineno}): that state (momentum, Adam moments) stays on the old device or dtype and "
-            f"the next step fails or mixes devices; move the model first, then construct `{build.optimizer}` "
-            "and load its state"
+        return Message(
+            f"`{ctx.segment(move)}` moves `{moved}` after `{build.optimizer}` (built on line {build.assign.lineno}) "
+            f"was given state on line {stale.evidence.lineno}",
+            why=f"the state `{_shorten(ctx.segment(stale.evidence))}` gave it (momentum, Adam moments) stays on the "
+            "old device or dtype, and the next step fails or mixes devices",
+            help=f"move the model first, then construct `{build.optimizer}` and load its state",
         )
+
+
+def _shorten(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _optimizer_builds(ctx) -> dict:

@@ -173,13 +173,11 @@ def train(model, loader, optimizer, scaler, use_amp):
 
 def _accumulation_window(training, unit, step) -> str | None:
     """How the iteration accumulates gradients before ``step`` on purpose, in words; None when it does not."""
-    index = unit.events.index(step)
-    test, _ = training.accumulation_gate(unit.events, index)
-    if test is not None:
-        return f"it steps only when `{ast.unparse(test)}`"
-    for _, evidence in training.accumulated_backwards(unit, index):
+    for _, evidence in training.accumulated_backwards(unit, unit.events.index(step)):
         if evidence.kind == "micro_loop":
             return f"micro-step loop at line {evidence.node.lineno}"
+        if evidence.test is not None:
+            return f"it steps only when `{ast.unparse(evidence.test)}`"
     return None
 
 

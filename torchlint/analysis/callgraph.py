@@ -8,6 +8,7 @@ for the call sites of a function here. The index is built once per file, lazily.
 from __future__ import annotations
 
 import ast
+import copy
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
@@ -115,6 +116,40 @@ def parameter_default(func: FunctionNode, name: str) -> ast.AST | None:
         if param.arg == name:
             return default
     return None
+
+
+def in_caller_terms(expr: ast.AST, call: ast.Call, func: FunctionNode) -> ast.AST | None:
+    """``expr``, written inside ``func``, rewritten in the terms of the caller making ``call``: each
+    parameter of ``func`` replaced by the argument the call passes (or its default). None when a
+    parameter it uses gets no argument that can be told (``*args``), or it reads ``func``'s own locals."""
+    params = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs}
+    names = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+    local = {
+        t.id
+        for node in ast.walk(func)
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        for t in ast.walk(target)
+        if isinstance(t, ast.Name)
+    }
+    if names & (local - params):
+        return None
+    replacements = {}
+    for name in names & params:
+        given = argument_for(call, func, name)
+        if given is None:
+            if passes_unknown_arguments(call):
+                return None
+            given = parameter_default(func, name)
+        if given is None:
+            return None
+        replacements[name] = given
+
+    class _Substitute(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return replacements.get(node.id, node)
+
+    return _Substitute().visit(copy.deepcopy(expr))
 
 
 def passes_unknown_arguments(call: ast.Call) -> bool:

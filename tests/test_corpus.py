@@ -34,12 +34,6 @@ KNOWN_GAPS: dict[str, str] = {
     "buggy/cyclegan_letter_names.py": _ROLES_PENDING.format(
         what="TL006 misses models named G_AB/Enc1, built from imported classes, whose parameters feed an optimizer"
     ),
-    "buggy/step_method_running_loss.py": (
-        "TL010 misses `self.running_loss += loss` (line 33) in a per-batch `train_step` method called "
-        "from the loop of `train_epoch`: `_candidates` only considers accumulations lexically inside a "
-        "loop of the same function, so an attribute (or global) total grown by a helper called per "
-        "batch is never examined"
-    ),
 }
 
 

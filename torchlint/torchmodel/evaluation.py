@@ -33,7 +33,7 @@ from torchlint.analysis.imports import dotted_name
 from torchlint.torchmodel.forward_calls import ForwardCalls, mode_switches, same_model
 from torchlint.torchmodel.modules import module_classes
 from torchlint.torchmodel.phases import EvaluationPhase, PhaseFunctions
-from torchlint.torchmodel.provenance import ModeDependence, ModelProvenance
+from torchlint.torchmodel.provenance import TENSOR_KEEPING_METHODS, ModeDependence, ModelProvenance
 from torchlint.torchmodel.reaching_modes import (
     NOT_REACHED,
     REACHED,
@@ -379,7 +379,7 @@ def _through_batch_access(expr: ast.AST) -> ast.AST | None:
         return expr.value
     if isinstance(expr, ast.Call):
         func = expr.func
-        if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda", "cpu", "type", "float", "half", "detach"):
+        if isinstance(func, ast.Attribute) and func.attr in TENSOR_KEEPING_METHODS:
             return func.value
         if isinstance(func, ast.Name) and func.id == "Variable" and expr.args:
             return expr.args[0]

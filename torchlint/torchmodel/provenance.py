@@ -25,7 +25,7 @@ from torchlint.analysis.dataflow import dataflow, method_call
 from torchlint.analysis.imports import dotted_name
 from torchlint.torchmodel.forward_calls import model_expression
 from torchlint.torchmodel.modules import module_classes
-from torchlint.torchmodel.training import MODEL
+from torchlint.torchmodel.training import MODEL, ROLE_PRESERVING_METHODS
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -50,11 +50,16 @@ SYNTHETIC_FACTORIES = frozenset(
     )
 )
 SYNTHETIC_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full"})
-# Methods that hand back (a moved, cast or reshaped copy of) their receiver.
-_KEEPING_METHODS = frozenset(
-    {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "long", "int", "unsqueeze", "contiguous", "eval"}
-)
-_KEEPING_MODEL_METHODS = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "eval"})
+# Methods that hand back their receiver (a model), or a moved, cast or reshaped copy of it (a tensor).
+_KEEPING_MODEL_METHODS = (ROLE_PRESERVING_METHODS - {"train"}) | {"eval"}
+TENSOR_KEEPING_METHODS = (ROLE_PRESERVING_METHODS - {"train"}) | {
+    "long",
+    "int",
+    "type",
+    "detach",
+    "unsqueeze",
+    "contiguous",
+}
 # Model attributes whose use shows the weights are trained, loaded, saved or reset.
 _WEIGHT_USES = frozenset(
     {
@@ -109,7 +114,7 @@ class ModelProvenance:
             found = method_call(expr)
             if found is not None and found[0] in SYNTHETIC_METHODS:
                 return True
-            if found is not None and found[0] in _KEEPING_METHODS and self.ctx.call_qualname(expr) is None:
+            if found is not None and found[0] in TENSOR_KEEPING_METHODS and self.ctx.call_qualname(expr) is None:
                 return self._synthetic(found[1], depth + 1)
             return False
         if isinstance(expr, ast.Name):

@@ -262,6 +262,13 @@ def test_check_subcommand_lints_any_path_even_one_named_like_a_subcommand(tmp_pa
     assert run.err == ""
 
 
+def test_paths_and_options_may_be_mixed(tmp_path):
+    write(tmp_path / "a.py", BUGGY)
+    write(tmp_path / "b.py", BUGGY)
+    run = run_cli(["check", "a.py", "-q", "b.py", "--select", "TL016"])
+    assert [line.split(":")[0] for line in run.out.splitlines()] == ["a.py", "b.py"]
+
+
 def test_check_without_paths_lints_the_current_directory(tmp_path):
     write(tmp_path / "pkg" / "train.py", BUGGY)
     run = run_cli(["check", "--select", "TL016", "-q"])

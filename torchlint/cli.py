@@ -118,12 +118,26 @@ def _parser():
     parser.add_argument("--config", metavar="FILE", help="use this pyproject.toml or TOML file instead of searching")
     parser.add_argument("--no-color", action="store_true", help="never colour the output (also: NO_COLOR=1)")
     parser.add_argument(
+        "--no-respect-gitignore",
+        action="store_true",
+        help="also lint files that .gitignore (or .git/info/exclude) names, when searching directories",
+    )
+    parser.add_argument(
         "--jobs",
         "-j",
         type=_jobs,
         default=1,
         metavar="N",
         help="lint files in N processes (0: one per CPU; default: 1)",
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="lint every file again instead of reusing unchanged files' results"
+    )
+    parser.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="where to keep the result cache (default: cache-dir from the config, else .torchlint_cache"
+        " next to it or in the current directory; also TORCHLINT_CACHE_DIR)",
     )
     parser.add_argument(
         "--max-file-size",
@@ -185,7 +199,8 @@ def _megabytes(text: str) -> float:
 
 def _parse(argv: list[str]):
     try:
-        return _parser().parse_args(argv)
+        # Intermixed: `torchlint a.py -q b.py` names two files (plain parse_args stops at the option).
+        return _parser().parse_intermixed_args(argv)
     except SystemExit as exc:  # --help and --version print, then exit 0
         raise _Exit(exc.code or 0) from None
 
@@ -216,6 +231,7 @@ def _cmd_lint(argv: list[str]) -> int:
         return done.code
 
     from torchlint.engine.files import discover
+    from torchlint.engine.gitignore import GitIgnore
     from torchlint.engine.reporters import REPORTERS, ReportOptions, write_fix_summary, write_statistics
     from torchlint.engine.runner import lint_stdin_bytes, lint_targets
 
@@ -226,7 +242,10 @@ def _cmd_lint(argv: list[str]) -> int:
         select = config_mod.parse_code_list(args.select, "--select") if args.select is not None else None
         ignore = config_mod.parse_code_list(args.ignore, "--ignore") if args.ignore is not None else None
         extend = config_mod.parse_code_list(args.extend_select, "--extend-select") if args.extend_select else ()
-        resolver = config_mod.SettingsResolver(args.config, select, ignore, extend)
+        resolver = config_mod.SettingsResolver(
+            args.config, select, ignore, extend, False if args.no_respect_gitignore else None
+        )
+        gitignore = GitIgnore()
 
         paths = args.paths
         reading_stdin = paths == ["-"] or (not paths and args.stdin_filename is not None)
@@ -234,14 +253,17 @@ def _cmd_lint(argv: list[str]) -> int:
             raise UsageError("'-' (standard input) cannot be combined with other paths")
         if args.stdin_filename is not None and not reading_stdin:
             raise UsageError("--stdin-filename only applies when linting standard input ('-')")
-        targets = None if reading_stdin else list(discover(paths or ["."], resolver.for_path))
+        targets = None if reading_stdin else list(discover(paths or ["."], resolver.for_path, gitignore))
+        cache = None if reading_stdin else _open_cache(args, resolver)
         stdin_settings = (
             resolver.for_path(args.stdin_filename or os.path.join(os.getcwd(), "stdin.py")) if reading_stdin else None
         )
     except config_mod.ConfigError as exc:
         raise UsageError(str(exc)) from None
-    for warning in resolver.warnings:
+    for warning in resolver.warnings + gitignore.problems:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    excluded_count = _note_excluded([t for t in targets or () if t.excluded_by])
+    targets = None if targets is None else [t for t in targets if not t.excluded_by]
 
     if args.diff and args.format != "text":
         raise UsageError("--diff prints a unified diff; it cannot be combined with --format")
@@ -261,7 +283,7 @@ def _cmd_lint(argv: list[str]) -> int:
             produced = _lint_stdin(args, stdin_settings, lint_stdin_bytes, fix_request)
         else:
             produced = lint_targets(
-                targets, args.jobs, int(args.max_file_size * 1_000_000), lambda t: fix_request(t.settings)
+                targets, args.jobs, int(args.max_file_size * 1_000_000), lambda t: fix_request(t.settings), cache
             )
         for result in produced:
             for problem in result.problems:
@@ -269,8 +291,8 @@ def _cmd_lint(argv: list[str]) -> int:
             collected.append(result)
             yield result
 
-    if targets is not None and not targets:
-        print(f"{PROG}: warning: no Python files found in {', '.join(paths or ['.'])}", file=sys.stderr)
+    if targets is not None and not targets and not excluded_count:
+        print(f"{PROG}: warning: no Python files or notebooks found in {', '.join(paths or ['.'])}", file=sys.stderr)
     results = results_as_they_come()
     if args.diff:
         return _report_diffs(results, stream, close, args)
@@ -300,6 +322,8 @@ def _cmd_lint(argv: list[str]) -> int:
         if result.fixed_text is not None:  # --fix on standard input: the fixed source, for editors
             sys.stdout.write(result.fixed_text)
             sys.stdout.flush()
+    for problem in cache.problems if cache is not None else ():
+        print(f"{PROG}: warning: {problem}", file=sys.stderr)
     has_findings = any(r.findings for r in collected)
     return 1 if has_findings and not args.exit_zero else 0
 
@@ -341,6 +365,33 @@ def _report_diffs(results, stream, close, args) -> int:
 
 def _count(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _open_cache(args, resolver):
+    """The result cache, unless --no-cache (or TORCHLINT_NO_CACHE) says not to use one."""
+    if args.no_cache or os.environ.get("TORCHLINT_NO_CACHE"):
+        return None
+    from torchlint.engine.cache import DEFAULT_DIRECTORY, LintCache
+
+    directory = args.cache_dir or os.environ.get("TORCHLINT_CACHE_DIR")
+    if not directory:
+        settings = resolver.for_path(os.path.join(os.getcwd(), "."))
+        directory = settings.cache_dir or settings.root / DEFAULT_DIRECTORY
+    return LintCache(directory)
+
+
+def _note_excluded(targets: list) -> int:
+    """One line about the files named on the command line that the user's excludes leave out
+    (pre-commit names every staged file: one line, not one per file)."""
+    if targets:
+        first = targets[0]
+        where = f"{first.excluded_by!r} in {first.settings.source or 'the configuration'}"
+        if len(targets) == 1:
+            text = f"{first.path} is excluded by the pattern {where}; not linted"
+        else:
+            text = f"{len(targets)} files named are excluded by exclude/extend-exclude (the first, {first.path}, by {where}); not linted"
+        print(f"{PROG}: note: {text}", file=sys.stderr)
+    return len(targets)
 
 
 def _lint_stdin(args, settings, lint_stdin_bytes, fix_request) -> list:

@@ -10,6 +10,8 @@ Each linted path uses the nearest ``pyproject.toml`` above it that has a
     exclude = ["generated"]          # replaces the default excluded names (see files.py)
     extend-include = ["*.pyw"]       # more files to lint in directories (default: *.py, *.ipynb)
     include = ["*.py"]               # replaces the default included files
+    respect-gitignore = false        # lint what .gitignore files name too (default: true)
+    cache-dir = ".cache/torchlint"   # where the result cache lives (default: .torchlint_cache)
     per-file-ignores = { "tests/*" = ["TL001"] }
     fix = true                       # apply safe fixes, as --fix does
     unsafe-fixes = true              # also unsafe ones (--unsafe-fixes)
@@ -46,6 +48,8 @@ KNOWN_KEYS = (
     "extend-exclude",
     "include",
     "extend-include",
+    "respect-gitignore",
+    "cache-dir",
     "per-file-ignores",
     "fix",
     "unsafe-fixes",
@@ -166,6 +170,7 @@ DEFAULT_EXCLUDE = (
     ".mypy_cache",
     ".pytest_cache",
     ".ruff_cache",
+    ".torchlint_cache",
     ".ipynb_checkpoints",
     ".eggs",
     "*.egg-info",
@@ -196,6 +201,8 @@ class Settings:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     include: tuple[str, ...] | None = None  # None: the built-in defaults
     extend_include: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    cache_dir: Path | None = None  # absolute; None: .torchlint_cache in ``root``
     # Valid but almost certainly not what the user meant; the command prints each once.
     warnings: tuple[str, ...] = field(default=(), compare=False)
     fix: bool | None = None  # None: not configured (the command line decides)
@@ -215,10 +222,13 @@ class Settings:
     def includes(self) -> tuple[str, ...]:
         return (DEFAULT_INCLUDE if self.include is None else self.include) + self.extend_include
 
-    def with_overrides(self, select=None, ignore=None, extend_select=()) -> Settings:
+    def with_overrides(self, select=None, ignore=None, extend_select=(), respect_gitignore=None) -> Settings:
         """The command line's options on top: ``--select`` replaces ``select`` and ``extend-select``
-        (as in ruff), ``--extend-select`` adds, ``--ignore`` replaces ``ignore``."""
+        (as in ruff), ``--extend-select`` adds, ``--ignore`` replaces ``ignore``,
+        ``--no-respect-gitignore`` turns ``respect-gitignore`` off."""
         changes = {}
+        if respect_gitignore is not None:
+            changes["respect_gitignore"] = respect_gitignore
         if select is not None:
             changes["select"] = select
             changes["extend_select"] = tuple(extend_select)
@@ -338,6 +348,14 @@ def settings_from_table(table: dict, source: Path, root: Path) -> Settings:
     extend_exclude = _string_list(table.get("extend-exclude", []), f"{where} extend-exclude")
     include = _string_list(table["include"], f"{where} include") if "include" in table else None
     extend_include = _string_list(table.get("extend-include", []), f"{where} extend-include")
+    cache_dir = None
+    if "cache-dir" in table:
+        if not isinstance(table["cache-dir"], str) or not table["cache-dir"].strip():
+            raise ConfigError(f"{where} cache-dir must be a folder name, got {table['cache-dir']!r}")
+        cache_dir = Path(os.path.abspath(os.path.join(root, os.path.expanduser(table["cache-dir"]))))
+    respect_gitignore = table.get("respect-gitignore", True)
+    if not isinstance(respect_gitignore, bool):
+        raise ConfigError(f"{where} respect-gitignore must be true or false, got {respect_gitignore!r}")
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
         raise ConfigError(f"{where} per-file-ignores must be a table of glob = [codes], got {per_file!r}")
@@ -367,6 +385,8 @@ def settings_from_table(table: dict, source: Path, root: Path) -> Settings:
         per_file_ignores,
         include,
         extend_include,
+        respect_gitignore,
+        cache_dir,
         tuple(warnings),
         fix,
         unsafe_fixes,
@@ -439,11 +459,14 @@ def clear_cache() -> None:
 class SettingsResolver:
     """Per-directory settings with the command-line overrides applied, cached."""
 
-    def __init__(self, config_file: str | None = None, select=None, ignore=None, extend_select=()):
+    def __init__(
+        self, config_file: str | None = None, select=None, ignore=None, extend_select=(), respect_gitignore=None
+    ):
         self.fixed = load_config_file(config_file) if config_file else None
         self.select = select
         self.ignore = ignore
         self.extend_select = extend_select
+        self.respect_gitignore = respect_gitignore
         self._applied: dict[int, Settings] = {}
         # The warnings of every configuration used so far, each once, in the order met.
         self.warnings: list[str] = []
@@ -452,6 +475,8 @@ class SettingsResolver:
         base = self.fixed if self.fixed is not None else find_settings(path)
         key = id(base)
         if key not in self._applied:
-            self._applied[key] = base.with_overrides(self.select, self.ignore, self.extend_select)
+            self._applied[key] = base.with_overrides(
+                self.select, self.ignore, self.extend_select, self.respect_gitignore
+            )
             self.warnings += [w for w in base.warnings if w not in self.warnings]
         return self._applied[key]

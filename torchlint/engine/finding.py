@@ -117,6 +117,15 @@ class Finding:
         """The lines after the first: why it matters, what to do."""
         return self.message.split("\n")[1:]
 
+    @classmethod
+    def from_dict(cls, data: dict) -> Finding:
+        """The inverse of to_dict (the cache stores findings as JSON)."""
+        fix = data.get("fix")
+        if fix is not None:  # its edits as they were made (a cached fix cannot build more)
+            fix = Fix(fix["description"], tuple(Edit(**edit) for edit in fix["edits"]), fix["applicability"])
+        names = cls.__dataclass_fields__
+        return cls(**{key: value for key, value in data.items() if key in names and key != "fix"}, fix=fix)
+
     def to_dict(self) -> dict:
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
         data["fix"] = None if self.fix is None else self.fix.to_dict()

@@ -59,6 +59,11 @@ class FileResult:
     fixed: dict[str, int] = field(default_factory=dict)
     diff: str = ""
     fixed_text: str | None = None
+    # Paths of the project's other files whose contents this lint consulted (cross-file
+    # summaries): the cache reuses this result only while they are unchanged too.
+    dependencies: tuple[str, ...] = ()
+    # False when the result depends on more than the inputs (a rule ran out of time or crashed).
+    cacheable: bool = True
 
     def line_text(self, finding: Finding) -> str | None:
         """The source line a finding is reported on."""
@@ -234,17 +239,20 @@ def _run_rule(rule_cls: type[Rule], ctx: FileContext, result: FileResult, limit=
         with limit():
             _collect(rule, ctx, found, result.problems)
     except RuleTimeout:
+        result.cacheable = False
         result.problems.append(
             f"{ctx.path}: {rule.code} stopped after using its {budget:g} s CPU budget on this file"
             " (a performance bug in the rule, please report it); its findings for this file are missing"
         )
         return
     except RecursionError:
+        result.cacheable = False
         result.problems.append(
             f"{ctx.path}: {rule.code} skipped: the code is nested too deeply for this rule (recursion limit)"
         )
         return
     except Exception as exc:  # a bug in a rule must not stop the run, nor hide the other rules' findings
+        result.cacheable = False
         result.problems.append(
             f"{ctx.path}: {rule.code} crashed ({type(exc).__name__}: {exc}); its findings for this file are"
             " missing, please report this bug"

@@ -8,16 +8,19 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from torchlint.engine.autofix import FixOptions
+from torchlint.engine.cache import LintCache
 from torchlint.engine.files import Target
 from torchlint.engine.lint import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_RULE_CPU_BUDGET,
     SYNTAX_CODE,
     FileResult,
+    TooLarge,
     fix_bytes,
     fix_file,
     lint_bytes,
     lint_file,
+    read_file,
     syntax_finding,
 )
 from torchlint.engine.rule import Rule, all_rules
@@ -116,13 +119,51 @@ def lint_targets(
     jobs: int = 1,
     max_bytes: int = DEFAULT_MAX_FILE_BYTES,
     fixes: Callable[[Target], FixRequest | None] | None = None,
+    cache: LintCache | None = None,
 ) -> Iterator[FileResult]:
-    """Results in the order of ``targets``. ``fixes`` says, per target, what to do about fixes."""
+    """Results in the order of ``targets``. ``fixes`` says, per target, what to do about fixes;
+    with a ``cache``, files whose results it holds are not linted again (fixing always lints)."""
     work: list[Job] = []
     for t in targets:
         request = fixes(t) if fixes is not None else None
         plan = (request, request.options(t.settings)) if request is not None else None
         work.append((t.path, t.settings.codes_for(t.path), t.error, max_bytes, plan))
+    if cache is None:
+        yield from _lint_jobs(work, jobs)
+        return
+    # Look every file up first (reading and hashing is cheap next to linting), lint the misses
+    # in one batch (in processes, with --jobs), then hand out the results in order.
+    plan = [(job, *_lookup(cache, job)) for job in work]
+    fresh = _lint_jobs([job for job, _, _, cached in plan if cached is None], jobs)
+    for job, key, variant, cached in plan:
+        if cached is not None:
+            yield cached
+            continue
+        result = next(fresh)
+        if key is not None:
+            cache.put(job[0], key, result, variant)
+        yield result
+
+
+def _lookup(cache: LintCache, job: Job) -> tuple[str | None, str, FileResult | None]:
+    """(the file's cache key, its entry's variant, its cached result): no key for a file the
+    cache leaves alone (fixes to apply, already known unreadable, over the size limit, unreadable)."""
+    path, codes, error, max_bytes, fixes = job
+    if error is not None or (fixes is not None and fixes[0].apply):
+        return None, "", None
+    try:
+        data, _ = read_file(path, max_bytes)
+    except TooLarge:
+        return None, "", None
+    if data is None:
+        return None, "", None
+    # Which fixes the findings carry, and whether with their edits, is part of the result.
+    fix_plan = None if fixes is None else [fixes[0].edits, fixes[1].unsafe, sorted(fixes[1].fixable or ["*"])]
+    key, variant = cache.key(path, data, codes, max_bytes, fix_plan), "edits" if fix_plan and fix_plan[0] else ""
+    return key, variant, cache.get(path, key, variant)
+
+
+def _lint_jobs(work: list[Job], jobs: int) -> Iterator[FileResult]:
     workers = min(resolve_jobs(jobs), max(1, len(work) // MIN_FILES_PER_WORKER))
     if workers <= 1:
         yield from map(lint_job, work)

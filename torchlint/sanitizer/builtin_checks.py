@@ -14,6 +14,7 @@ from .check import Check
 from .devices import DeviceCheck
 from .dtypes import DtypeCheck
 from .inplace import InplaceCheck
+from .loss_scale import LossScaleCheck
 from .nonfinite import NonfiniteCheck
 from .notices import CompiledNotice
 from .training import TrainingChecks
@@ -26,4 +27,5 @@ BUILTIN_CHECKS: tuple[type[Check], ...] = (
     NonfiniteCheck,
     InplaceCheck,
     TrainingChecks,
+    LossScaleCheck,
 )

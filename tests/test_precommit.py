@@ -133,7 +133,7 @@ def test_pre_commit_hook_with_fix_fails_once_with_the_files_fixed(tmp_path, hook
         import torch
         def flatten(feat):
             n, c, h, w = feat.shape
-            return feat.permute(0, 2, 3, 1).view(n, h * w, c)
+            return feat.permute(0, 2, 3, 1).view(n, h, w * c)
         """)
     (project / "train.py").write_text(view)
     code, output = run_hook(project, hook, "train.py")

@@ -8,7 +8,7 @@ from functools import cached_property
 
 from torchlint.analysis.dataflow import dataflow, keyword, method_call
 from torchlint.engine.rule import Message, Rule, register
-from torchlint.torchmodel.modules import module_classes
+from torchlint.torchmodel.modules import imported_layer_class, module_classes
 from torchlint.torchmodel.training import MODEL, training_model
 
 PARAMETER = "torch.nn.Parameter"
@@ -91,8 +91,9 @@ class UnregisteredParameter(Rule):
     summary = "Submodules in a plain list/dict, or a trainable tensor that is not an `nn.Parameter`."
     what = """
         Reports, in the `__init__` of an `nn.Module` subclass, an attribute that holds
-        newly built submodules (`nn.Linear(...)`, a module class of this file, an
-        `nn.Parameter`) in a plain `list`, `tuple` or `dict` — written as a literal, a
+        newly built submodules (`nn.Linear(...)`, a module class of this file, a class
+        imported from a package of layers such as `fairseq.modules`, `timm.layers` or
+        `.models.blocks`, an `nn.Parameter`) in a plain `list`, `tuple` or `dict` — written as a literal, a
         comprehension, or filled with `.append(...)` — and a tensor made trainable with
         `requires_grad=True` or `.requires_grad_()` instead of `nn.Parameter`. Lists of
         modules that are registered anyway (passed to `nn.Sequential(*layers)`,
@@ -278,6 +279,8 @@ class _InitChecker:
         if training_model(self.ctx).constructor_role(expr) == MODEL:
             if qual in STATELESS_LAYERS:
                 return None  # no parameters, buffers or train/eval behaviour: nothing is lost
+            return "module"
+        if imported_layer_class(self.ctx, expr):
             return "module"
         return None
 

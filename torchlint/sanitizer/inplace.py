@@ -194,7 +194,7 @@ class InplaceCheck(Check):
         self._saved: dict[int, int] = {}  # storage key -> number of live saved tensors
         self._writes: dict[int, _Write] = {}  # storage key -> latest write while it was saved
         self._seq = 0
-        self._overwritten: list[tuple[_Saved, _Write, str]] = []  # found by unpack in this backward
+        self._overwritten: list[tuple] = []  # (saved, write, node) found by unpack in this backward
         self._mode: _InplaceMode | None = None
         self._hooks = None
         self._accelerators = frozenset(self.options.accelerator_devices)

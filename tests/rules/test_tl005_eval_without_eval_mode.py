@@ -339,9 +339,7 @@ _HELPERS = """
     "path", ["tests/helpers.py", "/home/me/project/tests/helpers.py", "test_helpers.py", "conftest.py", "train.py"]
 )
 def test_the_same_code_gives_the_same_findings_wherever_it_lies(lint, path):
-    from conftest import lint_text
-
-    findings = lint_text(_HELPERS, "TL005", "TL006", path=path)
+    findings = lint(_HELPERS, "TL005", "TL006", path=path)
     expected = [(line, code) for code in ("TL005", "TL006") for line in expected_lines(_HELPERS, code)]
     assert sorted((f.line, f.code) for f in findings) == sorted(expected)
 

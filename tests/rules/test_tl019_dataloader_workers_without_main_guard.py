@@ -329,9 +329,7 @@ def test_notebook_cells_exported_to_a_script_are_not_given_script_advice(lint):
 
 
 def test_notebook_file_is_not_given_script_advice(lint):
-    from conftest import lint_text
-
-    assert lint_text(_CELLS, CODE, path="04_custom_datasets.ipynb") == []
+    assert lint(_CELLS, CODE, path="04_custom_datasets.ipynb") == []
 
 
 def test_same_cells_without_display_expressions_run_as_a_script(lint):

@@ -11,9 +11,12 @@ Also runnable as ``python -m torchlint.sanitizer.runner``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import runpy
+import signal
 import sys
+import threading
 import traceback
 
 
@@ -61,6 +64,34 @@ def _print_script_traceback(exc: BaseException, script: str) -> None:
     traceback.print_exception(type(exc), exc, first or tb)
 
 
+class _Terminated(BaseException):
+    """SIGTERM arrived (torchrun stops the other ranks when one fails; batch
+    schedulers stop jobs at their time limit): unwind the script so that the
+    session publishes its summary and report, then die by the signal."""
+
+
+def _raise_terminated(signum, frame):
+    # A second SIGTERM while unwinding kills at once, as it would without us.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise _Terminated(signum)
+
+
+@contextlib.contextmanager
+def _report_on_sigterm():
+    """Turn SIGTERM into an exception while the script runs, unless someone
+    (the parent, or Python's embedding) already chose what SIGTERM does."""
+    install = threading.current_thread() is threading.main_thread() and (
+        signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    )
+    if install:
+        signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        if install and signal.getsignal(signal.SIGTERM) is _raise_terminated:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     try:
@@ -90,23 +121,35 @@ def main(argv: list[str] | None = None) -> int:
     sys.argv = [script, *options.args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     status = 0
+    terminated = False
     try:
-        with session:
+        with _report_on_sigterm(), session:
             try:
                 runpy.run_path(script, run_name="__main__")
             except SystemExit as exc:
                 status = _exit_code(exc.code)
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as exc:
+                session.failure = exc
                 status = 130
+            except _Terminated as exc:
+                session.failure = exc
+                terminated = True
             except Exception as exc:
+                session.failure = exc
                 _print_script_traceback(exc, script)
                 status = 1
     except Exception:  # a finding raised at session exit with --raise
         traceback.print_exc()
         status = status or 1
+    except _Terminated:  # arrived while the session was publishing
+        terminated = True
     finally:
         sys.argv = saved_argv
         sys.path[:] = saved_path
+    if terminated:
+        sys.stderr.flush()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
     return status
 
 

@@ -48,8 +48,9 @@ def describe(path: Path) -> str:
     return text + "".join(f"[{key!r}]" for key in rest)
 
 
-def shape_of(tensor: torch.Tensor) -> str:
-    return "(" + ", ".join(str(s) for s in tensor.shape) + ")"
+def shape_of(value: torch.Tensor | tuple[int, ...]) -> str:
+    """``(32, 1)`` / ``(32,)`` for a tensor or a shape, as Python writes the tuple."""
+    return str(tuple(int(s) for s in getattr(value, "shape", value)))
 
 
 # Lazy modules (nn.LazyLinear...) hold these until their first call; they have

@@ -29,18 +29,17 @@ from torch import nn
 
 from .locations import user_frame
 
-# Layers whose behaviour differs between train() and eval().  InstanceNorm
-# only when it keeps running statistics.
-_MODE_DEPENDENT = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
-
 
 def mode_dependent_layers(model: nn.Module) -> list[str]:
-    """Qualified names of the Dropout / BatchNorm-like layers inside ``model``."""
+    """Qualified names of the layers inside ``model`` that compute differently in
+    train() and eval(): dropout with p > 0, batch/instance norm that keeps running
+    statistics (without them it normalises with batch statistics in both modes)."""
     names = []
     for name, module in model.named_modules():
         if (
-            isinstance(module, _MODE_DEPENDENT)
-            or isinstance(module, nn.modules.instancenorm._InstanceNorm)
+            isinstance(module, nn.modules.dropout._DropoutNd)
+            and module.p > 0
+            or isinstance(module, (nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm))
             and module.track_running_stats
             or isinstance(module, nn.MultiheadAttention)
             and module.dropout > 0

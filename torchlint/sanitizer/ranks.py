@@ -41,6 +41,8 @@ from .findings import Finding, Report
 
 #: How often the gathering rank looks at the other ranks' files.
 _POLL_SECONDS = 0.05
+#: Characters of a rank's exception kept in the gathered report.
+_MAX_FAILURE = 200
 
 
 @dataclass(frozen=True)
@@ -321,7 +323,8 @@ def describe_failure(failure: BaseException | None) -> str | None:
     if type(failure).__name__ == "_Terminated":
         return "stopped by SIGTERM (the launcher stops the other ranks when one fails)"
     text = str(failure).strip().splitlines()
-    return f"{type(failure).__name__}: {text[0]}" if text else type(failure).__name__
+    described = f"{type(failure).__name__}: {text[0]}" if text else type(failure).__name__
+    return described if len(described) <= _MAX_FAILURE else described[: _MAX_FAILURE - 3] + "..."
 
 
 def merge(reports: dict[int, dict[str, Any]], world_size: int) -> GatheredReport:

@@ -11,7 +11,6 @@ Also runnable as ``python -m torchlint.sanitizer.runner``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import runpy
 import signal
@@ -70,26 +69,41 @@ class _Terminated(BaseException):
     session publishes its summary and report, then die by the signal."""
 
 
-def _raise_terminated(signum, frame):
-    # A second SIGTERM while unwinding kills at once, as it would without us.
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    raise _Terminated(signum)
+class _SigtermGuard:
+    """While the script runs, SIGTERM raises :class:`_Terminated` in it; once the
+    session is publishing, SIGTERM only asks for the signal to be re-sent after
+    (so that the summary and the report are complete).  Installed only where
+    SIGTERM still does its default (nobody chose otherwise) and on the main thread."""
 
+    def __init__(self) -> None:
+        self.installed = False
+        self.armed = False
+        self.requested = False
 
-@contextlib.contextmanager
-def _report_on_sigterm():
-    """Turn SIGTERM into an exception while the script runs, unless someone
-    (the parent, or Python's embedding) already chose what SIGTERM does."""
-    install = threading.current_thread() is threading.main_thread() and (
-        signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
-    )
-    if install:
-        signal.signal(signal.SIGTERM, _raise_terminated)
-    try:
-        yield
-    finally:
-        if install and signal.getsignal(signal.SIGTERM) is _raise_terminated:
+    def _handler(self, signum, frame) -> None:
+        self.requested = True
+        if self.armed:
+            self.armed = False  # a second SIGTERM while unwinding only re-asks
+            raise _Terminated(signum)
+
+    def __enter__(self) -> _SigtermGuard:
+        if threading.current_thread() is threading.main_thread() and (
+            signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        ):
+            signal.signal(signal.SIGTERM, self._handler)
+            self.installed = self.armed = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.armed = False
+        if self.installed and signal.getsignal(signal.SIGTERM) == self._handler:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    def die_if_requested(self) -> None:
+        """Die by SIGTERM as the plain run would have (its exit status included)."""
+        if self.requested:
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGTERM)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,35 +135,28 @@ def main(argv: list[str] | None = None) -> int:
     sys.argv = [script, *options.args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     status = 0
-    terminated = False
+    guard = _SigtermGuard()
     try:
-        with _report_on_sigterm(), session:
+        with guard, session:
             try:
                 runpy.run_path(script, run_name="__main__")
             except SystemExit as exc:
                 status = _exit_code(exc.code)
-            except KeyboardInterrupt as exc:
+            except (KeyboardInterrupt, _Terminated) as exc:
                 session.failure = exc
                 status = 130
-            except _Terminated as exc:
-                session.failure = exc
-                terminated = True
             except Exception as exc:
                 session.failure = exc
                 _print_script_traceback(exc, script)
                 status = 1
+            guard.armed = False  # the session publishes next: let it finish
     except Exception:  # a finding raised at session exit with --raise
         traceback.print_exc()
         status = status or 1
-    except _Terminated:  # arrived while the session was publishing
-        terminated = True
     finally:
         sys.argv = saved_argv
         sys.path[:] = saved_path
-    if terminated:
-        sys.stderr.flush()
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
+    guard.die_if_requested()
     return status
 
 

@@ -93,7 +93,7 @@ def run_pytest(tmp_path, *options):
 
 def test_the_plugin_is_registered_through_the_pytest11_entry_point():
     plugins = [e for e in importlib.metadata.entry_points(group="pytest11") if e.name == "torchlint"]
-    assert [e.value for e in plugins] == ["torchlint.pytest_plugin"], "reinstall torchlint: pip install -e ."
+    assert [e.value for e in plugins] == ["torchlint.sanitizer.pytest_plugin"], "reinstall torchlint: pip install -e ."
 
 
 def outcome_names(outcomes):

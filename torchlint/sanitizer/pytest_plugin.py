@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from torchlint.sanitizer.findings import SanitizerWarning
+from .findings import SanitizerWarning
 
 _ACTIONS = ("fail", "warn", "raise")
 _FINDINGS_KEY = pytest.StashKey[list]()
@@ -177,7 +177,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _session(settings: Settings):
     try:
-        from torchlint.sanitizer.core import sanitize
+        from .core import sanitize
     except ImportError as error:
         raise pytest.UsageError(f"--torchlint-sanitize needs PyTorch ({error})") from error
     # fail and warn record, then report the findings that count (select/ignore) at the end of the test.

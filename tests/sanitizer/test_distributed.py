@@ -184,6 +184,26 @@ def test_ddp_clean_twins(gloo_group):
     assert report.by_code("TS120") == []
 
 
+def test_fsdp2_sharded_model_is_checked_and_named(gloo_group, mark):
+    """FSDP2 parameters and gradients are DTensors: the checks read this rank's shard."""
+    fully_shard = pytest.importorskip("torch.distributed.fsdp").fully_shard
+    torch.manual_seed(0)
+    sharded_model = fully_shard(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3)))
+    opt = torch.optim.SGD(sharded_model.parameters(), lr=0.1)
+    with torchlint_record() as report:  # the suite's strict mode turns an internal error into a failure
+        for step in range(3):
+            x, y = torch.randn(4, 8), torch.randint(0, 3, (4,))
+            if step == 2:
+                x[0, 0] = float("nan")
+            opt.zero_grad()
+            loss = F.cross_entropy(sharded_model(x), y)  # fsdp forward
+            loss.backward()
+            opt.step()  # fsdp step
+    assert [(f.code, f.lineno) for f in report] == [("TS104", mark("fsdp forward")), ("TS111", mark("fsdp step"))]
+    assert "argument 0 of sharded_model" in report.by_code("TS104")[0].message
+    assert "sharded_model.0.weight" in report.by_code("TS111")[0].message
+
+
 def torchlint_record():
     import torchlint
 

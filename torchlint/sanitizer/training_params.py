@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from .locations import user_frame
+from .tensors import local_shard
 
 
 def mode_dependent_layers(model: nn.Module) -> list[str]:
@@ -276,7 +277,7 @@ class ParamRegistry:
             if not state.step_since_grad:
                 return
             if grad is not None and ref is not None and ref() is grad and grad._version == state.grad_version:
-                state.evidence = grad.detach().ne(0).any()
+                state.evidence = local_shard(grad).detach().ne(0).any()
             else:
                 state.evidence = None
 

@@ -22,11 +22,10 @@ import weakref
 import torch
 
 from .check import BackwardEvent, Check
+from .dtypes import INDEX_TARGET_LOSSES
 from .findings import CHECK_NAMES, Location
 from .tensors import shape_of
 
-#: Losses whose input has its classes along dimension 1.
-_CLASS_LOSSES = ("cross_entropy", "nll_loss")
 #: Functional loss calls remembered to name the loss behind a backward pass.
 _REMEMBERED_LOSSES = 8
 
@@ -166,7 +165,7 @@ class ConstantLossCheck(Check):
         )
         if (
             call is not None
-            and call.fn_name in _CLASS_LOSSES
+            and call.fn_name in INDEX_TARGET_LOSSES
             and len(call.input_shape) >= 2
             and call.input_shape[1] == 1
         ):

@@ -26,25 +26,15 @@ import math
 import torch
 
 from .check import Check
+from .dtypes import INDEX_TARGET_LOSSES
 from .findings import CHECK_NAMES
+from .hooks import LOSS_FUNCTIONS
 from .tensors import shape_of
 
-#: Losses that compare input and target element by element (and broadcast).
-ELEMENTWISE_LOSSES = frozenset(
-    {
-        "mse_loss",
-        "l1_loss",
-        "smooth_l1_loss",
-        "huber_loss",
-        "binary_cross_entropy",
-        "binary_cross_entropy_with_logits",
-        "soft_margin_loss",
-        "poisson_nll_loss",
-        "gaussian_nll_loss",
-        "kl_div",
-        "hinge_embedding_loss",
-        "multilabel_soft_margin_loss",
-    }
+#: Losses that compare input and target element by element (and broadcast): the
+#: intercepted ones, less those whose target holds class indices.
+ELEMENTWISE_LOSSES = frozenset(LOSS_FUNCTIONS).difference(
+    (*INDEX_TARGET_LOSSES, "multi_margin_loss", "multilabel_margin_loss")
 )
 _LOW_PRECISION = (torch.float32, torch.float16, torch.bfloat16)
 

@@ -1,9 +1,14 @@
 """The ``torchlint`` command.
 
-    torchlint [OPTIONS] [PATH ...]     lint files and directories (``-`` reads standard input)
-    torchlint rules                    the table of rules
-    torchlint explain TL001            one rule's full documentation
-    torchlint run SCRIPT [ARGS ...]    run a script under the runtime sanitizer
+    torchlint check [OPTIONS] [PATH ...]  lint files and directories (``-`` reads standard input)
+    torchlint [OPTIONS] [PATH ...]        the same, when the first PATH is not a subcommand's name
+    torchlint rules                       the table of rules
+    torchlint explain TL001               one rule's full documentation
+    torchlint run SCRIPT [ARGS ...]       run a script under the runtime sanitizer
+
+``check`` is explicit so that a file named like a subcommand can never turn a lint into
+something else: the pre-commit hook runs ``torchlint check FILE...``, and a staged file
+called ``run`` is linted, not executed.
 
 Exit status: 0 no findings, 1 findings, 2 usage, configuration or path error (one line
 on stderr, never a traceback). This module imports almost nothing at the top so that
@@ -20,7 +25,7 @@ PROG = "torchlint"
 # Kept here (and checked against reporters.REPORTERS by a test) so --version and --help
 # need not import the engine.
 FORMATS = ("text", "json", "github", "sarif")
-SUBCOMMANDS = ("rules", "explain", "run")
+SUBCOMMANDS = ("check", "rules", "explain", "run")
 
 
 class UsageError(Exception):
@@ -29,15 +34,23 @@ class UsageError(Exception):
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] == "run":
+    command = argv[0] if argv and argv[0] in SUBCOMMANDS else None
+    if command not in (None, "check") and os.path.lexists(command):
+        # `torchlint rules` with a folder named rules/ here: the subcommand wins, say how to lint it.
+        print(
+            f"{PROG}: note: `{command}` is read as the subcommand; to lint the path {command!r}, "
+            f"use `{PROG} check {command}`",
+            file=sys.stderr,
+        )
+    if command == "run":
         # The sanitizer's own command; its exit status is the script's.
         return _run_sanitizer(argv[1:])
     try:
-        if argv and argv[0] == "rules":
+        if command == "rules":
             return _cmd_rules(argv[1:])
-        if argv and argv[0] == "explain":
+        if command == "explain":
             return _cmd_explain(argv[1:])
-        return _cmd_lint(argv)
+        return _cmd_lint(argv[1:] if command == "check" else argv)
     except UsageError as exc:
         return _fail(str(exc))
     except KeyboardInterrupt:
@@ -76,19 +89,29 @@ def _parser():
     from . import __version__
 
     parser = Parser(
-        prog=PROG,
+        prog=f"{PROG} check",
         allow_abbrev=False,
-        description="Find silent bugs in PyTorch training code. Subcommands: "
-        "`torchlint rules`, `torchlint explain CODE`, `torchlint run SCRIPT`.",
+        description="Find silent bugs in PyTorch training code. Other subcommands: "
+        "`torchlint rules`, `torchlint explain CODE`, `torchlint run SCRIPT`. "
+        "`torchlint PATH...` is short for `torchlint check PATH...`.",
         epilog="Exit status: 0 no findings, 1 findings, 2 usage, configuration or path error.",
     )
     parser.add_argument(
         "paths", nargs="*", metavar="PATH", help="files or directories to lint (default: .); - reads stdin"
     )
     parser.add_argument(
-        "--select", metavar="CODES", help="comma-separated rule codes or prefixes to enable (e.g. TL001,TL01)"
+        "--select",
+        metavar="CODES",
+        action="append",
+        help="comma-separated rule codes, prefixes or names to enable, replacing the configured select"
+        " (e.g. TL001,TL01,missing-zero-grad); may be repeated",
     )
-    parser.add_argument("--ignore", metavar="CODES", help="comma-separated rule codes or prefixes to disable")
+    parser.add_argument(
+        "--extend-select", metavar="CODES", action="append", help="rule codes, prefixes or names to enable in addition"
+    )
+    parser.add_argument(
+        "--ignore", metavar="CODES", action="append", help="rule codes, prefixes or names to disable; may be repeated"
+    )
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
     parser.add_argument("--exit-zero", action="store_true", help="exit with status 0 even when there are findings")
@@ -186,7 +209,8 @@ def _cmd_lint(argv: list[str]) -> int:
     try:
         select = config_mod.parse_code_list(args.select, "--select") if args.select is not None else None
         ignore = config_mod.parse_code_list(args.ignore, "--ignore") if args.ignore is not None else None
-        resolver = config_mod.SettingsResolver(args.config, select, ignore)
+        extend = config_mod.parse_code_list(args.extend_select, "--extend-select") if args.extend_select else ()
+        resolver = config_mod.SettingsResolver(args.config, select, ignore, extend)
 
         paths = args.paths
         reading_stdin = paths == ["-"] or (not paths and args.stdin_filename is not None)
@@ -195,8 +219,13 @@ def _cmd_lint(argv: list[str]) -> int:
         if args.stdin_filename is not None and not reading_stdin:
             raise UsageError("--stdin-filename only applies when linting standard input ('-')")
         targets = None if reading_stdin else list(discover(paths or ["."], resolver.for_path))
+        stdin_settings = (
+            resolver.for_path(args.stdin_filename or os.path.join(os.getcwd(), "stdin.py")) if reading_stdin else None
+        )
     except config_mod.ConfigError as exc:
         raise UsageError(str(exc)) from None
+    for warning in resolver.warnings:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
 
     # Open the output before the work, so a bad --output fails fast.
     stream, close = _open_output(args.output)
@@ -205,7 +234,7 @@ def _cmd_lint(argv: list[str]) -> int:
     def results_as_they_come():
         # The text and github reports print each file's findings as soon as it is linted.
         if targets is None:
-            produced = _lint_stdin(args, resolver, lint_stdin_bytes)
+            produced = _lint_stdin(args, stdin_settings, lint_stdin_bytes)
         else:
             produced = lint_targets(targets, args.jobs, int(args.max_file_size * 1_000_000))
         for result in produced:
@@ -237,11 +266,10 @@ def _cmd_lint(argv: list[str]) -> int:
     return 1 if has_findings and not args.exit_zero else 0
 
 
-def _lint_stdin(args, resolver, lint_stdin_bytes) -> list:
+def _lint_stdin(args, settings, lint_stdin_bytes) -> list:
     from torchlint.engine.files import excluded
 
     name = args.stdin_filename or "-"
-    settings = resolver.for_path(args.stdin_filename or os.path.join(os.getcwd(), "stdin.py"))
     if args.stdin_filename and excluded(args.stdin_filename, settings, settings.user_excludes):
         return []
     data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")

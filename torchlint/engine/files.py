@@ -1,5 +1,6 @@
-"""Which files a run lints: ``*.py`` under the given directories, minus excluded names and
-virtual environments; files named explicitly are linted whatever their suffix."""
+"""Which files a run lints: ``*.py`` and ``*.ipynb`` (the ``include`` patterns) under the given
+directories, minus excluded names and virtual environments; files named explicitly are linted
+whatever their suffix."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def excluded(path: str, settings: Settings, patterns: tuple[str, ...]) -> bool:
     return any(glob_match(rel, pattern) for pattern in patterns)
 
 
-def _excluded_entry(path: str, name: str, settings: Settings, patterns: tuple[str, ...]) -> bool:
+def _matches_entry(path: str, name: str, settings: Settings, patterns: tuple[str, ...]) -> bool:
     """While walking: name patterns test this entry's own name (the directories above it were
     tested on the way down, and a directory named on the command line is linted as asked)."""
     rel = None
@@ -88,7 +89,7 @@ def _walk(directory: str, settings_for: Callable[[str], Settings]) -> Iterator[T
         yield Target(directory, settings_for(directory), f"cannot read directory: {reason}")
         return
     settings = settings_for(directory)
-    excludes = settings.excludes()
+    excludes, includes = settings.excludes(), settings.includes()
     for entry in entries:
         child = entry.path if directory != "." else entry.name
         try:
@@ -96,7 +97,9 @@ def _walk(directory: str, settings_for: Callable[[str], Settings]) -> Iterator[T
         except OSError:
             is_dir = False
         if is_dir:
-            if not _excluded_entry(child, entry.name, settings, excludes) and not is_virtualenv(child):
+            if not _matches_entry(child, entry.name, settings, excludes) and not is_virtualenv(child):
                 yield from _walk(child, settings_for)
-        elif entry.name.endswith(".py") and not _excluded_entry(child, entry.name, settings, excludes):
+        elif _matches_entry(child, entry.name, settings, includes) and not _matches_entry(
+            child, entry.name, settings, excludes
+        ):
             yield Target(child, settings)

@@ -18,10 +18,11 @@ import threading
 import tokenize
 from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from torchlint.analysis.context import FileContext
-from torchlint.engine.finding import Finding
+from torchlint.engine.finding import Finding, Message
+from torchlint.engine.notebook import NotebookError, NotebookIndex, code_cell_count, parse_notebook
 from torchlint.engine.rule import Rule, all_rules
 from torchlint.engine.suppress import Suppressions
 
@@ -42,18 +43,26 @@ class FileResult:
 
     path: str
     findings: list[Finding] = field(default_factory=list)
-    # The text of each reported line, so the text reporter can show it without re-reading the file.
-    source_lines: dict[int, str] = field(default_factory=dict)
+    # The text of each reported line, so the text reporter can show it without re-reading the file;
+    # keyed by line, or by (cell, line) in a notebook (see line_text).
+    source_lines: dict = field(default_factory=dict)
     # One-line messages about the engine itself (a rule that crashed on this file).
     problems: list[str] = field(default_factory=list)
     line_count: int = 0
     skipped: bool = False  # not linted at all (over the size limit)
+    # For a notebook: where its cells' lines are, in the program and in the .ipynb text.
+    notebook: NotebookIndex | None = None
+
+    def line_text(self, finding: Finding) -> str | None:
+        """The source line a finding is reported on."""
+        key = finding.line if finding.cell is None else (finding.cell, finding.line)
+        return self.source_lines.get(key)
 
 
-def syntax_finding(path: str, line: int, column: int, message: str) -> Finding:
+def syntax_finding(path: str, line: int, column: int, message: Message | str) -> Finding:
     code, name, severity = SYNTAX_ERROR
     line, column = max(line or 1, 1), max(column or 1, 1)
-    return Finding(path, line, column, line, column, code, name, severity, message)
+    return Finding(path, line, column, line, column, code, name, severity, str(message))
 
 
 def lint_source(source: str, path: str = "<string>", rules: Iterable[type[Rule]] | None = None) -> list[Finding]:
@@ -62,15 +71,20 @@ def lint_source(source: str, path: str = "<string>", rules: Iterable[type[Rule]]
 
 
 def lint_text(
-    source: str, path: str, rules: Iterable[type[Rule]] | None = None, rule_budget: float | None = None
+    source: str,
+    path: str,
+    rules: Iterable[type[Rule]] | None = None,
+    rule_budget: float | None = None,
+    notebook: NotebookIndex | None = None,
 ) -> FileResult:
     """Lint decoded source text. ``rules=None`` runs every registered rule (TL000 included).
-    ``rule_budget``: CPU seconds each rule may spend on this file (None: no limit)."""
+    ``rule_budget``: CPU seconds each rule may spend on this file (None: no limit).
+    ``notebook``: the source is a notebook's joined code cells (see lint_notebook_text)."""
     rule_classes = list(all_rules().values()) if rules is None else list(rules)
     report_unparsable = rules is None or any(r.code == SYNTAX_CODE for r in rule_classes)
     result = FileResult(path, line_count=source.count("\n") + (not source.endswith("\n") and bool(source)))
     with _cyclic_gc_paused():
-        tree, failure = _parse(source, path)
+        tree, failure = _parse(source, path, top_level_await=notebook is not None)
         if tree is None:
             if report_unparsable:
                 result.findings.append(failure)
@@ -81,7 +95,35 @@ def lint_text(
                     if rule_cls.code == SYNTAX_CODE:
                         continue
                     _run_rule(rule_cls, ctx, result, limit, rule_budget)
-    return _finish(result, source)
+    return _finish(result, source, notebook)
+
+
+def lint_notebook_text(
+    text: str, path: str, rules: Iterable[type[Rule]] | None = None, rule_budget: float | None = None
+) -> FileResult:
+    """Lint a notebook's JSON text: its code cells as one program, findings located by cell.
+    Invalid JSON is a TL000 finding; a notebook of another language or without code cells
+    is a warning (a problem), not a finding."""
+    rule_classes = list(all_rules().values()) if rules is None else list(rules)
+    report_unparsable = any(r.code == SYNTAX_CODE for r in rule_classes)
+    try:
+        program = parse_notebook(text)
+    except NotebookError as exc:
+        return FileResult(path, findings=[syntax_finding(path, 1, 1, str(exc))] if report_unparsable else [])
+    if program.language != "python":
+        return FileResult(
+            path, skipped=True, problems=[f"{path}: skipped: a {program.language} notebook, not a Python one"]
+        )
+    if not code_cell_count(program):
+        return FileResult(path, problems=[f"{path}: no code cells to lint"])
+    result = lint_text(program.source, path, rule_classes, rule_budget, notebook=program.index)
+    if report_unparsable:
+        for cell, line, column, message in program.broken_cells:
+            finding = syntax_finding(path, line, column, f"{message} (this cell is left out of the analysis)")
+            result.findings.append(replace(finding, cell=cell))
+    result.findings.sort(key=lambda f: (f.cell or 0, f.line, f.column, f.code))
+    result.notebook = program.index
+    return result
 
 
 @contextmanager
@@ -98,9 +140,11 @@ def _cyclic_gc_paused():
             gc.enable()
 
 
-def _parse(source: str, path: str) -> tuple[ast.Module | None, Finding | None]:
+def _parse(source: str, path: str, top_level_await: bool = False) -> tuple[ast.Module | None, Finding | None]:
+    # Notebook cells may `await` at top level (IPython runs them in an event loop).
+    flags = ast.PyCF_ONLY_AST | (ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if top_level_await else 0)
     try:
-        return ast.parse(source, filename=path), None
+        return compile(source, path, "exec", flags, dont_inherit=True), None
     except SyntaxError as exc:
         if "null bytes" in str(exc.msg):
             return None, _nul_finding(path, source)
@@ -193,21 +237,52 @@ def _collect(rule: Rule, ctx: FileContext, found: list[Finding]) -> None:
     for diag in rule.check(ctx):
         line, col, end_line, end_col = ctx.span(diag.node)
         found.append(
-            Finding(ctx.path, line, col, end_line, end_col, rule.code, rule.name, rule.severity, diag.message, diag.fix)
+            Finding(
+                ctx.path, line, col, end_line, end_col, rule.code, rule.name, rule.severity, str(diag.message), diag.fix
+            )
         )
 
 
-def _finish(result: FileResult, source: str) -> FileResult:
+def _finish(result: FileResult, source: str, notebook: NotebookIndex | None = None) -> FileResult:
     findings = result.findings
+    # Cheap for the many files whose text never mentions `noqa` or `torchlint:`.
+    suppressions = Suppressions.from_source(source, notebook)
+    result.problems.extend(suppressions.problems(result.path, notebook))
     if findings:
-        # Suppression comments only matter when something was reported: skip tokenizing otherwise.
-        suppressions = Suppressions.from_source(source)
         findings = sorted({f for f in findings if not suppressions.suppresses(f)})
         # split("\n"), not splitlines(): form feeds and other separators are not line ends to Python.
         lines = source.split("\n") if findings else []
         result.source_lines = {f.line: lines[f.line - 1] for f in findings if 0 < f.line <= len(lines)}
+        if notebook is not None:
+            findings, result.source_lines = _in_cells(findings, result.source_lines, notebook)
     result.findings = findings
     return result
+
+
+def _in_cells(findings: list[Finding], source_lines: dict, notebook: NotebookIndex):
+    """Program positions -> (cell, line in the cell), with the cell's own text of each line;
+    columns of a neutralised `%time stmt` line shifted back to where the statement stands."""
+    located, lines = [], {}
+    for f in findings:
+        cell, line = notebook.locate(f.line)
+        end_cell, end_line = notebook.locate(f.end_line)
+        if end_cell != cell:  # cannot happen for a node, but never report a span across cells
+            end_line = line
+        shift, end_shift = notebook.column_shifts.get(f.line, 0), notebook.column_shifts.get(f.end_line, 0)
+        located.append(
+            replace(
+                f,
+                cell=cell,
+                line=line,
+                end_line=end_line,
+                column=f.column + shift,
+                end_column=f.end_column + end_shift,
+                message=notebook.localize(f.message, cell),
+            )
+        )
+        if f.line in source_lines:
+            lines[(cell, line)] = notebook.original_lines.get(f.line, source_lines[f.line])
+    return located, lines
 
 
 # ----- bytes and files ----------------------------------------------------------------------
@@ -229,8 +304,10 @@ def decode(data: bytes, path: str) -> tuple[str | None, Finding | None]:
             path,
             line,
             column,
-            f"cannot decode as {encoding}: byte {bad!r} at line {line} ({exc.reason}); "
-            "save the file as UTF-8 or declare its encoding with a `# -*- coding: ... -*-` line",
+            Message(
+                f"cannot decode as {encoding}: byte {bad!r} at line {line} ({exc.reason})",
+                help="save the file as UTF-8 or declare its encoding with a `# -*- coding: ... -*-` line",
+            ),
         )
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -240,6 +317,10 @@ def decode(data: bytes, path: str) -> tuple[str | None, Finding | None]:
     return text, None
 
 
+def is_notebook(path: str) -> bool:
+    return path.lower().endswith(".ipynb")
+
+
 def lint_bytes(
     data: bytes, path: str, rules: Sequence[type[Rule]] | None = None, rule_budget: float | None = None
 ) -> FileResult:
@@ -247,6 +328,8 @@ def lint_bytes(
     if text is None:
         report = rules is None or any(r.code == SYNTAX_CODE for r in rules)
         return FileResult(path, findings=[failure] if report else [], line_count=data.count(b"\n"))
+    if is_notebook(path):
+        return lint_notebook_text(text, path, rules, rule_budget)
     return lint_text(text, path, rules, rule_budget)
 
 

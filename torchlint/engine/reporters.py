@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from torchlint.engine.finding import ERROR, Finding
+from torchlint.engine.finding import ERROR, Finding, location
 
 if TYPE_CHECKING:
     from torchlint.engine.lint import FileResult
@@ -34,6 +34,16 @@ class ReportOptions:
 
 def all_findings(results: Sequence[FileResult]) -> list[Finding]:
     return [f for r in results for f in r.findings]
+
+
+def file_region(result: FileResult, finding: Finding) -> tuple[int, int, int, int]:
+    """(line, column, end line, end column) in the file itself, for formats that annotate the
+    file as stored (GitHub, SARIF): in a notebook, where the cell's line sits in the .ipynb JSON."""
+    if finding.cell is None or result.notebook is None:
+        return finding.line, finding.column, finding.end_line, finding.end_column
+    line, column = result.notebook.raw_position(finding.cell, finding.line, finding.column)
+    end_line, end_column = result.notebook.raw_position(finding.cell, finding.end_line, finding.end_column)
+    return line, column, end_line, end_column
 
 
 # ----- text -----------------------------------------------------------------------------------
@@ -85,18 +95,22 @@ def report_text(results: Iterable[FileResult], stream: TextIO, options: ReportOp
         for f in result.findings:
             findings.append(f)
             sev = p.severity(f.severity)
+            where = location(f.path, f.cell, f.line, f.column)
             stream.write(
-                f"{p.bold}{f.path}{p.reset}:{f.line}:{f.column}: {sev}{p.bold}{f.code}{p.reset} "
-                f"{p.dim}[{f.name}]{p.reset} {f.message}\n"
+                f"{p.bold}{f.path}{p.reset}{where[len(f.path) :]}: {sev}{p.bold}{f.code}{p.reset} "
+                f"{p.dim}[{f.name}]{p.reset} {f.headline}\n"
             )
             if options.quiet:
                 continue
-            line_text = result.source_lines.get(f.line)
+            line_text = result.line_text(f)
             if line_text is not None and line_text.strip():
                 shown, start, width = _snippet(line_text, f)
                 gutter = str(f.line)
                 stream.write(f"{p.dim}{gutter:>5} |{p.reset} {shown}\n")
                 stream.write(f"{p.dim}{'':>5} |{p.reset} {' ' * start}{sev}{'^' * width}{p.reset}\n")
+            # The why and the fix under the code, as rustc's notes: `      = help: call ...`.
+            for detail in f.details:
+                stream.write(f"{'':>5} {p.accent}={p.reset} {detail}\n")
         if result.findings:
             stream.flush()
     if options.statistics:
@@ -162,17 +176,20 @@ def _escape_property(text: str) -> str:
 
 
 def report_github(results: Sequence[FileResult], stream: TextIO, options: ReportOptions) -> None:
-    for f in all_findings(results):
-        command = "error" if f.severity == ERROR else "warning"
-        props = [
-            f"file={_escape_property(f.path)}",
-            f"line={f.line}",
-            f"col={f.column}",
-            f"endLine={f.end_line}",
-            f"endColumn={f.end_column}",
-            f"title={_escape_property(f'{f.code} {f.name}')}",
-        ]
-        stream.write(f"::{command} {','.join(props)}::{_escape_data(f.message)}\n")
+    for result in results:
+        for f in result.findings:
+            command = "error" if f.severity == ERROR else "warning"
+            line, column, end_line, end_column = file_region(result, f)
+            title = f"{f.code} {f.name}" if f.cell is None else f"{f.code} {f.name} (cell {f.cell}, line {f.line})"
+            props = [
+                f"file={_escape_property(f.path)}",
+                f"line={line}",
+                f"col={column}",
+                f"endLine={end_line}",
+                f"endColumn={end_column}",
+                f"title={_escape_property(title)}",
+            ]
+            stream.write(f"::{command} {','.join(props)}::{_escape_data(f.message)}\n")
 
 
 # ----- SARIF 2.1.0 ----------------------------------------------------------------------------
@@ -208,28 +225,32 @@ def sarif_document(results: Sequence[FileResult], rules: Sequence[type]) -> dict
         for rule in rules
     ]
     sarif_results = []
-    for f in all_findings(results):
-        result = {
-            "ruleId": f.code,
-            "level": "error" if f.severity == ERROR else "warning",
-            "message": {"text": f.message},
-            "locations": [
-                {
-                    "physicalLocation": {
-                        "artifactLocation": _artifact_uri(f.path),
-                        "region": {
-                            "startLine": f.line,
-                            "startColumn": f.column,
-                            "endLine": f.end_line,
-                            "endColumn": max(f.end_column, f.column),
-                        },
+    for file_result in results:
+        for f in file_result.findings:
+            line, column, end_line, end_column = file_region(file_result, f)
+            result = {
+                "ruleId": f.code,
+                "level": "error" if f.severity == ERROR else "warning",
+                "message": {"text": f.message},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": _artifact_uri(f.path),
+                            "region": {
+                                "startLine": line,
+                                "startColumn": column,
+                                "endLine": end_line,
+                                "endColumn": max(end_column, column),
+                            },
+                        }
                     }
-                }
-            ],
-        }
-        if f.code in rule_index:
-            result["ruleIndex"] = rule_index[f.code]
-        sarif_results.append(result)
+                ],
+            }
+            if f.cell is not None:  # where a notebook viewer shows it
+                result["properties"] = {"cell": f.cell, "cellLine": f.line, "cellColumn": f.column}
+            if f.code in rule_index:
+                result["ruleIndex"] = rule_index[f.code]
+            sarif_results.append(result)
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from torchlint.engine.finding import SEVERITIES, Fix
+from torchlint.engine.finding import SEVERITIES, Fix, Message
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -26,10 +26,12 @@ NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 @dataclass(frozen=True)
 class Diagnostic:
-    """What a rule reports: a node (or explicit span) and a message. The engine adds the rest."""
+    """What a rule reports: a node (or explicit span) and a message. The engine adds the rest.
+    A :class:`Message` keeps the first line short and puts the why and the fix on lines of
+    their own; a plain string is a message of one line."""
 
     node: ast.AST
-    message: str
+    message: Message | str
     fix: Fix | None = None
 
 
@@ -49,7 +51,7 @@ class Rule:
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         raise NotImplementedError
 
-    def report(self, node: ast.AST, message: str, fix: Fix | None = None) -> Diagnostic:
+    def report(self, node: ast.AST, message: Message | str, fix: Fix | None = None) -> Diagnostic:
         return Diagnostic(node, message, fix)
 
     @classmethod

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.training import CLEAR_KINDS, SCALER, training_model
 
 
@@ -150,15 +150,15 @@ def train(model, loader, optimizer, scaler, use_amp):
                 yield self.report(node, self._message(ctx, training, unit, step))
 
     @staticmethod
-    def _message(ctx, training, unit, step) -> str:
+    def _message(ctx, training, unit, step) -> Message:
         opt = step.target or "optimizer"
         where = f"the loop at line {unit.owner.lineno}" if unit.is_loop else f"`{unit.owner.name}()`"
         once = any(e.kind in CLEAR_KINDS for e in training.function_events_around(unit)) if unit.is_loop else False
         hint = " (clearing once before the loop is not enough)" if once else ""
-        return (
-            f"`{ctx.segment(step.node)}` applies gradients that are never cleared in {where}{hint}: "
-            f"`.backward()` adds to `.grad`, so each step uses the sum of all batches so far; "
-            f"call `{opt}.zero_grad()` once per iteration"
+        return Message(
+            f"`{ctx.segment(step.node)}` applies gradients that are never cleared in {where}",
+            why="`.backward()` adds to `.grad`, so each step uses the sum of all batches so far",
+            help=f"call `{opt}.zero_grad()` once per iteration{hint}",
         )
 
 

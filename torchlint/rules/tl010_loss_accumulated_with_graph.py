@@ -7,7 +7,7 @@ from collections import defaultdict
 
 from torchlint.analysis.dataflow import Binding, dataflow, method_call, returns_of
 from torchlint.analysis.imports import symbol
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.gradmode import lexical_grad_disabler
 from torchlint.torchmodel.training import BACKWARD_METHODS, CRITERION, training_model
 
@@ -190,21 +190,22 @@ def train(model, loader, optimizer):
                 yield self.report(node, self._message(ctx, node, accumulator, added))
 
     @staticmethod
-    def _message(ctx, node, accumulator, added) -> str:
+    def _message(ctx, node, accumulator, added) -> Message:
         value = ctx.segment(added) or "loss"
         if len(value) > 40:
             value = value[:37] + "..."
         if isinstance(node, ast.Call):
-            return (
+            return Message(
                 f"`{ctx.segment(node)}` stores a tensor still attached to the autograd graph in a list that is "
-                f"summed later: every iteration's graph stays alive and memory grows; append `{value}.item()` "
-                f"(or `{value}.detach()`) instead"
+                "summed later",
+                why="every iteration's graph stays alive and memory grows",
+                help=f"append `{value}.item()` (or `{value}.detach()`) instead",
             )
         target = ctx.segment(accumulator) or "total"
-        return (
-            f"`{target}` accumulates `{value}`, a tensor still attached to the autograd graph: every iteration's "
-            f"graph stays alive and memory grows until the loop ends; add `{value}.item()` (or "
-            f"`{value}.detach()`) instead"
+        return Message(
+            f"`{target}` accumulates `{value}`, a tensor still attached to the autograd graph",
+            why="every iteration's graph stays alive and memory grows until the loop ends",
+            help=f"add `{value}.item()` (or `{value}.detach()`) instead",
         )
 
 

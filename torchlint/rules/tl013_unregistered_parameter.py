@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from functools import cached_property
 
 from torchlint.analysis.dataflow import dataflow, keyword, method_call
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.modules import module_classes
 from torchlint.torchmodel.training import MODEL, training_model
 
@@ -210,15 +210,15 @@ class _InitChecker:
                 yield self.rule.report(node, message)
 
     # ----- what an assignment stores ------------------------------------------------------------
-    def _judge(self, attr: str, value: ast.AST) -> str | None:
+    def _judge(self, attr: str, value: ast.AST) -> Message | None:
         trainable = self._trainable_tensor(value)
         if trainable:
             if self._wrapped_later(attr):
                 return None
-            return (
-                f"`self.{attr}` is a tensor made trainable with `{trainable}` but not an `nn.Parameter`: "
-                "the optimizer (`model.parameters()`), `.to(device)` and `state_dict()` never see it; "
-                f"wrap it: `self.{attr} = nn.Parameter(...)` (or `register_buffer` if it is not trained)"
+            return Message(
+                f"`self.{attr}` is a tensor made trainable with `{trainable}` but not an `nn.Parameter`",
+                why="the optimizer (`model.parameters()`), `.to(device)` and `state_dict()` never see it",
+                help=f"wrap it: `self.{attr} = nn.Parameter(...)` (or `register_buffer` if it is not trained)",
             )
         fresh = self._fresh_modules_in_container(value)
         filled = ""
@@ -234,10 +234,11 @@ class _InitChecker:
         else:
             replacement = "nn.ModuleDict" if kind == "dict" else "nn.ModuleList"
             what = "submodules"
-        return (
-            f"`self.{attr}` keeps {what} in a plain {kind}{filled}: they are not registered, so the optimizer "
-            "(`model.parameters()`), `.to(device)`, `state_dict()` and `model.eval()` never see them; "
-            f"use `{replacement}(...)` instead"
+        return Message(
+            f"`self.{attr}` keeps {what} in a plain {kind}{filled}",
+            why="they are not registered, so the optimizer (`model.parameters()`), `.to(device)`, `state_dict()` "
+            "and `model.eval()` never see them",
+            help=f"use `{replacement}(...)` instead",
         )
 
     def _trainable_tensor(self, value: ast.AST) -> str | None:

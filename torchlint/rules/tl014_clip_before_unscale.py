@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.analysis.imports import dotted_name
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.amp import backward_scaler, scaled_backward
 from torchlint.torchmodel.training import CLIP_FUNCTIONS, MODEL, exclusive, training_model
 
@@ -134,12 +134,13 @@ class Trainer:
                     yield self.report(event.node, self._message(ctx, event.node, backward, optimizer))
 
     @staticmethod
-    def _message(ctx, clip, backward, optimizer) -> str:
+    def _message(ctx, clip, backward, optimizer) -> Message:
         scaler = dotted_name(backward_scaler(training_model(ctx), backward)) or "scaler"
-        return (
+        return Message(
             f"`{ctx.segment(clip.func)}` clips gradients that are still scaled by `{scaler}` "
-            f"(scaled backward on line {backward.node.lineno}), so the threshold is compared with a norm "
-            f"multiplied by the loss scale; call `{scaler}.unscale_({optimizer})` right before clipping"
+            f"(scaled backward on line {backward.node.lineno})",
+            why="the threshold is compared with a norm multiplied by the loss scale",
+            help=f"call `{scaler}.unscale_({optimizer})` right before clipping",
         )
 
 

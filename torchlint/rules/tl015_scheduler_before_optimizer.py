@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.analysis.imports import symbol
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.training import SCHEDULER, exclusive, training_model
 
 _STEPS = ("step", "opaque_step")
@@ -128,12 +128,12 @@ def train(model, optimizer, lr_scheduler, loader):
             yield self.report(event.node, self._message(ctx, event, later))
 
     @staticmethod
-    def _message(ctx, sched, step) -> str:
+    def _message(ctx, sched, step) -> Message:
         step_call = ctx.segment(step.node) or "optimizer.step()"
-        return (
-            f"`{ctx.segment(sched.node)}` runs before `{step_call}` (line {step.node.lineno}) in the same "
-            "iteration, so the schedule advances before the update it should govern and its first learning "
-            "rate is skipped; call it after the optimizer step"
+        return Message(
+            f"`{ctx.segment(sched.node)}` runs before `{step_call}` (line {step.node.lineno}) in the same iteration",
+            why="the schedule advances before the update it should govern and its first learning rate is skipped",
+            help="call it after the optimizer step",
         )
 
 

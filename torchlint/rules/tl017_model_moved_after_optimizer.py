@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass
 
 from torchlint.analysis.imports import dotted_name
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.training import MODEL, OPTIMIZER, training_model
 
 # Methods that move or cast a module's parameters.
@@ -94,11 +94,12 @@ def setup(device):
                     break
 
     @staticmethod
-    def _message(ctx, move, moved, build) -> str:
-        return (
+    def _message(ctx, move, moved, build) -> Message:
+        return Message(
             f"`{ctx.segment(move)}` moves `{moved}` after `{build.optimizer}` was built from its parameters "
-            f"(line {build.assign.lineno}); the optimizer can keep the pre-move tensors and its state stays on "
-            f"the old device or dtype; move the model first, then construct `{build.optimizer}`"
+            f"(line {build.assign.lineno})",
+            why="the optimizer can keep the pre-move tensors and its state stays on the old device or dtype",
+            help=f"move the model first, then construct `{build.optimizer}`",
         )
 
 

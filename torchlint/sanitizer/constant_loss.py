@@ -192,6 +192,3 @@ class ConstantLossCheck(Check):
             },
             location,
         )
-
-
-CHECKS = [ConstantLossCheck]

@@ -129,6 +129,3 @@ class DDPGradientCheck(Check):
             f"find_unused_parameters=True to DistributedDataParallel.",
             {"model": name, "parameters": qualified, "reduced_parameters": total},
         )
-
-
-CHECKS = [DDPGradientCheck]

@@ -15,6 +15,8 @@ import torch
 import torch.nn.modules.module as _module_hooks
 import torch.optim.optimizer as _optimizer_hooks
 
+from .tracebacks import cleaned
+
 if TYPE_CHECKING:
     from .core import Session
 
@@ -51,9 +53,61 @@ except AttributeError:  # torch < 2.3
         return False
 
 
+# ---------------------------------------------------------------------------
+# the sanitizer's own function modes
+# ---------------------------------------------------------------------------
+# Function modes the sanitizer pushed (the in-place check's).  The sanitizer's
+# own code and optimizer steps run with them taken off torch's mode stack, so
+# that they cost something only for the user's torch calls.
+OWN_MODES: list = []
+_off_for_step: list = []  # modes taken off for the optimizer step in progress
+
+
+def _take_own_mode_off():
+    """Pop the sanitizer's mode if it is on top of the stack; return it (or None)."""
+    size = torch._C._len_torch_function_stack()
+    if size and any(torch._C._get_function_stack_at(size - 1) is mode for mode in OWN_MODES):
+        return torch._C._pop_torch_function_stack()
+    return None
+
+
+def _put_back_after_step() -> None:
+    while _off_for_step:
+        torch._C._push_on_torch_function_stack(_off_for_step.pop())
+
+
+def closure_of(args: tuple, kwargs: dict) -> tuple[Any, str | int | None]:
+    """The closure passed to ``optimizer.step`` and where it sits in the call
+    (``args`` include the optimizer itself at index 0)."""
+    if len(args) > 1 and callable(args[1]):
+        return args[1], 1
+    closure = kwargs.get("closure")
+    if callable(closure):
+        return closure, "closure"
+    return None, None
+
+
+def _deliver(method: Callable, *args: Any) -> Any:
+    """Call an event method of the innermost session.  Every entry point from
+    torch into the sanitizer goes through here: the sanitizer's own function
+    mode is off meanwhile, and an exception passing through leaves without the
+    sanitizer's frames (see tracebacks.py)."""
+    mode = _take_own_mode_off() if OWN_MODES else None
+    try:
+        return method(*args)
+    except BaseException as exc:
+        cleaned(exc)
+        raise  # a bare raise adds no frame of ours back
+    finally:
+        if mode is not None:
+            torch._C._push_on_torch_function_stack(mode)
+
+
 def _module_pre_hook(module, args):
+    if _off_for_step:  # a step that raised never reached its post hook
+        _put_back_after_step()
     if _SESSIONS and not _is_compiling():
-        _SESSIONS[-1]._module_pre(module, args)
+        _deliver(_SESSIONS[-1]._module_pre, module, args)
 
 
 def _module_post_hook(module, args, *rest):
@@ -61,19 +115,27 @@ def _module_post_hook(module, args, *rest):
     # always_call hooks as (module, args, output) and silences their errors.
     if _SESSIONS and not _is_compiling():
         if len(rest) == 2:
-            _SESSIONS[-1]._module_post(module, args, rest[0], rest[1], failed=False)
+            _deliver(_SESSIONS[-1]._module_post, module, args, rest[0], rest[1], False)
         else:
-            _SESSIONS[-1]._module_post(module, args, {}, None, failed=True)
+            _deliver(_SESSIONS[-1]._module_post, module, args, {}, None, True)
 
 
 def _optimizer_pre_hook(optimizer, args, kwargs):
     if _SESSIONS and not _is_compiling():
-        _SESSIONS[-1]._optimizer_pre(optimizer, args, kwargs)
+        _deliver(_SESSIONS[-1]._optimizer_pre, optimizer, args, kwargs)
+        # An optimizer runs many small ops, none of them the user's forward
+        # pass (a closure is), so the step runs without the sanitizer's mode.
+        if OWN_MODES and closure_of(args, kwargs)[0] is None:
+            mode = _take_own_mode_off()
+            if mode is not None:
+                _off_for_step.append(mode)
 
 
 def _optimizer_post_hook(optimizer, args, kwargs):
+    if _off_for_step:
+        _put_back_after_step()
     if _SESSIONS and not _is_compiling():
-        _SESSIONS[-1]._optimizer_post(optimizer, args, kwargs)
+        _deliver(_SESSIONS[-1]._optimizer_post, optimizer, args, kwargs)
 
 
 class _SharedHooks:
@@ -120,6 +182,7 @@ class _SharedHooks:
                 self._patch(functional, name, lambda orig, name=name: _wrap_loss(orig, name))
 
     def _uninstall(self) -> None:
+        _put_back_after_step()
         while self._handles:
             self._handles.pop().remove()
         while self._patches:
@@ -133,9 +196,11 @@ _shared_hooks = _SharedHooks()
 def _wrap_backward(original: Callable, kind: str) -> Callable:
     @functools.wraps(original)
     def backward(*args, **kwargs):
+        if _off_for_step:
+            _put_back_after_step()
         if not _SESSIONS or _is_compiling():
             return original(*args, **kwargs)
-        return _SESSIONS[-1]._run_backward(original, kind, args, kwargs)
+        return _deliver(_SESSIONS[-1]._run_backward, original, kind, args, kwargs)
 
     backward.__torchlint_original__ = original
     return backward
@@ -146,7 +211,7 @@ def _wrap_loss(original: Callable, name: str) -> Callable:
     def loss(*args, **kwargs):
         if not _SESSIONS or _is_compiling():
             return original(*args, **kwargs)
-        return _SESSIONS[-1]._run_loss(original, name, args, kwargs)
+        return _deliver(_SESSIONS[-1]._run_loss, original, name, args, kwargs)
 
     loss.__torchlint_original__ = original
     return loss

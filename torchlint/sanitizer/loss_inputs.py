@@ -99,6 +99,3 @@ class LossInputCheck(Check):
             f"with dtype=torch.float32).",
             {"loss": fn_name, "input_dtype": input.dtype, "target_dtype": target.dtype},
         )
-
-
-CHECKS = [LossInputCheck]

@@ -98,6 +98,3 @@ class SamplerEpochCheck(Check):
             f"iterating the loader. Static twin: TL021.",
             {"loader": loader, "sampler": sampler_name, "epoch": epoch, "twin": "TL021"},
         )
-
-
-CHECKS = [SamplerEpochCheck]

@@ -30,12 +30,12 @@ TS112  optimizer-not-stepped   ``stall_backwards`` backward passes fill an
 from __future__ import annotations
 
 import gc
-from typing import Any
 
 import torch
 
-from .core import Check
+from .check import Check
 from .findings import CHECK_NAMES, Location
+from .hooks import closure_of
 from .locations import user_frame
 from .tensors import local_shard
 from .training_eval import EvalGraphTracker
@@ -69,17 +69,6 @@ def _plural(n: int, word: str) -> str:
     if n == 1:
         return f"{n} {word}"
     return f"{n} {word}{'es' if word.endswith('s') else 's'}"
-
-
-def _closure_of(args: tuple, kwargs: dict) -> tuple[Any, str | int | None]:
-    """The closure passed to ``optimizer.step`` and where it sits in the call
-    (``args`` include the optimizer itself at index 0)."""
-    if len(args) > 1 and callable(args[1]):
-        return args[1], 1
-    closure = kwargs.get("closure")
-    if callable(closure):
-        return closure, "closure"
-    return None, None
 
 
 def _grad_scaler_in_use() -> bool:
@@ -269,7 +258,7 @@ class TrainingChecks(Check):
         params = opt.params()
         states = opt.step_states = self._param_states(opt, params)
         self._check_eval_mode(opt, states)
-        opt.closure_step = _closure_of(args, kwargs)[0] is not None
+        opt.closure_step = closure_of(args, kwargs)[0] is not None
         if not opt.closure_step:
             self._check_gradients(opt, states)
         if opt.closure_step and opt.closure_handle is None:
@@ -281,7 +270,7 @@ class TrainingChecks(Check):
         """A closure recomputes the gradients (LBFGS may call it many times per
         step): they are judged after the step, and every call counts as a fresh
         accumulation round, so that a closure that forgets zero_grad() shows."""
-        closure, where = _closure_of(args, kwargs)
+        closure, where = closure_of(args, kwargs)
         opt = self.optimizers.get(id(optimizer))
         if closure is None or opt is None:
             return None
@@ -345,9 +334,10 @@ class TrainingChecks(Check):
             self.emit(
                 "TS111",
                 f"{step} got {kinds} gradients in {_plural(len(bad), 'parameter')}: {_listing(bad)}. "
-                f"The update would write {kinds} into the weights. Find where they start with "
-                f"sanitize(anomaly=True) (TS101) or the non-finite input check (TS104); check the loss "
-                f"for log(0), division by zero or a too-high learning rate.",
+                f"The update would write {kinds} into the weights. TS101 (anomaly mode) pins the op whose "
+                f"backward makes them when they come back, sanitize(anomaly='full') on their first "
+                f"occurrence; TS104 reports non-finite inputs. Check for log(0), division by zero or a "
+                f"too-high learning rate.",
                 {"optimizer": opt.label, "nan": [names[i] for i in result.nan], "inf": [names[i] for i in result.inf]},
             )
         else:
@@ -536,12 +526,12 @@ class TrainingChecks(Check):
             why = (
                 f"Its gradients contain Inf/NaN, and a GradScaler skips {step} whenever they do, "
                 "so the model is never updated. Find the source of the non-finite values "
-                "(sanitize(anomaly=True), TS104), or lower the initial loss scale."
+                "(TS101, TS104), or lower the initial loss scale."
             )
         elif nonfinite:
             why = (
                 "Its gradients also contain Inf/NaN. Check the condition around the step, and find the "
-                "source of the non-finite values (sanitize(anomaly=True), TS104)."
+                "source of the non-finite values (TS101, TS104)."
             )
         else:
             why = (
@@ -560,6 +550,3 @@ class TrainingChecks(Check):
             },
             self._backward_location,
         )
-
-
-CHECKS = [TrainingChecks]

@@ -27,7 +27,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from .locations import user_frame
+from .locations import frame_locals, user_frame
 from .tensors import local_shard
 
 
@@ -54,10 +54,11 @@ def guess_variable_name(obj: object, frame) -> str | None:
     of the calling frame, or an attribute of its ``self`` (``self.model``)."""
     if frame is None:
         return None
-    for name, value in frame.f_locals.items():
+    local_names = frame_locals(frame)
+    for name, value in local_names.items():
         if value is obj:
             return name
-    owner = frame.f_locals.get("self")
+    owner = local_names.get("self")
     if owner is not None:
         for name, value in getattr(owner, "__dict__", {}).items():
             if value is obj:
@@ -78,8 +79,9 @@ def guess_module_path(module: nn.Module, frame, max_frames: int = 8) -> str | No
     tree contains ``module``."""
     depth = 0
     while frame is not None and depth < max_frames:
-        candidates = list(frame.f_locals.items())
-        owner = frame.f_locals.get("self")
+        local_names = frame_locals(frame)
+        candidates = list(local_names.items())
+        owner = local_names.get("self")
         if isinstance(owner, nn.Module):
             candidates.append(("self", owner))
         for name, value in candidates:
@@ -99,8 +101,9 @@ def parameter_names_in_frame(frame) -> dict[int, str]:
     names: dict[int, str] = {}
     if frame is None:
         return names
-    candidates = list(frame.f_locals.items())
-    owner = frame.f_locals.get("self")
+    local_names = frame_locals(frame)
+    candidates = list(local_names.items())
+    owner = local_names.get("self")
     if isinstance(owner, nn.Module):
         candidates.append(("self", owner))
     for var, value in candidates:

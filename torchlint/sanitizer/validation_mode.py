@@ -120,6 +120,3 @@ class ValidationModeCheck(Check):
             {"model": name, "layers": layers, "twin": "TL005"},
             run.location,
         )
-
-
-CHECKS = [ValidationModeCheck]

@@ -119,13 +119,17 @@ class Session:
         self._roots: dict[int, weakref.ref] = {}  # root models seen, for parameter_name()
         self._saved_state: dict[str, Any] = {}
         self._finding_depth = 0
-        #: Set at exit: the body of the block raised (checks judge a crashed run less).
-        self.failed = False
         self._rank_reports: ranks.RankReports | None = None  # distributed runs: per-rank report files
         self._outermost = True
         #: The exception that ended the run, when there was one (``torchlint run``
         #: catches the script's own to print it; it sets this for the report).
         self.failure: BaseException | None = None
+
+    @property
+    def failed(self) -> bool:
+        """The run ended with an exception: the block raised, or ``torchlint run`` caught
+        the script's own (checks judge a crashed run less)."""
+        return self.failure is not None
 
     @property
     def module_stack(self) -> list[torch.nn.Module]:
@@ -192,7 +196,6 @@ class Session:
         if exc is not None:
             self.failure = exc
         pending: SanitizerError | None = None
-        self.failed = exc_type is not None
         if exc is not None:
             cleaned(exc)  # the traceback the user sees ends in their code, not ours
         try:

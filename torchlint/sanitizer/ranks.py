@@ -45,6 +45,12 @@ _POLL_SECONDS = 0.05
 _MAX_FAILURE = 200
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: torchrun stops the other ranks when one fails, batch
+    schedulers stop jobs at their time limit.  ``torchlint run`` raises it in
+    the script so that the session can publish what it saw (see runner.py)."""
+
+
 @dataclass(frozen=True)
 class RankInfo:
     rank: int
@@ -320,7 +326,7 @@ def describe_failure(failure: BaseException | None) -> str | None:
     """``RuntimeError: boom`` for the exception that ended a rank's run."""
     if failure is None:
         return None
-    if type(failure).__name__ == "_Terminated":
+    if isinstance(failure, Terminated):
         return "stopped by SIGTERM (the launcher stops the other ranks when one fails)"
     text = str(failure).strip().splitlines()
     described = f"{type(failure).__name__}: {text[0]}" if text else type(failure).__name__

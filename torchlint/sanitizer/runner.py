@@ -19,6 +19,8 @@ import sys
 import threading
 import traceback
 
+from .ranks import Terminated
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -111,14 +113,8 @@ def _run_as_main(target: str, code) -> None:
         sys.modules["__main__"] = saved
 
 
-class _Terminated(BaseException):
-    """SIGTERM arrived (torchrun stops the other ranks when one fails; batch
-    schedulers stop jobs at their time limit): unwind the script so that the
-    session publishes its summary and report, then die by the signal."""
-
-
 class _SigtermGuard:
-    """While the script runs, SIGTERM raises :class:`_Terminated` in it; once the
+    """While the script runs, SIGTERM raises :class:`Terminated` in it; once the
     session is publishing, SIGTERM only asks for the signal to be re-sent after
     (so that the summary and the report are complete).  Installed only where
     SIGTERM still does its default (nobody chose otherwise) and on the main thread."""
@@ -132,7 +128,7 @@ class _SigtermGuard:
         self.requested = True
         if self.armed:
             self.armed = False  # a second SIGTERM while unwinding only re-asks
-            raise _Terminated(signum)
+            raise Terminated(signum)
 
     def __enter__(self) -> _SigtermGuard:
         if threading.current_thread() is threading.main_thread() and (
@@ -197,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
                 _run_as_main(target, code)
             except SystemExit as exc:
                 status = _exit_code(exc.code)
-            except (KeyboardInterrupt, _Terminated) as exc:
+            except (KeyboardInterrupt, Terminated) as exc:
                 session.failure = exc
                 status = 130
             except Exception as exc:

@@ -78,6 +78,47 @@ def test_merged_report_says_which_ranks_saw_what():
     assert [f["count_by_rank"] for f in data["findings"]] == [{"0": 1, "1": 1}, {"1": 3}]
 
 
+def rank_reports(tmp_path, rank, timeout=5.0):
+    return ranks.RankReports(ranks.RankInfo(rank, 2, rank, 2), tmp_path / "report.json", timeout)
+
+
+def own_report(rank, *findings):
+    report = Report()
+    report.rank, report.world_size = rank, 2
+    report.findings.extend(findings)
+    return report
+
+
+def test_rank_0_gathers_a_finished_rank_and_writes_the_merged_report(tmp_path):
+    rank_reports(tmp_path, 1).write(own_report(1, finding("TS104", 22, 3, 1)), finished=True)
+    started = time.monotonic()
+    rank_reports(tmp_path, 0).publish(own_report(0), summary=False, color=False)
+    assert time.monotonic() - started < 2  # nothing to wait for
+    merged = json.loads((tmp_path / "report.json").read_text())
+    assert merged["ranks"] == [0, 1] and merged["findings"][0]["count_by_rank"] == {"1": 3}
+    assert json.loads((tmp_path / "report.rank0.json").read_text())["finished"] is True
+
+
+def test_a_rank_whose_process_ended_mid_run_is_not_waited_for(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    writer = rank_reports(tmp_path, 1)
+    writer.write(own_report(1, finding("TS111", 30, 1, 1)), finished=False)
+    data = json.loads((tmp_path / "report.rank1.json").read_text())
+    data["pid"] = int(dead.stdout)  # as if rank 1 had been killed after its last finding
+    (tmp_path / "report.rank1.json").write_text(json.dumps(data))
+    started = time.monotonic()
+    merged, status = rank_reports(tmp_path, 0, timeout=30).gather(own_report(0))
+    assert time.monotonic() - started < 5
+    assert status == {1: "unfinished"} and [f.code for f in merged.findings] == ["TS111"]
+
+
+def test_a_rank_that_never_reported_is_named_after_the_timeout(tmp_path, capsys):
+    rank_reports(tmp_path, 0, timeout=0.2).publish(own_report(0), summary=True, color=False)
+    err = capsys.readouterr().err
+    assert "torchlint.sanitize [ranks 0 of 2]: no findings" in err
+    assert "rank 1: no report" in err
+
+
 # -- TS119 sampler-epoch-not-set (single process: the sampler is told its replica) --------------------
 def sampler_run(set_epoch, epochs=2, peek=False, shuffle=True):
     data = TensorDataset(torch.randn(32, 4), torch.randint(0, 2, (32,)))

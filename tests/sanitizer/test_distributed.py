@@ -112,6 +112,16 @@ def test_a_rank_whose_process_ended_mid_run_is_not_waited_for(tmp_path):
     assert status == {1: "unfinished"} and [f.code for f in merged.findings] == ["TS111"]
 
 
+def test_without_a_shared_place_every_rank_prints_its_own_summary(monkeypatch, capsys):
+    for name in ("MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"):
+        monkeypatch.delenv(name, raising=False)
+    reports = ranks.RankReports(ranks.RankInfo(1, 2), None, 5.0)
+    assert reports.own_path is None
+    reports.publish(own_report(1, finding("TS104", 22, 3, 1)), summary=True, color=False)
+    err = capsys.readouterr().err
+    assert err.startswith("torchlint.sanitize [rank 1 of 2]: 1 finding") and "TS104" in err
+
+
 def test_a_rank_that_never_reported_is_named_after_the_timeout(tmp_path, capsys):
     rank_reports(tmp_path, 0, timeout=0.2).publish(own_report(0), summary=True, color=False)
     err = capsys.readouterr().err

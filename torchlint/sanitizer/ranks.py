@@ -271,6 +271,12 @@ class RankReports:
     # -- the end of the session ----------------------------------------------------
     def publish(self, report: Report, summary: bool, color: bool, failure: BaseException | None = None) -> None:
         self.write(report, finished=True, failure=failure)
+        if self.own_path is None:
+            # No place the ranks share (no report path, no launcher to name a directory):
+            # nobody gathers, so every rank prints its own summary.
+            if summary:
+                print(report.format_summary(color=color), file=sys.stderr)
+            return
         if not self.is_gatherer():
             if summary:
                 print(self._one_line(report), file=sys.stderr)

@@ -127,6 +127,13 @@ def test_explicit_files_still_honour_configured_excludes(tmp_path):
     pyproject(tmp_path, '[tool.torchlint]\nextend-exclude = ["generated"]\n')
     run = run_cli(["generated/x.py"])
     assert run.code == 0 and "TL016" not in run.out
+    assert run.err == (
+        f"torchlint: note: generated/x.py is excluded by the pattern 'generated' in {tmp_path / 'pyproject.toml'};"
+        " not linted\n"
+    )
+    write(tmp_path / "generated" / "y.py", BUGGY)
+    run = run_cli(["generated/x.py", "generated/y.py"])
+    assert run.err.startswith("torchlint: note: 2 files named are excluded by exclude/extend-exclude (the first,")
 
 
 def test_exclude_replaces_the_default_names(tmp_path):

@@ -13,7 +13,20 @@ from torchlint.engine.lint import FileResult
 from torchlint.engine.reporters import ReportOptions, report_github, report_text, sarif_document
 from torchlint.engine.rule import all_rules
 
-JSON_KEYS = ["path", "line", "column", "end_line", "end_column", "code", "name", "severity", "message", "fix", "cell"]
+JSON_KEYS = [
+    "path",
+    "line",
+    "column",
+    "end_line",
+    "end_column",
+    "code",
+    "name",
+    "severity",
+    "message",
+    "fix",
+    "cell",
+    "url",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -64,6 +77,7 @@ def test_json_is_an_array_of_findings_with_the_documented_keys(tmp_path):
         "message": "cannot parse: '(' was never closed",
         "fix": None,
         "cell": None,
+        "url": "https://github.com/torchlint/torchlint/blob/main/docs/rules/TL000-syntax-error.md",
     }
     assert (train["path"], train["line"], train["column"], train["end_line"], train["end_column"]) == (
         "train.py",
@@ -88,6 +102,7 @@ def test_json_fix_is_an_object_with_edits():
     data = json.loads(render(report_json, [FileResult("a.py", [finding(fix=fix)])]))
     assert data[0]["fix"] == {
         "description": "call zero_grad",
+        "applicability": "safe",
         "edits": [{"line": 3, "column": 5, "end_line": 3, "end_column": 5, "text": "opt.zero_grad()\n"}],
     }
 
@@ -156,6 +171,7 @@ def test_sarif_structure(tmp_path):
         assert descriptor["shortDescription"]["text"] == rule.summary
         assert descriptor["help"]["text"] and descriptor["help"]["markdown"] == rule.docs()
         assert descriptor["defaultConfiguration"]["level"] in ("error", "warning")
+        assert descriptor["helpUri"].endswith(f"/blob/main/docs/rules/{rule.code}-{rule.name}.md")
     [result] = sarif_run["results"]
     assert result["ruleId"] == "TL016"
     assert rules[result["ruleIndex"]]["id"] == "TL016"

@@ -406,7 +406,7 @@ class Dataflow:
         """Expressions that may have produced the value of ``expr``.
 
         Follows names (reaching plain assignments), ``self.attr`` (every assignment
-        in the class), ``a if c else b`` (both arms), and ``through(e)`` when it
+        in the class), ``a if c else b`` (both arms), ``typing.cast(T, v)`` (``v``), and ``through(e)`` when it
         returns a sub-expression to look through. Anything else is an origin itself;
         ``None`` stands for a value that cannot be told (parameter, loop variable,
         unpacked call result, augmented assignment, too deep)."""
@@ -446,6 +446,9 @@ class Dataflow:
                 else:
                     found.append(None)
             return
+        kept = value_kept(self.ctx, expr)
+        if kept is not None:
+            return self._origins(kept, through, at, found, seen, depth + 1)
         if through is not None:
             inner = through(expr)
             if inner is not None:
@@ -506,6 +509,21 @@ def _pairs(target: ast.AST, value: ast.AST | None) -> Iterator[tuple[ast.AST, as
                 yield from _pairs(element, None)
     else:
         yield target, value
+
+
+# Calls that hand back one of their arguments unchanged (a type annotation for the checker only):
+# qualified name -> the argument's position.
+VALUE_KEEPING_CALLS = {"typing.cast": 1, "typing_extensions.cast": 1}
+
+
+def value_kept(ctx: FileContext, expr: ast.AST) -> ast.AST | None:
+    """``v`` for ``typing.cast(T, v)``: the argument a call returns unchanged; None for anything else."""
+    if not isinstance(expr, ast.Call):
+        return None
+    position = VALUE_KEEPING_CALLS.get(ctx.call_qualname(expr) or "")
+    if position is None:
+        return None
+    return argument(expr, position, "val")
 
 
 def dataflow(ctx: FileContext) -> Dataflow:

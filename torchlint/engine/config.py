@@ -10,7 +10,13 @@ Each linted path uses the nearest ``pyproject.toml`` above it that has a
     exclude = ["generated"]          # replaces the default excluded names (see files.py)
     extend-include = ["*.pyw"]       # more files to lint in directories (default: *.py, *.ipynb)
     include = ["*.py"]               # replaces the default included files
+    respect-gitignore = false        # lint what .gitignore files name too (default: true)
+    cache-dir = ".cache/torchlint"   # where the result cache lives (default: .torchlint_cache)
     per-file-ignores = { "tests/*" = ["TL001"] }
+    fix = true                       # apply safe fixes, as --fix does
+    unsafe-fixes = true              # also unsafe ones (--unsafe-fixes)
+    fixable = ["TL0"]                # codes or prefixes whose fixes may be applied (default: all)
+    unfixable = ["TL013"]            # codes or prefixes whose fixes are never applied
 
 Command-line ``--select`` replaces the configured ``select`` and ``extend-select``;
 ``--extend-select`` adds to them; ``--ignore`` replaces ``ignore``. Between select and
@@ -42,7 +48,13 @@ KNOWN_KEYS = (
     "extend-exclude",
     "include",
     "extend-include",
+    "respect-gitignore",
+    "cache-dir",
     "per-file-ignores",
+    "fix",
+    "unsafe-fixes",
+    "fixable",
+    "unfixable",
 )
 ALL = "ALL"
 SYNTAX_CODE = "TL000"
@@ -158,6 +170,7 @@ DEFAULT_EXCLUDE = (
     ".mypy_cache",
     ".pytest_cache",
     ".ruff_cache",
+    ".torchlint_cache",
     ".ipynb_checkpoints",
     ".eggs",
     "*.egg-info",
@@ -188,8 +201,14 @@ class Settings:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     include: tuple[str, ...] | None = None  # None: the built-in defaults
     extend_include: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    cache_dir: Path | None = None  # absolute; None: .torchlint_cache in ``root``
     # Valid but almost certainly not what the user meant; the command prints each once.
     warnings: tuple[str, ...] = field(default=(), compare=False)
+    fix: bool | None = None  # None: not configured (the command line decides)
+    unsafe_fixes: bool | None = None
+    fixable: tuple[str, ...] | None = None
+    unfixable: tuple[str, ...] = ()
     _cache: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
@@ -203,10 +222,13 @@ class Settings:
     def includes(self) -> tuple[str, ...]:
         return (DEFAULT_INCLUDE if self.include is None else self.include) + self.extend_include
 
-    def with_overrides(self, select=None, ignore=None, extend_select=()) -> Settings:
+    def with_overrides(self, select=None, ignore=None, extend_select=(), respect_gitignore=None) -> Settings:
         """The command line's options on top: ``--select`` replaces ``select`` and ``extend-select``
-        (as in ruff), ``--extend-select`` adds, ``--ignore`` replaces ``ignore``."""
+        (as in ruff), ``--extend-select`` adds, ``--ignore`` replaces ``ignore``,
+        ``--no-respect-gitignore`` turns ``respect-gitignore`` off."""
         changes = {}
+        if respect_gitignore is not None:
+            changes["respect_gitignore"] = respect_gitignore
         if select is not None:
             changes["select"] = select
             changes["extend_select"] = tuple(extend_select)
@@ -223,6 +245,12 @@ class Settings:
                 select = (ALL,) + self.extend_select if select is None else select + self.extend_select
             self._cache["enabled"] = resolve(select, self.ignore)
         return self._cache["enabled"]
+
+    def fixable_codes(self) -> frozenset[str]:
+        """Codes whose fixes may be applied (``fixable`` and ``unfixable``, the more specific entry winning)."""
+        if "fixable" not in self._cache:
+            self._cache["fixable"] = resolve(self.fixable, self.unfixable)
+        return self._cache["fixable"]
 
     def relative(self, path: str | os.PathLike) -> str | None:
         """``path`` relative to the config root, in POSIX form; None when outside it."""
@@ -320,6 +348,14 @@ def settings_from_table(table: dict, source: Path, root: Path) -> Settings:
     extend_exclude = _string_list(table.get("extend-exclude", []), f"{where} extend-exclude")
     include = _string_list(table["include"], f"{where} include") if "include" in table else None
     extend_include = _string_list(table.get("extend-include", []), f"{where} extend-include")
+    cache_dir = None
+    if "cache-dir" in table:
+        if not isinstance(table["cache-dir"], str) or not table["cache-dir"].strip():
+            raise ConfigError(f"{where} cache-dir must be a folder name, got {table['cache-dir']!r}")
+        cache_dir = Path(os.path.abspath(os.path.join(root, os.path.expanduser(table["cache-dir"]))))
+    respect_gitignore = table.get("respect-gitignore", True)
+    if not isinstance(respect_gitignore, bool):
+        raise ConfigError(f"{where} respect-gitignore must be true or false, got {respect_gitignore!r}")
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
         raise ConfigError(f"{where} per-file-ignores must be a table of glob = [codes], got {per_file!r}")
@@ -332,6 +368,12 @@ def settings_from_table(table: dict, source: Path, root: Path) -> Settings:
         )
         for pattern, codes in per_file.items()
     )
+    fix = _boolean(table, "fix", where)
+    unsafe_fixes = _boolean(table, "unsafe-fixes", where)
+    fixable = None
+    if "fixable" in table:
+        fixable = validate_codes(_string_list(table["fixable"], f"{where} fixable"), f"{where} fixable")
+    unfixable = validate_codes(_string_list(table.get("unfixable", []), f"{where} unfixable"), f"{where} unfixable")
     return Settings(
         root,
         source,
@@ -343,8 +385,23 @@ def settings_from_table(table: dict, source: Path, root: Path) -> Settings:
         per_file_ignores,
         include,
         extend_include,
+        respect_gitignore,
+        cache_dir,
         tuple(warnings),
+        fix,
+        unsafe_fixes,
+        fixable,
+        unfixable,
     )
+
+
+def _boolean(table: dict, key: str, where: str) -> bool | None:
+    if key not in table:
+        return None
+    value = table[key]
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where} {key} must be true or false, got {value!r}")
+    return value
 
 
 def load_config_file(path: str | os.PathLike) -> Settings:
@@ -402,11 +459,14 @@ def clear_cache() -> None:
 class SettingsResolver:
     """Per-directory settings with the command-line overrides applied, cached."""
 
-    def __init__(self, config_file: str | None = None, select=None, ignore=None, extend_select=()):
+    def __init__(
+        self, config_file: str | None = None, select=None, ignore=None, extend_select=(), respect_gitignore=None
+    ):
         self.fixed = load_config_file(config_file) if config_file else None
         self.select = select
         self.ignore = ignore
         self.extend_select = extend_select
+        self.respect_gitignore = respect_gitignore
         self._applied: dict[int, Settings] = {}
         # The warnings of every configuration used so far, each once, in the order met.
         self.warnings: list[str] = []
@@ -415,6 +475,8 @@ class SettingsResolver:
         base = self.fixed if self.fixed is not None else find_settings(path)
         key = id(base)
         if key not in self._applied:
-            self._applied[key] = base.with_overrides(self.select, self.ignore, self.extend_select)
+            self._applied[key] = base.with_overrides(
+                self.select, self.ignore, self.extend_select, self.respect_gitignore
+            )
             self.warnings += [w for w in base.warnings if w not in self.warnings]
         return self._applied[key]

@@ -2,16 +2,41 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+
+# The rule reference: one generated page per rule (engine/ruledocs.py), linked from every finding.
+RULES_DOCS_FOLDER = "docs/rules"
+
+
+def rule_page(code: str, name: str) -> str:
+    """The file name of a rule's page: ``TL001-missing-zero-grad.md``."""
+    return f"{code}-{name}.md"
+
+
+def rule_url(code: str, name: str) -> str:
+    from torchlint import __url__
+
+    return f"{__url__}/blob/main/{RULES_DOCS_FOLDER}/{rule_page(code, name)}"
+
 
 ERROR = "error"
 WARNING = "warning"
 SEVERITIES = (ERROR, WARNING)
 
+# How much a fix may be trusted (the names follow ruff). A safe fix removes the bug and changes
+# nothing else that the code computes; `--fix` applies it. An unsafe fix relies on something the
+# linter infers but cannot prove (where a statement belongs, how a value is used elsewhere, that a
+# loop continues one run) or changes more than the bug; only `--unsafe-fixes` applies it.
+SAFE = "safe"
+UNSAFE = "unsafe"
+APPLICABILITIES = (SAFE, UNSAFE)
+
 
 @dataclass(frozen=True)
 class Edit:
-    """Replace the source between two positions (1-based lines and columns) with ``text``."""
+    """Replace the source between two positions (1-based lines and columns, end exclusive) with ``text``.
+    An insertion has equal start and end."""
 
     line: int
     column: int
@@ -22,10 +47,28 @@ class Edit:
 
 @dataclass(frozen=True)
 class Fix:
-    """A suggested change: a human description and, where it is mechanical, the edits."""
+    """A change that removes a finding: a human description, its applicability and the edits.
+
+    Rules decide a fix from the ``ast`` alone, cheaply, and hand the engine ``build``: a function
+    that makes the edits with the libcst toolkit (``torchlint.engine.cstedit``). The engine calls
+    it only when edits are wanted (``--fix``, ``--diff``, the JSON and SARIF reports), so a plain
+    lint never imports libcst; ``build`` never leaves the process that linted the file."""
 
     description: str
     edits: tuple[Edit, ...] = ()
+    applicability: str = SAFE
+    build: Callable | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def safe(self) -> bool:
+        return self.applicability == SAFE
+
+    def to_dict(self) -> dict:
+        return {
+            "description": self.description,
+            "applicability": self.applicability,
+            "edits": [asdict(edit) for edit in self.edits],
+        }
 
 
 @dataclass(frozen=True)
@@ -80,6 +123,11 @@ class Finding:
     cell: int | None = None
 
     @property
+    def url(self) -> str:
+        """The rule's documentation page."""
+        return rule_url(self.code, self.name)
+
+    @property
     def headline(self) -> str:
         """The message's first line: what is wrong, and where."""
         return self.message.split("\n", 1)[0]
@@ -89,13 +137,17 @@ class Finding:
         """The lines after the first: why it matters, what to do."""
         return self.message.split("\n")[1:]
 
+    @classmethod
+    def from_dict(cls, data: dict) -> Finding:
+        """The inverse of to_dict (the cache stores findings as JSON)."""
+        fix = data.get("fix")
+        if fix is not None:  # its edits as they were made (a cached fix cannot build more)
+            fix = Fix(fix["description"], tuple(Edit(**edit) for edit in fix["edits"]), fix["applicability"])
+        names = cls.__dataclass_fields__  # "url" is derived, not stored
+        return cls(**{key: value for key, value in data.items() if key in names and key != "fix"}, fix=fix)
+
     def to_dict(self) -> dict:
-        data = asdict(self)
-        if self.fix is None:
-            data["fix"] = None
-        else:
-            data["fix"] = {
-                "description": self.fix.description,
-                "edits": [asdict(edit) for edit in self.fix.edits],
-            }
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        data["fix"] = None if self.fix is None else self.fix.to_dict()
+        data["url"] = self.url
         return data

@@ -16,12 +16,15 @@ import signal
 import stat
 import threading
 import tokenize
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from torchlint.analysis.context import FileContext
+from torchlint.engine.autofix import FixOptions, TextFormat, fix_text, make_edits, unified_diff
 from torchlint.engine.finding import Finding, Message
+from torchlint.engine.fixers import fix_for
 from torchlint.engine.notebook import NotebookError, NotebookIndex, code_cell_count, parse_notebook
 from torchlint.engine.rule import Rule, all_rules
 from torchlint.engine.suppress import Suppressions
@@ -52,6 +55,15 @@ class FileResult:
     skipped: bool = False  # not linted at all (over the size limit)
     # For a notebook: where its cells' lines are, in the program and in the .ipynb text.
     notebook: NotebookIndex | None = None
+    # With --fix / --diff: fixes applied, by code; the unified diff (--diff); the fixed text (stdin).
+    fixed: dict[str, int] = field(default_factory=dict)
+    diff: str = ""
+    fixed_text: str | None = None
+    # Paths of the project's other files whose contents this lint consulted (cross-file
+    # summaries): the cache reuses this result only while they are unchanged too.
+    dependencies: tuple[str, ...] = ()
+    # False when the result depends on more than the inputs (a rule ran out of time or crashed).
+    cacheable: bool = True
 
     def line_text(self, finding: Finding) -> str | None:
         """The source line a finding is reported on."""
@@ -76,10 +88,14 @@ def lint_text(
     rules: Iterable[type[Rule]] | None = None,
     rule_budget: float | None = None,
     notebook: NotebookIndex | None = None,
+    edits: Callable[[Finding], bool] | bool | None = None,
 ) -> FileResult:
     """Lint decoded source text. ``rules=None`` runs every registered rule (TL000 included).
     ``rule_budget``: CPU seconds each rule may spend on this file (None: no limit).
-    ``notebook``: the source is a notebook's joined code cells (see lint_notebook_text)."""
+    ``notebook``: the source is a notebook's joined code cells (see lint_notebook_text).
+    ``edits``: make the edits of the fixes of the findings it accepts (True: all of them), for
+    --fix, --diff and the JSON/SARIF reports; otherwise fixes carry their description only.
+    Notebooks are not fixed: their findings carry no fix."""
     rule_classes = list(all_rules().values()) if rules is None else list(rules)
     report_unparsable = rules is None or any(r.code == SYNTAX_CODE for r in rule_classes)
     result = FileResult(path, line_count=source.count("\n") + (not source.endswith("\n") and bool(source)))
@@ -95,6 +111,15 @@ def lint_text(
                     if rule_cls.code == SYNTAX_CODE:
                         continue
                     _run_rule(rule_cls, ctx, result, limit, rule_budget)
+            _finish(result, source, notebook)
+            if any(f.fix is not None for f in result.findings):
+                if notebook is not None:
+                    result.findings = [replace(f, fix=None) for f in result.findings]
+                    return result
+                wanted = (lambda f: True) if edits is True else edits or None
+                result.findings, problems = make_edits(ctx, result.findings, wanted)
+                result.problems.extend(problems)
+            return result
     return _finish(result, source, notebook)
 
 
@@ -212,19 +237,22 @@ def _run_rule(rule_cls: type[Rule], ctx: FileContext, result: FileResult, limit=
     found: list[Finding] = []
     try:
         with limit():
-            _collect(rule, ctx, found)
+            _collect(rule, ctx, found, result.problems)
     except RuleTimeout:
+        result.cacheable = False
         result.problems.append(
             f"{ctx.path}: {rule.code} stopped after using its {budget:g} s CPU budget on this file"
             " (a performance bug in the rule, please report it); its findings for this file are missing"
         )
         return
     except RecursionError:
+        result.cacheable = False
         result.problems.append(
             f"{ctx.path}: {rule.code} skipped: the code is nested too deeply for this rule (recursion limit)"
         )
         return
     except Exception as exc:  # a bug in a rule must not stop the run, nor hide the other rules' findings
+        result.cacheable = False
         result.problems.append(
             f"{ctx.path}: {rule.code} crashed ({type(exc).__name__}: {exc}); its findings for this file are"
             " missing, please report this bug"
@@ -233,13 +261,20 @@ def _run_rule(rule_cls: type[Rule], ctx: FileContext, result: FileResult, limit=
     result.findings.extend(found)
 
 
-def _collect(rule: Rule, ctx: FileContext, found: list[Finding]) -> None:
+def _collect(rule: Rule, ctx: FileContext, found: list[Finding], problems: list[str]) -> None:
+    fixer = fix_for(rule.code)
     for diag in rule.check(ctx):
         line, col, end_line, end_col = ctx.span(diag.node)
+        fix = diag.fix
+        if fix is None and fixer is not None:
+            try:
+                fix = fixer.plan(ctx, diag)
+            except Exception as exc:  # a bug in a fix must not cost the finding
+                problems.append(
+                    f"{ctx.path}:{line}: {rule.code} fix crashed ({type(exc).__name__}: {exc}); please report this bug"
+                )
         found.append(
-            Finding(
-                ctx.path, line, col, end_line, end_col, rule.code, rule.name, rule.severity, str(diag.message), diag.fix
-            )
+            Finding(ctx.path, line, col, end_line, end_col, rule.code, rule.name, rule.severity, str(diag.message), fix)
         )
 
 
@@ -322,7 +357,11 @@ def is_notebook(path: str) -> bool:
 
 
 def lint_bytes(
-    data: bytes, path: str, rules: Sequence[type[Rule]] | None = None, rule_budget: float | None = None
+    data: bytes,
+    path: str,
+    rules: Sequence[type[Rule]] | None = None,
+    rule_budget: float | None = None,
+    edits: Callable[[Finding], bool] | bool | None = None,
 ) -> FileResult:
     text, failure = decode(data, path)
     if text is None:
@@ -330,7 +369,7 @@ def lint_bytes(
         return FileResult(path, findings=[failure] if report else [], line_count=data.count(b"\n"))
     if is_notebook(path):
         return lint_notebook_text(text, path, rules, rule_budget)
-    return lint_text(text, path, rules, rule_budget)
+    return lint_text(text, path, rules, rule_budget, edits=edits)
 
 
 class TooLarge(Exception):
@@ -339,13 +378,14 @@ class TooLarge(Exception):
 
 def read_file(path: str, max_bytes: int = 0) -> tuple[bytes | None, str | None]:
     """The file's bytes, or a reason it cannot be read. Never blocks on a FIFO or device.
-    Raises TooLarge when the file is over ``max_bytes`` (0: no limit)."""
+    Raises TooLarge when the file is over ``max_bytes`` (0: no limit) -- except a notebook,
+    whose size is mostly its saved outputs (plots as base64), not its code."""
     try:
         info = os.stat(path)
         if not stat.S_ISREG(info.st_mode):
             kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
             return None, f"cannot read: {kind}"
-        if max_bytes and info.st_size > max_bytes:
+        if max_bytes and info.st_size > max_bytes and not is_notebook(path):
             raise TooLarge(info.st_size)
         with open(path, "rb") as handle:
             return handle.read(), None
@@ -358,7 +398,11 @@ def read_file(path: str, max_bytes: int = 0) -> tuple[bytes | None, str | None]:
 
 
 def lint_file(
-    path: str, rules: Sequence[type[Rule]] | None = None, max_bytes: int = 0, rule_budget: float | None = None
+    path: str,
+    rules: Sequence[type[Rule]] | None = None,
+    max_bytes: int = 0,
+    rule_budget: float | None = None,
+    edits: Callable[[Finding], bool] | bool | None = None,
 ) -> FileResult:
     try:
         data, reason = read_file(path, max_bytes)
@@ -374,4 +418,65 @@ def lint_file(
     if data is None:
         report = rules is None or any(r.code == SYNTAX_CODE for r in rules)
         return FileResult(path, findings=[syntax_finding(path, 1, 1, reason)] if report else [])
-    return lint_bytes(data, path, rules, rule_budget)
+    return lint_bytes(data, path, rules, rule_budget, edits)
+
+
+# ----- fixing -------------------------------------------------------------------------------------
+
+
+def fix_bytes(
+    data: bytes,
+    path: str,
+    rules: Sequence[type[Rule]] | None,
+    options: FixOptions,
+    rule_budget: float | None = None,
+    write: bool = False,
+    diff: bool = False,
+    keep_text: bool = False,
+) -> FileResult:
+    """Lint and fix one file's bytes (see ``autofix``): the result holds the findings left, the
+    fixes applied and, as asked, the unified diff or the fixed text; ``write`` writes a changed
+    file back at ``path`` in its own encoding and line endings."""
+    text, _ = decode(data, path)
+    if text is None or is_notebook(path):  # not fixed: a notebook's findings carry no fix
+        result = lint_bytes(data, path, rules, rule_budget)
+        if keep_text:
+            result.fixed_text = text if text is not None else data.decode("utf-8", "replace")
+        return result
+    outcome = fix_text(
+        text, path, lambda source, wanted: lint_text(source, path, rules, rule_budget, edits=wanted), options
+    )
+    result = outcome.result
+    result.problems = outcome.problems
+    result.fixed = dict(Counter(outcome.fixed))
+    changed = outcome.text != text
+    if diff and changed:
+        result.diff = unified_diff(path, text, outcome.text)
+    if keep_text:
+        result.fixed_text = outcome.text
+    if write and changed:
+        try:
+            with open(path, "wb") as handle:
+                handle.write(TextFormat.of(data).encode(outcome.text))
+        except OSError as exc:
+            result.problems.append(f"{path}: cannot write the fixed file: {exc.strerror or exc}")
+            result.fixed = {}
+    return result
+
+
+def fix_file(
+    path: str,
+    rules: Sequence[type[Rule]] | None,
+    options: FixOptions,
+    max_bytes: int = 0,
+    rule_budget: float | None = None,
+    write: bool = False,
+    diff: bool = False,
+) -> FileResult:
+    try:
+        data, _ = read_file(path, max_bytes)
+    except TooLarge:
+        data = None
+    if data is None:  # unreadable or too large: say so as a lint does
+        return lint_file(path, rules, max_bytes, rule_budget)
+    return fix_bytes(data, path, rules, options, rule_budget, write, diff)

@@ -58,6 +58,23 @@ class NotebookIndex:
     # (cell, line in cell) -> (line in the .ipynb text, column of the line's first character there)
     raw_positions: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
 
+    def to_json(self) -> dict:
+        return {
+            "cells": [[span.cell, span.first_line, span.line_count] for span in self.cells],
+            "column_shifts": [[line, shift] for line, shift in self.column_shifts.items()],
+            "original_lines": [[line, text] for line, text in self.original_lines.items()],
+            "raw_positions": [[*key, *value] for key, value in self.raw_positions.items()],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> NotebookIndex:
+        return cls(
+            [CellSpan(*span) for span in data["cells"]],
+            {line: shift for line, shift in data["column_shifts"]},
+            {line: text for line, text in data["original_lines"]},
+            {(cell, line): (raw_line, raw_column) for cell, line, raw_line, raw_column in data["raw_positions"]},
+        )
+
     def locate(self, line: int) -> tuple[int, int]:
         """(cell, line in the cell) of a program line."""
         for span in self.cells:

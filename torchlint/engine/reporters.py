@@ -14,14 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from torchlint.engine.finding import ERROR, Finding, location
+from torchlint import __url__
+from torchlint.engine.finding import ERROR, Finding, location, rule_url
 
 if TYPE_CHECKING:
     from torchlint.engine.lint import FileResult
 
 FORMATS = ("text", "json", "github", "sarif")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://github.com/torchlint/torchlint"
+INFORMATION_URI = __url__
 
 
 @dataclass
@@ -30,6 +31,9 @@ class ReportOptions:
     quiet: bool = False
     statistics: bool = False
     files_checked: int | None = None  # None: the results that were not skipped
+    unsafe_fixes: bool = False  # unsafe fixes count as applicable ("[*]")
+    fixing: bool = False  # --fix ran: say what was fixed
+    show_fixes: bool = False  # list the fixes applied per file and rule
 
 
 def all_findings(results: Sequence[FileResult]) -> list[Finding]:
@@ -72,6 +76,51 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+FIXABLE_MARK = "[*]"
+
+
+def _applicable(finding: Finding, unsafe: bool) -> bool:
+    """A fix ``--fix`` would apply (with ``--unsafe-fixes`` when ``unsafe``)."""
+    return finding.fix is not None and (finding.fix.safe or unsafe)
+
+
+def fix_counts(findings: Sequence[Finding], unsafe: bool) -> tuple[int, int]:
+    """(fixes --fix would apply, more that only --unsafe-fixes would)."""
+    applicable = sum(_applicable(f, unsafe) for f in findings)
+    hidden = sum(f.fix is not None and not _applicable(f, unsafe) for f in findings)
+    return applicable, hidden
+
+
+def _fix_hint(findings: Sequence[Finding], unsafe: bool, fixing: bool) -> str | None:
+    applicable, hidden = fix_counts(findings, unsafe)
+    more = f"{hidden} more with `--unsafe-fixes`" if hidden else ""
+    if applicable and not fixing:
+        flag = "--fix --unsafe-fixes" if unsafe else "--fix"
+        return f"{FIXABLE_MARK} {applicable} fixable with `torchlint {flag}`" + (f" ({more})" if more else "")
+    if more:
+        return f"{_plural(hidden, 'fix')} available with `--fix --unsafe-fixes`"
+    return None
+
+
+def fixed_summary(results: Sequence[FileResult], show: bool) -> list[str]:
+    """``Fixed 3 findings in 2 files.`` and, when ``show``, one line per file and rule."""
+    fixed = [(r.path, r.fixed) for r in results if r.fixed]
+    total = sum(sum(counts.values()) for _, counts in fixed)
+    if not total:
+        return ["No fixes applied."] if show else []
+    lines = [f"Fixed {_plural(total, 'finding')} in {_plural(len(fixed), 'file')}."]
+    if show:
+        for path, counts in fixed:
+            lines.append(f"  {path}:")
+            lines.extend(f"    {n} x {code}" for code, n in sorted(counts.items()))
+    return lines
+
+
+def write_fix_summary(results: Sequence[FileResult], stream: TextIO, show: bool = False) -> None:
+    for line in fixed_summary(results, show):
+        stream.write(line + "\n")
+
+
 def _snippet(line_text: str, finding: Finding) -> tuple[str, int, int]:
     """The line with tabs expanded, and where the caret run starts and how long it is."""
     prefix = line_text[: finding.column - 1]
@@ -89,16 +138,19 @@ def report_text(results: Iterable[FileResult], stream: TextIO, options: ReportOp
     then the statistics and the summary."""
     p = _Palette(options.color)
     findings: list[Finding] = []
+    done: list[FileResult] = []
     checked = 0
     for result in results:
         checked += not result.skipped
+        done.append(result)
         for f in result.findings:
             findings.append(f)
             sev = p.severity(f.severity)
             where = location(f.path, f.cell, f.line, f.column)
+            mark = f"{FIXABLE_MARK} " if _applicable(f, options.unsafe_fixes) else ""
             stream.write(
                 f"{p.bold}{f.path}{p.reset}{where[len(f.path) :]}: {sev}{p.bold}{f.code}{p.reset} "
-                f"{p.dim}[{f.name}]{p.reset} {f.headline}\n"
+                f"{mark}{p.dim}[{f.name}]{p.reset} {f.headline}\n"
             )
             if options.quiet:
                 continue
@@ -118,14 +170,21 @@ def report_text(results: Iterable[FileResult], stream: TextIO, options: ReportOp
     if options.quiet:
         return
     checked = options.files_checked if options.files_checked is not None else checked
+    fixed = fixed_summary(done, options.show_fixes) if options.fixing else []
+    if fixed:
+        stream.write("\n" + "\n".join(fixed) + "\n")
     if findings:
         files = len({f.path for f in findings})
         errors = sum(f.severity == ERROR for f in findings)
         detail = f"{_plural(errors, 'error')}, {_plural(len(findings) - errors, 'warning')}"
+        left = " left" if options.fixing else ""
         stream.write(
-            f"\n{p.bold}{_plural(len(findings), 'finding')} in {_plural(files, 'file')}{p.reset}"
+            f"\n{p.bold}{_plural(len(findings), 'finding')}{left} in {_plural(files, 'file')}{p.reset}"
             f" ({detail}; {_plural(checked, 'file')} checked)\n"
         )
+        hint = _fix_hint(findings, options.unsafe_fixes, options.fixing)
+        if hint:
+            stream.write(hint + "\n")
     else:
         stream.write(f"{p.ok}No findings{p.reset} ({_plural(checked, 'file')} checked)\n")
 
@@ -157,7 +216,8 @@ def write_statistics(results: Sequence[FileResult], stream: TextIO) -> None:
 
 def report_json(results: Sequence[FileResult], stream: TextIO, options: ReportOptions) -> None:
     """A JSON array of findings; each has path, line, column, end_line, end_column (1-based,
-    end exclusive), code, name, severity, message and fix (null, or {description, edits})."""
+    end exclusive), code, name, severity, message and fix (null, or {description, applicability
+    ("safe" or "unsafe"), edits: [{line, column, end_line, end_column, text}]})."""
     import json
 
     json.dump([f.to_dict() for f in all_findings(results)], stream, indent=2, ensure_ascii=False)
@@ -219,6 +279,7 @@ def sarif_document(results: Sequence[FileResult], rules: Sequence[type]) -> dict
             "shortDescription": {"text": rule.summary},
             "fullDescription": {"text": " ".join(rule.what.split())},
             "help": {"text": " ".join(rule.why.split()), "markdown": rule.docs()},
+            "helpUri": rule_url(rule.code, rule.name),
             "defaultConfiguration": {"level": "error" if rule.severity == ERROR else "warning"},
             "properties": {"tags": ["pytorch", "correctness"]},
         }
@@ -250,6 +311,8 @@ def sarif_document(results: Sequence[FileResult], rules: Sequence[type]) -> dict
                 result["properties"] = {"cell": f.cell, "cellLine": f.line, "cellColumn": f.column}
             if f.code in rule_index:
                 result["ruleIndex"] = rule_index[f.code]
+            if f.fix is not None and f.fix.edits:
+                result["fixes"] = [_sarif_fix(f)]
             sarif_results.append(result)
     return {
         "$schema": SARIF_SCHEMA,
@@ -271,6 +334,31 @@ def sarif_document(results: Sequence[FileResult], rules: Sequence[type]) -> dict
                 "results": sarif_results,
             }
         ],
+    }
+
+
+def _sarif_fix(f: Finding) -> dict:
+    """A SARIF fix: the edits as replacements of regions of the finding's file."""
+    return {
+        "description": {"text": f.fix.description},
+        "artifactChanges": [
+            {
+                "artifactLocation": _artifact_uri(f.path),
+                "replacements": [
+                    {
+                        "deletedRegion": {
+                            "startLine": e.line,
+                            "startColumn": e.column,
+                            "endLine": e.end_line,
+                            "endColumn": e.end_column,
+                        },
+                        "insertedContent": {"text": e.text},
+                    }
+                    for e in f.fix.edits
+                ],
+            }
+        ],
+        "properties": {"applicability": f.fix.applicability},
     }
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from torchlint.engine.finding import SEVERITIES, Fix, Message
+from torchlint.engine.fixers import fix_for
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -33,6 +34,9 @@ class Diagnostic:
     node: ast.AST
     message: Message | str
     fix: Fix | None = None
+    # What the rule found besides the node (the loop, the backward, the optimizer...), for its fix
+    # (``torchlint/rules/fixes``): detection reports it, the fix decides what to do with it.
+    evidence: object = None
 
 
 class Rule:
@@ -51,8 +55,10 @@ class Rule:
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         raise NotImplementedError
 
-    def report(self, node: ast.AST, message: Message | str, fix: Fix | None = None) -> Diagnostic:
-        return Diagnostic(node, message, fix)
+    def report(
+        self, node: ast.AST, message: Message | str, fix: Fix | None = None, evidence: object = None
+    ) -> Diagnostic:
+        return Diagnostic(node, message, fix, evidence)
 
     @classmethod
     def docs(cls) -> str:
@@ -79,8 +85,19 @@ class Rule:
                 textwrap.dedent(cls.instead).strip("\n"),
                 "```",
                 "",
+                "## Fix",
+                cls.fix_docs(),
+                "",
             ]
         )
+
+    @classmethod
+    def fix_docs(cls) -> str:
+        """Whether `--fix` can fix this rule's findings, and whether that fix is safe."""
+        fixer = fix_for(cls.code)
+        if fixer is None:
+            return "None: `--fix` leaves this one to you."
+        return fixer.docs()
 
 
 _REGISTRY: dict[str, type[Rule]] = {}

@@ -97,7 +97,7 @@ def step(logits, y):
         tracker = activations(ctx)
         kinds = frozenset({"softmax", "log_softmax"})
         for found in tracker.activation_inputs(kinds, CROSS_ENTROPY_FUNCTIONS, CROSS_ENTROPY_MODULES):
-            yield self.report(found.loss, self._message(ctx, found))
+            yield self.report(found.loss, self._message(ctx, found), evidence=found)
 
     @staticmethod
     def _message(ctx, found) -> Message:

@@ -8,7 +8,7 @@ from functools import cached_property
 
 from torchlint.analysis.dataflow import dataflow, keyword, method_call
 from torchlint.engine.rule import Message, Rule, register
-from torchlint.torchmodel.modules import module_classes
+from torchlint.torchmodel.modules import imported_layer_class, module_classes
 from torchlint.torchmodel.training import MODEL, training_model
 
 PARAMETER = "torch.nn.Parameter"
@@ -91,8 +91,9 @@ class UnregisteredParameter(Rule):
     summary = "Submodules in a plain list/dict, or a trainable tensor that is not an `nn.Parameter`."
     what = """
         Reports, in the `__init__` of an `nn.Module` subclass, an attribute that holds
-        newly built submodules (`nn.Linear(...)`, a module class of this file, an
-        `nn.Parameter`) in a plain `list`, `tuple` or `dict` — written as a literal, a
+        newly built submodules (`nn.Linear(...)`, a module class of this file, a class
+        imported from a package of layers such as `fairseq.modules`, `timm.layers` or
+        `.models.blocks`, an `nn.Parameter`) in a plain `list`, `tuple` or `dict` — written as a literal, a
         comprehension, or filled with `.append(...)` — and a tensor made trainable with
         `requires_grad=True` or `.requires_grad_()` instead of `nn.Parameter`. Lists of
         modules that are registered anyway (passed to `nn.Sequential(*layers)`,
@@ -205,12 +206,14 @@ class _InitChecker:
             attr = self._self_attribute(target)
             if attr is None:
                 continue
-            message = self._judge(attr, node.value)
-            if message:
-                yield self.rule.report(node, message)
+            judged = self._judge(attr, node.value)
+            if judged:
+                message, replacement = judged
+                yield self.rule.report(node, message, evidence=replacement)
 
     # ----- what an assignment stores ------------------------------------------------------------
-    def _judge(self, attr: str, value: ast.AST) -> Message | None:
+    def _judge(self, attr: str, value: ast.AST) -> tuple[Message, str] | None:
+        """The message, and the class to hold the value instead (its qualified name)."""
         trainable = self._trainable_tensor(value)
         if trainable:
             if self._wrapped_later(attr):
@@ -219,7 +222,7 @@ class _InitChecker:
                 f"`self.{attr}` is a tensor made trainable with `{trainable}` but not an `nn.Parameter`",
                 why="the optimizer (`model.parameters()`), `.to(device)` and `state_dict()` never see it",
                 help=f"wrap it: `self.{attr} = nn.Parameter(...)` (or `register_buffer` if it is not trained)",
-            )
+            ), PARAMETER
         fresh = self._fresh_modules_in_container(value)
         filled = ""
         if fresh is None and self._is_empty_container(value):
@@ -239,7 +242,7 @@ class _InitChecker:
             why="they are not registered, so the optimizer (`model.parameters()`), `.to(device)`, `state_dict()` "
             "and `model.eval()` never see them",
             help=f"use `{replacement}(...)` instead",
-        )
+        ), "torch." + replacement
 
     def _trainable_tensor(self, value: ast.AST) -> str | None:
         # `torch.randn(n, requires_grad=True).to(device)`: look inside device/dtype moves.
@@ -276,6 +279,8 @@ class _InitChecker:
         if training_model(self.ctx).constructor_role(expr) == MODEL:
             if qual in STATELESS_LAYERS:
                 return None  # no parameters, buffers or train/eval behaviour: nothing is lost
+            return "module"
+        if imported_layer_class(self.ctx, expr):
             return "module"
         return None
 

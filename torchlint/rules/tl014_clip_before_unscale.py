@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from torchlint.analysis.callgraph import in_caller_terms, resolve_local_call
 from torchlint.analysis.imports import dotted_name
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.amp import backward_scaler, scaled_backward
@@ -25,7 +26,9 @@ class ClipBeforeUnscale(Rule):
         `clip_grad_norm_`) that runs after `scaler.scale(loss).backward()` and before
         `scaler.step(optimizer)` with no `scaler.unscale_(optimizer)` in between. The
         order is followed through `if` branches, inner loops (gradient accumulation) and
-        helper functions and methods of the same file.
+        helper functions and methods of the same file; a helper's conditions are read in
+        its caller's terms, so a clip on the `scaler is None` branch after a helper that
+        scales only `if scaler is not None:` is not reported.
     """
     why = """
         `scaler.scale(loss)` multiplies the loss, hence every gradient, by the current
@@ -130,8 +133,9 @@ class Trainer:
                 backward = _unscaled_scaled_backward(training, events, index)
                 if backward is not None and not _helper_unscales(ctx, event.node):
                     reported.add(event.node)
-                    optimizer = _stepped_optimizer(events[index + 1 :]) or "optimizer"
-                    yield self.report(event.node, self._message(ctx, event.node, backward, optimizer))
+                    stepped = _stepped_optimizer(events[index + 1 :])
+                    message = self._message(ctx, event.node, backward, stepped or "optimizer")
+                    yield self.report(event.node, message, evidence=(event, backward, stepped, events[index + 1 :]))
 
     @staticmethod
     def _message(ctx, clip, backward, optimizer) -> Message:
@@ -188,7 +192,7 @@ def _unscaled_scaled_backward(training, events, clip_index):
     """The latest scaled backward that can precede the clip with no unscale or step in between."""
     clip = events[clip_index]
     for event in reversed(events[:clip_index]):
-        if exclusive(event, clip):
+        if exclusive(event, clip) or _exclusive_through_calls(training, event, clip):
             continue
         if event.kind in ("unscale", "step", "opaque_step"):
             return None
@@ -198,6 +202,35 @@ def _unscaled_scaled_backward(training, events, clip_index):
             if not event.guards or not _can_be_scaled_elsewhere(training, events, event, clip):
                 return None
     return None
+
+
+def _exclusive_through_calls(training, a, b) -> bool:
+    """Two events on opposite sides of the same condition once the conditions inside called helpers
+    are written in the caller's terms (``backward(loss, scaler)`` scales ``if scaler is not None``;
+    the clip sits under the caller's ``if scaler is not None: ... else:``)."""
+    keys_a, keys_b = _caller_guard_keys(training, a), _caller_guard_keys(training, b)
+    return any((text, not branch) in keys_b for text, branch in keys_a)
+
+
+def _caller_guard_keys(training, event) -> set:
+    """The event's conditions as ``guard_key``s in the terms of the block the event was walked from."""
+    ctx = training.ctx
+    keys = set()
+    for test, branch in event.guards:
+        if not isinstance(test, ast.expr):
+            continue
+        home = ctx.enclosing_function(test)
+        for call in reversed(event.via):
+            callee = resolve_local_call(ctx, call)
+            if callee is not home:
+                continue
+            test = in_caller_terms(test, call, callee)
+            if test is None:
+                break
+            home = ctx.enclosing_function(call)
+        else:
+            keys.add(training.guard_key((test, branch)))
+    return keys
 
 
 def _can_be_scaled_elsewhere(training, events, plain_backward, clip) -> bool:

@@ -125,7 +125,7 @@ def train(model, optimizer, lr_scheduler, loader):
             if later is None:
                 continue
             reported.add(event.node)
-            yield self.report(event.node, self._message(ctx, event, later))
+            yield self.report(event.node, self._message(ctx, event, later), evidence=(event, later))
 
     @staticmethod
     def _message(ctx, sched, step) -> Message:

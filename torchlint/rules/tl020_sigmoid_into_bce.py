@@ -88,7 +88,7 @@ def step(logits, y):
         for found in tracker.activation_inputs(
             frozenset({"sigmoid"}), BCE_WITH_LOGITS_FUNCTIONS, BCE_WITH_LOGITS_MODULES
         ):
-            yield self.report(found.loss, self._message(ctx, found))
+            yield self.report(found.loss, self._message(ctx, found), evidence=found)
 
     @staticmethod
     def _message(ctx, found) -> Message:

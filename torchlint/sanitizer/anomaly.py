@@ -32,6 +32,7 @@ import warnings
 
 import torch
 
+from . import warning_locations
 from .autograd_graph import NanWatch, failing_nodes, graph_roots
 from .check import BackwardEvent, Check
 from .findings import Finding, Location
@@ -98,9 +99,16 @@ class AnomalyCheck(Check):
         self.escalation: _Escalation | None = None
         self._escalated_for: set[tuple] = set()  # trigger locations already escalated once
         self._forward_nonfinite_at = -1  # backward pass count when TS104 last fired
-        self._replay_registry: dict = {}
+        # torch prints a failing node's recorded stack as a warning: take it (the
+        # session restores the filters) instead of catching warnings around every
+        # backward, which would reset everybody's "once per location" memory.
+        self._trace: str | None = None
+        warnings.filterwarnings("always", message=r"Error detected in \w+\. Traceback of forward call")
+        warning_locations.interceptors.append(self._take_trace)
 
     def uninstall(self) -> None:
+        if self._take_trace in warning_locations.interceptors:
+            warning_locations.interceptors.remove(self._take_trace)
         self.recorder.stop()
         enabled, check_nan = self._previous
         torch.autograd.set_detect_anomaly(enabled, check_nan=check_nan)
@@ -163,32 +171,28 @@ class AnomalyCheck(Check):
         return NanWatch(roots)
 
     # -- backward -------------------------------------------------------------------
+    def _take_trace(self, message: warnings.WarningMessage) -> bool:
+        text = str(message.message)
+        if _FORWARD_TRACE_MARK not in text:
+            return False
+        if self._trace is None:
+            self._trace = text
+        return True
+
     def around_backward(self, call, event: BackwardEvent):
         self.backward_passes += 1
         watch = self._watch(event)
-        failure = None
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                result = call()
-            except Exception as exc:  # re-raised below, unchanged but for a note
-                failure = exc
-            finally:
-                if watch is not None:
-                    watch.remove()
-        trace = None
-        for item in caught:
-            text = str(item.message)
-            if trace is None and _FORWARD_TRACE_MARK in text:
-                trace = text
-                continue
-            warnings.warn_explicit(
-                item.message, item.category, item.filename, item.lineno, registry=self._replay_registry
-            )
-        if failure is not None:
+        self._trace = None
+        try:
+            result = call()
+        except Exception as failure:
             if not getattr(failure, "torchlint_explained", False):
-                self._report_failure(failure, trace, event)
-            raise failure
+                self._report_failure(failure, self._trace, event)
+            raise
+        finally:
+            self._trace = None
+            if watch is not None:
+                watch.remove()
         if watch is not None and watch.culprit is not None:
             self._report_nan(watch.culprit, event)
         elif self.escalation is not None:

@@ -17,6 +17,7 @@ from .devices import DeviceCheck
 from .dtypes import DtypeCheck
 from .inplace import InplaceCheck
 from .loss_inputs import LossInputCheck
+from .loss_scale import LossScaleCheck
 from .nonfinite import NonfiniteCheck
 from .notices import CompiledNotice
 from .sampler_epochs import SamplerEpochCheck
@@ -31,6 +32,7 @@ BUILTIN_CHECKS: tuple[type[Check], ...] = (
     NonfiniteCheck,
     InplaceCheck,
     TrainingChecks,
+    LossScaleCheck,
     # Silent training bugs (TS115-TS118) and distributed runs (TS119-TS120).
     ValidationModeCheck,
     LossInputCheck,

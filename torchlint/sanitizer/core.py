@@ -533,13 +533,9 @@ def _variable_name(obj: Any) -> str | None:
         frame = frame.f_back
     first_torch = next((i for i, f in enumerate(frames) if locations.is_torch_file(f.f_code.co_filename)), 0)
     for frame in frames[first_torch:]:
-        if not locations.is_user_file(frame.f_code.co_filename):
-            continue
-        for name, value in locations.frame_locals(frame).items():
-            if value is obj and name != "self":
-                return name
-        for name, value in frame.f_globals.items():
-            if value is obj:
+        if locations.is_user_file(frame.f_code.co_filename):
+            name = locations.name_in_frame(obj, frame)
+            if name:
                 return name
     return None
 

@@ -15,6 +15,7 @@ import torch
 import torch.nn.modules.module as _module_hooks
 import torch.optim.optimizer as _optimizer_hooks
 
+from . import warning_locations
 from .tracebacks import cleaned
 
 if TYPE_CHECKING:
@@ -87,22 +88,34 @@ def closure_of(args: tuple, kwargs: dict) -> tuple[Any, str | int | None]:
     return None, None
 
 
+def _entry_point(function: Callable) -> Callable:
+    """Mark a function torch calls into the sanitizer: the outermost frame of
+    ours, where an exception passing through loses the sanitizer's frames (a
+    bare raise adds none back; see tracebacks.py)."""
+
+    @functools.wraps(function)
+    def entry(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except BaseException as exc:
+            cleaned(exc)
+            raise
+
+    return entry
+
+
 def _deliver(method: Callable, *args: Any) -> Any:
-    """Call an event method of the innermost session.  Every entry point from
-    torch into the sanitizer goes through here: the sanitizer's own function
-    mode is off meanwhile, and an exception passing through leaves without the
-    sanitizer's frames (see tracebacks.py)."""
+    """Call an event method of the innermost session, with the sanitizer's own
+    function mode off meanwhile."""
     mode = _take_own_mode_off() if OWN_MODES else None
     try:
         return method(*args)
-    except BaseException as exc:
-        cleaned(exc)
-        raise  # a bare raise adds no frame of ours back
     finally:
         if mode is not None:
             torch._C._push_on_torch_function_stack(mode)
 
 
+@_entry_point
 def _module_pre_hook(module, args):
     if _off_for_step:  # a step that raised never reached its post hook
         _put_back_after_step()
@@ -110,6 +123,7 @@ def _module_pre_hook(module, args):
         _deliver(_SESSIONS[-1]._module_pre, module, args)
 
 
+@_entry_point
 def _module_post_hook(module, args, *rest):
     # Normal path: (kwargs, output).  When forward raised, torch calls
     # always_call hooks as (module, args, output) and silences their errors.
@@ -120,6 +134,7 @@ def _module_post_hook(module, args, *rest):
             _deliver(_SESSIONS[-1]._module_post, module, args, {}, None, True)
 
 
+@_entry_point
 def _optimizer_pre_hook(optimizer, args, kwargs):
     if _SESSIONS and not _is_compiling():
         _deliver(_SESSIONS[-1]._optimizer_pre, optimizer, args, kwargs)
@@ -131,6 +146,7 @@ def _optimizer_pre_hook(optimizer, args, kwargs):
                 _off_for_step.append(mode)
 
 
+@_entry_point
 def _optimizer_post_hook(optimizer, args, kwargs):
     if _off_for_step:
         _put_back_after_step()
@@ -166,6 +182,8 @@ class _SharedHooks:
         setattr(owner, name, make(original))
 
     def _install(self) -> None:
+        # Warnings torch attributes to the sanitizer's frames name the user's line.
+        warning_locations.install()
         self._handles.append(_module_hooks.register_module_forward_pre_hook(_module_pre_hook))
         self._handles.append(
             _module_hooks.register_module_forward_hook(_module_post_hook, with_kwargs=True, always_call=True)
@@ -182,9 +200,15 @@ class _SharedHooks:
                 self._patch(functional, name, lambda orig, name=name: _wrap_loss(orig, name))
 
     def _uninstall(self) -> None:
+        warning_locations.uninstall()
         _put_back_after_step()
         while self._handles:
-            self._handles.pop().remove()
+            handle = self._handles.pop()
+            handle.remove()
+            # torch's handle forgets the with_kwargs flag of a global forward hook: left
+            # there, it keeps torch believing global hooks exist (slow module calls, and
+            # a warning at every call of a compiled module).
+            _module_hooks._global_forward_hooks_with_kwargs.pop(handle.id, None)
         while self._patches:
             owner, name, original = self._patches.pop()
             setattr(owner, name, original)
@@ -195,6 +219,7 @@ _shared_hooks = _SharedHooks()
 
 def _wrap_backward(original: Callable, kind: str) -> Callable:
     @functools.wraps(original)
+    @_entry_point
     def backward(*args, **kwargs):
         if _off_for_step:
             _put_back_after_step()
@@ -208,6 +233,7 @@ def _wrap_backward(original: Callable, kind: str) -> Callable:
 
 def _wrap_loss(original: Callable, name: str) -> Callable:
     @functools.wraps(original)
+    @_entry_point
     def loss(*args, **kwargs):
         if not _SESSIONS or _is_compiling():
             return original(*args, **kwargs)

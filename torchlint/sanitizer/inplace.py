@@ -42,13 +42,13 @@ import sys
 import torch
 from torch.overrides import TorchFunctionMode
 
-from . import warning_locations
 from .check import BackwardEvent, Check
 from .findings import Location
 from .forward_lines import forward_location
 from .hooks import OWN_MODES
 from .locations import user_location
 from .tensors import first_param, iter_tensors
+from .tracebacks import cleaned
 
 # Calls whose name ends in "_" but that do not write tensor data.
 _NOT_DATA_WRITES = frozenset({"requires_grad_", "share_memory_", "detach_", "retain_grad_", "record_stream_"})
@@ -175,11 +175,11 @@ class _InplaceMode(TorchFunctionMode):
             kind = self.kinds[func] = _classify(func)
         if kind != _NEVER or "out" in kwargs:
             self.check.inspect_call(func, kind, args, kwargs)
-        return func(*args, **kwargs)
-
-
-# Torch's warnings from a call the mode forwards name the caller's line, not ours.
-warning_locations.transparent_frames.add(_InplaceMode.__torch_function__.__code__)
+        try:
+            return func(*args, **kwargs)
+        except BaseException as exc:  # the user's error: shown without this frame
+            cleaned(exc)
+            raise
 
 
 class InplaceCheck(Check):
@@ -213,7 +213,6 @@ class InplaceCheck(Check):
         if self._mode is not None:
             OWN_MODES.remove(self._mode)
             self._mode.__exit__(None, None, None)
-            warning_locations.uninstall()
             self._mode = None
         self.active = False
 
@@ -224,7 +223,6 @@ class InplaceCheck(Check):
         self._mode = _InplaceMode(self)
         self._mode.__enter__()
         OWN_MODES.append(self._mode)
-        warning_locations.install()
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
         self._hooks.__enter__()
 

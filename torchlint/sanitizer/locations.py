@@ -148,6 +148,28 @@ def frame_locals(frame: FrameType) -> dict:
     return names
 
 
+def name_in_frame(obj: object, frame: FrameType | None) -> str | None:
+    """The name ``frame``'s code gives ``obj``: a local variable (not ``self``),
+    an attribute of its ``self`` (``self.model``), or a global."""
+    if frame is None:
+        return None
+    local_names = frame_locals(frame)
+    for name, value in local_names.items():
+        if value is obj and name != "self":
+            return name
+    owner = local_names.get("self")
+    if owner is not None:
+        # nn.Module keeps its children in _modules, not __dict__.
+        for namespace in (getattr(owner, "__dict__", {}), getattr(owner, "_modules", {})):
+            for name, value in namespace.items():
+                if value is obj:
+                    return f"self.{name}"
+    for name, value in frame.f_globals.items():
+        if value is obj:
+            return name
+    return None
+
+
 def user_frames_from_traceback(text: str) -> list[tuple[Location, str]]:
     """Parse a formatted Python stack (as anomaly mode prints it) and keep the
     user's frames, each with its source line, innermost last."""

@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 from . import locations
 from .check import Check
 from .findings import CHECK_NAMES
-from .training_params import guess_variable_name
+from .locations import frame_locals, name_in_frame
 
 
 class _SamplerState:
@@ -41,7 +41,7 @@ def _loader_name(sampler: DistributedSampler, frame) -> str | None:
     """The variable of a user frame holding the DataLoader that draws from ``sampler``."""
     while frame is not None:
         if locations.is_user_code(frame.f_code):
-            for name, value in frame.f_locals.items():
+            for name, value in frame_locals(frame).items():
                 if isinstance(value, DataLoader) and (
                     value.sampler is sampler or getattr(value.batch_sampler, "sampler", None) is sampler
                 ):
@@ -88,7 +88,7 @@ class SamplerEpochCheck(Check):
     def _report(self, sampler: DistributedSampler, epoch: int) -> None:
         frame = locations.user_frame(sys._getframe(1))
         loader = _loader_name(sampler, frame)
-        sampler_name = guess_variable_name(sampler, frame) or "sampler"
+        sampler_name = name_in_frame(sampler, frame) or "sampler"
         owner = f"the DistributedSampler of `{loader}`" if loader else f"DistributedSampler `{sampler_name}`"
         self.emit(
             "TS119",

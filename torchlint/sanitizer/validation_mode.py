@@ -55,7 +55,7 @@ def _called_by_library(module: torch.nn.Module) -> bool:
     ``Module.__call__``) is library code rather than the user's."""
     frame = sys._getframe(2)
     while frame is not None:
-        if frame.f_code is _CALL_IMPL_CODE and frame.f_locals.get("self") is module:
+        if frame.f_code is _CALL_IMPL_CODE and locations.frame_locals(frame).get("self") is module:
             caller = frame.f_back
             while caller is not None and caller.f_code.co_filename == _MODULE_FILE:
                 caller = caller.f_back  # Module._wrapped_call_impl

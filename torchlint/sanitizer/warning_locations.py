@@ -1,11 +1,12 @@
 """Torch's warnings keep their real source location while the sanitizer forwards torch calls.
 
-A ``TorchFunctionMode`` calls each torch function from its own
-``__torch_function__`` frame, so a warning that torch attributes to "the caller"
-(a C++ ``TORCH_WARN``, or ``warnings.warn(..., stacklevel=2)`` in
-``torch.nn.functional``) would name the sanitizer's file.  Such frames are
-registered in :data:`transparent_frames`; while any is, Python's warning display
-hook is wrapped: a warning attributed to one of them is issued again at the
+The sanitizer calls some torch functions on the user's behalf: the patched loss
+functions call the original, and the in-place check's ``TorchFunctionMode``
+calls every function from its ``__torch_function__``.  A warning torch
+attributes to "the caller" (a C++ ``TORCH_WARN``, or
+``warnings.warn(..., stacklevel=2)`` in ``torch.nn.functional``) would then name
+the sanitizer's file.  While a session runs, Python's warning display hook is
+wrapped: a warning attributed to a frame of the sanitizer is issued again at the
 frame plain Python would have named (the caller of the torch function the user
 called), with that frame's module, registry and filters, and the misplaced
 first pass is undone.
@@ -16,40 +17,54 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from types import CodeType, FrameType
+from types import FrameType
 
-#: Code objects of frames that call torch functions on the user's behalf.
-transparent_frames: set[CodeType] = set()
+from .tracebacks import is_own_file
 
 _OVERRIDES_FILE = os.sep + os.path.join("torch", "overrides.py")
 _original_show = None  # Python's display hook, while ours wraps it
 _users = 0
+#: Callables given each warning before it is shown; one returning True consumes it.
+interceptors: list = []
 
 
-def _forwarding_frame(message: warnings.WarningMessage) -> FrameType | None:
+def _misplaced_frame(message: warnings.WarningMessage) -> FrameType | None:
+    """The sanitizer's frame the warning was attributed to, on the current stack."""
+    if not is_own_file(message.filename):
+        return None
     frame = sys._getframe(2)
     while frame is not None:
         code = frame.f_code
-        if code in transparent_frames and code.co_filename == message.filename and frame.f_lineno == message.lineno:
+        if frame.f_lineno == message.lineno and code.co_filename == message.filename:
             return frame
         frame = frame.f_back
     return None
 
 
+def _outside_sanitizer(frame: FrameType | None) -> FrameType | None:
+    while frame is not None and is_own_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame
+
+
 def _real_caller(frame: FrameType) -> FrameType | None:
-    """The frame that called the torch function the forwarding frame serves."""
-    caller = frame.f_back
+    """The frame that called the torch function the sanitizer's frame serves."""
+    caller = _outside_sanitizer(frame.f_back)
     if caller is not None and caller.f_code.co_filename.endswith(_OVERRIDES_FILE):
-        # A torch function written in Python: overrides.handle_torch_function was
-        # called by the public function itself, whose caller is the one we want.
+        # A torch function written in Python, dispatched to the function mode:
+        # overrides.handle_torch_function was called by the public function
+        # itself, whose caller is the one plain Python names.
         public = caller.f_back
-        caller = public.f_back if public is not None else None
+        caller = _outside_sanitizer(public.f_back) if public is not None else None
     return caller
 
 
 def _show(message: warnings.WarningMessage) -> None:
     original = _original_show or warnings._showwarnmsg_impl
-    frame = _forwarding_frame(message)
+    for intercept in interceptors:
+        if intercept(message):
+            return
+    frame = _misplaced_frame(message)
     caller = _real_caller(frame) if frame is not None else None
     if caller is None:
         original(message)

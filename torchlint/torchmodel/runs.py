@@ -237,15 +237,14 @@ class RebuiltInLoop:
     partner_rebuilt: bool  # the optimizer (for a model) or model (for an optimizer) is rebuilt there too
 
 
-class RunAnalysis:
-    MAX_CALL_DEPTH = 3
+class Constructions:
+    """What a file builds: calls that construct a model or an optimizer with trainable state,
+    directly or through a local factory, and where models or optimizers are (re)built."""
 
-    def __init__(self, ctx: FileContext):
+    def __init__(self, ctx: FileContext, training):
         self.ctx = ctx
-        self.training = training_model(ctx)
-        self._reach_cache: dict = {}
+        self.training = training
 
-    # ----- what gets built --------------------------------------------------------------------
     def built_role(self, call: ast.Call) -> str | None:
         """MODEL or OPTIMIZER when ``call`` builds one that carries trainable state."""
         role = self.training.constructor_role(call)
@@ -286,7 +285,7 @@ class RunAnalysis:
             root = func.value
             while isinstance(root, ast.Attribute):
                 root = root.value
-            return isinstance(root, ast.Name) and root.id in self._model_modules
+            return isinstance(root, ast.Name) and root.id in self._model_functions
         return False
 
     @cached_property
@@ -295,10 +294,6 @@ class RunAnalysis:
         return frozenset(
             alias for alias, qual in self.ctx.imports.aliases.items() if qual.startswith(("torchvision", "timm"))
         )
-
-    @cached_property
-    def _model_modules(self) -> frozenset[str]:
-        return self._model_functions
 
     @cached_property
     def factories(self) -> dict[ast.AST, str]:
@@ -317,7 +312,7 @@ class RunAnalysis:
                 and parent.targets[0].id in self._returned_names.get(func, ())
             )
             # A `run_epoch()` that builds, trains and returns its model is judged inside, not as a factory.
-            if returned and not self._function_trains(func):
+            if returned and not function_trains(self.training, func):
                 found[func] = role
         return found
 
@@ -345,7 +340,62 @@ class RunAnalysis:
         """Every call that builds a model or optimizer: constructors, and calls to local factories."""
         return self._constructions
 
-    # ----- where it gets built ------------------------------------------------------------------
+    def is_fresh_model(self, value: ast.Call) -> bool:
+        """A copy of a model made this iteration (``copy.deepcopy(model)``, ``maml.clone()``): the model
+        it copies keeps learning. A model *constructed* this iteration is judged on its own (TL003),
+        and its optimizer with it: fixing one of the two would leave the other rebuilt."""
+        if self.ctx.call_qualname(value) == "copy.deepcopy":
+            return True
+        return isinstance(value.func, ast.Attribute) and value.func.attr in ("clone", "copy", "deepcopy")
+
+    def rebuilds(self, loop, role: str) -> bool:
+        """Whether one iteration of ``loop`` builds (or reloads) an object of ``role``."""
+        return any(self.ctx.is_inside(site, loop) for site in self._rebuild_sites(role))
+
+    def _rebuild_sites(self, role: str) -> list[ast.AST]:
+        """Calls that build an object of ``role``, plus call sites of functions that do."""
+
+        def build() -> list[ast.AST]:
+            direct = [c for c, r in self.constructions() if r == role]
+            if role == MODEL:
+                direct += [c for c in self.ctx.calls if self._refreshes_model(c)]
+            sites = list(direct)
+            graph = call_graph(self.ctx)
+            for c in direct:  # one level of helpers: `def make(): model = Net(); ...` called in the loop
+                func = self.ctx.enclosing_function(c)
+                if func is not None:
+                    sites.extend(graph.callers(func))
+            return sites
+
+        return self.ctx.shared(f"rebuild-sites-{role}", build)
+
+    def _refreshes_model(self, call: ast.Call) -> bool:
+        if self.ctx.call_qualname(call) in _MODEL_REFRESH_FUNCTIONS:
+            return True
+        func = call.func
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr in _MODEL_REFRESH_METHODS
+            and (self.training.role_of(func.value) == MODEL)
+        )
+
+
+def function_trains(training, func) -> bool:
+    kinds = {e.kind for e in training.function_events(func)}
+    return "backward" in kinds or "step" in kinds or "opaque_step" in kinds
+
+
+class RunAnalysis:
+    """Which loops continue one training run, and the constructions they repeat."""
+
+    MAX_CALL_DEPTH = 3
+
+    def __init__(self, ctx: FileContext):
+        self.ctx = ctx
+        self.training = training_model(ctx)
+        self.built = Constructions(ctx, self.training)
+        self._reach_cache: dict = {}
+
     def _trains(self, loop) -> bool:
         return self.training.trains_each_iteration(loop)
 
@@ -353,7 +403,7 @@ class RunAnalysis:
         """Constructions of ``role`` (MODEL or OPTIMIZER) that run again in every iteration
         of a loop continuing one training run, with that loop."""
         found = []
-        for call, built in self.constructions():
+        for call, built in self.built.constructions():
             if built == role:
                 where = self.rebuilt_in_loop(call, role)
                 if where is not None:
@@ -378,14 +428,14 @@ class RunAnalysis:
             verdict, reason = self.judge(loop, role)
             if verdict == CONTINUING:
                 partner = MODEL if role == OPTIMIZER else OPTIMIZER
-                return RebuiltInLoop(loop, via, reason, self.rebuilds(loop, partner))
+                return RebuiltInLoop(loop, via, reason, self.built.rebuilds(loop, partner))
             return None  # the loop repeats whole runs, and so do the loops around it
         func = ctx.enclosing_function(node)
         if func is None or depth >= self.MAX_CALL_DEPTH or func in seen:
             return None
         sites = call_graph(ctx).callers(func)
         if not self._runs_in_training_loop(func, 0) or (
-            not via and not self._function_trains(func) and not _stores_on_self(ctx, node)
+            not via and not function_trains(self.training, func) and not _stores_on_self(ctx, node)
         ):
             return None  # e.g. an evaluation helper that builds a model to load a checkpoint into
         for site in sites:
@@ -464,18 +514,9 @@ class RunAnalysis:
             names = {t.id for t in stmt.targets if isinstance(t, ast.Name)}
             if names & tensor_roots:
                 return True
-            if names & model_roots and isinstance(stmt.value, ast.Call) and self._is_fresh_model(stmt.value):
+            if names & model_roots and isinstance(stmt.value, ast.Call) and self.built.is_fresh_model(stmt.value):
                 return True
         return False
-
-    def _is_fresh_model(self, value: ast.Call) -> bool:
-        if self.ctx.call_qualname(value) == "copy.deepcopy" or self.built_role(value) == MODEL:
-            return True
-        return isinstance(value.func, ast.Attribute) and value.func.attr in ("clone", "copy", "deepcopy")
-
-    def _function_trains(self, func) -> bool:
-        kinds = {e.kind for e in self.training.function_events(func)}
-        return "backward" in kinds or "step" in kinds or "opaque_step" in kinds
 
     def _conditional_in(self, node, loop) -> bool:
         loop_names = _target_names(loop)
@@ -497,6 +538,13 @@ class RunAnalysis:
             return INDEPENDENT, "named"
         if kind in ("epoch", "step"):
             return CONTINUING, kind
+        if self._inside_epoch_loop(loop):
+            # `for epoch ...: for shard_id ...:` -- a loop repeated every epoch is part of one run.
+            return CONTINUING, "epoch"
+        if _over_literal_settings(loop):
+            # `for device in ["cpu", "cuda"]:`, `for lr in (0.1, 0.01):` -- a sweep over settings
+            # written out in the code, not data or time: each value gets a run of its own.
+            return INDEPENDENT, "settings"
         depths = self.step_depths(loop)
         if depths and min(depths) >= 2:
             return INDEPENDENT, "whole-runs"
@@ -504,46 +552,28 @@ class RunAnalysis:
             return CONTINUING, "step"
         # An epoch-like loop with neutral names: follow the data.
         other = MODEL if role == OPTIMIZER else OPTIMIZER
-        if self.rebuilds(loop, other):
+        if self.built.rebuilds(loop, other):
             return INDEPENDENT, "fresh-run"
         return CONTINUING, "keeps-model" if role == OPTIMIZER else "keeps-optimizer"
+
+    def _inside_epoch_loop(self, loop) -> bool:
+        """An enclosing loop of ``loop`` (in its function) named for epochs or steps, with no loop
+        named for whole runs in between."""
+        for outer in self.ctx.enclosing_loops(loop):
+            if outer is loop:
+                continue
+            kind = loop_name_kind(outer)
+            if kind == "run":
+                return False
+            if kind in ("epoch", "step"):
+                return True
+        return False
 
     def step_depths(self, loop) -> set[int]:
         """How many loops down, inside one iteration of ``loop``, its optimizer steps run."""
         events = self.training.iteration_events(loop)
         depths = {len(e.loops) for e in events if e.kind in ("step", "opaque_step")}
         return depths or {len(e.loops) for e in events if e.kind == "backward"}
-
-    def rebuilds(self, loop, role: str) -> bool:
-        """Whether one iteration of ``loop`` builds (or reloads) an object of ``role``."""
-        return any(self.ctx.is_inside(site, loop) for site in self._rebuild_sites(role))
-
-    def _rebuild_sites(self, role: str) -> list[ast.AST]:
-        """Calls that build an object of ``role``, plus call sites of functions that do."""
-
-        def build() -> list[ast.AST]:
-            direct = [c for c, r in self.constructions() if r == role]
-            if role == MODEL:
-                direct += [c for c in self.ctx.calls if self._refreshes_model(c)]
-            sites = list(direct)
-            graph = call_graph(self.ctx)
-            for c in direct:  # one level of helpers: `def make(): model = Net(); ...` called in the loop
-                func = self.ctx.enclosing_function(c)
-                if func is not None:
-                    sites.extend(graph.callers(func))
-            return sites
-
-        return self.ctx.shared(f"rebuild-sites-{role}", build)
-
-    def _refreshes_model(self, call: ast.Call) -> bool:
-        if self.ctx.call_qualname(call) in _MODEL_REFRESH_FUNCTIONS:
-            return True
-        func = call.func
-        return (
-            isinstance(func, ast.Attribute)
-            and func.attr in _MODEL_REFRESH_METHODS
-            and (self.training.role_of(func.value) == MODEL)
-        )
 
 
 # ----- loop names ------------------------------------------------------------------------------------
@@ -594,6 +624,23 @@ def _split(name: str) -> list[str]:
     return [w for w in re.split(r"[_\d]+", name.lower()) if w]
 
 
+def _over_literal_settings(loop) -> bool:
+    """``for x in [c1, c2, ...]`` over a literal list, tuple or set of constants (or of literal
+    tuples of constants: ``for lr, wd in [(0.1, 0), (0.01, 5e-4)]``)."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(loop.iter, (ast.List, ast.Tuple, ast.Set)):
+        return False
+    elts = loop.iter.elts
+    return bool(elts) and all(_is_constant(e) for e in elts)
+
+
+def _is_constant(expr: ast.AST) -> bool:
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        return all(_is_constant(e) for e in expr.elts)
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        expr = expr.operand
+    return isinstance(expr, ast.Constant)
+
+
 def _target_names(loop) -> set[str]:
     if isinstance(loop, (ast.For, ast.AsyncFor)):
         return name_ids(loop.target)
@@ -629,4 +676,12 @@ def describe_loop(ctx: FileContext, loop) -> str:
     return f"the loop at line {loop.lineno} (`{header}`)"
 
 
-__all__ = ["RunAnalysis", "RebuiltInLoop", "run_analysis", "loop_name_kind", "CONTINUING", "INDEPENDENT"]
+__all__ = [
+    "Constructions",
+    "RunAnalysis",
+    "RebuiltInLoop",
+    "run_analysis",
+    "loop_name_kind",
+    "CONTINUING",
+    "INDEPENDENT",
+]

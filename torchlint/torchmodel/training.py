@@ -69,8 +69,9 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import local_base, resolve_function_name, resolve_local_call
+from torchlint.analysis.callgraph import argument_for, local_base, resolve_function_name, resolve_local_call
 from torchlint.analysis.context import iter_children
+from torchlint.analysis.dataflow import value_kept
 from torchlint.analysis.imports import dotted_name, symbol
 from torchlint.analysis.nodes import position
 from torchlint.torchmodel.accumulation import (  # noqa: F401  (Accumulation and the name patterns are part of this API)
@@ -365,6 +366,9 @@ class TrainingModel(AccumulationMixin):
                 return Event("clear_grad", call)
             return None
         owner = func.value
+        if method not in ("train", "eval") and self._runs_own_method(call):
+            return None  # `self.zero_grad()` of a trainer class: its body (what it clears) decides
+
         owner_key = symbol(owner)
         if method in BACKWARD_METHODS:
             if call.args:  # accelerator.backward(loss), self.manual_backward(loss)
@@ -405,8 +409,18 @@ class TrainingModel(AccumulationMixin):
             return None
         return None
 
+    def _runs_own_method(self, call: ast.Call) -> bool:
+        """``self.<method>(...)`` where the class (or a base of this file) defines the method: the
+        walk follows its body instead of taking the name's meaning. Mode switches are left out:
+        an overriding ``train()`` still switches the mode (it must call the base's)."""
+        owner = call.func.value
+        return isinstance(owner, ast.Name) and owner.id == "self" and self.resolve_local_call(call) is not None
+
     def _unwrap_scaled(self, expr: ast.AST) -> ast.AST:
-        """``scaler.scale(loss)`` -> ``loss``; anything else unchanged."""
+        """``scaler.scale(loss)`` -> ``loss`` (also inside ``typing.cast(Tensor, ...)``); anything else unchanged."""
+        kept = value_kept(self.ctx, expr)
+        if kept is not None:
+            return self._unwrap_scaled(kept)
         if (
             isinstance(expr, ast.Call)
             and isinstance(expr.func, ast.Attribute)
@@ -1078,17 +1092,7 @@ def _walk_no_scopes_body(func: ast.AST) -> Iterator[ast.AST]:
 
 def _argument_for(call: ast.Call, func: ast.AST, name: str) -> ast.AST | None:
     """The argument expression ``call`` passes for parameter ``name`` of ``func``."""
-    for kw in call.keywords:
-        if kw.arg == name:
-            return kw.value
-    params = [a.arg for a in func.args.posonlyargs + func.args.args]
-    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
-        params = params[1:]
-    if name in params:
-        index = params.index(name)
-        if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
-            return call.args[index]
-    return None
+    return argument_for(call, func, name)
 
 
 def _is_test_name(name: str) -> bool:

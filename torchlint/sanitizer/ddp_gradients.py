@@ -22,6 +22,7 @@ import weakref
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
+from .autograd_graph import graph_roots, walk
 from .check import BackwardEvent, Check
 from .findings import CHECK_NAMES
 
@@ -30,27 +31,12 @@ _MAX_LISTED = 6
 
 def reachable_parameters(roots) -> set[int]:
     """``id()`` of every leaf tensor whose gradient a backward pass from ``roots``
-    accumulates (the AccumulateGrad nodes of the graph)."""
-    reached: set[int] = set()
-    seen: set[int] = set()
-    keep = []  # hold the nodes so that their ids stay unique during the walk
-    stack = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
-    for t in roots:
-        if isinstance(t, torch.Tensor) and t.grad_fn is None and t.requires_grad:
-            reached.add(id(t))
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        keep.append(node)
+    accumulates (the AccumulateGrad nodes of the graph, and leaf roots)."""
+    reached = {id(t) for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is None and t.requires_grad}
+    for node in walk(graph_roots(roots)):
         variable = getattr(node, "variable", None)
         if variable is not None:
             reached.add(id(variable))
-            continue
-        for child, _ in node.next_functions:
-            if child is not None and id(child) not in seen:
-                stack.append(child)
     return reached
 
 

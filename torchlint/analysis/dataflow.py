@@ -47,6 +47,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.context import iter_children
+from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import position, walk_no_scopes
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -554,3 +556,42 @@ def argument(call: ast.Call, position: int, name: str) -> ast.AST | None:
     if len(positional) == len(call.args) and position < len(call.args):
         return call.args[position]
     return None
+
+
+def assignments_in(ctx: FileContext, scope: ast.AST) -> dict[str, list[ast.AST]]:
+    """Assignments in one function (or the module), not inside nested scopes, by target
+    symbol, in source order: ``Assign``, ``AnnAssign``, ``AugAssign`` and tuple unpacking."""
+    return ctx.shared(("assignments", scope), lambda: _assignments_in(scope))
+
+
+def _assignments_in(scope: ast.AST) -> dict[str, list[ast.AST]]:
+    found: dict[str, list[ast.AST]] = {}
+    body = scope.body if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)) else [scope]
+    for stmt in body:
+        for node in walk_no_scopes(stmt):
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
+                targets = [node.target]
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                targets = [node.optional_vars]  # `with amp.scale_loss(loss, opt) as scaled:`
+            else:
+                continue
+            for target in targets:
+                for sub in _flatten_targets(target):
+                    key = symbol(sub)
+                    if key:
+                        found.setdefault(key, []).append(node)
+    for nodes in found.values():  # the walk is depth-first from the end: restore source order
+        nodes.sort(key=position)
+    return found
+
+
+def _flatten_targets(target: ast.AST) -> Iterator[ast.AST]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        for elt in target.elts:
+            yield from _flatten_targets(elt)
+    elif isinstance(target, ast.Starred):
+        yield from _flatten_targets(target.value)
+    else:
+        yield target

@@ -7,7 +7,10 @@ import re
 
 from torchlint.analysis.imports import symbol
 from torchlint.engine.rule import Rule, register
-from torchlint.torchmodel.training import training_model
+from torchlint.torchmodel.accumulation import gradient_accumulation
+from torchlint.torchmodel.division import loss_is_divided
+from torchlint.torchmodel.iterations import iterations
+from torchlint.torchmodel.roles import Role, object_roles
 
 # Owners of a `.backward(loss)` that divide by the accumulation count themselves.
 _SELF_SCALING_OWNER = re.compile(r"engine|deepspeed", re.I)
@@ -101,20 +104,20 @@ for it in range(max_iters):
     ]
 
     def check(self, ctx):
-        training = training_model(ctx)
+        accumulation = gradient_accumulation(ctx)
         reported: set[ast.AST] = set()
         candidates = []
-        for unit in training.step_units:
+        for unit in iterations(ctx).step_units:
             for index in unit.steps:
                 step = unit.events[index]
-                for backward, evidence in training.accumulated_backwards(unit, index):
+                for backward, evidence in accumulation.accumulated_backwards(unit, index):
                     candidates.append((backward, evidence, step))
-        for opaque, evidence in training.accumulating_opaque_steps():
+        for opaque, evidence in accumulation.accumulating_opaque_steps():
             candidates.append((opaque, evidence, opaque))
         for backward, evidence, step in candidates:
-            if backward.node in reported or _framework_scales(ctx, training, backward, step, evidence):
+            if backward.node in reported or _framework_scales(ctx, backward, step, evidence):
                 continue
-            if training.loss_is_divided(backward):
+            if loss_is_divided(ctx, backward):
                 continue
             reported.add(backward.node)
             yield self.report(backward.node, self._message(ctx, backward, evidence, step))
@@ -144,7 +147,7 @@ for it in range(max_iters):
         )
 
 
-def _framework_scales(ctx, training, backward, step, evidence) -> bool:
+def _framework_scales(ctx, backward, step, evidence) -> bool:
     """`accelerator.backward(loss)` with accumulation configured, DeepSpeed's engine, and the like."""
     if evidence.test is not None and "sync_gradients" in ast.unparse(evidence.test):
         return True  # accelerate decides the window, so accelerate divides (or nothing accumulates)
@@ -161,7 +164,7 @@ def _framework_scales(ctx, training, backward, step, evidence) -> bool:
             for item in withs
         )
         return accumulate or _accelerator_accumulates(ctx)
-    return bool(_SELF_SCALING_OWNER.search(owner)) or training.role_of(call.func.value) == "model"
+    return bool(_SELF_SCALING_OWNER.search(owner)) or object_roles(ctx).role_of(call.func.value) == Role.MODEL
 
 
 def _accelerator_accumulates(ctx) -> bool:

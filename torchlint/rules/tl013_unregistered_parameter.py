@@ -9,7 +9,7 @@ from functools import cached_property
 from torchlint.analysis.dataflow import dataflow, keyword, method_call
 from torchlint.engine.rule import Rule, register
 from torchlint.torchmodel.modules import module_classes
-from torchlint.torchmodel.training import MODEL, training_model
+from torchlint.torchmodel.roles import Role, object_roles
 
 PARAMETER = "torch.nn.Parameter"
 DEVICE_MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16"})
@@ -272,7 +272,7 @@ class _InitChecker:
         qual = self.ctx.call_qualname(expr)
         if qual in (PARAMETER, "torch.nn.parameter.Parameter"):
             return "parameter"
-        if training_model(self.ctx).constructor_role(expr) == MODEL:
+        if object_roles(self.ctx).constructor_role(expr) == Role.MODEL:
             if qual in STATELESS_LAYERS:
                 return None  # no parameters, buffers or train/eval behaviour: nothing is lost
             return "module"

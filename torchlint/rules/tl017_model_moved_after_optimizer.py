@@ -7,13 +7,15 @@ from dataclasses import dataclass
 
 from torchlint.analysis.imports import dotted_name
 from torchlint.engine.rule import Rule, register
-from torchlint.torchmodel.training import MODEL, OPTIMIZER, training_model
+from torchlint.torchmodel.calls import call_events
+from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS
+from torchlint.torchmodel.roles import Role, object_roles
 
 # Methods that move or cast a module's parameters.
 MOVE_METHODS = frozenset({"to", "cuda", "half", "bfloat16", "double"})
 PARAMETER_METHODS = frozenset({"parameters", "named_parameters"})
 # Calls that show the optimizer was already put to use, so a later move is not "setup order".
-_USE_KINDS = frozenset({"step", "backward", "opaque_step"})
+_USE_KINDS = BACKWARD_KINDS | STEP_KINDS
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,7 @@ def setup(device):
 
 def _optimizer_builds(ctx) -> dict:
     """Optimizer constructions of the file, by enclosing function (None: module level)."""
-    training = training_model(ctx)
+    roles = object_roles(ctx)
     builds: dict = {}
     for assign in ctx.nodes(ast.Assign, ast.AnnAssign):
         value = assign.value
@@ -115,19 +117,19 @@ def _optimizer_builds(ctx) -> dict:
         name = next((n for n in names if n), None)
         if name is None:
             continue
-        if training.constructor_role(value) != OPTIMIZER and training.role_of(name) != OPTIMIZER:
+        if roles.constructor_role(value) != Role.OPTIMIZER and roles.role_of(name) != Role.OPTIMIZER:
             continue
-        sources = _parameter_sources(training, value)
+        sources = _parameter_sources(roles, value)
         if sources:
             builds.setdefault(ctx.enclosing_function(assign), []).append(_OptimizerBuild(assign, name, sources))
     return builds
 
 
-def _parameter_sources(training, call: ast.Call) -> frozenset[str]:
+def _parameter_sources(roles, call: ast.Call) -> frozenset[str]:
     """Modules whose parameters an optimizer-building call receives."""
     found = set()
     func = call.func
-    if isinstance(func, ast.Attribute) and training.role_of(func.value) == MODEL:
+    if isinstance(func, ast.Attribute) and roles.role_of(func.value) == Role.MODEL:
         found.add(dotted_name(func.value))  # model.configure_optimizers(...)
     for arg in list(call.args) + [k.value for k in call.keywords]:
         for node in ast.walk(arg):
@@ -137,7 +139,7 @@ def _parameter_sources(training, call: ast.Call) -> frozenset[str]:
                 and node.func.attr in PARAMETER_METHODS
             ):
                 found.add(dotted_name(node.func.value))
-            elif node is arg and isinstance(node, (ast.Name, ast.Attribute)) and training.role_of(node) == MODEL:
+            elif node is arg and isinstance(node, (ast.Name, ast.Attribute)) and roles.role_of(node) == Role.MODEL:
                 found.add(dotted_name(node))  # create_optimizer_v2(model, ...)
     found.discard(None)
     return frozenset(found)
@@ -147,7 +149,7 @@ def _moves_sources(ctx, moved: str, sources) -> bool:
     for source in sources:
         if moved == source or source.startswith(moved + "."):
             return True  # the module itself, or a module containing it
-        if moved.startswith(source + ".") and training_model(ctx).role_of(moved) == MODEL:
+        if moved.startswith(source + ".") and object_roles(ctx).role_of(moved) == Role.MODEL:
             return True  # a submodule of it (its parameters are among the optimizer's)
     return False
 
@@ -161,11 +163,11 @@ def _is_setup_order(ctx, build: _OptimizerBuild, move: ast.Call, moved: str) -> 
     if _exclusive_branches(ctx, build.assign, move):
         return False
     scope = ctx.enclosing_function(move)
-    training = training_model(ctx)
+    calls = call_events(ctx)
     for call in ctx.calls:
         if not start < call.lineno < move.lineno or ctx.enclosing_function(call) is not scope:
             continue
-        event = training.classify_call(call)
+        event = calls.classify(call)
         if event is not None and event.kind in _USE_KINDS:
             return False
         if any(dotted_name(a) == build.optimizer for a in call.args) or any(

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.dataflow import argument, dataflow, method_call, returns_of
 from torchlint.analysis.nodes import last_name
+from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.modules import module_classes
-from torchlint.torchmodel.training import ROLE_PRESERVING_FUNCTIONS, ROLE_PRESERVING_NAMES
+from torchlint.torchmodel.roles import preserved_argument
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -39,27 +40,13 @@ class Activation:
 
 
 ACTIVATIONS = {
-    a.kind: a
-    for a in (
-        Activation(
-            "softmax",
-            frozenset({"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"}),
-            frozenset({"softmax"}),
-            frozenset({"torch.nn.Softmax"}),
-        ),
-        Activation(
-            "log_softmax",
-            frozenset({"torch.log_softmax", "torch.nn.functional.log_softmax", "torch.special.log_softmax"}),
-            frozenset({"log_softmax"}),
-            frozenset({"torch.nn.LogSoftmax"}),
-        ),
-        Activation(
-            "sigmoid",
-            frozenset({"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit"}),
-            frozenset({"sigmoid"}),
-            frozenset({"torch.nn.Sigmoid"}),
-        ),
+    kind: Activation(
+        kind,
+        torch_names.ACTIVATION_FUNCTIONS[kind],
+        torch_names.ACTIVATION_METHODS[kind],
+        torch_names.ACTIVATION_MODULES[kind],
     )
+    for kind in torch_names.ACTIVATION_FUNCTIONS
 }
 
 # Operations that change only shape, dtype, device or range, not what the values mean.
@@ -87,7 +74,6 @@ TRANSPARENT_METHODS = frozenset(
     }
 )
 TRANSPARENT_FUNCTIONS = frozenset({"torch.clamp", "torch.clip", "torch.squeeze", "torch.flatten", "torch.reshape"})
-SEQUENTIAL = "torch.nn.Sequential"
 
 
 @dataclass(frozen=True)
@@ -125,13 +111,10 @@ class ActivationTracker:
     def _through_module_moves(self, expr: ast.AST) -> ast.AST | None:
         """``net.to(device)``, ``DDP(net)``, ``torch.compile(net)``: the same module."""
         found = method_call(expr)
-        if found is not None and found[0] in ("to", "cuda", "cpu", "train", "eval", "float", "half"):
+        if found is not None and found[0] in torch_names.MODULE_SELF_RETURNING:
             return found[1]
-        if isinstance(expr, ast.Call) and expr.args:
-            if self.ctx.call_qualname(expr) in ROLE_PRESERVING_FUNCTIONS or (
-                isinstance(expr.func, ast.Name) and expr.func.id in ROLE_PRESERVING_NAMES
-            ):
-                return expr.args[0]
+        if isinstance(expr, ast.Call):
+            return preserved_argument(self.ctx, expr)
         return None
 
     def module_output(self, callee: ast.AST, depth: int) -> tuple[str, ast.AST] | None:
@@ -147,7 +130,7 @@ class ActivationTracker:
             for activation in ACTIVATIONS.values():
                 if qual in activation.modules:
                     return activation.kind, call
-            if qual == SEQUENTIAL and call.args and not call.keywords:
+            if qual == torch_names.SEQUENTIAL and call.args and not call.keywords:
                 last = call.args[-1]
                 if isinstance(last, ast.Starred):
                     return None
@@ -273,7 +256,7 @@ class ActivationTracker:
         names = set()
         for node in self.ctx.nodes(ast.Assign):
             value = node.value
-            while method_call(value) is not None and method_call(value)[0] in ("to", "cuda", "cpu"):
+            while method_call(value) is not None and method_call(value)[0] in torch_names.DEVICE_DTYPE_MOVES:
                 value = value.func.value
             if isinstance(value, ast.Call) and self.ctx.call_qualname(value) in classes:
                 for target in node.targets:

@@ -22,11 +22,13 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from torchlint.torchmodel.events import EventKind
+from torchlint.torchmodel.roles import Role, object_roles
 from torchlint.torchmodel.scripts import assignments
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
-    from torchlint.torchmodel.training import Event, TrainingModel
+    from torchlint.torchmodel.events import Event
 
 FLOAT16 = "float16"
 BFLOAT16 = "bfloat16"
@@ -126,42 +128,43 @@ def _single_assignment(ctx: FileContext, name: ast.Name) -> ast.AST | None:
     return values[0] if len(values) == 1 else None
 
 
-def backward_scaler(training: TrainingModel, event: Event) -> ast.AST | None:
+def backward_scaler(ctx: FileContext, event: Event) -> ast.AST | None:
     """The GradScaler expression of ``scaler.scale(loss).backward()`` (also through
     ``scaled = scaler.scale(loss); scaled.backward()``), or None for any other event."""
-    if event.kind != "backward":
+    if event.kind is not EventKind.BACKWARD:
         return None
     call = event.node
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
         return None
     inner = call.func.value
     if isinstance(inner, ast.Name):
-        inner = _single_assignment(training.ctx, inner) or inner
+        inner = _single_assignment(ctx, inner) or inner
     if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "scale"):
         return None
-    from torchlint.torchmodel.training import SCALER
-
     owner = inner.func.value
-    return owner if training.role_of(owner) == SCALER else None
+    return owner if object_roles(ctx).role_of(owner) == Role.SCALER else None
 
 
-def scaled_backward(training: TrainingModel, event: Event) -> bool:
+def scaled_backward(ctx: FileContext, event: Event) -> bool:
     """Whether a backward event goes through a GradScaler."""
-    return backward_scaler(training, event) is not None
+    return backward_scaler(ctx, event) is not None
 
 
 # Events that show a GradScaler (or a helper wrapping one) is looking after the gradients.
-SCALER_EVENT_KINDS = frozenset({"unscale", "scaler_update", "opaque_step"})
+SCALER_EVENT_KINDS = frozenset({EventKind.UNSCALE, EventKind.SCALER_UPDATE, EventKind.OPAQUE_STEP})
 
 
-def uses_scaler(training: TrainingModel, events) -> bool:
+def uses_scaler(ctx: FileContext, events) -> bool:
     """Whether a run of events goes through a GradScaler somewhere."""
-    from torchlint.torchmodel.training import SCALER
-
+    roles = object_roles(ctx)
     for event in events:
-        if event.kind in SCALER_EVENT_KINDS or scaled_backward(training, event):
+        if event.kind in SCALER_EVENT_KINDS or scaled_backward(ctx, event):
             return True
-        if event.kind == "step" and isinstance(event.node, ast.Call) and isinstance(event.node.func, ast.Attribute):
-            if training.role_of(event.node.func.value) == SCALER:
+        if (
+            event.kind is EventKind.STEP
+            and isinstance(event.node, ast.Call)
+            and isinstance(event.node.func, ast.Attribute)
+        ):
+            if roles.role_of(event.node.func.value) == Role.SCALER:
                 return True
     return False

@@ -35,9 +35,13 @@ from torchlint.analysis.callgraph import call_graph
 from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name, position
+from torchlint.torchmodel.calls import call_events
+from torchlint.torchmodel.events import MODE_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.gradmode import grad_effect, lexical_grad_disabler
+from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.modules import module_classes
-from torchlint.torchmodel.training import MODEL, training_model
+from torchlint.torchmodel.roles import Role, object_roles
+from torchlint.torchmodel.walk import event_walker
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -108,7 +112,9 @@ class EvaluationAnalysis:
 
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
-        self.training = training_model(ctx)
+        self.roles = object_roles(ctx)
+        self.iterations = iterations(ctx)
+        self.walker = event_walker(ctx)
         self._events: dict[ast.AST, list] = {}
 
     # ----- model calls --------------------------------------------------------------------------
@@ -128,7 +134,7 @@ class EvaluationAnalysis:
         last = key.rsplit(".", 1)[-1].split("[", 1)[0]
         if _NOT_MODEL_HOLDER.search(last):
             return False  # `self.tokenizer(...)`: a from_pretrained object that is no network
-        if self.training.roles.get(key) == MODEL:
+        if self.roles.roles.get(key) == Role.MODEL:
             return True
         # Conventional names only when the whole last name says "model" (`self.model`, `net_g`,
         # `model_ema`, `models[i]`), not a method that mentions one (`load_model`, `named_modules`).
@@ -234,7 +240,7 @@ class EvaluationAnalysis:
         return any(isinstance(stmt, FUNCTION_TYPES) and stmt.name == "forward" for stmt in cls.body)
 
     def _has_backward(self, func) -> bool:
-        return any(e.kind == "backward" for e in self._block_events(func))
+        return any(e.kind is EventKind.BACKWARD for e in self._block_events(func))
 
     def is_eval_function(self, func) -> bool:
         if self._is_excluded_function(func):
@@ -250,31 +256,31 @@ class EvaluationAnalysis:
     def _is_eval_loop(self, loop) -> bool:
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             return False
-        return bool(_expr_words(loop.iter) & EVAL_WORDS) and not self.training.trains_each_iteration(loop)
+        return bool(_expr_words(loop.iter) & EVAL_WORDS) and not self.iterations.trains_each_iteration(loop)
 
     def _called_from_training(self, func) -> bool:
         ctx = self.ctx
         for site in call_graph(ctx).callers(func):
-            if any(self.training.trains_each_iteration(loop) for loop in ctx.enclosing_loops(site)):
+            if any(self.iterations.trains_each_iteration(loop) for loop in ctx.enclosing_loops(site)):
                 return True
         return False
 
     def _trains(self, node) -> bool:
         events = self._block_events(node)
-        return any(e.kind in ("step", "opaque_step") for e in events)
+        return any(e.kind in STEP_KINDS for e in events)
 
     def _block_events(self, node) -> list:
         if node not in self._events:
             if node is None:
-                self._events[node] = self.training.events(self.ctx.tree.body)
+                self._events[node] = self.walker.events(self.ctx.tree.body)
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-                self._events[node] = self.training.iteration_events(node)
+                self._events[node] = self.iterations.iteration_events(node)
             else:
-                self._events[node] = self.training.events(node.body)
+                self._events[node] = self.walker.events(node.body)
         return self._events[node]
 
     def _needs_grad(self, node) -> bool:
-        if any(e.kind == "backward" for e in self._block_events(node)):
+        if any(e.kind is EventKind.BACKWARD for e in self._block_events(node)):
             return True
         for sub in ast.walk(node):
             if isinstance(sub, ast.Call):
@@ -303,12 +309,12 @@ class EvaluationAnalysis:
     def _local_mode(self, node, func) -> bool | None:
         """True/False when a switch in ``func`` (before ``node``) or a context around ``node`` decides the mode."""
         pos = position(node)
-        switches = [(position(e.site), e.kind) for e in self._block_events(func) if e.kind in ("eval", "train")]
+        switches = [(position(e.site), e.kind) for e in self._block_events(func) if e.kind in MODE_KINDS]
         # `set_eval_mode(model)` imported from elsewhere: take its word for it.
-        switches += [(position(call), "eval") for call in self._foreign_eval_helpers.get(func, ())]
+        switches += [(position(call), EventKind.EVAL) for call in self._foreign_eval_helpers.get(func, ())]
         before = [kind for at, kind in sorted(switches, key=lambda item: item[0]) if at < pos]
         if before:
-            return before[-1] == "eval"
+            return before[-1] is EventKind.EVAL
         for ancestor in self._ancestors_in(node, func):
             if isinstance(ancestor, (ast.With, ast.AsyncWith)):
                 for item in ancestor.items:
@@ -329,7 +335,7 @@ class EvaluationAnalysis:
             name = last_name(call.func)
             if not name or not _EVAL_HELPER.search(name) or graph.callee(call) is not None:
                 continue
-            if any(self.training.role_of(arg) == MODEL for arg in call.args if symbol(arg)):
+            if any(self.roles.role_of(arg) == Role.MODEL for arg in call.args if symbol(arg)):
                 found.setdefault(self.ctx.enclosing_function(call), []).append(call)
         return found
 
@@ -346,9 +352,9 @@ class EvaluationAnalysis:
         """An inference script: models are put in eval mode somewhere (or loaded with
         `from_pretrained`, which returns them in eval mode) and never back in train mode."""
         kinds = {e.kind for e in self.mode_switches}
-        if "train" in kinds or self._may_train:
+        if EventKind.TRAIN in kinds or self._may_train:
             return False  # a file that trains: its models start (and return) in training mode
-        return "eval" in kinds or any(
+        return EventKind.EVAL in kinds or any(
             isinstance(call.func, ast.Attribute) and call.func.attr == "from_pretrained" for call in self.ctx.calls
         )
 
@@ -359,8 +365,8 @@ class EvaluationAnalysis:
         for call in self.ctx.calls:
             func = call.func
             if isinstance(func, ast.Attribute) and func.attr in ("eval", "train"):
-                event = self.training.classify_call(call)
-                if event is not None and event.kind in ("eval", "train"):
+                event = call_events(self.ctx).classify(call)
+                if event is not None and event.kind in MODE_KINDS:
                     found.append(event)
         return found
 
@@ -468,7 +474,7 @@ class EvaluationAnalysis:
             node.func.value if isinstance(node.func, ast.Attribute) and node.func.attr == "forward" else node.func
         )
         return any(
-            event.kind == "eval"
+            event.kind is EventKind.EVAL
             and same_model(event.target, model)
             and self.ctx.enclosing_function(event.node) is not func
             and self.ctx.is_inside(event.node, cls)
@@ -476,7 +482,7 @@ class EvaluationAnalysis:
         )
 
     def _sets_eval_itself(self, func) -> bool:
-        return any(e.kind == "eval" and not e.via for e in self._block_events(func))
+        return any(e.kind is EventKind.EVAL and not e.via for e in self._block_events(func))
 
     def _disables_grad_itself(self, func) -> bool:
         if any(grad_effect(self.ctx, d) is False for d in func.decorator_list):
@@ -503,7 +509,9 @@ class EvaluationAnalysis:
                 func_expr = func_expr.value
             exprs = [func_expr]
         else:
-            exprs = [a for a in list(node.args) + [k.value for k in node.keywords] if self.training.role_of(a) == MODEL]
+            exprs = [
+                a for a in list(node.args) + [k.value for k in node.keywords] if self.roles.role_of(a) == Role.MODEL
+            ]
         owners = _params(func) | {"self"}
         return any(_root_name(e) in owners for e in exprs)
 

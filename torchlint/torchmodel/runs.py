@@ -34,7 +34,11 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callgraph import call_graph
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name, name_ids
-from torchlint.torchmodel.training import MODEL, OPTIMIZER, training_model
+from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
+from torchlint.torchmodel.iterations import iterations
+from torchlint.torchmodel.roles import Role, object_roles
+from torchlint.torchmodel.walk import event_walker
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -130,93 +134,8 @@ RUN_TOKENS = frozenset(
 # looked at when they are the loop variable itself.
 _NAMESPACE_TOKENS = frozenset({"config", "configs", "cfg", "cfgs", "setting", "settings", "args", "hparams"})
 
-# torch.nn layers without weights or state: building one per iteration costs nothing.
-STATELESS_LAYERS = frozenset(
-    {
-        "ReLU",
-        "ReLU6",
-        "LeakyReLU",
-        "PReLU_",
-        "ELU",
-        "SELU",
-        "CELU",
-        "GELU",
-        "SiLU",
-        "Mish",
-        "Sigmoid",
-        "Tanh",
-        "Hardtanh",
-        "Hardswish",
-        "Hardsigmoid",
-        "Softplus",
-        "Softsign",
-        "Softmax",
-        "LogSoftmax",
-        "Softmin",
-        "Softmax2d",
-        "Tanhshrink",
-        "Softshrink",
-        "Hardshrink",
-        "Threshold",
-        "GLU",
-        "LogSigmoid",
-        "Dropout",
-        "Dropout1d",
-        "Dropout2d",
-        "Dropout3d",
-        "AlphaDropout",
-        "FeatureAlphaDropout",
-        "MaxPool1d",
-        "MaxPool2d",
-        "MaxPool3d",
-        "AvgPool1d",
-        "AvgPool2d",
-        "AvgPool3d",
-        "AdaptiveAvgPool1d",
-        "AdaptiveAvgPool2d",
-        "AdaptiveAvgPool3d",
-        "AdaptiveMaxPool1d",
-        "AdaptiveMaxPool2d",
-        "AdaptiveMaxPool3d",
-        "LPPool1d",
-        "LPPool2d",
-        "MaxUnpool1d",
-        "MaxUnpool2d",
-        "MaxUnpool3d",
-        "Flatten",
-        "Unflatten",
-        "Upsample",
-        "UpsamplingNearest2d",
-        "UpsamplingBilinear2d",
-        "PixelShuffle",
-        "PixelUnshuffle",
-        "ChannelShuffle",
-        "ZeroPad1d",
-        "ZeroPad2d",
-        "ZeroPad3d",
-        "ConstantPad1d",
-        "ConstantPad2d",
-        "ConstantPad3d",
-        "ReflectionPad1d",
-        "ReflectionPad2d",
-        "ReflectionPad3d",
-        "ReplicationPad1d",
-        "ReplicationPad2d",
-        "ReplicationPad3d",
-        "CircularPad1d",
-        "CircularPad2d",
-        "CircularPad3d",
-        "Fold",
-        "Unfold",
-        "CosineSimilarity",
-        "PairwiseDistance",
-        "Identity",
-        # Wrappers: they hold the wrapped model's weights, not new ones.
-        "DataParallel",
-        "DistributedDataParallel",
-        "SyncBatchNorm",
-    }
-)
+# torch.nn layers that carry no trainable state of their own: building one per iteration costs nothing.
+STATELESS_LAYERS = torch_names.WEIGHTLESS_LAYERS | torch_names.WRAPPING_LAYERS
 _ZOO_HELPER = re.compile(r"param|checkpoint|load|resume|save|name|state|list_|register|^is_|^has_|utils|weight|adapt")
 _NOT_A_MODEL_CLASS = re.compile(r"(Loss|Criterion|Metric|Metrics)$")
 # Calls that give the iteration a fresh model without a constructor.
@@ -242,14 +161,15 @@ class RunAnalysis:
 
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
-        self.training = training_model(ctx)
+        self.roles = object_roles(ctx)
+        self.iterations = iterations(ctx)
         self._reach_cache: dict = {}
 
     # ----- what gets built --------------------------------------------------------------------
     def built_role(self, call: ast.Call) -> str | None:
-        """MODEL or OPTIMIZER when ``call`` builds one that carries trainable state."""
-        role = self.training.constructor_role(call)
-        if role == MODEL:
+        """Role.MODEL or Role.OPTIMIZER when ``call`` builds one that carries trainable state."""
+        role = self.roles.constructor_role(call)
+        if role == Role.MODEL:
             qual = self.ctx.call_qualname(call) or ""
             last = qual.rsplit(".", 1)[-1] if qual else (last_name(call.func) or "")
             if qual.startswith("torch.nn.") and last in STATELESS_LAYERS:
@@ -258,20 +178,22 @@ class RunAnalysis:
                 return None
             if qual.startswith(("timm.", "torchvision.")) and last[:1].islower() and _ZOO_HELPER.search(last):
                 return None  # `timm.models.model_parameters(model)`, `load_checkpoint(...)`: helpers, not builders
-            return MODEL
-        if role == OPTIMIZER:
-            return OPTIMIZER
+            return Role.MODEL
+        if role == Role.OPTIMIZER:
+            return Role.OPTIMIZER
         return None
 
     @cached_property
     def _direct(self) -> list[tuple[ast.Call, str]]:
         found = [(call, role) for call in self.ctx.calls if self._may_build(call) and (role := self.built_role(call))]
         # `nn.Sequential(nn.Linear(...), ...)` is one model: keep the outermost constructor.
-        models = {call for call, role in found if role == MODEL}
+        models = {call for call, role in found if role == Role.MODEL}
         return [
             (call, role)
             for call, role in found
-            if role != MODEL or not isinstance(self.ctx.parent(call), ast.Call) or self.ctx.parent(call) not in models
+            if role != Role.MODEL
+            or not isinstance(self.ctx.parent(call), ast.Call)
+            or self.ctx.parent(call) not in models
         ]
 
     def _may_build(self, call: ast.Call) -> bool:
@@ -347,10 +269,10 @@ class RunAnalysis:
 
     # ----- where it gets built ------------------------------------------------------------------
     def _trains(self, loop) -> bool:
-        return self.training.trains_each_iteration(loop)
+        return self.iterations.trains_each_iteration(loop)
 
     def rebuilt(self, role: str) -> list[tuple[ast.Call, RebuiltInLoop]]:
-        """Constructions of ``role`` (MODEL or OPTIMIZER) that run again in every iteration
+        """Constructions of ``role`` (Role.MODEL or Role.OPTIMIZER) that run again in every iteration
         of a loop continuing one training run, with that loop."""
         found = []
         for call, built in self.constructions():
@@ -371,13 +293,13 @@ class RunAnalysis:
                 continue  # a loop that trains nothing (building layers, iterating configs)
             if self._conditional_in(node, loop):
                 return None  # built once, when a condition holds (lazy init, a switch at some epoch)
-            if role == OPTIMIZER and not via and self._optimizes_fresh_copy(node, loop):
+            if role == Role.OPTIMIZER and not via and self._optimizes_fresh_copy(node, loop):
                 return None  # an inner optimizer over a model copied this iteration (meta-learning, probes)
             if not via and self._loaded_after(node, loop):
                 return None  # `m = Net(); m.load_state_dict(...)`: a copy to evaluate or a resumed state
             verdict, reason = self.judge(loop, role)
             if verdict == CONTINUING:
-                partner = MODEL if role == OPTIMIZER else OPTIMIZER
+                partner = Role.MODEL if role == Role.OPTIMIZER else Role.OPTIMIZER
                 return RebuiltInLoop(loop, via, reason, self.rebuilds(loop, partner))
             return None  # the loop repeats whole runs, and so do the loops around it
         func = ctx.enclosing_function(node)
@@ -469,13 +391,13 @@ class RunAnalysis:
         return False
 
     def _is_fresh_model(self, value: ast.Call) -> bool:
-        if self.ctx.call_qualname(value) == "copy.deepcopy" or self.built_role(value) == MODEL:
+        if self.ctx.call_qualname(value) == "copy.deepcopy" or self.built_role(value) == Role.MODEL:
             return True
         return isinstance(value.func, ast.Attribute) and value.func.attr in ("clone", "copy", "deepcopy")
 
     def _function_trains(self, func) -> bool:
-        kinds = {e.kind for e in self.training.function_events(func)}
-        return "backward" in kinds or "step" in kinds or "opaque_step" in kinds
+        kinds = {e.kind for e in event_walker(self.ctx).function_events(func)}
+        return bool(kinds & (BACKWARD_KINDS | STEP_KINDS))
 
     def _conditional_in(self, node, loop) -> bool:
         loop_names = _target_names(loop)
@@ -503,16 +425,16 @@ class RunAnalysis:
         if depths == {0}:
             return CONTINUING, "step"
         # An epoch-like loop with neutral names: follow the data.
-        other = MODEL if role == OPTIMIZER else OPTIMIZER
+        other = Role.MODEL if role == Role.OPTIMIZER else Role.OPTIMIZER
         if self.rebuilds(loop, other):
             return INDEPENDENT, "fresh-run"
-        return CONTINUING, "keeps-model" if role == OPTIMIZER else "keeps-optimizer"
+        return CONTINUING, "keeps-model" if role == Role.OPTIMIZER else "keeps-optimizer"
 
     def step_depths(self, loop) -> set[int]:
         """How many loops down, inside one iteration of ``loop``, its optimizer steps run."""
-        events = self.training.iteration_events(loop)
-        depths = {len(e.loops) for e in events if e.kind in ("step", "opaque_step")}
-        return depths or {len(e.loops) for e in events if e.kind == "backward"}
+        events = self.iterations.iteration_events(loop)
+        depths = {len(e.loops) for e in events if e.kind in STEP_KINDS}
+        return depths or {len(e.loops) for e in events if e.kind is EventKind.BACKWARD}
 
     def rebuilds(self, loop, role: str) -> bool:
         """Whether one iteration of ``loop`` builds (or reloads) an object of ``role``."""
@@ -523,7 +445,7 @@ class RunAnalysis:
 
         def build() -> list[ast.AST]:
             direct = [c for c, r in self.constructions() if r == role]
-            if role == MODEL:
+            if role == Role.MODEL:
                 direct += [c for c in self.ctx.calls if self._refreshes_model(c)]
             sites = list(direct)
             graph = call_graph(self.ctx)
@@ -542,7 +464,7 @@ class RunAnalysis:
         return (
             isinstance(func, ast.Attribute)
             and func.attr in _MODEL_REFRESH_METHODS
-            and (self.training.role_of(func.value) == MODEL)
+            and (self.roles.role_of(func.value) == Role.MODEL)
         )
 
 

@@ -11,16 +11,13 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.callgraph import resolve_local_call
 from torchlint.analysis.imports import dotted_name, symbol
-from torchlint.torchmodel.training import training_model
+from torchlint.torchmodel import vocabulary as torch_names
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
 
-DATALOADER = "torch.utils.data.DataLoader"
-DISTRIBUTED_SAMPLER = "torch.utils.data.DistributedSampler"
-# DataLoader's positional parameters, in order.
-DATALOADER_PARAMS = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 # Words that mark a loader as evaluation-only (its order and sharding do not matter for training).
 EVAL_WORDS = re.compile(r"val|test|eval|dev(?!ice)|calib|pred|infer|bench", re.I)
@@ -107,7 +104,7 @@ class LoaderCall:
         for keyword in self.call.keywords:
             if keyword.arg == name:
                 return keyword.value
-        index = DATALOADER_PARAMS.index(name)
+        index = torch_names.DATALOADER_PARAMS.index(name)
         args = self.call.args
         if index < len(args) and not any(isinstance(a, ast.Starred) for a in args[: index + 1]):
             return args[index]
@@ -122,7 +119,7 @@ class LoaderCall:
 
 
 def dataloader_calls(ctx: FileContext) -> list[LoaderCall]:
-    return [LoaderCall(c) for c in ctx.calls if ctx.call_qualname(c) == DATALOADER]
+    return [LoaderCall(c) for c in ctx.calls if ctx.call_qualname(c) == torch_names.DATALOADER]
 
 
 def bound_name(ctx: FileContext, call: ast.Call) -> str | None:
@@ -147,7 +144,7 @@ def is_distributed_sampler(ctx: FileContext, expr: ast.AST | None) -> ast.Call |
     value = resolve_value(ctx, expr)
     options = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
     for option in options:
-        if isinstance(option, ast.Call) and ctx.call_qualname(option) == DISTRIBUTED_SAMPLER:
+        if isinstance(option, ast.Call) and ctx.call_qualname(option) == torch_names.DISTRIBUTED_SAMPLER:
             return option
     return None
 
@@ -200,11 +197,10 @@ def import_time_functions(ctx: FileContext, depth: int = 3) -> frozenset:
 
 
 def _import_time_functions(ctx: FileContext, depth: int) -> frozenset:
-    training = training_model(ctx)
     reached: set = set()
     frontier = [c for c in ctx.calls if ctx.enclosing_function(c) is None and runs_at_import(ctx, c)]
     for _ in range(depth):
-        called = {training.resolve_local_call(c) for c in frontier} - {None} - reached
+        called = {resolve_local_call(ctx, c) for c in frontier} - {None} - reached
         if not called:
             break
         reached |= called

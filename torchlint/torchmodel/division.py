@@ -1,0 +1,174 @@
+"""Loss division: was the loss a backward receives divided before it?
+
+``loss_is_divided(ctx, event)`` for a backward (or opaque step) event:
+``(loss / n).backward()``, ``loss = loss / n``, ``loss /= n``, ``loss.div(n)``, ``loss * (1 / n)``,
+``criterion(out, y) / n``, a helper of this file returning a divided loss, a parameter fed a
+divided value at the call site the event was reached through (through assignments, helpers'
+returns, tuple unpacking and closure parameters). A value that cannot be traced (a parameter of
+an unknown caller) counts as divided, so that the rules stay silent.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from torchlint.analysis.callgraph import resolve_local_call
+from torchlint.analysis.dataflow import assignments_in
+from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import argument_for, position, walk_function_body
+from torchlint.torchmodel import vocabulary as torch_names
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+    from torchlint.torchmodel.events import Event
+
+DIVIDING_METHODS = frozenset({"div", "div_", "divide", "true_divide", "true_divide_"})
+DIVIDING_FUNCTIONS = frozenset({"torch.div", "torch.divide", "torch.true_divide"})
+# Methods whose result keeps a loss's scaling (``loss.mean()``, ``loss.float()``).
+LOSS_KEEPING_METHODS = frozenset(
+    {"mean", "sum", "float", "double", "half", "to", "squeeze", "view", "reshape", "contiguous", "clone"}
+)
+MAX_TRACE_DEPTH = 40  # beyond this the value counts as divided (silence over guessing)
+
+
+def loss_is_divided(ctx: FileContext, event: Event) -> bool:
+    """Whether the loss a backward (or opaque step) receives was divided before it."""
+    if event.arg is None:
+        return True
+    return _Trace(ctx).divided(event.arg, event.node, event.via, 0)
+
+
+class _Trace:
+    """One question "was this loss divided?", traced back through the code, with its memo."""
+
+    def __init__(self, ctx: FileContext):
+        self.ctx = ctx
+        self.memo: dict = {}
+
+    def divided(self, expr: ast.AST, at: ast.AST, via: tuple, depth: int) -> bool:
+        # Memoized per traced backward: sums of partial losses (`loss = loss + aux`) reach
+        # the same definitions along many paths.
+        key = (id(expr), id(at), via)
+        memo = self.memo
+        if key not in memo:
+            memo[key] = True  # a cycle counts as divided until shown otherwise
+            memo[key] = self._divided_uncached(expr, at, via, depth)
+        return memo[key]
+
+    def _divided_uncached(self, expr: ast.AST, at: ast.AST, via: tuple, depth: int) -> bool:
+        if depth > MAX_TRACE_DEPTH:
+            return True
+        if isinstance(expr, ast.BinOp):
+            if isinstance(expr.op, (ast.Div, ast.FloorDiv)):
+                return True
+            return self.divided(expr.left, at, via, depth + 1) or self.divided(expr.right, at, via, depth + 1)
+        if isinstance(expr, ast.UnaryOp):
+            return self.divided(expr.operand, at, via, depth + 1)
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Attribute):
+                if func.attr in DIVIDING_METHODS:
+                    return True
+                if func.attr in ("mul", "mul_", "multiply") and any(
+                    self.divided(a, at, via, depth + 1) for a in expr.args
+                ):
+                    return True
+                if self.ctx.call_qualname(expr) in DIVIDING_FUNCTIONS:
+                    return True
+            callee = resolve_local_call(self.ctx, expr)
+            if callee is not None:
+                return self._returns_divided(callee, None, depth + 1)
+            if isinstance(func, ast.Attribute) and func.attr in LOSS_KEEPING_METHODS:
+                return self.divided(func.value, at, via, depth + 1)
+            if isinstance(func, ast.Attribute) and func.attr in torch_names.LOSS_SCALING_METHODS and expr.args:
+                return self.divided(expr.args[0], at, via, depth + 1)  # apex `amp.scale_loss(loss / n, opt)`
+            return False
+        if isinstance(expr, ast.Subscript):
+            return self.divided(expr.value, at, via, depth + 1)
+        key = symbol(expr)
+        if key is None:
+            return False
+        return self._symbol_divided(key, at, via, depth)
+
+    def _symbol_divided(self, key: str, at: ast.AST, via: tuple, depth: int) -> bool:
+        ctx = self.ctx
+        scope = ctx.enclosing_scope(at)
+        while scope is not None:
+            defs = [d for d in assignments_in(ctx, scope).get(key, ()) if position(d) < position(at)]
+            # The definitions that reach `at`, approximately: going back, every in-place update
+            # (`loss /= n`) up to the two latest plain assignments (`if`/`else` may each assign).
+            # Bounded on purpose: long `loss = loss + part` chains must not multiply.
+            plain = 0
+            for node in reversed(defs):
+                if self._definition_divides(node, key, at, via, depth):
+                    return True
+                if not isinstance(node, ast.AugAssign):
+                    plain += 1
+                    if plain == 2:
+                        break
+            if defs:
+                return False
+            if key.startswith("self.") and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                # An attribute set in another method (`self.scale = 1 / accum` in __init__).
+                cls = ctx.parent(scope)
+                if isinstance(cls, ast.ClassDef):
+                    return any(
+                        self._definition_divides(node, key, node, (), depth + 1)
+                        for method in cls.body
+                        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method is not scope
+                        for node in assignments_in(ctx, method).get(key, ())
+                    )
+            if isinstance(scope, ast.Lambda):
+                at, scope = scope, ctx.enclosing_scope(scope)
+                continue
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                params = scope.args
+                names = [a.arg for a in params.posonlyargs + params.args + params.kwonlyargs]
+                if key in names:
+                    if via and resolve_local_call(self.ctx, via[-1]) is scope:
+                        arg = argument_for(via[-1], scope, key)
+                        if arg is None:
+                            return True
+                        return self.divided(arg, via[-1], via[:-1], depth + 1)
+                    return True  # fed by a caller that cannot be seen: give it the benefit of the doubt
+                at = scope
+                scope = ctx.enclosing_scope(scope)  # a closure's free variable
+                continue
+            return False
+        return False
+
+    def _definition_divides(self, node: ast.AST, key: str, at: ast.AST, via: tuple, depth: int) -> bool:
+        if isinstance(node, ast.AugAssign):
+            if isinstance(node.op, (ast.Div, ast.FloorDiv)):
+                return True
+            return isinstance(node.op, ast.Mult) and self.divided(node.value, node, via, depth + 1)
+        if isinstance(node, ast.withitem):
+            return self.divided(node.context_expr, node.context_expr, via, depth + 1)
+        value = node.value
+        if value is None:
+            return False
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, (ast.Tuple, ast.List)):
+                index = next((i for i, t in enumerate(target.elts) if symbol(t) == key), None)
+                if index is None:
+                    continue
+                if isinstance(value, (ast.Tuple, ast.List)) and index < len(value.elts):
+                    return self.divided(value.elts[index], node, via, depth + 1)
+                if isinstance(value, ast.Call):
+                    callee = resolve_local_call(self.ctx, value)
+                    if callee is not None:
+                        return self._returns_divided(callee, index, depth + 1)
+                return False
+        return self.divided(value, node, via, depth + 1)
+
+    def _returns_divided(self, func: ast.AST, index: int | None, depth: int) -> bool:
+        for node in walk_function_body(func):
+            if isinstance(node, ast.Return) and node.value is not None:
+                value = node.value
+                if index is not None and isinstance(value, (ast.Tuple, ast.List)) and index < len(value.elts):
+                    value = value.elts[index]
+                if self.divided(value, node, (), depth):
+                    return True
+        return False

@@ -4,7 +4,7 @@
 
 * ``loop_events[loop]`` / ``iteration_events(loop)``: the events of one iteration of a loop;
 * ``training_loops`` (loops whose iteration runs a backward and a step, or an opaque step),
-  ``trains_each_iteration(loop)``, ``innermost_training_loops()``, ``loop_has_backward(loop)``;
+  ``trains_each_iteration(loop)``, ``loop_has_backward(loop)``;
 * ``step_units``: ``Unit(owner, events, steps)`` -- a loop body, or a per-iteration function,
   with the indices of the steps it judges. A step belongs to the innermost loop around it
   (through calls) whose iteration runs a backward; loops without a backward in between
@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -70,20 +69,10 @@ class Iterations:
         """Loops whose iterations (including inner loops and called code) run backward and a step."""
         return [loop for loop in self.loop_events if self.trains_each_iteration(loop)]
 
-    def is_training_loop(self, loop: ast.AST) -> bool:
-        return loop in set(self.training_loops)
-
     def trains_each_iteration(self, loop: ast.AST) -> bool:
         """Whether one iteration of ``loop`` runs a backward and a step, or an opaque step."""
         kinds = {e.kind for e in self.iteration_events(loop)}
         return EventKind.OPAQUE_STEP in kinds or (EventKind.BACKWARD in kinds and EventKind.STEP in kinds)
-
-    def innermost_training_loops(self) -> Iterator[ast.AST]:
-        """Training loops that contain no other training loop in their own body."""
-        loops = self.training_loops
-        for loop in loops:
-            if not any(other is not loop and self.ctx.is_inside(other, loop) for other in loops):
-                yield loop
 
     def loop_has_backward(self, loop: ast.AST) -> bool:
         """Whether one iteration of ``loop`` runs a backward pass (directly, in inner loops or in called code)."""

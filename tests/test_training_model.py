@@ -8,7 +8,6 @@ import pytest
 
 from torchlint.analysis.callgraph import resolve_local_call
 from torchlint.analysis.context import FileContext
-from torchlint.analysis.dataflow import assignments_in
 from torchlint.torchmodel.accumulation import gradient_accumulation
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.clearing import clearing
@@ -444,11 +443,6 @@ def test_long_reassignment_chains_are_traced_in_bounded_time(parts, divided):
     )
     backward = next(e for e in iterations(ctx).loop_events[ctx.nodes(ast.For)[0]] if e.kind is EventKind.BACKWARD)
     assert loss_is_divided(ctx, backward) is divided
-
-
-def test_assignments_are_in_source_order_inside_blocks():
-    ctx = model_of("def f():\n    for x in y:\n        a = 1\n        a = 2\n        if c:\n            a = 3\n")
-    assert [n.lineno for n in assignments_in(ctx, ctx.functions["f"][0])["a"]] == [3, 4, 6]
 
 
 @pytest.mark.parametrize("scaled_value, divided", [("loss / accum", True), ("loss", False)])

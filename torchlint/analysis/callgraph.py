@@ -11,6 +11,8 @@ import ast
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.nodes import last_name
+
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
 
@@ -70,10 +72,8 @@ class CallGraph:
         self._callee: dict[ast.Call, ast.AST] = {}
         functions = ctx.functions
         for call in ctx.calls:
-            func = call.func
             # Cheap pre-filter: only names of functions defined in this file can resolve.
-            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-            if name is None or name not in functions:
+            if last_name(call.func) not in functions:
                 continue
             target = resolve_local_call(ctx, call)
             if target is not None:

@@ -1,4 +1,4 @@
-"""Where values come from: reaching assignments inside one function, cheaply.
+"""Where values come from: the one answer to "which assignments reach this use", for every rule and model.
 
 Rules often need to know what produced the value a name holds at some point:
 ``pred = pred.t()`` ... ``correct[:k].view(-1)``, ``probs = F.softmax(out)`` ...
@@ -14,7 +14,9 @@ The model
   parameters, ``import``/``def``/``class`` names, ``except E as x``. Tuple
   unpacking binds each target to the matching element of a literal tuple on the
   right, otherwise to an unknown value (``value is None``), remembering the
-  whole right-hand side in ``source`` and the position in ``index``.
+  whole right-hand side in ``source`` and the position in ``index``. Targets
+  that are attribute chains or subscripts (``self.loss = ...``,
+  ``state["opt"] = ...``) are bindings too, named by their text (``symbol``).
 * :meth:`Dataflow.reaching` gives the bindings of a name that may reach a point,
   latest first: walking back in statement order from the point, it collects
   bindings until one that surely executes before the point (one that is not
@@ -24,6 +26,10 @@ The model
   whose statement contains the point does not reach it (``x = f(x)``: the ``x``
   inside is the previous value). Names not bound in their function resolve to the
   enclosing functions, then to the module (every binding there, latest first).
+* :meth:`Dataflow.visible_bindings` is the flow-insensitive view: every binding
+  of a name in the innermost scope around a point that binds it (a flag set at
+  the end of one loop iteration and read at the start of the next);
+  :meth:`Dataflow.sole_value` the value of a name assigned once in its scope.
 * :meth:`Dataflow.attribute_bindings` gives ``self.attr = ...`` assignments of
   a class, across its methods (how a module's layers are found from ``self.fc``).
 * :meth:`Dataflow.origins` chains the two: the expressions that may have
@@ -46,9 +52,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.context import iter_children
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import position, walk_no_scopes
+from torchlint.analysis.nodes import iter_children, position
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -83,6 +88,10 @@ _BINDING_TYPES = frozenset(
 )
 
 
+# Statements that bind their targets before their body runs (`for x in ...:`, `with m as x:`).
+_HEADER_BINDERS = (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
+
+
 @dataclass(frozen=True)
 class Binding:
     """One place where a name receives a value."""
@@ -100,10 +109,6 @@ def _end(node: ast.AST) -> tuple[int, int]:
     return (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
 
 
-def _start(node: ast.AST) -> tuple[int, int]:
-    return (getattr(node, "lineno", 0) or 0, getattr(node, "col_offset", 0) or 0)
-
-
 class ScopeFlow:
     """The bindings of one scope, by name, in source order (nested scopes excluded)."""
 
@@ -119,17 +124,21 @@ class ScopeFlow:
     def _add(self, binding: Binding) -> None:
         self.bindings.setdefault(binding.name, []).append(binding)
 
-    def _bind_target(self, target, kind, stmt, value, source, position, index=None) -> None:
+    def _bind_target(self, target, kind, stmt, value, source, where, index=None) -> None:
         if isinstance(target, ast.Name):
-            self._add(Binding(target.id, kind, stmt, value, source, index, position))
+            self._add(Binding(target.id, kind, stmt, value, source, index, where))
+        elif isinstance(target, (ast.Attribute, ast.Subscript)):
+            key = symbol(target)
+            if key is not None:
+                self._add(Binding(key, kind, stmt, value, source, index, where))
         elif isinstance(target, ast.Starred):
-            self._bind_target(target.value, "unpack", stmt, None, source, position, index)
+            self._bind_target(target.value, "unpack", stmt, None, source, where, index)
         elif isinstance(target, (ast.Tuple, ast.List)):
             literal = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
             starred = any(isinstance(e, ast.Starred) for e in target.elts)
             for i, element in enumerate(target.elts):
                 if literal is not None and not starred and len(literal) == len(target.elts):
-                    self._bind_target(element, kind, stmt, literal[i], source, position)
+                    self._bind_target(element, kind, stmt, literal[i], source, where)
                 else:
                     self._bind_target(
                         element,
@@ -137,7 +146,7 @@ class ScopeFlow:
                         stmt,
                         None,
                         source if kind == "for" else value,
-                        position,
+                        where,
                         i,
                     )
 
@@ -176,7 +185,7 @@ class ScopeFlow:
 
     def _visit_def(self, node: ast.AST) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            self._add(Binding(node.name, "def", node, node, position=_start(node)))
+            self._add(Binding(node.name, "def", node, node, position=position(node)))
 
     def _visit(self, node: ast.AST) -> None:
         if isinstance(node, ast.Assign):
@@ -186,8 +195,9 @@ class ScopeFlow:
             if node.value is not None:
                 self._bind_target(node.target, "assign", node, node.value, None, _end(node))
         elif isinstance(node, ast.AugAssign):
-            if isinstance(node.target, ast.Name):
-                self._add(Binding(node.target.id, "augassign", node, node, node.value, None, _end(node)))
+            key = node.target.id if isinstance(node.target, ast.Name) else symbol(node.target)
+            if key is not None:
+                self._add(Binding(key, "augassign", node, node, node.value, None, _end(node)))
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             value = None
             self._bind_target(node.target, "for", node, value, node.iter, _end(node.target))
@@ -205,7 +215,7 @@ class ScopeFlow:
                 if name != "*":
                     self._add(Binding(name, "import", node, None, position=_end(node)))
         elif isinstance(node, ast.ExceptHandler) and node.name:
-            self._add(Binding(node.name, "except", node, None, position=_start(node.body[0])))
+            self._add(Binding(node.name, "except", node, None, position=position(node.body[0])))
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             self.declared_outer.update(node.names)
 
@@ -265,6 +275,29 @@ class Dataflow:
             if name in flow.declared_outer:
                 scope = self.ctx.tree
 
+    def sole_value(self, name: ast.Name) -> ast.AST | None:
+        """The value of a name bound exactly once in its scope, by a plain assignment
+        (``workers = 4`` ... ``DataLoader(num_workers=workers)``); None for a name rebound anywhere
+        in its scope (whatever the order), a parameter, a loop variable: a constant, not a guess."""
+        bindings = self.visible_bindings(name.id, name)
+        if len(bindings) == 1 and bindings[0].kind == "assign" and bindings[0].value is not None:
+            return bindings[0].value
+        return None
+
+    def visible_bindings(self, name: str, at: ast.AST) -> list[Binding]:
+        """Every binding of ``name`` in the innermost scope around ``at`` that binds it, in source
+        order, wherever it sits (no flow: a flag may be set at the end of the previous iteration)."""
+        scope = self.scope_of(at)
+        while True:
+            flow = self.flow(scope)
+            if name in flow.bindings and name not in flow.declared_outer:
+                return flow.bindings[name]
+            if isinstance(scope, ast.Module):
+                return []
+            scope = self.ctx.tree if name in flow.declared_outer else self.scope_of(scope)
+            while isinstance(scope, ast.ClassDef):  # class bodies do not enclose their methods
+                scope = self.scope_of(scope)
+
     def _comprehension_binding(self, name: str, at: ast.AST) -> Binding | None:
         for ancestor in self.ctx.ancestors(at):
             if isinstance(ancestor, COMPREHENSIONS):
@@ -277,14 +310,14 @@ class Dataflow:
         return None
 
     def _reaching_in(self, bindings: list[Binding], at: ast.AST, scope: ast.AST) -> list[Binding]:
-        point = _start(at)
+        point = position(at)
         at_ancestors = set(map(id, self.ctx.ancestors(at)))
         found: list[Binding] = []
         for binding in reversed(bindings):
             if binding.position > point or id(binding.stmt) in at_ancestors:
                 # Later in the code, or the statement that contains the point (x = f(x)):
-                # except for a loop header, whose target is bound before its body runs.
-                if not (isinstance(binding.stmt, (ast.For, ast.AsyncFor)) and binding.position <= point):
+                # except for a loop or with header, whose target is bound before its body runs.
+                if not (isinstance(binding.stmt, _HEADER_BINDERS) and binding.position <= point):
                     continue
             if self._exclusive(binding.stmt, at_ancestors):
                 continue
@@ -320,7 +353,7 @@ class Dataflow:
             if parent is block_owner:
                 field_earlier = _block_of(block_owner, node)
                 if field_earlier[0] and field_earlier == _block_of(block_owner, later):
-                    return _start(node) < _start(later)
+                    return position(node) < position(later)
                 return False
             node = parent
         return False
@@ -547,51 +580,23 @@ def keyword(call: ast.Call, name: str) -> ast.keyword | None:
     return None
 
 
-def argument(call: ast.Call, position: int, name: str) -> ast.AST | None:
-    """The argument passed for a parameter, by position or by keyword."""
+def argument(call: ast.Call, index: int, name: str) -> ast.AST | None:
+    """The argument passed for a parameter, by keyword or by position (not when a ``*args``
+    before it makes the position unknown)."""
     kw = keyword(call, name)
     if kw is not None:
         return kw.value
-    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
-    if len(positional) == len(call.args) and position < len(call.args):
-        return call.args[position]
+    args = call.args
+    if index < len(args) and not any(isinstance(a, ast.Starred) for a in args[: index + 1]):
+        return args[index]
     return None
 
 
-def assignments_in(ctx: FileContext, scope: ast.AST) -> dict[str, list[ast.AST]]:
-    """Assignments in one function (or the module), not inside nested scopes, by target
-    symbol, in source order: ``Assign``, ``AnnAssign``, ``AugAssign`` and tuple unpacking."""
-    return ctx.shared(("assignments", scope), lambda: _assignments_in(scope))
-
-
-def _assignments_in(scope: ast.AST) -> dict[str, list[ast.AST]]:
-    found: dict[str, list[ast.AST]] = {}
-    body = scope.body if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)) else [scope]
-    for stmt in body:
-        for node in walk_no_scopes(stmt):
-            if isinstance(node, ast.Assign):
-                targets = node.targets
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
-                targets = [node.target]
-            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-                targets = [node.optional_vars]  # `with amp.scale_loss(loss, opt) as scaled:`
-            else:
-                continue
-            for target in targets:
-                for sub in _flatten_targets(target):
-                    key = symbol(sub)
-                    if key:
-                        found.setdefault(key, []).append(node)
-    for nodes in found.values():  # the walk is depth-first from the end: restore source order
-        nodes.sort(key=position)
-    return found
-
-
-def _flatten_targets(target: ast.AST) -> Iterator[ast.AST]:
-    if isinstance(target, (ast.Tuple, ast.List)):
-        for elt in target.elts:
-            yield from _flatten_targets(elt)
-    elif isinstance(target, ast.Starred):
-        yield from _flatten_targets(target.value)
-    else:
-        yield target
+def argument_for(call: ast.Call, func: ast.AST, name: str) -> ast.AST | None:
+    """The argument expression ``call`` passes for parameter ``name`` of the def ``func``
+    (``self``/``cls`` skipped for a method called on an object)."""
+    params = [a.arg for a in func.args.posonlyargs + func.args.args]
+    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    index = params.index(name) if name in params else len(call.args)
+    return argument(call, index, name)

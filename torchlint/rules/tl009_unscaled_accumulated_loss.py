@@ -6,6 +6,7 @@ import ast
 import re
 
 from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import last_name
 from torchlint.engine.rule import Rule, register
 from torchlint.torchmodel.accumulation import gradient_accumulation
 from torchlint.torchmodel.division import loss_is_divided
@@ -171,9 +172,7 @@ def _accelerator_accumulates(ctx) -> bool:
     """An ``Accelerator(gradient_accumulation_steps=...)`` (or ``gradient_accumulation_plugin=``) in the
     file: then ``accelerator.backward`` divides the loss. A local variable of that name is not enough."""
     for call in ctx.calls:
-        func = call.func
-        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-        if name.endswith("Accelerator") and any(
+        if (last_name(call.func) or "").endswith("Accelerator") and any(
             kw.arg in ("gradient_accumulation_steps", "gradient_accumulation_plugin") or kw.arg is None
             for kw in call.keywords
         ):

@@ -8,6 +8,7 @@ from collections import defaultdict
 from torchlint.analysis.callgraph import resolve_local_call
 from torchlint.analysis.dataflow import Binding, dataflow, method_call, returns_of
 from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import last_name
 from torchlint.engine.rule import Rule, register
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.calls import call_events
@@ -249,11 +250,8 @@ def _may_be_opaque_step(call: ast.Call) -> bool:
     """Cheap filter before asking the training model: a loss-named argument among several."""
     if len(call.args) + len(call.keywords) < 2:
         return False
-    for arg in [*call.args, *(kw.value for kw in call.keywords)]:
-        name = arg.id if isinstance(arg, ast.Name) else arg.attr if isinstance(arg, ast.Attribute) else ""
-        if name.startswith("loss"):
-            return True
-    return False
+    args = [*call.args, *(kw.value for kw in call.keywords)]
+    return any((last_name(arg) or "").startswith("loss") for arg in args)
 
 
 def _aggregated_later(ctx, flow, scope, accumulator: ast.Name) -> bool:
@@ -261,9 +259,7 @@ def _aggregated_later(ctx, flow, scope, accumulator: ast.Name) -> bool:
     for call in ctx.calls:
         if not call.args or not isinstance(call.args[0], ast.Name) or call.args[0].id != accumulator.id:
             continue
-        func = call.func
-        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-        if name in LIST_AGGREGATORS and flow.scope_of(call) is scope:
+        if last_name(call.func) in LIST_AGGREGATORS and flow.scope_of(call) is scope:
             return True
     return False
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from torchlint.analysis.dataflow import argument
 from torchlint.analysis.imports import symbol
 from torchlint.engine.rule import Rule, register
 from torchlint.torchmodel.calls import call_events
@@ -162,7 +163,7 @@ def _scheduled_optimizer(ctx, scheduler: str | None) -> str | None:
             continue
         if not any(symbol(t) == scheduler for t in assign.targets):
             continue
-        arg = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "optimizer"), None)
+        arg = argument(value, 0, "optimizer")
         found.add(symbol(arg) if arg is not None else None)
     return found.pop() if len(found) == 1 else None
 

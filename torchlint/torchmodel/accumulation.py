@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.dataflow import assignments_in
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.nodes import source_text, walk_no_scopes
 from torchlint.torchmodel.clearing import clearing
 from torchlint.torchmodel.events import CLEAR_KINDS, EXIT_KINDS, Event, EventKind, exclusive, guard_key, guard_keys
@@ -91,25 +91,17 @@ class GradientAccumulation:
                 if ACCUMULATION_NAME.search(node.id):
                     return True
                 if depth < 2:
-                    for assign in self._visible_assignments(node.id, test):
-                        value = getattr(assign, "value", None)
+                    # Every assignment of the flag in its scope: it may be set at the end of the
+                    # previous iteration.
+                    for binding in dataflow(self.ctx).visible_bindings(node.id, test):
+                        value = binding.value if binding.value is not None else binding.source
                         if (
-                            isinstance(assign, ast.Assign)
+                            isinstance(binding.stmt, ast.Assign)
                             and value is not None
                             and self.is_accumulation_test(value, depth + 1)
                         ):
                             return True
         return False
-
-    def _visible_assignments(self, name: str, at: ast.AST) -> list:
-        """Assignments of ``name`` in the innermost scope around ``at`` that has any (closures see
-        their enclosing function's variables)."""
-        scope = self.ctx.enclosing_scope(at)
-        while True:
-            found = assignments_in(self.ctx, scope).get(name)
-            if found or isinstance(scope, ast.Module):
-                return found or []
-            scope = self.ctx.enclosing_scope(scope)
 
     def accumulated_backwards(self, unit: Unit, index: int) -> list[tuple[Event, Accumulation]]:
         """Backward passes whose gradients pile up over several iterations before the step

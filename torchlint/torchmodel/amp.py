@@ -22,9 +22,9 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.dataflow import argument, dataflow
 from torchlint.torchmodel.events import EventKind
 from torchlint.torchmodel.roles import Role, object_roles
-from torchlint.torchmodel.scripts import assignments
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -67,14 +67,7 @@ class Autocast:
 
 
 def _argument(call: ast.Call, name: str, params: tuple[str, ...]) -> ast.AST | None:
-    for keyword in call.keywords:
-        if keyword.arg == name:
-            return keyword.value
-    if name in params:
-        index = params.index(name)
-        if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
-            return call.args[index]
-    return None
+    return argument(call, params.index(name) if name in params else len(call.args), name)
 
 
 def autocast_of(ctx: FileContext, expr: ast.AST) -> Autocast | None:
@@ -107,25 +100,15 @@ def autocast_of(ctx: FileContext, expr: ast.AST) -> Autocast | None:
 def float16_autocast(ctx: FileContext, item_expr: ast.AST) -> Autocast | None:
     """The float16 autocast a with-item enters, if it certainly is one.
 
-    Follows one level of naming: ``ctx = torch.autocast("cuda")`` then ``with ctx:``
-    (the single assignment in the same function, or at module level).
+    Follows one level of naming: ``ctx = torch.autocast("cuda")`` then ``with ctx:`` (a name
+    assigned once in its scope).
     """
     found = autocast_of(ctx, item_expr)
     if found is None and isinstance(item_expr, ast.Name):
-        value = _single_assignment(ctx, item_expr)
+        value = dataflow(ctx).sole_value(item_expr)
         if value is not None:
             found = autocast_of(ctx, value)
     return found if found is not None and found.is_float16 else None
-
-
-def _single_assignment(ctx: FileContext, name: ast.Name) -> ast.AST | None:
-    scope = ctx.enclosing_function(name)
-    values = [
-        node.value
-        for node in assignments(ctx).get(name.id, ())
-        if len(node.targets) == 1 and ctx.enclosing_function(node) is scope
-    ]
-    return values[0] if len(values) == 1 else None
 
 
 def backward_scaler(ctx: FileContext, event: Event) -> ast.AST | None:
@@ -138,7 +121,7 @@ def backward_scaler(ctx: FileContext, event: Event) -> ast.AST | None:
         return None
     inner = call.func.value
     if isinstance(inner, ast.Name):
-        inner = _single_assignment(ctx, inner) or inner
+        inner = dataflow(ctx).sole_value(inner) or inner
     if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "scale"):
         return None
     owner = inner.func.value

@@ -14,6 +14,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_function_name
+from torchlint.analysis.dataflow import argument
 from torchlint.analysis.imports import symbol
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.events import Event, EventKind
@@ -94,7 +95,7 @@ class CallEvents:
         if method == "train":
             # model.train(), model.train(True), model.train(False), model.train(mode=False);
             # a mode held in a variable (model.train(was_training)) could be either.
-            mode = call.args[0] if call.args else next((kw.value for kw in call.keywords if kw.arg == "mode"), None)
+            mode = argument(call, 0, "mode")
             if mode is None or (isinstance(mode, ast.Constant) and mode.value is True):
                 return Event(EventKind.TRAIN, call, target=owner_key)
             if isinstance(mode, ast.Constant) and mode.value is False:

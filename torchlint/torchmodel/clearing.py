@@ -14,9 +14,8 @@ import ast
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_local_call
-from torchlint.analysis.dataflow import assignments_in
+from torchlint.analysis.dataflow import argument_for, dataflow
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import argument_for
 from torchlint.torchmodel.events import Event, EventKind
 from torchlint.torchmodel.modules import module_classes
 from torchlint.torchmodel.roles import Role, object_roles
@@ -42,12 +41,14 @@ class Clearing:
         at, via = event.node, event.via
         for _ in range(MAX_INLINE_DEPTH + 1):
             scope = self.ctx.enclosing_scope(at)
-            aliases = self._aliases(scope)
             head, _, rest = target.partition(".")
+            copy_at = at
             for _ in range(3):
-                if head not in aliases:
+                copy = self._copy_of(head, copy_at)
+                if copy is None:
                     break
-                target = aliases[head] + ("." + rest if rest else "")
+                target = copy[0] + ("." + rest if rest else "")
+                copy_at = copy[1]
                 head, _, rest = target.partition(".")
             # A parameter of a helper reached through a call: the caller's argument (closure(opt_1)).
             if not (
@@ -64,19 +65,19 @@ class Clearing:
             at, via = via[-1], via[:-1]
         return target
 
-    def _aliases(self, scope: ast.AST) -> dict[str, str]:
-        """``name -> symbol`` for plain copies in one function (``optimizer = self.optimizer``)."""
-        return self.ctx.shared(("aliases", scope), lambda: self._find_aliases(scope))
-
-    def _find_aliases(self, scope: ast.AST) -> dict[str, str]:
-        aliases: dict[str, str] = {}
-        for nodes in assignments_in(self.ctx, scope).values():
-            for node in nodes:
-                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                    value = symbol(node.value) if isinstance(node.value, (ast.Name, ast.Attribute)) else None
-                    if value and value != node.targets[0].id:
-                        aliases[node.targets[0].id] = value
-        return aliases
+    def _copy_of(self, name: str, at: ast.AST) -> tuple[str, ast.AST] | None:
+        """``(symbol, statement)`` when every assignment of ``name`` that reaches ``at`` copies the
+        same other object (``optimizer = self.optimizer``); None otherwise."""
+        copied = set()
+        bindings = dataflow(self.ctx).reaching(name, at)
+        for binding in bindings:
+            value = binding.value
+            if binding.kind != "assign" or not isinstance(value, (ast.Name, ast.Attribute)):
+                return None
+            copied.add(symbol(value))
+        if len(copied) != 1 or None in copied or name in copied:
+            return None
+        return copied.pop(), bindings[0].stmt
 
     def stepped_optimizers(self, unit: Unit) -> frozenset:
         return frozenset(self.canonical_target(unit.events[i]) for i in unit.steps)

@@ -14,9 +14,9 @@ import ast
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_local_call
-from torchlint.analysis.dataflow import assignments_in
+from torchlint.analysis.dataflow import Binding, argument_for, dataflow
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import argument_for, position, walk_function_body
+from torchlint.analysis.nodes import walk_function_body
 from torchlint.torchmodel import vocabulary as torch_names
 
 if TYPE_CHECKING:
@@ -92,76 +92,51 @@ class _Trace:
         return self._symbol_divided(key, at, via, depth)
 
     def _symbol_divided(self, key: str, at: ast.AST, via: tuple, depth: int) -> bool:
-        ctx = self.ctx
-        scope = ctx.enclosing_scope(at)
-        while scope is not None:
-            defs = [d for d in assignments_in(ctx, scope).get(key, ()) if position(d) < position(at)]
-            # The definitions that reach `at`, approximately: going back, every in-place update
-            # (`loss /= n`) up to the two latest plain assignments (`if`/`else` may each assign).
-            # Bounded on purpose: long `loss = loss + part` chains must not multiply.
-            plain = 0
-            for node in reversed(defs):
-                if self._definition_divides(node, key, at, via, depth):
-                    return True
-                if not isinstance(node, ast.AugAssign):
-                    plain += 1
-                    if plain == 2:
-                        break
-            if defs:
-                return False
-            if key.startswith("self.") and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                # An attribute set in another method (`self.scale = 1 / accum` in __init__).
-                cls = ctx.parent(scope)
-                if isinstance(cls, ast.ClassDef):
-                    return any(
-                        self._definition_divides(node, key, node, (), depth + 1)
-                        for method in cls.body
-                        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method is not scope
-                        for node in assignments_in(ctx, method).get(key, ())
-                    )
-            if isinstance(scope, ast.Lambda):
-                at, scope = scope, ctx.enclosing_scope(scope)
-                continue
-            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                params = scope.args
-                names = [a.arg for a in params.posonlyargs + params.args + params.kwonlyargs]
-                if key in names:
-                    if via and resolve_local_call(self.ctx, via[-1]) is scope:
-                        arg = argument_for(via[-1], scope, key)
-                        if arg is None:
-                            return True
-                        return self.divided(arg, via[-1], via[:-1], depth + 1)
-                    return True  # fed by a caller that cannot be seen: give it the benefit of the doubt
-                at = scope
-                scope = ctx.enclosing_scope(scope)  # a closure's free variable
-                continue
-            return False
-        return False
+        bindings = dataflow(self.ctx).reaching(key, at)
+        if not bindings:
+            return self._set_in_another_method(key, at, depth)
+        return any(self._binding_divides(binding, key, via, depth) for binding in bindings)
 
-    def _definition_divides(self, node: ast.AST, key: str, at: ast.AST, via: tuple, depth: int) -> bool:
-        if isinstance(node, ast.AugAssign):
+    def _binding_divides(self, binding: Binding, key: str, via: tuple, depth: int) -> bool:
+        """Whether the value ``binding`` gives ``key`` was divided."""
+        kind, node = binding.kind, binding.stmt
+        if kind == "augassign":
             if isinstance(node.op, (ast.Div, ast.FloorDiv)):
                 return True
-            return isinstance(node.op, ast.Mult) and self.divided(node.value, node, via, depth + 1)
-        if isinstance(node, ast.withitem):
-            return self.divided(node.context_expr, node.context_expr, via, depth + 1)
-        value = node.value
-        if value is None:
+            # `loss *= scale`, `loss += aux`: the update's operand, or the value it updates.
+            return self.divided(node.value, node, via, depth + 1) or self._symbol_divided(key, node, via, depth + 1)
+        if kind == "param":
+            function = self.ctx.parent(self.ctx.parent(node))
+            if via and resolve_local_call(self.ctx, via[-1]) is function:
+                arg = argument_for(via[-1], function, key)
+                if arg is None:
+                    return True
+                return self.divided(arg, via[-1], via[:-1], depth + 1)
+            return True  # fed by a caller that cannot be seen: give it the benefit of the doubt
+        if kind in ("assign", "walrus", "with"):
+            return binding.value is not None and self.divided(binding.value, node, via, depth + 1)
+        if kind == "unpack" and isinstance(binding.source, ast.Call):
+            callee = resolve_local_call(self.ctx, binding.source)
+            return callee is not None and self._returns_divided(callee, binding.index, depth + 1)
+        return False  # a loop variable, an import, ...: not a loss this code divided
+
+    def _set_in_another_method(self, key: str, at: ast.AST, depth: int) -> bool:
+        """``self.scale`` read in a method and set in another one (``self.scale = 1 / accum`` in
+        ``__init__``): divided if one of those settings divides."""
+        if not key.startswith("self."):
             return False
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        for target in targets:
-            if isinstance(target, (ast.Tuple, ast.List)):
-                index = next((i for i, t in enumerate(target.elts) if symbol(t) == key), None)
-                if index is None:
-                    continue
-                if isinstance(value, (ast.Tuple, ast.List)) and index < len(value.elts):
-                    return self.divided(value.elts[index], node, via, depth + 1)
-                if isinstance(value, ast.Call):
-                    callee = resolve_local_call(self.ctx, value)
-                    if callee is not None:
-                        return self._returns_divided(callee, index, depth + 1)
-                return False
-        return self.divided(value, node, via, depth + 1)
+        method = self.ctx.enclosing_function(at)
+        while method is not None and not isinstance(self.ctx.parent(method), ast.ClassDef):
+            method = self.ctx.enclosing_function(method)
+        if method is None:
+            return False
+        flow = dataflow(self.ctx)
+        return any(
+            self._binding_divides(binding, key, (), depth + 1)
+            for other in self.ctx.parent(method).body
+            if isinstance(other, (ast.FunctionDef, ast.AsyncFunctionDef)) and other is not method
+            for binding in flow.flow(other).bindings.get(key, ())
+        )
 
     def _returns_divided(self, func: ast.AST, index: int | None, depth: int) -> bool:
         for node in walk_function_body(func):

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.dataflow import assignments_in
-from torchlint.analysis.nodes import walk_no_scopes
+from torchlint.analysis.dataflow import Binding, dataflow
+from torchlint.analysis.nodes import last_name, walk_no_scopes
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.events import BACKWARD_KINDS, Event, EventKind
 from torchlint.torchmodel.walk import event_walker
@@ -142,9 +142,7 @@ class Iterations:
         for _ in range(2):
             names = {f.name for f in marked}
             for call in ctx.calls:
-                func = call.func
-                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-                if name in names:
+                if last_name(call.func) in names:
                     outer = ctx.enclosing_function(call)
                     if outer is not None:
                         marked.add(outer)
@@ -168,14 +166,10 @@ class Iterations:
             return False
         params = func.args
         names = {a.arg for a in params.posonlyargs + params.args + params.kwonlyargs}
-        defs = assignments_in(self.ctx, func).get(root.id)
-        if not defs:
-            return root.id in names
-        # `with amp.scale_loss(loss, optimizer) as scaled_loss:` -- still the caller's loss.
-        return all(
-            any(isinstance(n, ast.Name) and n.id in names and "loss" in n.id for n in walk_no_scopes(_def_value(d)))
-            for d in defs
-        )
+        bindings = dataflow(self.ctx).reaching(root)
+        # The parameter itself, or a value made from a loss parameter
+        # (`with amp.scale_loss(loss, optimizer) as scaled_loss:` -- still the caller's loss).
+        return bool(bindings) and all(_from_loss_parameter(binding, names) for binding in bindings)
 
     def function_events_around(self, unit: Unit) -> list[Event]:
         """Events of the function (or module) that holds a loop unit, outside the loop itself."""
@@ -198,10 +192,14 @@ def _in_test_function(ctx, func: ast.AST) -> bool:
     return False
 
 
-def _def_value(node: ast.AST) -> ast.AST:
-    if isinstance(node, ast.withitem):
-        return node.context_expr
-    return getattr(node, "value", None) or node
+def _from_loss_parameter(binding: Binding, names: set[str]) -> bool:
+    """A parameter, or a value computed from a parameter named for a loss."""
+    if binding.kind == "param":
+        return binding.name in names
+    value = binding.source if binding.kind in ("augassign", "unpack") else binding.value
+    return value is not None and any(
+        isinstance(n, ast.Name) and n.id in names and "loss" in n.id for n in walk_no_scopes(value)
+    )
 
 
 def iterations(ctx: FileContext) -> Iterations:

@@ -21,6 +21,7 @@ from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import local_base
+from torchlint.analysis.dataflow import argument
 from torchlint.analysis.imports import dotted_name, symbol
 from torchlint.analysis.nodes import walk_function_body, walk_no_scopes
 from torchlint.torchmodel import vocabulary as torch_names
@@ -190,7 +191,7 @@ class ObjectRoles:
             ):
                 continue
             key = symbol(node.targets[0])
-            params = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "params"), None)
+            params = argument(value, 0, "params")
             if key is None or params is None:
                 continue
             models = set()

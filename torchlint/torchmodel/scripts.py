@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_local_call
+from torchlint.analysis.dataflow import argument, dataflow
 from torchlint.analysis.imports import dotted_name, symbol
 from torchlint.torchmodel import vocabulary as torch_names
 
@@ -52,36 +53,14 @@ def _in_list(node: ast.AST, nodes: list) -> bool:
     return any(n is node for n in nodes)
 
 
-# ----- simple assignments -----------------------------------------------------------------------
-def assignments(ctx: FileContext) -> dict[str, list[ast.Assign]]:
-    """``target = value`` statements of the file by target symbol (``loader``, ``self.loader``)."""
-    return ctx.shared("assignments", lambda: _index_assignments(ctx))
-
-
-def _index_assignments(ctx: FileContext) -> dict[str, list[ast.Assign]]:
-    found: dict[str, list[ast.Assign]] = {}
-    for node in ctx.nodes(ast.Assign):
-        for target in node.targets:
-            key = symbol(target)
-            if key:
-                found.setdefault(key, []).append(node)
-    return found
-
-
+# ----- values of names ----------------------------------------------------------------------------
 def resolve_value(ctx: FileContext, expr: ast.AST) -> ast.AST:
-    """The value a plain name stands for, when one assignment in its function (or, failing
-    that, at module level) binds it; ``expr`` itself otherwise."""
+    """The value a plain name stands for when it is assigned once in its scope (its function, or
+    the module); ``expr`` itself otherwise (rebound, a parameter, ...)."""
     if not isinstance(expr, ast.Name):
         return expr
-    scope = ctx.enclosing_function(expr)
-    candidates = assignments(ctx).get(expr.id, [])
-    for wanted in (scope, None) if scope is not None else (None,):
-        values = [a.value for a in candidates if ctx.enclosing_function(a) is wanted]
-        if len(values) == 1:
-            return values[0]
-        if values:
-            return expr  # rebound: no single value
-    return expr
+    value = dataflow(ctx).sole_value(expr)
+    return expr if value is None else value
 
 
 def int_value(ctx: FileContext, expr: ast.AST | None) -> int | None:
@@ -101,14 +80,7 @@ class LoaderCall:
 
     def arg(self, name: str) -> ast.AST | None:
         """The expression given for a DataLoader parameter (keyword or positional), or None."""
-        for keyword in self.call.keywords:
-            if keyword.arg == name:
-                return keyword.value
-        index = torch_names.DATALOADER_PARAMS.index(name)
-        args = self.call.args
-        if index < len(args) and not any(isinstance(a, ast.Starred) for a in args[: index + 1]):
-            return args[index]
-        return None
+        return argument(self.call, torch_names.DATALOADER_PARAMS.index(name), name)
 
     def given(self, name: str) -> bool:
         """Whether the parameter is given a value other than a literal None."""
@@ -211,15 +183,8 @@ def _import_time_functions(ctx: FileContext, depth: int) -> frozenset:
 def refers_to_global(ctx: FileContext, name: ast.Name) -> bool:
     """Whether a name read inside a function means the module-level binding (it is not one
     of the function's parameters or assigned in it)."""
-    func = ctx.enclosing_function(name)
-    if func is None:
-        return True
-    args = func.args
-    params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
-    params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
-    if name.id in params:
-        return False
-    return not any(ctx.enclosing_function(a) is func for a in assignments(ctx).get(name.id, ()))
+    flow = dataflow(ctx)
+    return all(flow.scope_of(binding.stmt) is ctx.tree for binding in flow.reaching(name))
 
 
 # ----- command-line defaults -------------------------------------------------------------------------

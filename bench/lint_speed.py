@@ -498,7 +498,7 @@ def build_shared_training_facts(ctx) -> None:
     from torchlint.torchmodel.roles import object_roles
 
     roles, loops = object_roles(ctx), iterations(ctx)
-    for fact in (lambda: roles.roles, lambda: roles.optimizer_models, lambda: loops.step_units):
+    for fact in (lambda: roles.used_as, lambda: roles.optimizer_models, lambda: loops.step_units):
         try:
             fact()
         except Exception:

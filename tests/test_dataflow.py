@@ -4,7 +4,8 @@ import ast
 import textwrap
 
 from torchlint.analysis.context import FileContext
-from torchlint.analysis.dataflow import argument, dataflow
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.nodes import argument
 
 
 def _setup(source):
@@ -172,7 +173,7 @@ def test_later_binding_in_the_same_loop_body_overwrites():
 
 
 def test_returns_of_skips_nested_functions():
-    from torchlint.analysis.dataflow import returns_of
+    from torchlint.analysis.nodes import returns_of
 
     func = ast.parse(
         textwrap.dedent(
@@ -256,3 +257,22 @@ def test_visible_bindings_ignore_the_order_of_statements():
     test = ctx.nodes(ast.If)[0].test
     assert _values(flow.visible_bindings("need_update", test)) == ["False", "(i + 1) % k == 0"]
     assert _values(flow.reaching(test)) == ["False"]
+
+
+def test_origins_follow_a_parameter_to_every_call_site_when_asked():
+    ctx, flow = _setup(
+        """
+        import torch.nn as nn
+        def step(net, crit):
+            return crit
+        def main():
+            step(model, nn.CrossEntropyLoss())
+            step(model, crit=make_loss())
+        def unused(crit):
+            return crit
+        """
+    )
+    crit = _use(ctx, "crit", 4)
+    assert flow.origins(crit) == [None]  # a parameter, by default unknown
+    assert [ast.unparse(o) for o in flow.origins(crit, parameters=True)] == ["nn.CrossEntropyLoss()", "make_loss()"]
+    assert flow.origins(_use(ctx, "crit", 9), parameters=True) == [None]  # no call site in this file

@@ -3,6 +3,9 @@
 Rules that judge a function by the place it runs from (an evaluation helper called
 after ``model.eval()``, an optimizer built in a function called once per epoch) ask
 for the call sites of a function here. The index is built once per file, lazily.
+``parameter_arguments(ctx, function, param)`` is what those call sites pass for one parameter
+(``train(model, nn.CrossEntropyLoss())`` for ``def train(model, criterion)``; ``Trainer(net, opt)``
+for ``Trainer.__init__``).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import ast
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.nodes import last_name
+from torchlint.analysis.nodes import argument, last_name
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -87,6 +90,50 @@ class CallGraph:
     def callee(self, call: ast.Call) -> ast.AST | None:
         return self._callee.get(call)
 
+    def instantiations(self, cls: ast.ClassDef) -> list[ast.Call]:
+        """Calls in this file that build an instance of ``cls`` by its name (``Trainer(model, opt)``)."""
+        classes = self.ctx.classes
+        return [
+            call
+            for call in self.ctx.calls
+            if isinstance(call.func, ast.Name) and call.func.id == cls.name and classes.get(cls.name) is cls
+        ]
+
 
 def call_graph(ctx: FileContext) -> CallGraph:
     return ctx.shared("callgraph", lambda: CallGraph(ctx))
+
+
+def parameter_arguments(ctx: FileContext, function: ast.AST, param: ast.arg) -> list[ast.AST | None]:
+    """What each call site of ``function`` in this file passes for ``param`` (its default when a
+    call leaves it out; None when nothing is passed or the position is hidden in ``*args``), in
+    source order; with no call site, the default alone, or nothing. A method's instantiations
+    count for its ``__init__``."""
+    args = function.args
+    positional = args.posonlyargs + args.args
+    method = isinstance(ctx.parent(function), ast.ClassDef)
+    graph = call_graph(ctx)
+    # (call, how many leading parameters the call binds itself: `self` of `obj.method(...)`)
+    sites = [(site, 1 if method and isinstance(site.func, ast.Attribute) else 0) for site in graph.callers(function)]
+    if method and function.name == "__init__":
+        sites.extend((site, 1) for site in graph.instantiations(ctx.parent(function)))
+    default = _default(args, param)
+    if not sites:
+        return [default] if default is not None else []
+    found = []
+    for site, bound in sorted(sites, key=lambda item: (item[0].lineno, item[0].col_offset)):
+        index = positional.index(param) - bound if param in positional else len(site.args)
+        value = argument(site, index, param.arg) if index >= 0 else None
+        found.append(value if value is not None else default)
+    return found
+
+
+def _default(args: ast.arguments, param: ast.arg) -> ast.AST | None:
+    positional = args.posonlyargs + args.args
+    if param in positional:
+        offset = len(positional) - len(args.defaults)
+        index = positional.index(param)
+        return args.defaults[index - offset] if index >= offset else None
+    if param in args.kwonlyargs:
+        return args.kw_defaults[args.kwonlyargs.index(param)]
+    return None

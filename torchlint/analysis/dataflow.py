@@ -50,10 +50,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.callgraph import parameter_arguments
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import iter_children, position
+from torchlint.analysis.nodes import position
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -68,7 +70,7 @@ if hasattr(ast, "TryStar"):  # Python 3.11+
     BRANCHING = BRANCHING + (ast.TryStar,)
 
 
-# The node types _visit binds names for (exact types: the walk checks every node of a scope).
+# The node types _visit binds names for (exact types).
 _BINDING_TYPES = frozenset(
     {
         ast.Assign,
@@ -92,6 +94,10 @@ _BINDING_TYPES = frozenset(
 _HEADER_BINDERS = (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
 
 
+_DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+_FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
 @dataclass(frozen=True)
 class Binding:
     """One place where a name receives a value."""
@@ -112,11 +118,13 @@ def _end(node: ast.AST) -> tuple[int, int]:
 class ScopeFlow:
     """The bindings of one scope, by name, in source order (nested scopes excluded)."""
 
-    def __init__(self, scope: ast.AST):
+    def __init__(self, scope: ast.AST, nodes: list[ast.AST]):
+        """``nodes``: the statements and expressions of ``scope`` that bind names (``Dataflow``
+        finds them in the file's index, not by walking the scope)."""
         self.scope = scope
         self.bindings: dict[str, list[Binding]] = {}
         self.declared_outer: set[str] = set()  # global / nonlocal names
-        self._collect(scope)
+        self._collect(scope, nodes)
         for found in self.bindings.values():
             found.sort(key=lambda b: b.position)
 
@@ -150,38 +158,17 @@ class ScopeFlow:
                         i,
                     )
 
-    def _collect(self, scope: ast.AST) -> None:
+    def _collect(self, scope: ast.AST, nodes: list[ast.AST]) -> None:
         if isinstance(scope, FUNCTIONS):
             args = scope.args
             for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
                 if arg is not None:
                     self._add(Binding(arg.arg, "param", arg, None, position=(0, 0)))
-            body = [scope.body] if isinstance(scope, ast.Lambda) else scope.body
-        else:
-            body = scope.body
-        stack = list(reversed(body))
-        visited = _BINDING_TYPES
-        while stack:
-            node = stack.pop()
-            if type(node) in visited:
+        for node in nodes:
+            if type(node) in _DEFINITIONS:
+                self._visit_def(node)
+            else:
                 self._visit(node)
-            for child in iter_children(node):
-                if isinstance(child, (SCOPES, COMPREHENSIONS)):
-                    # Its name (def/class) was bound by _visit; its inside is another scope.
-                    # Comprehensions bind only their own variables, except walrus targets.
-                    if isinstance(child, COMPREHENSIONS):
-                        for inner in ast.walk(child):
-                            if isinstance(inner, ast.NamedExpr):
-                                self._visit(inner)
-                    else:
-                        for decorator in getattr(child, "decorator_list", ()):
-                            stack.append(decorator)
-                        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                            stack.extend(child.args.defaults)
-                            stack.extend(d for d in child.args.kw_defaults if d is not None)
-                        self._visit_def(child)
-                    continue
-                stack.append(child)
 
     def _visit_def(self, node: ast.AST) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -228,7 +215,6 @@ class Dataflow:
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
         self._flows: dict[ast.AST, ScopeFlow] = {}
-        self._attributes: dict[ast.ClassDef, dict[str, list[Binding]]] = {}
 
     # ----- scopes ---------------------------------------------------------------------
     def scope_of(self, node: ast.AST) -> ast.AST:
@@ -241,8 +227,46 @@ class Dataflow:
     def flow(self, scope: ast.AST) -> ScopeFlow:
         found = self._flows.get(scope)
         if found is None:
-            found = self._flows[scope] = ScopeFlow(scope)
+            found = self._flows[scope] = ScopeFlow(scope, self._binding_nodes.get(scope, []))
         return found
+
+    @cached_property
+    def _binding_nodes(self) -> dict[ast.AST, list[ast.AST]]:
+        """Scope -> the nodes in it that bind names (assignments, loop and with targets, walrus,
+        imports, handlers, global/nonlocal, defs), from the file's node index in one pass."""
+        table: dict[ast.AST, list[ast.AST]] = {}
+        for node in self.ctx.nodes(*_BINDING_TYPES, *_DEFINITIONS):
+            table.setdefault(self._binding_scope(node), []).append(node)
+        return table
+
+    def _binding_scope(self, node: ast.AST) -> ast.AST:
+        """The scope a binding node binds in: the innermost function, lambda, class or module whose
+        body holds it (a def's decorators, defaults and bases run in the scope around it; a walrus
+        in a comprehension binds in the comprehension's scope)."""
+        child = node
+        for ancestor in self.ctx.ancestors(node):
+            kind = type(ancestor)
+            if kind is ast.Module:
+                return ancestor
+            if kind is ast.Lambda:
+                if child is ancestor.body:
+                    return ancestor
+            elif kind is ast.ClassDef:
+                if (
+                    child not in ancestor.bases
+                    and child not in ancestor.keywords
+                    and child not in ancestor.decorator_list
+                ):
+                    return ancestor
+            elif kind in _FUNCTION_DEFS:
+                if (
+                    child is not ancestor.args
+                    and child is not ancestor.returns
+                    and child not in ancestor.decorator_list
+                ):
+                    return ancestor
+            child = ancestor
+        return self.ctx.tree
 
     # ----- reaching bindings ----------------------------------------------------------
     def reaching(self, name: str | ast.Name, at: ast.AST | None = None) -> list[Binding]:
@@ -385,36 +409,45 @@ class Dataflow:
         return None
 
     def attribute_bindings(self, cls: ast.ClassDef, attr: str) -> list[Binding]:
-        """``self.attr = value`` (and ``self.attr: T = value``) in the methods of ``cls``, in source order."""
-        table = self._attributes.get(cls)
-        if table is None:
-            table = self._attributes[cls] = self._collect_attributes(cls)
-        return table.get(attr, [])
+        """``self.attr = value`` (and ``self.attr: T = value``, ``self.attr += ...``) in the methods of
+        ``cls`` (and the functions nested in them), in source order."""
+        return self._attribute_table.get(cls, {}).get(attr, [])
 
-    def _collect_attributes(self, cls: ast.ClassDef) -> dict[str, list[Binding]]:
-        table: dict[str, list[Binding]] = {}
-        for method in cls.body:
-            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
+    @cached_property
+    def _attribute_table(self) -> dict[ast.ClassDef, dict[str, list[Binding]]]:
+        """Class -> attribute -> its assignments through the receiver of a method, from one pass over
+        the file's assignments."""
+        tables: dict[ast.ClassDef, dict[str, list[Binding]]] = {}
+        for node in self.ctx.nodes(ast.Assign, ast.AnnAssign, ast.AugAssign):
+            method = self._method_of(node)
+            if method is None:
                 continue
             receiver = method.args.args[0].arg
-            for node in ast.walk(method):
-                if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    value = node.value
-                    for target in targets:
-                        for element, element_value in _pairs(target, value):
-                            if (
-                                isinstance(element, ast.Attribute)
-                                and isinstance(element.value, ast.Name)
-                                and element.value.id == receiver
-                            ):
-                                kind = "augassign" if isinstance(node, ast.AugAssign) else "assign"
-                                table.setdefault(element.attr, []).append(
-                                    Binding(element.attr, kind, node, element_value, None, None, _end(node))
-                                )
-        for found in table.values():
-            found.sort(key=lambda b: b.position)
-        return table
+            table = tables.setdefault(self.ctx.parent(method), {})
+            kind = "augassign" if isinstance(node, ast.AugAssign) else "assign"
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                for element, element_value in _pairs(target, node.value):
+                    if (
+                        isinstance(element, ast.Attribute)
+                        and isinstance(element.value, ast.Name)
+                        and element.value.id == receiver
+                    ):
+                        table.setdefault(element.attr, []).append(
+                            Binding(element.attr, kind, node, element_value, None, None, _end(node))
+                        )
+        for table in tables.values():
+            for found in table.values():
+                found.sort(key=lambda b: b.position)
+        return tables
+
+    def _method_of(self, node: ast.AST) -> ast.AST | None:
+        """The method (with a receiver parameter) whose body holds ``node``, nested functions included."""
+        for ancestor in self.ctx.ancestors(node):
+            if type(ancestor) in _FUNCTION_DEFS and isinstance(self.ctx.parent(ancestor), ast.ClassDef):
+                return ancestor if ancestor.args.args else None
+            if type(ancestor) is ast.ClassDef:
+                return None
+        return None
 
     def self_attribute(self, expr: ast.AST) -> tuple[ast.ClassDef, str] | None:
         """For ``self.attr`` inside a method: (the class, ``attr``); else None."""
@@ -437,28 +470,31 @@ class Dataflow:
         expr: ast.AST,
         through: Callable[[ast.AST], ast.AST | None] | None = None,
         at: ast.AST | None = None,
+        parameters: bool = False,
     ) -> list[ast.AST | None]:
         """Expressions that may have produced the value of ``expr``.
 
         Follows names (reaching plain assignments), ``self.attr`` (every assignment
-        in the class), ``a if c else b`` (both arms), and ``through(e)`` when it
-        returns a sub-expression to look through. Anything else is an origin itself;
-        ``None`` stands for a value that cannot be told (parameter, loop variable,
-        unpacked call result, augmented assignment, too deep)."""
+        in the class), ``a if c else b`` (both arms), with ``parameters`` a parameter to
+        the argument every call site of its function in this file passes (``callgraph``),
+        and ``through(e)`` when it returns a sub-expression to look through. Anything
+        else is an origin itself; ``None`` stands for a value that cannot be told
+        (parameter, loop variable, unpacked call result, augmented assignment, too deep)."""
         found: list[ast.AST | None] = []
-        self._origins(expr, through, at, found, set(), 0)
+        self._origins(expr, _Question(through, parameters, found, set()), at, 0)
         return found
 
-    def _origins(self, expr, through, at, found, seen, depth) -> None:
-        if depth > self.MAX_DEPTH or id(expr) in seen:
+    def _origins(self, expr, question: _Question, at, depth) -> None:
+        found = question.found
+        if depth > self.MAX_DEPTH or id(expr) in question.seen:
             found.append(None)
             return
-        seen.add(id(expr))
+        question.seen.add(id(expr))
         if isinstance(expr, ast.NamedExpr):
-            return self._origins(expr.value, through, at, found, seen, depth + 1)
+            return self._origins(expr.value, question, at, depth + 1)
         if isinstance(expr, ast.IfExp):
-            self._origins(expr.body, through, at, found, seen, depth + 1)
-            self._origins(expr.orelse, through, at, found, seen, depth + 1)
+            self._origins(expr.body, question, at, depth + 1)
+            self._origins(expr.orelse, question, at, depth + 1)
             return
         if isinstance(expr, ast.Name) and isinstance(expr.ctx, ast.Load):
             bindings = self.reaching(expr.id, at or expr)
@@ -466,7 +502,9 @@ class Dataflow:
                 found.append(None)
             for binding in bindings:
                 if binding.kind in ("assign", "walrus", "with") and binding.value is not None:
-                    self._origins(binding.value, through, None, found, seen, depth + 1)
+                    self._origins(binding.value, question, None, depth + 1)
+                elif binding.kind == "param" and question.parameters:
+                    self._parameter_origins(binding.stmt, question, depth + 1)
                 else:
                     found.append(None)
             return
@@ -477,15 +515,40 @@ class Dataflow:
                 found.append(None)
             for binding in bindings:
                 if binding.kind == "assign" and binding.value is not None:
-                    self._origins(binding.value, through, None, found, seen, depth + 1)
+                    self._origins(binding.value, question, None, depth + 1)
                 else:
                     found.append(None)
             return
-        if through is not None:
-            inner = through(expr)
+        if question.through is not None:
+            inner = question.through(expr)
             if inner is not None:
-                return self._origins(inner, through, None, found, seen, depth + 1)
+                return self._origins(inner, question, None, depth + 1)
         found.append(expr)
+
+    def _parameter_origins(self, param: ast.arg, question: _Question, depth: int) -> None:
+        function = self.ctx.parent(self.ctx.parent(param))
+        values = (
+            parameter_arguments(self.ctx, function, param)
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+            else []
+        )
+        if not values:
+            question.found.append(None)  # no call site in this file: the caller is unknown
+        for value in values:
+            if value is None:
+                question.found.append(None)
+            else:
+                self._origins(value, question, None, depth)
+
+
+@dataclass
+class _Question:
+    """One ``origins`` question: how to look through values, and what was found and seen so far."""
+
+    through: Callable[[ast.AST], ast.AST | None] | None
+    parameters: bool
+    found: list
+    seen: set
 
 
 def _block_of(branching: ast.AST, child: ast.AST) -> tuple[str, ast.AST | None]:
@@ -546,57 +609,3 @@ def _pairs(target: ast.AST, value: ast.AST | None) -> Iterator[tuple[ast.AST, as
 def dataflow(ctx: FileContext) -> Dataflow:
     """The file's shared :class:`Dataflow` (built on first use, then reused by every rule)."""
     return ctx.shared("dataflow", lambda: Dataflow(ctx))
-
-
-# ----- small shared helpers for the value rules ----------------------------------------
-def returns_of(function: ast.AST) -> list[ast.Return]:
-    """``return`` statements of ``function`` itself, not of functions or classes nested in it."""
-    found: list[ast.Return] = []
-    stack = list(function.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        if isinstance(node, ast.Return):
-            found.append(node)
-            continue
-        for child in iter_children(node):
-            if isinstance(child, (ast.stmt, ast.ExceptHandler, ast.match_case)):
-                stack.append(child)
-    return found
-
-
-def method_call(expr: ast.AST) -> tuple[str, ast.AST] | None:
-    """For ``obj.meth(...)``: (``meth``, ``obj``); else None."""
-    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
-        return expr.func.attr, expr.func.value
-    return None
-
-
-def keyword(call: ast.Call, name: str) -> ast.keyword | None:
-    for kw in call.keywords:
-        if kw.arg == name:
-            return kw
-    return None
-
-
-def argument(call: ast.Call, index: int, name: str) -> ast.AST | None:
-    """The argument passed for a parameter, by keyword or by position (not when a ``*args``
-    before it makes the position unknown)."""
-    kw = keyword(call, name)
-    if kw is not None:
-        return kw.value
-    args = call.args
-    if index < len(args) and not any(isinstance(a, ast.Starred) for a in args[: index + 1]):
-        return args[index]
-    return None
-
-
-def argument_for(call: ast.Call, func: ast.AST, name: str) -> ast.AST | None:
-    """The argument expression ``call`` passes for parameter ``name`` of the def ``func``
-    (``self``/``cls`` skipped for a method called on an object)."""
-    params = [a.arg for a in func.args.posonlyargs + func.args.args]
-    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
-        params = params[1:]
-    index = params.index(name) if name in params else len(call.args)
-    return argument(call, index, name)

@@ -119,3 +119,57 @@ def walk_function_body(func: ast.AST) -> Iterator[ast.AST]:
 def source_text(ctx: FileContext, node: ast.AST) -> str:
     """``ast.unparse(node)``, shared per node (conditions are compared by their text many times)."""
     return ctx.shared(("text", node), lambda: ast.unparse(node))
+
+
+# ----- calls and their arguments --------------------------------------------------------------
+def returns_of(function: ast.AST) -> list[ast.Return]:
+    """``return`` statements of ``function`` itself, not of functions or classes nested in it."""
+    found: list[ast.Return] = []
+    stack = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Return):
+            found.append(node)
+            continue
+        for child in iter_children(node):
+            if isinstance(child, (ast.stmt, ast.ExceptHandler, ast.match_case)):
+                stack.append(child)
+    return found
+
+
+def method_call(expr: ast.AST) -> tuple[str, ast.AST] | None:
+    """For ``obj.meth(...)``: (``meth``, ``obj``); else None."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        return expr.func.attr, expr.func.value
+    return None
+
+
+def keyword(call: ast.Call, name: str) -> ast.keyword | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw
+    return None
+
+
+def argument(call: ast.Call, index: int, name: str) -> ast.AST | None:
+    """The argument passed for a parameter, by keyword or by position (not when a ``*args``
+    before it makes the position unknown)."""
+    kw = keyword(call, name)
+    if kw is not None:
+        return kw.value
+    args = call.args
+    if index < len(args) and not any(isinstance(a, ast.Starred) for a in args[: index + 1]):
+        return args[index]
+    return None
+
+
+def argument_for(call: ast.Call, func: ast.AST, name: str) -> ast.AST | None:
+    """The argument expression ``call`` passes for parameter ``name`` of the def ``func``
+    (``self``/``cls`` skipped for a method called on an object)."""
+    params = [a.arg for a in func.args.posonlyargs + func.args.args]
+    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    index = params.index(name) if name in params else len(call.args)
+    return argument(call, index, name)

@@ -6,9 +6,9 @@ import ast
 from collections import defaultdict
 
 from torchlint.analysis.callgraph import resolve_local_call
-from torchlint.analysis.dataflow import Binding, dataflow, method_call, returns_of
+from torchlint.analysis.dataflow import Binding, dataflow
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import last_name
+from torchlint.analysis.nodes import last_name, method_call, returns_of
 from torchlint.engine.rule import Rule, register
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.calls import call_events

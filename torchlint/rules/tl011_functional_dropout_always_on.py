@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.analysis.dataflow import argument
+from torchlint.analysis.nodes import argument
 from torchlint.engine.rule import Rule, register
 from torchlint.torchmodel.modules import module_classes
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.analysis.dataflow import argument
 from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import argument
 from torchlint.engine.rule import Rule, register
 from torchlint.torchmodel.calls import call_events
+from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.events import STEP_KINDS, EventKind, exclusive
 from torchlint.torchmodel.iterations import iterations
-from torchlint.torchmodel.roles import Role, object_roles
+from torchlint.torchmodel.roles import Role
 from torchlint.torchmodel.walk import event_walker
 
 
@@ -155,11 +156,10 @@ def _scheduled_optimizer(ctx, scheduler: str | None) -> str | None:
     constructions agree."""
     if scheduler is None:
         return None
-    roles = object_roles(ctx)
     found = set()
     for assign in ctx.nodes(ast.Assign):
         value = assign.value
-        if not isinstance(value, ast.Call) or roles.constructor_role(value) != Role.SCHEDULER:
+        if not isinstance(value, ast.Call) or constructor_role(ctx, value) != Role.SCHEDULER:
             continue
         if not any(symbol(t) == scheduler for t in assign.targets):
             continue

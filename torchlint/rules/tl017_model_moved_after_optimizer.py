@@ -9,7 +9,7 @@ from torchlint.analysis.imports import dotted_name
 from torchlint.engine.rule import Rule, register
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS
-from torchlint.torchmodel.roles import Role, object_roles
+from torchlint.torchmodel.roles import Role, object_roles, role_from_name
 
 # Methods that move or cast a module's parameters.
 MOVE_METHODS = frozenset({"to", "cuda", "half", "bfloat16", "double"})
@@ -117,7 +117,9 @@ def _optimizer_builds(ctx) -> dict:
         name = next((n for n in names if n), None)
         if name is None:
             continue
-        if roles.constructor_role(value) != Role.OPTIMIZER and roles.role_of(name) != Role.OPTIMIZER:
+        # What the assignment builds (a constructor, a factory of the file), else what its name says.
+        built = roles.value_role(value)
+        if (built if built is not None else role_from_name(name)) is not Role.OPTIMIZER:
             continue
         sources = _parameter_sources(roles, value)
         if sources:

@@ -21,8 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.dataflow import argument, dataflow, method_call, returns_of
-from torchlint.analysis.nodes import last_name
+from torchlint.analysis.callgraph import call_graph
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.nodes import argument, last_name, method_call, returns_of
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.modules import module_classes
 from torchlint.torchmodel.roles import preserved_argument
@@ -98,7 +99,7 @@ class ActivationTracker:
     def constructors(self, expr: ast.AST) -> list[str | None]:
         """Qualified class names of the objects ``expr`` may hold (None: unknown)."""
         names: list[str | None] = []
-        for origin in self.flow.origins(expr, self._through_module_moves):
+        for origin in self.flow.origins(expr, self._through_module_moves, parameters=True):
             if isinstance(origin, ast.Call):
                 qual = self.ctx.call_qualname(origin)
                 if qual is None and isinstance(origin.func, ast.Name) and origin.func.id in module_classes(self.ctx):
@@ -120,7 +121,7 @@ class ActivationTracker:
     def module_output(self, callee: ast.AST, depth: int) -> tuple[str, ast.AST] | None:
         """The activation every object ``callee`` may hold applies last, if any."""
         results = []
-        for origin in self.flow.origins(callee, self._through_module_moves):
+        for origin in self.flow.origins(callee, self._through_module_moves, parameters=True):
             results.append(self._constructed_output(origin, depth) if isinstance(origin, ast.Call) else None)
         return _all_same(results)
 
@@ -187,7 +188,7 @@ class ActivationTracker:
             return None
         results = [
             self._origin_activation(origin, depth) if origin is not None else None
-            for origin in self.flow.origins(expr, self._through_transparent)
+            for origin in self.flow.origins(expr, self._through_transparent, parameters=True)
         ]
         return _all_same(results)
 
@@ -252,17 +253,37 @@ class ActivationTracker:
                 yield call
 
     def _names_bound_to(self, classes: frozenset[str]) -> set[str]:
-        """Last name parts (``criterion``, ``loss_fn``) assigned an instance of ``classes`` anywhere."""
+        """Last name parts (``criterion``, ``loss_fn``) given an instance of ``classes`` anywhere: by an
+        assignment, or as the argument for a parameter of a function of the file (``train(model,
+        nn.CrossEntropyLoss())`` for ``def train(model, crit)``)."""
         names = set()
-        for node in self.ctx.nodes(ast.Assign):
-            value = node.value
-            while method_call(value) is not None and method_call(value)[0] in torch_names.DEVICE_DTYPE_MOVES:
-                value = value.func.value
-            if isinstance(value, ast.Call) and self.ctx.call_qualname(value) in classes:
-                for target in node.targets:
-                    name = last_name(target)
-                    if name:
-                        names.add(name)
+        ctx = self.ctx
+        graph = call_graph(ctx)
+        for call in ctx.calls:
+            if ctx.call_qualname(call) not in classes:
+                continue
+            holder: ast.AST = call
+            parent = ctx.parent(holder)
+            while (
+                isinstance(parent, ast.Attribute)
+                and parent.attr in torch_names.DEVICE_DTYPE_MOVES
+                and isinstance(ctx.parent(parent), ast.Call)
+            ):
+                holder = ctx.parent(parent)  # `nn.CrossEntropyLoss().to(device)`
+                parent = ctx.parent(holder)
+            if isinstance(parent, ast.Assign):
+                names.update(filter(None, map(last_name, parent.targets)))
+            elif isinstance(parent, ast.keyword) and parent.arg:
+                names.add(parent.arg)
+            elif isinstance(parent, ast.Call) and holder in parent.args:
+                callee = graph.callee(parent)
+                if callee is not None:
+                    params = [a.arg for a in callee.args.posonlyargs + callee.args.args]
+                    if params and params[0] in ("self", "cls") and isinstance(parent.func, ast.Attribute):
+                        params = params[1:]
+                    index = parent.args.index(holder)
+                    if index < len(params):
+                        names.add(params[index])
         return names
 
     def activation_inputs(

@@ -22,7 +22,8 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.dataflow import argument, dataflow
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.nodes import argument
 from torchlint.torchmodel.events import EventKind
 from torchlint.torchmodel.roles import Role, object_roles
 

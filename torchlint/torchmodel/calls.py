@@ -14,8 +14,8 @@ import ast
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_function_name
-from torchlint.analysis.dataflow import argument
 from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import argument
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.events import Event, EventKind
 from torchlint.torchmodel.roles import Role, object_roles

@@ -14,8 +14,9 @@ import ast
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_local_call
-from torchlint.analysis.dataflow import argument_for, dataflow
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import argument_for
 from torchlint.torchmodel.events import Event, EventKind
 from torchlint.torchmodel.modules import module_classes
 from torchlint.torchmodel.roles import Role, object_roles

@@ -14,9 +14,9 @@ import ast
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_local_call
-from torchlint.analysis.dataflow import Binding, argument_for, dataflow
+from torchlint.analysis.dataflow import Binding, dataflow
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import walk_function_body
+from torchlint.analysis.nodes import argument_for, walk_function_body
 from torchlint.torchmodel import vocabulary as torch_names
 
 if TYPE_CHECKING:

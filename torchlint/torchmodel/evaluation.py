@@ -134,8 +134,9 @@ class EvaluationAnalysis:
         last = key.rsplit(".", 1)[-1].split("[", 1)[0]
         if _NOT_MODEL_HOLDER.search(last):
             return False  # `self.tokenizer(...)`: a from_pretrained object that is no network
-        if self.roles.roles.get(key) == Role.MODEL:
-            return True
+        role = self.roles.role_of(func, hint=False)
+        if role is not None:
+            return role is Role.MODEL  # what the code shows the object is, whatever its name
         # Conventional names only when the whole last name says "model" (`self.model`, `net_g`,
         # `model_ema`, `models[i]`), not a method that mentions one (`load_model`, `named_modules`).
         return bool(_MODEL_NAME.match(last))

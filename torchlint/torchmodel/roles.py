@@ -1,45 +1,44 @@
-"""What an object is in training code: a model, an optimizer, a scheduler, a gradient scaler, a criterion.
+"""What an object is in training code (``Role``): a model, an optimizer, a scheduler, a gradient
+scaler, a criterion -- told from how the object is built and used, its name only as a last resort.
 
-``object_roles(ctx)`` answers, once per file:
+``object_roles(ctx).role_of(expr_or_symbol)``, in this order:
 
-* ``constructor_role(call)``: the role of the object a call builds (``torch.optim.AdamW(...)``,
-  ``nn.CrossEntropyLoss()``, ``timm.create_model(...)``, an ``nn.Module`` class of the file);
-* ``roles``: symbol -> role, from every assignment in the file (constructors, wrappers such as
-  ``DDP(model)`` and ``model.cuda()``, ``accelerator.prepare``-style unpacking; the last binding
-  of a symbol wins);
-* ``expr_role(expr)`` / ``role_of(expr_or_symbol)``: the role of a value, then, as a last resort,
-  the role its conventional name suggests (``self.optimizer``, ``opt_g``, ``netG``);
-* ``optimizer_models``: optimizer symbol -> the models whose ``.parameters()`` built it.
+1. data flow (``value_role``): the constructor that built the value (``constructors``), through the
+   assignments that reach the use (``analysis.dataflow``), ``self.attr`` set in any method (an
+   attribute set in ``__init__``), wrappers and moves (``DDP(model)``, ``model.cuda()``),
+   ``accelerator.prepare``-style unpacking, what a function of the file returns
+   (``def build(): return Net()``), and for a parameter the argument every call site of its
+   function passes (``train(model, criterion)`` called from ``main()`` with
+   ``nn.CrossEntropyLoss()``; ``Trainer(net, opt)`` for ``__init__``'s parameters);
+2. ``symbol_role``: what the file assigns to the same symbol anywhere (for attribute chains, and
+   names whose value comes from elsewhere in the file);
+3. use (``used_as``): an object whose ``.parameters()`` feed an optimizer, or that is switched with
+   ``.eval()`` / ``.train(False)``, is a model (``G_AB``, ``E1``, ``Enc1``);
+4. the conventional name (``self.optimizer``, ``opt_g``, ``netG``) -- unless the data flow showed
+   an object of another kind (``Role.OTHER``: ``ema_optimizer = WeightEMA(...)``).
+
+``optimizer_models``: optimizer symbol -> the models whose ``.parameters()`` built it.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from enum import Enum
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import local_base
-from torchlint.analysis.dataflow import argument
-from torchlint.analysis.imports import dotted_name, symbol
-from torchlint.analysis.nodes import walk_function_body, walk_no_scopes
+from torchlint.analysis.callgraph import local_base, parameter_arguments, resolve_local_call
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import argument, last_name, returns_of, walk_function_body, walk_no_scopes
 from torchlint.torchmodel import vocabulary as torch_names
-from torchlint.torchmodel.modules import module_classes
+from torchlint.torchmodel.constructors import Role, constructor_role, is_prepare_call, preserved_argument
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
+    from torchlint.analysis.dataflow import Binding
 
-
-class Role(Enum):
-    """What an object is to the training code."""
-
-    MODEL = "model"
-    OPTIMIZER = "optimizer"
-    SCHEDULER = "scheduler"
-    SCALER = "scaler"
-    CRITERION = "criterion"
-
+__all__ = ["Role", "ObjectRoles", "object_roles", "role_from_name"]
 
 _NAME_HINTS = (
     (re.compile(r"(^|_)sched(uler)?s?($|_)|lr_scheduler|scheduler", re.I), Role.SCHEDULER),
@@ -51,6 +50,8 @@ _NAME_HINTS = (
     (re.compile(r"^net[A-Z]"), Role.MODEL),
     (re.compile(r"(criterion|loss_fn|loss_func|lossfn)", re.I), Role.CRITERION),
 )
+# How far a value is followed (assignments, parameters to call sites, returns) before it is unknown.
+MAX_FLOW_DEPTH = 8
 
 
 @lru_cache(maxsize=4096)  # a pure function of the name; the same few names are asked about often
@@ -63,118 +64,66 @@ def role_from_name(name: str) -> Role | None:
     return None
 
 
-def is_prepare_call(call: ast.Call) -> bool:
-    """``accelerator.prepare(a, b)`` and the like: the results are the arguments, in order."""
-    return isinstance(call.func, ast.Attribute) and call.func.attr in torch_names.PREPARE_METHODS
-
-
 class ObjectRoles:
     """The roles of the objects of one file; get the shared instance with ``object_roles(ctx)``."""
 
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
 
-    def constructor_role(self, call: ast.Call) -> Role | None:
-        """The role of the object a call constructs, if the call is a known constructor."""
-        # Shared per call: roles, several rules and the run model ask about the same calls.
-        return self.ctx.shared(("constructor-role", call), lambda: self._constructor_role(call))
+    def role_of(self, expr_or_symbol: ast.AST | str, hint: bool = True) -> Role | None:
+        """The role of an expression (where it is written) or of a symbol (``"self.opt"``): from
+        data flow, then the file's symbol table, then use, then (with ``hint``) the name."""
+        if isinstance(expr_or_symbol, str):
+            key = expr_or_symbol
+            role = None
+        else:
+            key = symbol(expr_or_symbol)
+            role = self.value_role(expr_or_symbol)
+        if role is None and key is not None:
+            role = self.symbol_role(key)
+            if role is None and hint:
+                role = role_from_name(key.split("[", 1)[0])
+        return role
 
-    def _constructor_role(self, call: ast.Call) -> Role | None:
-        ctx = self.ctx
-        qual = ctx.call_qualname(call)
-        if qual:
-            if qual.startswith("torch.optim.") and not qual.startswith(torch_names.NOT_OPTIMIZER_PACKAGES):
-                last = qual.rsplit(".", 1)[-1]
-                if last[:1].isupper():
-                    return Role.OPTIMIZER
-            if qual.startswith(torch_names.THIRD_PARTY_OPTIMIZERS):
-                return Role.SCHEDULER if "schedul" in qual.lower() else Role.OPTIMIZER
-            if qual.startswith(torch_names.SCHEDULERS):
-                return Role.SCHEDULER
-            if qual in torch_names.SCALERS:
-                return Role.SCALER
-            if qual.startswith("torch.nn."):
-                last = qual.rsplit(".", 1)[-1]
-                if last.endswith("Loss"):
-                    return Role.CRITERION
-                if last[:1].isupper() and qual.count(".") == 2 and last not in torch_names.NOT_MODEL_LAYERS:
-                    return Role.MODEL
-            if qual.startswith(torch_names.MODEL_FACTORIES):
-                return Role.MODEL
-            if qual.startswith("transformers.") and qual.endswith(".from_pretrained"):
-                return Role.MODEL
-        func = call.func
-        if isinstance(func, ast.Name) and func.id in module_classes(ctx):
-            return Role.MODEL
-        if isinstance(func, ast.Attribute) and func.attr == "from_pretrained":
-            base = dotted_name(func.value) or ""
-            if base.rsplit(".", 1)[-1].startswith("Auto") and "Tokenizer" not in base and "Config" not in base:
-                return Role.MODEL
-        return None
+    def value_role(self, expr: ast.AST) -> Role | None:
+        """The role of the value ``expr`` evaluates to, from data flow alone (no names, no uses)."""
+        return self.ctx.shared(("value-role", expr), lambda: _RoleFlow(self).value(expr, 0))
+
+    def symbol_role(self, key: str) -> Role | None:
+        """The role of what the file assigns to a symbol anywhere (``self.opt``, ``model``): the
+        latest assignment that gives a torch role, else ``OTHER`` if one shows another object."""
+        values = self._assigned.get(key)
+        if not values:
+            return None
+        return self.ctx.shared(
+            ("symbol-role", key), lambda: _RoleFlow.combine(_RoleFlow(self).value(v, 0) for v in reversed(values))
+        )
 
     @cached_property
-    def roles(self) -> dict[str, Role]:
-        """Symbol -> role, from every assignment in the file (last binding wins per symbol)."""
-        roles: dict[str, Role] = {}
+    def _assigned(self) -> dict[str, list[ast.AST]]:
+        """Symbol -> the values assigned to it anywhere in the file, in source order (element by
+        element for tuple targets given a tuple or an ``accelerator.prepare(...)`` call)."""
+        found: dict[str, list[ast.AST]] = {}
         for node in self.ctx.nodes(ast.Assign, ast.AnnAssign):
-            value = node.value
-            if value is None:
-                continue
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                self._bind(target, value, roles)
-        return roles
+            if node.value is not None:
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    _pair(target, node.value, found)
+        return found
 
-    def _bind(self, target: ast.AST, value: ast.AST, roles: dict[str, Role]) -> None:
-        if isinstance(target, (ast.Tuple, ast.List)):
-            if isinstance(value, ast.Call) and is_prepare_call(value):
-                for sub, arg in zip(target.elts, value.args):
-                    role = self.expr_role(arg, roles)
-                    key = symbol(sub)
-                    if role and key:
-                        roles[key] = role
-            elif isinstance(value, (ast.Tuple, ast.List)):
-                for sub, val in zip(target.elts, value.elts):
-                    self._bind(sub, val, roles)
-            return
-        key = symbol(target)
-        if key is None:
-            return
-        role = self.expr_role(value, roles)
-        if role:
-            roles[key] = role
-
-    def expr_role(self, expr: ast.AST, roles: dict[str, Role] | None = None) -> Role | None:
-        """The role of the value an expression evaluates to, when it can be told."""
-        if roles is None:
-            roles = self.roles
-        if isinstance(expr, ast.Call):
-            role = self.constructor_role(expr)
-            if role:
-                return role
-            func = expr.func
-            wrapped = preserved_argument(self.ctx, expr)
-            if wrapped is not None:
-                return self.expr_role(wrapped, roles)
-            if isinstance(func, ast.Attribute) and func.attr in torch_names.MODULE_SELF_RETURNING:
-                return self.expr_role(func.value, roles)
-            if is_prepare_call(expr) and len(expr.args) == 1:
-                return self.expr_role(expr.args[0], roles)
-            return None
-        key = symbol(expr)
-        if key is None:
-            return None
-        return roles.get(key)
-
-    def role_of(self, expr_or_symbol) -> Role | None:
-        """Role of a symbol or expression: from assignments, then from its conventional name."""
-        key = expr_or_symbol if isinstance(expr_or_symbol, str) else symbol(expr_or_symbol)
-        if key is None:
-            return self.expr_role(expr_or_symbol) if isinstance(expr_or_symbol, ast.AST) else None
-        role = self.roles.get(key)
-        if role:
-            return role
-        return role_from_name(key.split("[", 1)[0])
+    @cached_property
+    def used_as(self) -> dict[str, Role]:
+        """Symbol -> role shown by use: ``opt = Adam(chain(G_AB.parameters(), G_BA.parameters()))``
+        and ``E1.eval()`` / ``E1.train(False)`` make models."""
+        found: dict[str, Role] = {}
+        for call in self.ctx.calls:
+            func = call.func
+            if isinstance(func, ast.Attribute) and _is_mode_switch(call, func.attr):
+                _mark(found, func.value, Role.MODEL)
+            # Optimizer classes are capitalised (`Adam`, `bnb.optim.AdamW8bit`): a cheap test first.
+            if (last_name(func) or "")[:1].isupper() and constructor_role(self.ctx, call) is Role.OPTIMIZER:
+                for owner in _parameter_owners(call):
+                    _mark(found, owner, Role.MODEL)
+        return found
 
     # ----- which models feed which optimizer ---------------------------------------------------------
     @cached_property
@@ -187,25 +136,13 @@ class ObjectRoles:
             if not (
                 isinstance(value, ast.Call)
                 and len(node.targets) == 1
-                and self.constructor_role(value) == Role.OPTIMIZER
+                and constructor_role(self.ctx, value) == Role.OPTIMIZER
             ):
                 continue
             key = symbol(node.targets[0])
-            params = argument(value, 0, "params")
-            if key is None or params is None:
-                continue
-            models = set()
-            for sub in walk_no_scopes(params):
-                if (
-                    isinstance(sub, ast.Call)
-                    and isinstance(sub.func, ast.Attribute)
-                    and sub.func.attr in torch_names.PARAMETER_METHODS
-                ):
-                    owner = symbol(sub.func.value)
-                    if owner:
-                        models.add(owner)
-            if models:
-                found[key] = frozenset(models)
+            models = frozenset(filter(None, map(symbol, _parameter_owners(value))))
+            if key is not None and models:
+                found[key] = models
         self._lightning_optimizer_models(found)
         return found
 
@@ -254,17 +191,169 @@ class ObjectRoles:
                 break
 
 
-def preserved_argument(ctx: FileContext, call: ast.Call) -> ast.AST | None:
-    """The argument a wrapping call hands back as the same model (``DDP(model)``,
-    ``torch.compile(model)``), or None when ``call`` is no such wrapper."""
-    if not call.args:
+class _RoleFlow:
+    """One question "what role does this value have?", followed through the file's data flow.
+    ``active`` holds the functions and nodes being followed (recursion ends there, unknown)."""
+
+    def __init__(self, roles: ObjectRoles):
+        self.roles = roles
+        self.ctx = roles.ctx
+        self.flow = dataflow(roles.ctx)
+        self.active: set = set()
+
+    def value(self, expr: ast.AST, depth: int) -> Role | None:
+        if depth > MAX_FLOW_DEPTH or expr in self.active:
+            return None
+        self.active.add(expr)
+        try:
+            return self._value(expr, depth)
+        finally:
+            self.active.discard(expr)
+
+    def _value(self, expr: ast.AST, depth: int) -> Role | None:
+        ctx = self.ctx
+        if isinstance(expr, ast.Call):
+            role = constructor_role(ctx, expr)
+            if role is not None:
+                return role
+            func = expr.func
+            wrapped = preserved_argument(ctx, expr)
+            if wrapped is not None:
+                return self.value(wrapped, depth + 1)
+            if isinstance(func, ast.Attribute) and func.attr in torch_names.MODULE_SELF_RETURNING:
+                return self.value(func.value, depth + 1)
+            if is_prepare_call(expr) and len(expr.args) == 1:
+                return self.value(expr.args[0], depth + 1)
+            callee = resolve_local_call(ctx, expr)
+            return self.returned(callee, None, depth + 1) if callee is not None else None
+        if isinstance(expr, ast.IfExp):
+            return self.combine(self.value(side, depth + 1) for side in (expr.body, expr.orelse))
+        role = None
+        if isinstance(expr, ast.Name):
+            role = self.combine(self.binding(b, depth + 1) for b in self.flow.reaching(expr))
+        else:
+            owner = self.flow.self_attribute(expr)
+            if owner is not None:
+                role = self.combine(self.binding(b, depth + 1) for b in reversed(self.flow.attribute_bindings(*owner)))
+        if role is None:
+            key = symbol(expr)  # what the object is used as, where its building is not shown
+            role = self.roles.used_as.get(key) if key is not None else None
+        return role
+
+    @staticmethod
+    def combine(roles) -> Role | None:
+        """The latest role a value may have; ``OTHER`` only when no binding gives a torch role."""
+        other = False
+        for role in roles:
+            if role is Role.OTHER:
+                other = True
+            elif role is not None:
+                return role
+        return Role.OTHER if other else None
+
+    def binding(self, binding: Binding, depth: int) -> Role | None:
+        kind = binding.kind
+        if kind in ("assign", "walrus"):
+            value = binding.value
+            if value is None or (isinstance(value, ast.Constant) and value.value is None):
+                return None  # `model = None` until it is built
+            return self.value(value, depth)
+        if kind == "unpack" and isinstance(binding.source, ast.Call) and binding.index is not None:
+            source = binding.source
+            if is_prepare_call(source):
+                return self.value(source.args[binding.index], depth) if binding.index < len(source.args) else None
+            callee = resolve_local_call(self.ctx, source)
+            return self.returned(callee, binding.index, depth) if callee is not None else None
+        if kind == "param":
+            function = self.ctx.parent(self.ctx.parent(binding.stmt))
+            return self.parameter(function, binding.stmt, depth)
         return None
-    func = call.func
-    if ctx.call_qualname(call) in torch_names.MODEL_WRAPPERS or (
-        isinstance(func, ast.Name) and func.id in torch_names.MODEL_WRAPPER_NAMES
-    ):
-        return call.args[0]
-    return None
+
+    def parameter(self, function: ast.AST, param: ast.arg, depth: int) -> Role | None:
+        """The role every call site of ``function`` in this file gives ``param`` (or its default)."""
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or function in self.active:
+            return None
+        self.active.add(function)
+        try:
+            roles = [
+                self.value(arg, depth + 1) if arg is not None else None
+                for arg in parameter_arguments(self.ctx, function, param)
+            ]
+        finally:
+            self.active.discard(function)
+        if not roles or any(role is None for role in roles) or len(set(roles)) != 1:
+            return None
+        return roles[0]
+
+    def returned(self, function: ast.AST, index: int | None, depth: int) -> Role | None:
+        """The role of what ``function`` returns (element ``index`` of a returned tuple), when every
+        ``return`` agrees."""
+        if function in self.active:
+            return None
+        self.active.add(function)
+        try:
+            roles = []
+            for ret in returns_of(function):
+                value = ret.value
+                if index is not None:
+                    value = (
+                        value.elts[index]
+                        if isinstance(value, (ast.Tuple, ast.List)) and index < len(value.elts)
+                        else None
+                    )
+                roles.append(self.value(value, depth + 1) if value is not None else None)
+        finally:
+            self.active.discard(function)
+        if not roles or any(role is None for role in roles) or len(set(roles)) != 1:
+            return None
+        return roles[0]
+
+
+def _pair(target: ast.AST, value: ast.AST, found: dict[str, list[ast.AST]]) -> None:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        if isinstance(value, ast.Call) and is_prepare_call(value):
+            elements = value.args
+        elif isinstance(value, (ast.Tuple, ast.List)):
+            elements = value.elts
+        else:
+            return
+        for sub, element in zip(target.elts, elements):
+            _pair(sub, element, found)
+        return
+    key = symbol(target)
+    if key is not None:
+        found.setdefault(key, []).append(value)
+
+
+def _is_mode_switch(call: ast.Call, method: str) -> bool:
+    """``x.eval()``, ``x.train(False)``, ``x.train(mode=True)``: what only a module does (a bare
+    ``x.train()`` is also a trainer's "run the training")."""
+    if method == "eval":
+        return not call.args and not call.keywords
+    if method == "train":
+        mode = argument(call, 0, "mode")
+        return isinstance(mode, ast.Constant) and isinstance(mode.value, bool)
+    return False
+
+
+def _parameter_owners(call: ast.Call) -> list[ast.AST]:
+    """The objects whose ``.parameters()`` / ``.named_parameters()`` an optimizer call is given."""
+    params = argument(call, 0, "params")
+    if params is None:
+        return []
+    return [
+        sub.func.value
+        for sub in walk_no_scopes(params)
+        if isinstance(sub, ast.Call)
+        and isinstance(sub.func, ast.Attribute)
+        and sub.func.attr in torch_names.PARAMETER_METHODS
+    ]
+
+
+def _mark(found: dict[str, Role], expr: ast.AST, role: Role) -> None:
+    key = symbol(expr)
+    if key is not None and key not in ("self", "cls"):
+        found.setdefault(key, role)
 
 
 def object_roles(ctx: FileContext) -> ObjectRoles:

@@ -35,6 +35,7 @@ from torchlint.analysis.callgraph import call_graph
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name, name_ids
 from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.roles import Role, object_roles
@@ -168,7 +169,7 @@ class RunAnalysis:
     # ----- what gets built --------------------------------------------------------------------
     def built_role(self, call: ast.Call) -> str | None:
         """Role.MODEL or Role.OPTIMIZER when ``call`` builds one that carries trainable state."""
-        role = self.roles.constructor_role(call)
+        role = constructor_role(self.ctx, call)
         if role == Role.MODEL:
             qual = self.ctx.call_qualname(call) or ""
             last = qual.rsplit(".", 1)[-1] if qual else (last_name(call.func) or "")

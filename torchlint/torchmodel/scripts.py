@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_local_call
-from torchlint.analysis.dataflow import argument, dataflow
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import dotted_name, symbol
+from torchlint.analysis.nodes import argument
 from torchlint.torchmodel import vocabulary as torch_names
 
 if TYPE_CHECKING:

@@ -30,6 +30,9 @@ THIRD_PARTY_OPTIMIZERS = (
     "lion_pytorch.Lion",
     "schedulefree.",
 )
+# Base classes that make a class of the project an optimizer / a learning-rate scheduler.
+OPTIMIZER_BASES = frozenset({"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"})
+SCHEDULER_BASES = ("torch.optim.lr_scheduler.",)
 SCHEDULERS = (
     "torch.optim.lr_scheduler.",
     "transformers.get_",

@@ -21,6 +21,19 @@ BUGGY = textwrap.dedent(
     """
 )
 
+# TL004 on line 4: an optimizer built in every iteration of the training loop.
+LOOP = textwrap.dedent(
+    """\
+    import torch
+    def train(model, loader):
+        for x, y in loader:
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            model(x).sum().backward()
+            opt.step()
+            opt.zero_grad()
+    """
+)
+
 CLEAN = textwrap.dedent(
     """\
     import torch

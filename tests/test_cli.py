@@ -7,7 +7,7 @@ import sys
 import types
 
 import pytest
-from cli_helpers import BUGGY, CLEAN, assert_one_line_error, run_cli, write
+from cli_helpers import BUGGY, CLEAN, LOOP, assert_one_line_error, run_cli, write
 
 import torchlint
 from torchlint.engine.rule import all_rules
@@ -251,6 +251,96 @@ def test_explain_errors():
     assert_one_line_error(run_cli(["explain", "TL999"]), "TL999")
     assert_one_line_error(run_cli(["explain"]), "explain")
     assert_one_line_error(run_cli(["rules", "extra"]), "extra")
+
+
+def test_check_subcommand_lints_any_path_even_one_named_like_a_subcommand(tmp_path):
+    for name in ("run", "rules", "explain", "check"):
+        write(tmp_path / name, BUGGY)
+    run = run_cli(["check", "--select", "TL016", "-q", "check", "explain", "rules", "run"])
+    assert run.code == 1
+    assert [line.split(":")[0] for line in run.out.splitlines()] == ["check", "explain", "rules", "run"]
+    assert run.err == ""
+
+
+def test_paths_and_options_may_be_mixed(tmp_path):
+    write(tmp_path / "a.py", BUGGY)
+    write(tmp_path / "b.py", BUGGY)
+    run = run_cli(["check", "a.py", "-q", "b.py", "--select", "TL016"])
+    assert [line.split(":")[0] for line in run.out.splitlines()] == ["a.py", "b.py"]
+
+
+def test_check_without_paths_lints_the_current_directory(tmp_path):
+    write(tmp_path / "pkg" / "train.py", BUGGY)
+    run = run_cli(["check", "--select", "TL016", "-q"])
+    assert run.out.startswith(os.path.join("pkg", "train.py") + ":5:9: TL016")
+
+
+def test_plain_paths_still_lint_when_unambiguous(tmp_path):
+    write(tmp_path / "train.py", BUGGY)
+    assert run_cli(["train.py", "--select", "TL016", "-q"]).out.startswith("train.py:5:9: TL016")
+
+
+def test_a_subcommand_name_that_is_also_a_path_runs_the_subcommand_and_says_how_to_lint_it(tmp_path):
+    write(tmp_path / "rules" / "train.py", BUGGY)
+    run = run_cli(["rules"])
+    assert run.code == 0 and run.out.splitlines()[0].split() == ["CODE", "NAME", "SEVERITY", "SUMMARY"]
+    assert run.err == (
+        "torchlint: note: `rules` is read as the subcommand; to lint the path 'rules', use `torchlint check rules`\n"
+    )
+    assert run_cli(["check", "rules", "-q", "--select", "TL016"]).code == 1
+
+
+def test_check_help_lists_the_lint_options():
+    run = run_cli(["check", "--help"])
+    assert run.code == 0 and "usage: torchlint check" in run.out and "--select" in run.out
+
+
+def test_repeated_select_and_ignore_add_up(tmp_path):
+    write(tmp_path / "train.py", BUGGY)
+    write(tmp_path / "loop.py", LOOP)
+    run = run_cli([".", "-q", "--select", "TL016", "--select", "TL004"])
+    assert sorted(line.split()[1] for line in run.out.splitlines()) == ["TL004", "TL016"]
+    run = run_cli([".", "-q", "--ignore", "TL016", "--ignore", "TL004"])
+    assert "TL016" not in run.out and "TL004" not in run.out
+
+
+def test_rule_names_work_wherever_codes_do(tmp_path):
+    write(tmp_path / "train.py", BUGGY)
+    run = run_cli(["train.py", "-q", "--select", "backward-under-no-grad"])
+    assert run.out.startswith("train.py:5:9: TL016")
+    assert run_cli(["train.py", "-q", "--select", "TL0", "--ignore", "Backward-Under-No-Grad"]).code == 0
+    assert_one_line_error(run_cli(["train.py", "--select", "backward-under-nograd"]), "backward-under-nograd")
+
+
+def test_extend_select_adds_to_select(tmp_path):
+    write(tmp_path / "train.py", BUGGY)
+    write(tmp_path / "loop.py", LOOP)
+    run = run_cli([".", "-q", "--select", "TL004", "--extend-select", "TL016"])
+    assert sorted(line.split()[1] for line in run.out.splitlines()) == ["TL004", "TL016"]
+
+
+def test_suppressing_an_unknown_code_warns_with_the_place(tmp_path):
+    write(tmp_path / "train.py", BUGGY.replace("loss.backward()", "loss.backward()  # torchlint: disable=TL999"))
+    write(tmp_path / "other.py", "x = 1  # noqa: E501, TL0160\ny = 2  # noqa: E501\n")
+    run = run_cli([".", "-q", "--select", "TL016"])
+    assert run.code == 1 and "train.py:5:9: TL016" in run.out
+    other, train = run.err.splitlines()
+    assert other == (
+        "torchlint: warning: other.py:1: `# noqa: E501, TL0160`: unknown rule code or prefix 'TL0160'"
+        " (did you mean TL016?)"
+    )
+    assert train.startswith(
+        "torchlint: warning: train.py:5: `# torchlint: disable=TL999`: unknown rule code or prefix 'TL999'"
+    )
+
+
+def test_disable_takes_rule_names(tmp_path):
+    write(
+        tmp_path / "train.py",
+        BUGGY.replace("loss.backward()", "loss.backward()  # torchlint: disable=backward-under-no-grad"),
+    )
+    run = run_cli(["train.py", "--select", "TL016"])
+    assert (run.code, run.err) == (0, "")
 
 
 def test_run_is_dispatched_to_the_sanitizer_runner(monkeypatch):

@@ -3,7 +3,7 @@
 import textwrap
 
 import pytest
-from cli_helpers import BUGGY, CLEAN, assert_one_line_error, run_cli, write
+from cli_helpers import BUGGY, CLEAN, LOOP, assert_one_line_error, run_cli, write
 
 from torchlint.engine import config
 
@@ -127,6 +127,13 @@ def test_explicit_files_still_honour_configured_excludes(tmp_path):
     pyproject(tmp_path, '[tool.torchlint]\nextend-exclude = ["generated"]\n')
     run = run_cli(["generated/x.py"])
     assert run.code == 0 and "TL016" not in run.out
+    assert run.err == (
+        f"torchlint: note: generated/x.py is excluded by the pattern 'generated' in {tmp_path / 'pyproject.toml'};"
+        " not linted\n"
+    )
+    write(tmp_path / "generated" / "y.py", BUGGY)
+    run = run_cli(["generated/x.py", "generated/y.py"])
+    assert run.err.startswith("torchlint: note: 2 files named are excluded by exclude/extend-exclude (the first,")
 
 
 def test_exclude_replaces_the_default_names(tmp_path):
@@ -173,3 +180,33 @@ def test_glob_match_semantics():
     assert config.glob_match("build/lib/x.py", "build/")
     assert not config.glob_match("src/tests_helper.py", "tests")
     assert not config.glob_match("src/train.py", "tests/*")
+
+
+def test_extend_select_in_the_config_adds_to_select_and_cli_select_replaces_both(tmp_path):
+    project(tmp_path)
+    write(tmp_path / "loop.py", LOOP)
+    pyproject(tmp_path, '[tool.torchlint]\nselect = ["TL004"]\nextend-select = ["backward-under-no-grad"]\n')
+    assert codes(run_cli(["-q", "."])) == [("broken.py", 1, "TL000"), ("loop.py", 4, "TL004"), ("train.py", 5, "TL016")]
+    assert codes(run_cli(["-q", ".", "--select", "TL004"])) == [("broken.py", 1, "TL000"), ("loop.py", 4, "TL004")]
+    assert codes(run_cli(["-q", ".", "--extend-select", "TL000"]))[1:] == [
+        ("loop.py", 4, "TL004"),
+        ("train.py", 5, "TL016"),
+    ]
+
+
+def test_rule_names_in_the_config(tmp_path):
+    project(tmp_path)
+    pyproject(
+        tmp_path,
+        '[tool.torchlint]\nignore = ["backward-under-no-grad"]\n[tool.torchlint.per-file-ignores]\n"broken.py" = ["syntax-error"]\n',
+    )
+    assert codes(run_cli(["-q", "."])) == []
+
+
+def test_empty_select_warns_once_and_reports_only_unparsable_files(tmp_path):
+    project(tmp_path)
+    pyproject(tmp_path, "[tool.torchlint]\nselect = []\n")
+    run = run_cli(["-q", "."])
+    assert codes(run) == [("broken.py", 1, "TL000")]
+    assert run.err.count("warning") == 1
+    assert "select = [] enables no rule" in run.err and "pyproject.toml" in run.err

@@ -74,7 +74,7 @@ def test_a_directory_without_python_files_warns_and_exits_zero(tmp_path):
     write(tmp_path / "docs" / "index.md", "# docs\n")
     run = run_cli(["docs"])
     assert run.code == 0
-    assert "no Python files found in docs" in run.err
+    assert "no Python files or notebooks found in docs" in run.err
 
 
 def test_findings_across_a_tree_are_reported_in_path_order(tmp_path):

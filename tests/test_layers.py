@@ -20,9 +20,9 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "torchlint"
 
 # Higher floors may import lower ones.
 FLOORS = {"analysis": 0, "torchmodel": 1, "engine": 2, "rules": 3, "cli": 4, "__main__": 4}
-# The rule registry discovers the rule modules by importing their package: the one arrow
-# that points up, and only inside a function (``engine.rule.all_rules``).
-DISCOVERY = {("torchlint.engine.rule", "torchlint.rules")}
+# The rule and fix registries discover the rule modules by importing their package: the one arrow
+# that points up, and only inside a function (``engine.rule.all_rules``, ``engine.fixers.all_fixes``).
+DISCOVERY = {("torchlint.engine.rule", "torchlint.rules"), ("torchlint.engine.fixers", "torchlint.rules")}
 
 
 def _modules():

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import BUGGY, CLEAN
+from notebook_helpers import markdown, write_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 pytest.importorskip("pre_commit", reason="pre-commit is in the test extra: pip install -e '.[test]'")
@@ -73,40 +74,113 @@ def pre_commit(project: Path, home: Path, *args):
     )
 
 
-def test_pre_commit_hook_fails_on_a_bug_and_passes_on_clean_code(tmp_path):
-    hook_repo = tmp_path / "hook"
-    project = tmp_path / "project"
-    hook_repo.mkdir()
-    project.mkdir()
-    rev = snapshot_of_this_checkout(hook_repo)
+@pytest.fixture(scope="module")
+def hook(tmp_path_factory):
+    """(hook repository, its commit, PRE_COMMIT_HOME): one snapshot and one hook environment
+    for the whole module, so pre-commit installs torchlint once."""
+    base = tmp_path_factory.mktemp("precommit")
+    repo = base / "hook"
+    repo.mkdir()
+    return repo, snapshot_of_this_checkout(repo), base / "cache"
 
-    git(project, "init", "-q")
-    (project / ".pre-commit-config.yaml").write_text(
-        textwrap.dedent(f"""\
-        repos:
-          - repo: {hook_repo}
-            rev: {rev}
-            hooks:
-              - id: torchlint
-                args: [--select, TL016]
-        """)
-    )
-    (project / "train.py").write_text(BUGGY)
-    (project / "notes.txt").write_text("not python\n")
+
+def new_project(path: Path, hook, args=("--select", "TL016")) -> Path:
+    """A git repository whose .pre-commit-config.yaml uses the hook (with ``args``, if any)."""
+    repo, rev, _ = hook
+    path.mkdir()
+    git(path, "init", "-q")
+    config = f"repos:\n  - repo: {repo}\n    rev: {rev}\n    hooks:\n      - id: torchlint\n"
+    if args:
+        config += f"        args: [{', '.join(args)}]\n"
+    (path / ".pre-commit-config.yaml").write_text(config)
+    return path
+
+
+def run_hook(project: Path, hook, *files):
     git(project, "add", ".")
-
-    failed = pre_commit(project, tmp_path / "cache", "--files", "train.py", "notes.txt")
-    output = failed.stdout + failed.stderr
-    if failed.returncode not in (0, 1) or "An unexpected error" in output:
+    result = pre_commit(project, hook[2], "--files", *files)
+    output = result.stdout + result.stderr
+    if result.returncode not in (0, 1) or "An unexpected error" in output:
         if any(sign in output for sign in OFFLINE_SIGNS):
             pytest.skip("no package index reachable to install the hook environment")
         pytest.fail(output)
-    assert failed.returncode == 1, output
+    return result.returncode, output
+
+
+def test_pre_commit_hook_fails_on_a_bug_and_passes_on_clean_code(tmp_path, hook):
+    project = new_project(tmp_path / "project", hook)
+    (project / "train.py").write_text(BUGGY)
+    (project / "notes.txt").write_text("not python\n")
+    write_notebook(project / "explore.ipynb", markdown("# Explore"), BUGGY)
+
+    code, output = run_hook(project, hook, "train.py", "notes.txt", "explore.ipynb")
+    assert code == 1, output
     assert "torchlint" in output and "Failed" in output
     assert "train.py:5:9: TL016 [backward-under-no-grad]" in output
-    assert "notes.txt" not in output  # types: [python]
+    assert "explore.ipynb:cell 2:5:9: TL016 [backward-under-no-grad]" in output  # types_or: [python, jupyter]
+    assert "notes.txt" not in output
 
     (project / "train.py").write_text(CLEAN)
-    passed = pre_commit(project, tmp_path / "cache", "--files", "train.py")
-    assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert "Passed" in passed.stdout
+    write_notebook(project / "explore.ipynb", markdown("# Explore"), CLEAN)
+    code, output = run_hook(project, hook, "train.py", "explore.ipynb")
+    assert code == 0, output
+    assert "Passed" in output
+
+
+# An executable Python script without a suffix (pre-commit recognises it by its shebang) that
+# would leave a mark if anything ran it, and has a TL016 bug on line 8.
+SCRIPT = """\
+#!/usr/bin/env python
+import pathlib
+import torch
+pathlib.Path("EXECUTED").write_text("the hook ran this file")
+def train(model, opt, x, y):
+    with torch.no_grad():
+        loss = model(x).sub(y).pow(2).mean()
+        loss.backward()
+"""
+
+
+def test_staged_files_named_like_subcommands_are_linted_never_run(tmp_path, hook):
+    """pre-commit passes the staged files sorted: with `entry: torchlint`, a file named `run`
+    came first and turned the hook into `torchlint run train.py` (executing the training
+    script), and a file named `rules` made it a usage error. The hook has no `args` here, as
+    in the README's example (args come before the file names)."""
+    project = new_project(tmp_path / "project", hook, args=())
+    (project / "run").write_text(SCRIPT)
+    (project / "run").chmod(0o755)
+    (project / "train.py").write_text(SCRIPT)
+    code, output = run_hook(project, hook, "run", "train.py")
+    assert not (project / "EXECUTED").exists(), output
+    assert code == 1, output
+    for name in ("run", "train.py"):
+        assert f"{name}:8:9: TL016 [backward-under-no-grad]" in output
+
+    (project / "rules").write_text(SCRIPT)
+    (project / "rules").chmod(0o755)
+    code, output = run_hook(project, hook, "rules", "run", "train.py")
+    assert not (project / "EXECUTED").exists(), output
+    assert code == 1, output
+    for name in ("rules", "run", "train.py"):
+        assert f"{name}:8:9: TL016 [backward-under-no-grad]" in output
+    assert "error:" not in output and "note:" not in output
+
+
+def test_pre_commit_hook_with_fix_fails_once_with_the_files_fixed(tmp_path, hook):
+    """`args: [--fix]`: like ruff's hook, the first run fixes the files and fails (pre-commit sees
+    them modified); the next run, on the fixed files, passes."""
+    project = new_project(tmp_path / "project", hook, args=("--fix",))
+    view = textwrap.dedent("""\
+        import torch
+        def flatten(feat):
+            n, c, h, w = feat.shape
+            return feat.permute(0, 2, 3, 1).view(n, h * w, c)
+        """)
+    (project / "train.py").write_text(view)
+    code, output = run_hook(project, hook, "train.py")
+    assert code == 1, output
+    assert "files were modified by this hook" in output
+    assert (project / "train.py").read_text() == view.replace(".view(n,", ".reshape(n,")
+    code, output = run_hook(project, hook, "train.py")
+    assert code == 0, output
+    assert "Passed" in output

@@ -13,7 +13,7 @@ from torchlint.engine.lint import FileResult
 from torchlint.engine.reporters import ReportOptions, report_github, report_text, sarif_document
 from torchlint.engine.rule import all_rules
 
-JSON_KEYS = ["path", "line", "column", "end_line", "end_column", "code", "name", "severity", "message", "fix"]
+JSON_KEYS = ["path", "line", "column", "end_line", "end_column", "code", "name", "severity", "message", "fix", "cell"]
 
 
 @pytest.fixture(autouse=True)
@@ -63,6 +63,7 @@ def test_json_is_an_array_of_findings_with_the_documented_keys(tmp_path):
         "severity": "error",
         "message": "cannot parse: '(' was never closed",
         "fix": None,
+        "cell": None,
     }
     assert (train["path"], train["line"], train["column"], train["end_line"], train["end_column"]) == (
         "train.py",
@@ -87,6 +88,7 @@ def test_json_fix_is_an_object_with_edits():
     data = json.loads(render(report_json, [FileResult("a.py", [finding(fix=fix)])]))
     assert data[0]["fix"] == {
         "description": "call zero_grad",
+        "applicability": "safe",
         "edits": [{"line": 3, "column": 5, "end_line": 3, "end_column": 5, "text": "opt.zero_grad()\n"}],
     }
 

@@ -47,10 +47,10 @@ def test_chained_permute_then_flatten_with_minus_one(lint):
         CODE,
     )
     assert lines(findings) == [3]
-    assert findings[0].message.startswith(
-        "`.view(x.size(0), -1, x.size(1))` merges dimensions of the non-contiguous result of "
-        "`x.permute(0, 2, 3, 1)`: this raises"
+    assert findings[0].headline == (
+        "`.view(x.size(0), -1, x.size(1))` merges dimensions of the non-contiguous result of `x.permute(0, 2, 3, 1)`"
     )
+    assert findings[0].details[0].startswith("why: this raises")
 
 
 def test_channels_last_merge_with_product(lint):

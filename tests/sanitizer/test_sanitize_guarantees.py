@@ -188,3 +188,92 @@ def test_module_calls_in_another_thread_have_their_own_root(quiet):
     (finding,) = report.by_code("TS104")
     # No frame of the thread names the model, so it goes by its class name.
     assert finding.details["module"] == "Linear" and finding.details["nan"] == 8
+
+
+# -- no reference cycles: a graph dropped without backward is freed at once ----------------------
+OPTION_SETS = [
+    {},
+    {"anomaly": "full"},
+    {"anomaly": False},
+    {"inplace": "always"},
+    {"inplace": "always", "anomaly": "full", "accelerator_devices": ("cpu",)},
+    {"inplace": "never", "training_checks": False, "nonfinite": False},
+    {"accelerator_devices": ("cpu",)},
+]
+
+
+@pytest.mark.parametrize(
+    "options", OPTION_SETS, ids=lambda options: ",".join(f"{k}={v}" for k, v in options.items()) or "defaults"
+)
+def test_a_graph_dropped_without_backward_is_freed(options):
+    import gc
+    import weakref
+
+    torch.manual_seed(0)
+    model = SmallCNN()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(4, 3, 32, 32), torch.tensor([0, 1, 2, 3])
+    gc.disable()  # freed by reference counting alone: a cycle would keep the graph until a collection
+    try:
+        with torchlint.sanitize(summary=False, action="record", **options) as report:
+            for _ in range(2):  # training steps (graphs consumed by backward)
+                optimizer.zero_grad()
+                F.cross_entropy(model(x), y).backward()
+                optimizer.step()
+            refs = []
+            for _ in range(3):  # evaluation forward passes with autograd on, never backpropagated
+                hidden = F.relu(model.bn(model.conv1(x)))  # saved by the graph
+                refs.append(weakref.ref(hidden))
+                logits = model.fc(model.drop(F.max_pool2d(F.relu(model.conv2(F.max_pool2d(hidden, 2))), 2).flatten(1)))
+                loss = F.cross_entropy(logits, y)
+                del hidden, logits, loss
+                assert refs[-1]() is None, "the dropped graph is still alive"
+        assert all(ref() is None for ref in refs)
+    finally:
+        gc.enable()
+    assert report.by_code("TS101") == [] and report.by_code("TS105") == []
+
+
+def test_eval_forward_with_grad_is_reported_with_the_inplace_check_on(mark):
+    torch.manual_seed(0)
+    model = SmallCNN()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(4, 3, 32, 32), torch.tensor([0, 1, 2, 3])
+    with torchlint.sanitize(summary=False, action="record", inplace="always") as report:
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+        model.eval()
+        for _ in range(2):
+            model(x)  # eval-line
+        model.train()
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    (finding,) = report.by_code("TS110")
+    assert finding.lineno == mark("eval-line") and finding.count == 2
+
+
+def test_reading_a_frames_locals_pins_nothing_and_changes_nothing():
+    import sys
+    import weakref
+
+    from torchlint.sanitizer.locations import frame_locals
+
+    def training_step():
+        activations = torch.randn(8)
+        ref = weakref.ref(activations)
+        names = frame_locals(sys._getframe())  # as the sanitizer names the user's variables
+        assert names["activations"] is activations
+        del activations, names
+        return ref
+
+    assert training_step()() is None  # the frame's snapshot did not keep it alive
+
+    def keeps_its_locals():
+        config = {"lr": 0.1}
+        hparams = locals()  # the user holds the snapshot: it must stay as it is
+        frame_locals(sys._getframe())
+        return hparams
+
+    assert keeps_its_locals()["config"] == {"lr": 0.1}

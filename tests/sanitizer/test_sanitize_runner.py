@@ -127,3 +127,43 @@ def test_torchlint_cli_dispatches_run(script, tmp_path):
 
     assert cli_main(["run", "--no-anomaly", str(script), str(tmp_path / "facts.json"), "exit", "5"]) == 5
     assert facts(tmp_path)["anomaly"] is False
+
+
+def test_a_directory_runs_its_main_module_or_is_refused_as_python_would(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    assert main(["pkg"]) == 2
+    err = capsys.readouterr().err
+    assert err == "torchlint run: error: pkg is a directory without a __main__.py; name the script to run\n"
+    (tmp_path / "pkg" / "__main__.py").write_text("import sys\nsys.exit(6)\n")
+    assert main(["--no-anomaly", "pkg"]) == 6
+
+
+def test_a_syntax_error_prints_pythons_own_report_and_exits_1(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "broken.py").write_text("import torch\nx = (1,\nprint(x\n")
+    python = subprocess.run([sys.executable, "broken.py"], capture_output=True, text=True, timeout=60)
+    assert main(["broken.py"]) == python.returncode == 1
+    err = capsys.readouterr().err
+    assert err == python.stderr  # no traceback through runpy or torchlint, no sanitizer summary
+    assert "SyntaxError" in err and "Traceback" not in err
+
+
+def test_file_and_finding_paths_are_absolute_as_under_python(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "where.py").write_text(
+        "import json, sys, torch\n"
+        "with open(sys.argv[1], 'w') as fh:\n"
+        "    json.dump({'file': __file__, 'argv0': sys.argv[0]}, fh)\n"
+        "torch.nn.Linear(3, 2)(torch.randn(2, 3, dtype=torch.float64))\n"
+    )
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    python = subprocess.run([sys.executable, "where.py", "python.json"], capture_output=True, text=True, timeout=120)
+    assert python.returncode == 1  # the float64 input is an error without the sanitizer too
+    with pytest.warns(SanitizerWarning, match="TS103"):
+        assert main(["--no-anomaly", "--report", "report.json", "where.py", "run.json"]) == 1
+    assert json.loads((tmp_path / "run.json").read_text()) == json.loads((tmp_path / "python.json").read_text())
+    assert json.loads((tmp_path / "run.json").read_text())["file"] == str(tmp_path / "where.py")
+    (finding,) = json.loads((tmp_path / "report.json").read_text())["findings"]
+    assert finding["filename"] == str(tmp_path / "where.py")
+    capsys.readouterr()

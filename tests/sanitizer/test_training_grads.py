@@ -268,8 +268,9 @@ def test_ts111_nan_gradients_are_named_at_the_step():
         "model.head.weight",
         "model.head.bias",
     }
-    # The NaN update poisoned the weights, so the last step is reported too.
-    assert finding.count == 2
+    # The NaN update poisoned the weights; the last step's NaN gradients follow from that
+    # update, not from a new cause: one event, counted once.
+    assert finding.count == 1
 
 
 def edited_grads(edit):
@@ -362,16 +363,22 @@ def test_ts112_step_behind_a_condition_that_is_never_true():
 
 
 def test_ts112_threshold_option():
-    assert codes(sanitized(lambda: step_never_taken(8)), "TS112") == []
-    assert len(codes(sanitized(lambda: step_never_taken(8), stall_backwards=5), "TS112")) == 1
+    # stall_backwards passes: reported during the run; a shorter run, when it ends.
+    (early,) = codes(sanitized(lambda: step_never_taken(8), stall_backwards=5), "TS112")
+    assert early.details["backward_passes"] == 5 and not early.details["at_exit"]
+    (late,) = codes(sanitized(lambda: step_never_taken(8)), "TS112")
+    assert late.details["backward_passes"] == 8 and late.details["at_exit"]
+    assert "never ran during the whole sanitize() block" in late.message
 
 
 def test_ts112_gradients_that_only_pile_up_need_five_times_longer():
     # Without any clear this looks like accumulation: 5 x stall_backwards passes.
-    assert codes(sanitized(lambda: step_never_taken(24, False), stall_backwards=5), "TS112") == []
     (finding,) = codes(sanitized(lambda: step_never_taken(26, False), stall_backwards=5), "TS112")
-    assert finding.message.startswith("25 backward passes")
+    assert finding.message.startswith("25 backward passes") and not finding.details["at_exit"]
     assert "cleared without" not in finding.message
+    # Shorter: the accumulation never reached its step by the end of the run.
+    (finding,) = codes(sanitized(lambda: step_never_taken(24, False), stall_backwards=5), "TS112")
+    assert finding.details["backward_passes"] == 24 and finding.details["at_exit"]
 
 
 def test_ts112_long_deliberate_accumulation_is_clean():
@@ -389,13 +396,12 @@ def test_ts112_long_deliberate_accumulation_is_clean():
     assert sanitized(train).findings == []
 
 
-def test_ts112_grad_scaler_skipping_every_step():
+def test_a_grad_scaler_skipping_every_step_is_ts113_not_ts112():
     report = sanitized(lambda: amp_training(poison=True, steps=22), nonfinite=False)
-    (finding,) = codes(report, "TS112")
-    assert "a GradScaler skips opt.step()" in finding.message and "Inf/NaN" in finding.message
-    assert finding.details["nonfinite_grads"] is True and finding.details["grad_scaler"] is True
+    (finding,) = codes(report, "TS113")
+    assert finding.details["skipped_in_a_row"] == 16
     # The scaler skipped every step, so the optimizer never saw NaN gradients.
-    assert codes(report, "TS111") == []
+    assert codes(report, "TS111") == [] and codes(report, "TS112") == []
 
 
 def test_ts112_nonfinite_gradients_without_a_grad_scaler():

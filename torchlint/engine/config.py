@@ -3,19 +3,30 @@
 Each linted path uses the nearest ``pyproject.toml`` above it that has a
 ``[tool.torchlint]`` table (or the one file given with ``--config``). Keys:
 
-    select = ["TL0"]                 # codes or prefixes to enable (default: all)
-    ignore = ["TL008"]               # codes or prefixes to disable
-    exclude = ["generated"]          # replaces the default excluded names (see files.py)
+    select = ["TL0"]                 # codes, prefixes or rule names to enable (default: all)
+    extend-select = ["TL021"]        # added to select
+    ignore = ["TL008"]               # codes, prefixes or rule names to disable
     extend-exclude = ["legacy/*.py"] # added to the excluded names
+    exclude = ["generated"]          # replaces the default excluded names (see files.py)
+    extend-include = ["*.pyw"]       # more files to lint in directories (default: *.py, *.ipynb)
+    include = ["*.py"]               # replaces the default included files
+    respect-gitignore = false        # lint what .gitignore files name too (default: true)
+    cache-dir = ".cache/torchlint"   # where the result cache lives (default: .torchlint_cache)
     per-file-ignores = { "tests/*" = ["TL001"] }
+    fix = true                       # apply safe fixes, as --fix does
+    unsafe-fixes = true              # also unsafe ones (--unsafe-fixes)
+    fixable = ["TL0"]                # codes or prefixes whose fixes may be applied (default: all)
+    unfixable = ["TL013"]            # codes or prefixes whose fixes are never applied
 
-Command-line ``--select`` and ``--ignore`` replace the configured ``select`` and
-``ignore``. Between select and ignore the more specific entry wins
-(``select = ["TL001"]`` with ``ignore = ["TL0"]`` keeps TL001); on a tie, ignore
-wins. ``TL000`` (files that cannot be read or parsed) is on unless ignored.
+Command-line ``--select`` replaces the configured ``select`` and ``extend-select``;
+``--extend-select`` adds to them; ``--ignore`` replaces ``ignore``. Between select and
+ignore the more specific entry wins (``select = ["TL001"]`` with ``ignore = ["TL0"]``
+keeps TL001); on a tie, ignore wins. ``TL000`` (files that cannot be read or parsed)
+is on unless ignored.
 
 Every problem raises :class:`ConfigError` with a one-line message that names the
-file, the key and the bad value.
+file, the key and the bad value. Settings that are valid but almost certainly not
+meant (``select = []``) are kept as ``Settings.warnings`` for the command to print.
 """
 
 from __future__ import annotations
@@ -29,7 +40,22 @@ from fnmatch import fnmatchcase
 from functools import cache
 from pathlib import Path
 
-KNOWN_KEYS = ("select", "ignore", "exclude", "extend-exclude", "per-file-ignores")
+KNOWN_KEYS = (
+    "select",
+    "extend-select",
+    "ignore",
+    "exclude",
+    "extend-exclude",
+    "include",
+    "extend-include",
+    "respect-gitignore",
+    "cache-dir",
+    "per-file-ignores",
+    "fix",
+    "unsafe-fixes",
+    "fixable",
+    "unfixable",
+)
 ALL = "ALL"
 SYNTAX_CODE = "TL000"
 _CODE_SHAPE = re.compile(r"^TL\d{0,3}$")
@@ -45,31 +71,62 @@ def known_codes() -> tuple[str, ...]:
     return tuple(all_rules())
 
 
+def codes_by_name() -> dict[str, str]:
+    """``missing-zero-grad`` -> ``TL001``: everywhere a code is accepted, so is the rule's name."""
+    from torchlint.engine.rule import all_rules
+
+    return {rule.name: code for code, rule in all_rules().items()}
+
+
+def normalize_code(raw: str) -> str | None:
+    """A code, prefix, rule name or ``ALL`` as the code or prefix it stands for
+    (``tl01`` -> ``TL01``, ``missing-zero-grad`` -> ``TL001``); None when it selects no rule."""
+    value = raw.strip()
+    by_name = codes_by_name()
+    if value.lower() in by_name:
+        return by_name[value.lower()]
+    value = value.upper()
+    if value == ALL:
+        return ALL
+    if _CODE_SHAPE.match(value) and any(code.startswith(value) for code in known_codes()):
+        return value
+    return None
+
+
+def unknown_code_message(raw: str) -> str:
+    """``unknown rule code or prefix 'TL999' (did you mean TL009?)``"""
+    hint = difflib.get_close_matches(raw.strip().upper(), known_codes(), n=1) or difflib.get_close_matches(
+        raw.strip().lower(), list(codes_by_name()), n=1
+    )
+    suggestion = f" (did you mean {hint[0]}?)" if hint else " (see `torchlint rules`)"
+    return f"unknown rule code or prefix {raw!r}{suggestion}"
+
+
 def validate_codes(values, where: str) -> tuple[str, ...]:
-    """Normalise codes/prefixes (``tl01`` -> ``TL01``); reject anything that selects no rule."""
-    codes = known_codes()
+    """Normalise codes, prefixes and rule names (``tl01`` -> ``TL01``, ``missing-zero-grad`` ->
+    ``TL001``); reject anything that selects no rule."""
     result = []
     for raw in values:
         if not isinstance(raw, str):
             raise ConfigError(f"{where}: expected rule codes as strings, got {raw!r}")
-        value = raw.strip().upper()
-        if value == ALL:
-            result.append(ALL)
-            continue
-        if not _CODE_SHAPE.match(value) or not any(code.startswith(value) for code in codes):
-            hint = difflib.get_close_matches(value, codes, n=1)
-            suggestion = f" (did you mean {hint[0]}?)" if hint else " (see `torchlint rules`)"
-            raise ConfigError(f"{where}: unknown rule code or prefix {raw!r}{suggestion}")
+        value = normalize_code(raw)
+        if value is None:
+            raise ConfigError(f"{where}: {unknown_code_message(raw)}")
         result.append(value)
     return tuple(result)
 
 
-def parse_code_list(text: str, option: str) -> tuple[str, ...]:
-    """``--select TL001,TL0`` -> ("TL001", "TL0"), validated."""
-    items = [item for item in re.split(r"[\s,]+", text) if item]
-    if not items:
-        raise ConfigError(f"{option}: expected a comma-separated list of rule codes, got {text!r}")
-    return validate_codes(items, option)
+def parse_code_list(text: str | list[str], option: str) -> tuple[str, ...]:
+    """``--select TL001,TL0`` -> ("TL001", "TL0"), validated. A list holds the values of a
+    repeated option (``--select TL001 --select TL016``), which add up."""
+    texts = [text] if isinstance(text, str) else list(text)
+    result: tuple[str, ...] = ()
+    for one in texts:
+        items = [item for item in re.split(r"[\s,]+", one) if item]
+        if not items:
+            raise ConfigError(f"{option}: expected a comma-separated list of rule codes, got {one!r}")
+        result += validate_codes(items, option)
+    return result
 
 
 def _specificity(entry: str) -> int:
@@ -113,6 +170,7 @@ DEFAULT_EXCLUDE = (
     ".mypy_cache",
     ".pytest_cache",
     ".ruff_cache",
+    ".torchlint_cache",
     ".ipynb_checkpoints",
     ".eggs",
     "*.egg-info",
@@ -125,6 +183,10 @@ DEFAULT_EXCLUDE = (
 )
 
 
+# The files linted while recursing into directories; `include` replaces, `extend-include` adds.
+DEFAULT_INCLUDE = ("*.py", "*.ipynb")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Effective settings for the files under ``root``."""
@@ -133,9 +195,20 @@ class Settings:
     source: Path | None = None
     select: tuple[str, ...] | None = None
     ignore: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
     exclude: tuple[str, ...] | None = None  # None: the built-in defaults
     extend_exclude: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    include: tuple[str, ...] | None = None  # None: the built-in defaults
+    extend_include: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    cache_dir: Path | None = None  # absolute; None: .torchlint_cache in ``root``
+    # Valid but almost certainly not what the user meant; the command prints each once.
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+    fix: bool | None = None  # None: not configured (the command line decides)
+    unsafe_fixes: bool | None = None
+    fixable: tuple[str, ...] | None = None
+    unfixable: tuple[str, ...] = ()
     _cache: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
@@ -146,18 +219,38 @@ class Settings:
     def excludes(self) -> tuple[str, ...]:
         return (DEFAULT_EXCLUDE if self.exclude is None else self.exclude) + self.extend_exclude
 
-    def with_overrides(self, select=None, ignore=None) -> Settings:
+    def includes(self) -> tuple[str, ...]:
+        return (DEFAULT_INCLUDE if self.include is None else self.include) + self.extend_include
+
+    def with_overrides(self, select=None, ignore=None, extend_select=(), respect_gitignore=None) -> Settings:
+        """The command line's options on top: ``--select`` replaces ``select`` and ``extend-select``
+        (as in ruff), ``--extend-select`` adds, ``--ignore`` replaces ``ignore``,
+        ``--no-respect-gitignore`` turns ``respect-gitignore`` off."""
         changes = {}
+        if respect_gitignore is not None:
+            changes["respect_gitignore"] = respect_gitignore
         if select is not None:
             changes["select"] = select
+            changes["extend_select"] = tuple(extend_select)
+        elif extend_select:
+            changes["extend_select"] = self.extend_select + tuple(extend_select)
         if ignore is not None:
             changes["ignore"] = ignore
         return replace(self, _cache={}, **changes) if changes else self
 
     def enabled_codes(self) -> frozenset[str]:
         if "enabled" not in self._cache:
-            self._cache["enabled"] = resolve(self.select, self.ignore)
+            select = self.select
+            if self.extend_select:
+                select = (ALL,) + self.extend_select if select is None else select + self.extend_select
+            self._cache["enabled"] = resolve(select, self.ignore)
         return self._cache["enabled"]
+
+    def fixable_codes(self) -> frozenset[str]:
+        """Codes whose fixes may be applied (``fixable`` and ``unfixable``, the more specific entry winning)."""
+        if "fixable" not in self._cache:
+            self._cache["fixable"] = resolve(self.fixable, self.unfixable)
+        return self._cache["fixable"]
 
     def relative(self, path: str | os.PathLike) -> str | None:
         """``path`` relative to the config root, in POSIX form; None when outside it."""
@@ -237,13 +330,32 @@ def settings_from_table(table: dict, source: Path, root: Path) -> Settings:
             raise ConfigError(f"{source}: unknown key {key!r} in [tool.torchlint]{suggestion}")
     where = f"{source}: [tool.torchlint]"
     select = ignore = exclude = None
+    warnings = []
     if "select" in table:
         select = validate_codes(_string_list(table["select"], f"{where} select"), f"{where} select")
+        if not select:
+            warnings.append(
+                f"{where} select = [] enables no rule (only TL000 for files that cannot be parsed);"
+                " remove the key to enable every rule"
+            )
+    extend_select = validate_codes(
+        _string_list(table.get("extend-select", []), f"{where} extend-select"), f"{where} extend-select"
+    )
     if "ignore" in table:
         ignore = validate_codes(_string_list(table["ignore"], f"{where} ignore"), f"{where} ignore")
     if "exclude" in table:
         exclude = _string_list(table["exclude"], f"{where} exclude")
     extend_exclude = _string_list(table.get("extend-exclude", []), f"{where} extend-exclude")
+    include = _string_list(table["include"], f"{where} include") if "include" in table else None
+    extend_include = _string_list(table.get("extend-include", []), f"{where} extend-include")
+    cache_dir = None
+    if "cache-dir" in table:
+        if not isinstance(table["cache-dir"], str) or not table["cache-dir"].strip():
+            raise ConfigError(f"{where} cache-dir must be a folder name, got {table['cache-dir']!r}")
+        cache_dir = Path(os.path.abspath(os.path.join(root, os.path.expanduser(table["cache-dir"]))))
+    respect_gitignore = table.get("respect-gitignore", True)
+    if not isinstance(respect_gitignore, bool):
+        raise ConfigError(f"{where} respect-gitignore must be true or false, got {respect_gitignore!r}")
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
         raise ConfigError(f"{where} per-file-ignores must be a table of glob = [codes], got {per_file!r}")
@@ -256,7 +368,40 @@ def settings_from_table(table: dict, source: Path, root: Path) -> Settings:
         )
         for pattern, codes in per_file.items()
     )
-    return Settings(root, source, select, ignore, exclude, extend_exclude, per_file_ignores)
+    fix = _boolean(table, "fix", where)
+    unsafe_fixes = _boolean(table, "unsafe-fixes", where)
+    fixable = None
+    if "fixable" in table:
+        fixable = validate_codes(_string_list(table["fixable"], f"{where} fixable"), f"{where} fixable")
+    unfixable = validate_codes(_string_list(table.get("unfixable", []), f"{where} unfixable"), f"{where} unfixable")
+    return Settings(
+        root,
+        source,
+        select,
+        ignore,
+        extend_select,
+        exclude,
+        extend_exclude,
+        per_file_ignores,
+        include,
+        extend_include,
+        respect_gitignore,
+        cache_dir,
+        tuple(warnings),
+        fix,
+        unsafe_fixes,
+        fixable,
+        unfixable,
+    )
+
+
+def _boolean(table: dict, key: str, where: str) -> bool | None:
+    if key not in table:
+        return None
+    value = table[key]
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where} {key} must be true or false, got {value!r}")
+    return value
 
 
 def load_config_file(path: str | os.PathLike) -> Settings:
@@ -314,15 +459,24 @@ def clear_cache() -> None:
 class SettingsResolver:
     """Per-directory settings with the command-line overrides applied, cached."""
 
-    def __init__(self, config_file: str | None = None, select=None, ignore=None):
+    def __init__(
+        self, config_file: str | None = None, select=None, ignore=None, extend_select=(), respect_gitignore=None
+    ):
         self.fixed = load_config_file(config_file) if config_file else None
         self.select = select
         self.ignore = ignore
+        self.extend_select = extend_select
+        self.respect_gitignore = respect_gitignore
         self._applied: dict[int, Settings] = {}
+        # The warnings of every configuration used so far, each once, in the order met.
+        self.warnings: list[str] = []
 
     def for_path(self, path: str | os.PathLike) -> Settings:
         base = self.fixed if self.fixed is not None else find_settings(path)
         key = id(base)
         if key not in self._applied:
-            self._applied[key] = base.with_overrides(self.select, self.ignore)
+            self._applied[key] = base.with_overrides(
+                self.select, self.ignore, self.extend_select, self.respect_gitignore
+            )
+            self.warnings += [w for w in base.warnings if w not in self.warnings]
         return self._applied[key]

@@ -1,5 +1,6 @@
-"""Which files a run lints: ``*.py`` under the given directories, minus excluded names and
-virtual environments; files named explicitly are linted whatever their suffix."""
+"""Which files a run lints: ``*.py`` and ``*.ipynb`` (the ``include`` patterns) under the given
+directories, minus excluded names, virtual environments and what git ignores; files named
+explicitly are linted whatever their suffix, unless the user's own excludes name them."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from torchlint.engine.config import ConfigError, Settings, glob_match
+from torchlint.engine.gitignore import GitIgnore
 
 
 @dataclass(frozen=True)
@@ -19,6 +21,8 @@ class Target:
     settings: Settings
     # Set when discovery already knows the file cannot be read (an unreadable directory).
     error: str | None = None
+    # Set for a file named on the command line that the user's excludes leave out: the pattern.
+    excluded_by: str | None = None
 
 
 def is_virtualenv(directory: str) -> bool:
@@ -26,16 +30,21 @@ def is_virtualenv(directory: str) -> bool:
     return os.path.isfile(os.path.join(directory, "pyvenv.cfg"))
 
 
-def excluded(path: str, settings: Settings, patterns: tuple[str, ...]) -> bool:
+def exclusion(path: str, settings: Settings, patterns: tuple[str, ...]) -> str | None:
+    """The first of ``patterns`` that excludes ``path``, or None."""
     if not patterns:
-        return False
+        return None
     rel = settings.relative(path)
     if rel is None:  # outside the config root: only the name can match
         rel = os.path.basename(os.path.abspath(path))
-    return any(glob_match(rel, pattern) for pattern in patterns)
+    return next((pattern for pattern in patterns if glob_match(rel, pattern)), None)
 
 
-def _excluded_entry(path: str, name: str, settings: Settings, patterns: tuple[str, ...]) -> bool:
+def excluded(path: str, settings: Settings, patterns: tuple[str, ...]) -> bool:
+    return exclusion(path, settings, patterns) is not None
+
+
+def _matches_entry(path: str, name: str, settings: Settings, patterns: tuple[str, ...]) -> bool:
     """While walking: name patterns test this entry's own name (the directories above it were
     tested on the way down, and a directory named on the command line is linted as asked)."""
     rel = None
@@ -51,8 +60,11 @@ def _excluded_entry(path: str, name: str, settings: Settings, patterns: tuple[st
     return False
 
 
-def discover(paths: list[str], settings_for: Callable[[str], Settings]) -> Iterator[Target]:
+def discover(
+    paths: list[str], settings_for: Callable[[str], Settings], gitignore: GitIgnore | None = None
+) -> Iterator[Target]:
     """Every file to lint under ``paths``, in argument order and sorted within directories, each once.
+    ``gitignore``: skip what git ignores while walking directories (where the settings say so).
 
     Raises ConfigError for a path that does not exist (before anything is linted: callers
     should materialise the list first)."""
@@ -61,24 +73,23 @@ def discover(paths: list[str], settings_for: Callable[[str], Settings]) -> Itera
             raise ConfigError(f"path not found: {path}")
     seen: set[str] = set()
     for path in paths:
-        for target in _discover_one(path, settings_for):
+        for target in _discover_one(path, settings_for, gitignore):
             key = os.path.realpath(target.path)
             if key not in seen:
                 seen.add(key)
                 yield target
 
 
-def _discover_one(path: str, settings_for: Callable[[str], Settings]) -> Iterator[Target]:
+def _discover_one(path: str, settings_for: Callable[[str], Settings], gitignore: GitIgnore | None) -> Iterator[Target]:
     if not os.path.isdir(path):
         settings = settings_for(path)
         # A file named on the command line (as pre-commit does) still honours the user's excludes.
-        if not excluded(path, settings, settings.user_excludes):
-            yield Target(path, settings)
+        yield Target(path, settings, excluded_by=exclusion(path, settings, settings.user_excludes))
         return
-    yield from _walk(path, settings_for)
+    yield from _walk(path, settings_for, gitignore)
 
 
-def _walk(directory: str, settings_for: Callable[[str], Settings]) -> Iterator[Target]:
+def _walk(directory: str, settings_for: Callable[[str], Settings], gitignore: GitIgnore | None) -> Iterator[Target]:
     """Depth-first in sorted name order, so a report reads like a sorted list of paths."""
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
@@ -88,7 +99,7 @@ def _walk(directory: str, settings_for: Callable[[str], Settings]) -> Iterator[T
         yield Target(directory, settings_for(directory), f"cannot read directory: {reason}")
         return
     settings = settings_for(directory)
-    excludes = settings.excludes()
+    excludes, includes = settings.excludes(), settings.includes()
     for entry in entries:
         child = entry.path if directory != "." else entry.name
         try:
@@ -96,7 +107,17 @@ def _walk(directory: str, settings_for: Callable[[str], Settings]) -> Iterator[T
         except OSError:
             is_dir = False
         if is_dir:
-            if not _excluded_entry(child, entry.name, settings, excludes) and not is_virtualenv(child):
-                yield from _walk(child, settings_for)
-        elif entry.name.endswith(".py") and not _excluded_entry(child, entry.name, settings, excludes):
+            if _matches_entry(child, entry.name, settings, excludes) or is_virtualenv(child):
+                continue
+            if not _git_ignores(gitignore, settings, child, True):
+                yield from _walk(child, settings_for, gitignore)
+        elif (
+            _matches_entry(child, entry.name, settings, includes)
+            and not _matches_entry(child, entry.name, settings, excludes)
+            and not _git_ignores(gitignore, settings, child, False)
+        ):
             yield Target(child, settings)
+
+
+def _git_ignores(gitignore: GitIgnore | None, settings: Settings, path: str, is_dir: bool) -> bool:
+    return gitignore is not None and settings.respect_gitignore and gitignore.is_ignored(path, is_dir)

@@ -16,12 +16,16 @@ import signal
 import stat
 import threading
 import tokenize
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from torchlint.analysis.context import FileContext
-from torchlint.engine.finding import Finding
+from torchlint.engine.autofix import FixOptions, TextFormat, fix_text, make_edits, unified_diff
+from torchlint.engine.finding import Finding, Message
+from torchlint.engine.fixers import fix_for
+from torchlint.engine.notebook import NotebookError, NotebookIndex, code_cell_count, parse_notebook
 from torchlint.engine.rule import Rule, all_rules
 from torchlint.engine.suppress import Suppressions
 
@@ -42,18 +46,35 @@ class FileResult:
 
     path: str
     findings: list[Finding] = field(default_factory=list)
-    # The text of each reported line, so the text reporter can show it without re-reading the file.
-    source_lines: dict[int, str] = field(default_factory=dict)
+    # The text of each reported line, so the text reporter can show it without re-reading the file;
+    # keyed by line, or by (cell, line) in a notebook (see line_text).
+    source_lines: dict = field(default_factory=dict)
     # One-line messages about the engine itself (a rule that crashed on this file).
     problems: list[str] = field(default_factory=list)
     line_count: int = 0
     skipped: bool = False  # not linted at all (over the size limit)
+    # For a notebook: where its cells' lines are, in the program and in the .ipynb text.
+    notebook: NotebookIndex | None = None
+    # With --fix / --diff: fixes applied, by code; the unified diff (--diff); the fixed text (stdin).
+    fixed: dict[str, int] = field(default_factory=dict)
+    diff: str = ""
+    fixed_text: str | None = None
+    # Paths of the project's other files whose contents this lint consulted (cross-file
+    # summaries): the cache reuses this result only while they are unchanged too.
+    dependencies: tuple[str, ...] = ()
+    # False when the result depends on more than the inputs (a rule ran out of time or crashed).
+    cacheable: bool = True
+
+    def line_text(self, finding: Finding) -> str | None:
+        """The source line a finding is reported on."""
+        key = finding.line if finding.cell is None else (finding.cell, finding.line)
+        return self.source_lines.get(key)
 
 
-def syntax_finding(path: str, line: int, column: int, message: str) -> Finding:
+def syntax_finding(path: str, line: int, column: int, message: Message | str) -> Finding:
     code, name, severity = SYNTAX_ERROR
     line, column = max(line or 1, 1), max(column or 1, 1)
-    return Finding(path, line, column, line, column, code, name, severity, message)
+    return Finding(path, line, column, line, column, code, name, severity, str(message))
 
 
 def lint_source(source: str, path: str = "<string>", rules: Iterable[type[Rule]] | None = None) -> list[Finding]:
@@ -62,15 +83,24 @@ def lint_source(source: str, path: str = "<string>", rules: Iterable[type[Rule]]
 
 
 def lint_text(
-    source: str, path: str, rules: Iterable[type[Rule]] | None = None, rule_budget: float | None = None
+    source: str,
+    path: str,
+    rules: Iterable[type[Rule]] | None = None,
+    rule_budget: float | None = None,
+    notebook: NotebookIndex | None = None,
+    edits: Callable[[Finding], bool] | bool | None = None,
 ) -> FileResult:
     """Lint decoded source text. ``rules=None`` runs every registered rule (TL000 included).
-    ``rule_budget``: CPU seconds each rule may spend on this file (None: no limit)."""
+    ``rule_budget``: CPU seconds each rule may spend on this file (None: no limit).
+    ``notebook``: the source is a notebook's joined code cells (see lint_notebook_text).
+    ``edits``: make the edits of the fixes of the findings it accepts (True: all of them), for
+    --fix, --diff and the JSON/SARIF reports; otherwise fixes carry their description only.
+    Notebooks are not fixed: their findings carry no fix."""
     rule_classes = list(all_rules().values()) if rules is None else list(rules)
     report_unparsable = rules is None or any(r.code == SYNTAX_CODE for r in rule_classes)
     result = FileResult(path, line_count=source.count("\n") + (not source.endswith("\n") and bool(source)))
     with _cyclic_gc_paused():
-        tree, failure = _parse(source, path)
+        tree, failure = _parse(source, path, top_level_await=notebook is not None)
         if tree is None:
             if report_unparsable:
                 result.findings.append(failure)
@@ -81,7 +111,44 @@ def lint_text(
                     if rule_cls.code == SYNTAX_CODE:
                         continue
                     _run_rule(rule_cls, ctx, result, limit, rule_budget)
-    return _finish(result, source)
+            _finish(result, source, notebook)
+            if any(f.fix is not None for f in result.findings):
+                if notebook is not None:
+                    result.findings = [replace(f, fix=None) for f in result.findings]
+                    return result
+                wanted = (lambda f: True) if edits is True else edits or None
+                result.findings, problems = make_edits(ctx, result.findings, wanted)
+                result.problems.extend(problems)
+            return result
+    return _finish(result, source, notebook)
+
+
+def lint_notebook_text(
+    text: str, path: str, rules: Iterable[type[Rule]] | None = None, rule_budget: float | None = None
+) -> FileResult:
+    """Lint a notebook's JSON text: its code cells as one program, findings located by cell.
+    Invalid JSON is a TL000 finding; a notebook of another language or without code cells
+    is a warning (a problem), not a finding."""
+    rule_classes = list(all_rules().values()) if rules is None else list(rules)
+    report_unparsable = any(r.code == SYNTAX_CODE for r in rule_classes)
+    try:
+        program = parse_notebook(text)
+    except NotebookError as exc:
+        return FileResult(path, findings=[syntax_finding(path, 1, 1, str(exc))] if report_unparsable else [])
+    if program.language != "python":
+        return FileResult(
+            path, skipped=True, problems=[f"{path}: skipped: a {program.language} notebook, not a Python one"]
+        )
+    if not code_cell_count(program):
+        return FileResult(path, problems=[f"{path}: no code cells to lint"])
+    result = lint_text(program.source, path, rule_classes, rule_budget, notebook=program.index)
+    if report_unparsable:
+        for cell, line, column, message in program.broken_cells:
+            finding = syntax_finding(path, line, column, f"{message} (this cell is left out of the analysis)")
+            result.findings.append(replace(finding, cell=cell))
+    result.findings.sort(key=lambda f: (f.cell or 0, f.line, f.column, f.code))
+    result.notebook = program.index
+    return result
 
 
 @contextmanager
@@ -98,9 +165,11 @@ def _cyclic_gc_paused():
             gc.enable()
 
 
-def _parse(source: str, path: str) -> tuple[ast.Module | None, Finding | None]:
+def _parse(source: str, path: str, top_level_await: bool = False) -> tuple[ast.Module | None, Finding | None]:
+    # Notebook cells may `await` at top level (IPython runs them in an event loop).
+    flags = ast.PyCF_ONLY_AST | (ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if top_level_await else 0)
     try:
-        return ast.parse(source, filename=path), None
+        return compile(source, path, "exec", flags, dont_inherit=True), None
     except SyntaxError as exc:
         if "null bytes" in str(exc.msg):
             return None, _nul_finding(path, source)
@@ -168,19 +237,22 @@ def _run_rule(rule_cls: type[Rule], ctx: FileContext, result: FileResult, limit=
     found: list[Finding] = []
     try:
         with limit():
-            _collect(rule, ctx, found)
+            _collect(rule, ctx, found, result.problems)
     except RuleTimeout:
+        result.cacheable = False
         result.problems.append(
             f"{ctx.path}: {rule.code} stopped after using its {budget:g} s CPU budget on this file"
             " (a performance bug in the rule, please report it); its findings for this file are missing"
         )
         return
     except RecursionError:
+        result.cacheable = False
         result.problems.append(
             f"{ctx.path}: {rule.code} skipped: the code is nested too deeply for this rule (recursion limit)"
         )
         return
     except Exception as exc:  # a bug in a rule must not stop the run, nor hide the other rules' findings
+        result.cacheable = False
         result.problems.append(
             f"{ctx.path}: {rule.code} crashed ({type(exc).__name__}: {exc}); its findings for this file are"
             " missing, please report this bug"
@@ -189,25 +261,63 @@ def _run_rule(rule_cls: type[Rule], ctx: FileContext, result: FileResult, limit=
     result.findings.extend(found)
 
 
-def _collect(rule: Rule, ctx: FileContext, found: list[Finding]) -> None:
+def _collect(rule: Rule, ctx: FileContext, found: list[Finding], problems: list[str]) -> None:
+    fixer = fix_for(rule.code)
     for diag in rule.check(ctx):
         line, col, end_line, end_col = ctx.span(diag.node)
+        fix = diag.fix
+        if fix is None and fixer is not None:
+            try:
+                fix = fixer.plan(ctx, diag)
+            except Exception as exc:  # a bug in a fix must not cost the finding
+                problems.append(
+                    f"{ctx.path}:{line}: {rule.code} fix crashed ({type(exc).__name__}: {exc}); please report this bug"
+                )
         found.append(
-            Finding(ctx.path, line, col, end_line, end_col, rule.code, rule.name, rule.severity, diag.message, diag.fix)
+            Finding(ctx.path, line, col, end_line, end_col, rule.code, rule.name, rule.severity, str(diag.message), fix)
         )
 
 
-def _finish(result: FileResult, source: str) -> FileResult:
+def _finish(result: FileResult, source: str, notebook: NotebookIndex | None = None) -> FileResult:
     findings = result.findings
+    # Cheap for the many files whose text never mentions `noqa` or `torchlint:`.
+    suppressions = Suppressions.from_source(source, notebook)
+    result.problems.extend(suppressions.problems(result.path, notebook))
     if findings:
-        # Suppression comments only matter when something was reported: skip tokenizing otherwise.
-        suppressions = Suppressions.from_source(source)
         findings = sorted({f for f in findings if not suppressions.suppresses(f)})
         # split("\n"), not splitlines(): form feeds and other separators are not line ends to Python.
         lines = source.split("\n") if findings else []
         result.source_lines = {f.line: lines[f.line - 1] for f in findings if 0 < f.line <= len(lines)}
+        if notebook is not None:
+            findings, result.source_lines = _in_cells(findings, result.source_lines, notebook)
     result.findings = findings
     return result
+
+
+def _in_cells(findings: list[Finding], source_lines: dict, notebook: NotebookIndex):
+    """Program positions -> (cell, line in the cell), with the cell's own text of each line;
+    columns of a neutralised `%time stmt` line shifted back to where the statement stands."""
+    located, lines = [], {}
+    for f in findings:
+        cell, line = notebook.locate(f.line)
+        end_cell, end_line = notebook.locate(f.end_line)
+        if end_cell != cell:  # cannot happen for a node, but never report a span across cells
+            end_line = line
+        shift, end_shift = notebook.column_shifts.get(f.line, 0), notebook.column_shifts.get(f.end_line, 0)
+        located.append(
+            replace(
+                f,
+                cell=cell,
+                line=line,
+                end_line=end_line,
+                column=f.column + shift,
+                end_column=f.end_column + end_shift,
+                message=notebook.localize(f.message, cell),
+            )
+        )
+        if f.line in source_lines:
+            lines[(cell, line)] = notebook.original_lines.get(f.line, source_lines[f.line])
+    return located, lines
 
 
 # ----- bytes and files ----------------------------------------------------------------------
@@ -229,8 +339,10 @@ def decode(data: bytes, path: str) -> tuple[str | None, Finding | None]:
             path,
             line,
             column,
-            f"cannot decode as {encoding}: byte {bad!r} at line {line} ({exc.reason}); "
-            "save the file as UTF-8 or declare its encoding with a `# -*- coding: ... -*-` line",
+            Message(
+                f"cannot decode as {encoding}: byte {bad!r} at line {line} ({exc.reason})",
+                help="save the file as UTF-8 or declare its encoding with a `# -*- coding: ... -*-` line",
+            ),
         )
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -240,14 +352,24 @@ def decode(data: bytes, path: str) -> tuple[str | None, Finding | None]:
     return text, None
 
 
+def is_notebook(path: str) -> bool:
+    return path.lower().endswith(".ipynb")
+
+
 def lint_bytes(
-    data: bytes, path: str, rules: Sequence[type[Rule]] | None = None, rule_budget: float | None = None
+    data: bytes,
+    path: str,
+    rules: Sequence[type[Rule]] | None = None,
+    rule_budget: float | None = None,
+    edits: Callable[[Finding], bool] | bool | None = None,
 ) -> FileResult:
     text, failure = decode(data, path)
     if text is None:
         report = rules is None or any(r.code == SYNTAX_CODE for r in rules)
         return FileResult(path, findings=[failure] if report else [], line_count=data.count(b"\n"))
-    return lint_text(text, path, rules, rule_budget)
+    if is_notebook(path):
+        return lint_notebook_text(text, path, rules, rule_budget)
+    return lint_text(text, path, rules, rule_budget, edits=edits)
 
 
 class TooLarge(Exception):
@@ -275,7 +397,11 @@ def read_file(path: str, max_bytes: int = 0) -> tuple[bytes | None, str | None]:
 
 
 def lint_file(
-    path: str, rules: Sequence[type[Rule]] | None = None, max_bytes: int = 0, rule_budget: float | None = None
+    path: str,
+    rules: Sequence[type[Rule]] | None = None,
+    max_bytes: int = 0,
+    rule_budget: float | None = None,
+    edits: Callable[[Finding], bool] | bool | None = None,
 ) -> FileResult:
     try:
         data, reason = read_file(path, max_bytes)
@@ -291,4 +417,65 @@ def lint_file(
     if data is None:
         report = rules is None or any(r.code == SYNTAX_CODE for r in rules)
         return FileResult(path, findings=[syntax_finding(path, 1, 1, reason)] if report else [])
-    return lint_bytes(data, path, rules, rule_budget)
+    return lint_bytes(data, path, rules, rule_budget, edits)
+
+
+# ----- fixing -------------------------------------------------------------------------------------
+
+
+def fix_bytes(
+    data: bytes,
+    path: str,
+    rules: Sequence[type[Rule]] | None,
+    options: FixOptions,
+    rule_budget: float | None = None,
+    write: bool = False,
+    diff: bool = False,
+    keep_text: bool = False,
+) -> FileResult:
+    """Lint and fix one file's bytes (see ``autofix``): the result holds the findings left, the
+    fixes applied and, as asked, the unified diff or the fixed text; ``write`` writes a changed
+    file back at ``path`` in its own encoding and line endings."""
+    text, _ = decode(data, path)
+    if text is None or is_notebook(path):  # not fixed: a notebook's findings carry no fix
+        result = lint_bytes(data, path, rules, rule_budget)
+        if keep_text:
+            result.fixed_text = text if text is not None else data.decode("utf-8", "replace")
+        return result
+    outcome = fix_text(
+        text, path, lambda source, wanted: lint_text(source, path, rules, rule_budget, edits=wanted), options
+    )
+    result = outcome.result
+    result.problems = outcome.problems
+    result.fixed = dict(Counter(outcome.fixed))
+    changed = outcome.text != text
+    if diff and changed:
+        result.diff = unified_diff(path, text, outcome.text)
+    if keep_text:
+        result.fixed_text = outcome.text
+    if write and changed:
+        try:
+            with open(path, "wb") as handle:
+                handle.write(TextFormat.of(data).encode(outcome.text))
+        except OSError as exc:
+            result.problems.append(f"{path}: cannot write the fixed file: {exc.strerror or exc}")
+            result.fixed = {}
+    return result
+
+
+def fix_file(
+    path: str,
+    rules: Sequence[type[Rule]] | None,
+    options: FixOptions,
+    max_bytes: int = 0,
+    rule_budget: float | None = None,
+    write: bool = False,
+    diff: bool = False,
+) -> FileResult:
+    try:
+        data, _ = read_file(path, max_bytes)
+    except TooLarge:
+        data = None
+    if data is None:  # unreadable or too large: say so as a lint does
+        return lint_file(path, rules, max_bytes, rule_budget)
+    return fix_bytes(data, path, rules, options, rule_budget, write, diff)

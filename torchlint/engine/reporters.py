@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from torchlint.engine.finding import ERROR, Finding
+from torchlint.engine.finding import ERROR, Finding, location
 
 if TYPE_CHECKING:
     from torchlint.engine.lint import FileResult
@@ -30,10 +30,23 @@ class ReportOptions:
     quiet: bool = False
     statistics: bool = False
     files_checked: int | None = None  # None: the results that were not skipped
+    unsafe_fixes: bool = False  # unsafe fixes count as applicable ("[*]")
+    fixing: bool = False  # --fix ran: say what was fixed
+    show_fixes: bool = False  # list the fixes applied per file and rule
 
 
 def all_findings(results: Sequence[FileResult]) -> list[Finding]:
     return [f for r in results for f in r.findings]
+
+
+def file_region(result: FileResult, finding: Finding) -> tuple[int, int, int, int]:
+    """(line, column, end line, end column) in the file itself, for formats that annotate the
+    file as stored (GitHub, SARIF): in a notebook, where the cell's line sits in the .ipynb JSON."""
+    if finding.cell is None or result.notebook is None:
+        return finding.line, finding.column, finding.end_line, finding.end_column
+    line, column = result.notebook.raw_position(finding.cell, finding.line, finding.column)
+    end_line, end_column = result.notebook.raw_position(finding.cell, finding.end_line, finding.end_column)
+    return line, column, end_line, end_column
 
 
 # ----- text -----------------------------------------------------------------------------------
@@ -62,6 +75,51 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+FIXABLE_MARK = "[*]"
+
+
+def _applicable(finding: Finding, unsafe: bool) -> bool:
+    """A fix ``--fix`` would apply (with ``--unsafe-fixes`` when ``unsafe``)."""
+    return finding.fix is not None and (finding.fix.safe or unsafe)
+
+
+def fix_counts(findings: Sequence[Finding], unsafe: bool) -> tuple[int, int]:
+    """(fixes --fix would apply, more that only --unsafe-fixes would)."""
+    applicable = sum(_applicable(f, unsafe) for f in findings)
+    hidden = sum(f.fix is not None and not _applicable(f, unsafe) for f in findings)
+    return applicable, hidden
+
+
+def _fix_hint(findings: Sequence[Finding], unsafe: bool, fixing: bool) -> str | None:
+    applicable, hidden = fix_counts(findings, unsafe)
+    more = f"{hidden} more with `--unsafe-fixes`" if hidden else ""
+    if applicable and not fixing:
+        flag = "--fix --unsafe-fixes" if unsafe else "--fix"
+        return f"{FIXABLE_MARK} {applicable} fixable with `torchlint {flag}`" + (f" ({more})" if more else "")
+    if more:
+        return f"{_plural(hidden, 'fix')} available with `--fix --unsafe-fixes`"
+    return None
+
+
+def fixed_summary(results: Sequence[FileResult], show: bool) -> list[str]:
+    """``Fixed 3 findings in 2 files.`` and, when ``show``, one line per file and rule."""
+    fixed = [(r.path, r.fixed) for r in results if r.fixed]
+    total = sum(sum(counts.values()) for _, counts in fixed)
+    if not total:
+        return ["No fixes applied."] if show else []
+    lines = [f"Fixed {_plural(total, 'finding')} in {_plural(len(fixed), 'file')}."]
+    if show:
+        for path, counts in fixed:
+            lines.append(f"  {path}:")
+            lines.extend(f"    {n} x {code}" for code, n in sorted(counts.items()))
+    return lines
+
+
+def write_fix_summary(results: Sequence[FileResult], stream: TextIO, show: bool = False) -> None:
+    for line in fixed_summary(results, show):
+        stream.write(line + "\n")
+
+
 def _snippet(line_text: str, finding: Finding) -> tuple[str, int, int]:
     """The line with tabs expanded, and where the caret run starts and how long it is."""
     prefix = line_text[: finding.column - 1]
@@ -79,24 +137,31 @@ def report_text(results: Iterable[FileResult], stream: TextIO, options: ReportOp
     then the statistics and the summary."""
     p = _Palette(options.color)
     findings: list[Finding] = []
+    done: list[FileResult] = []
     checked = 0
     for result in results:
         checked += not result.skipped
+        done.append(result)
         for f in result.findings:
             findings.append(f)
             sev = p.severity(f.severity)
+            where = location(f.path, f.cell, f.line, f.column)
+            mark = f"{FIXABLE_MARK} " if _applicable(f, options.unsafe_fixes) else ""
             stream.write(
-                f"{p.bold}{f.path}{p.reset}:{f.line}:{f.column}: {sev}{p.bold}{f.code}{p.reset} "
-                f"{p.dim}[{f.name}]{p.reset} {f.message}\n"
+                f"{p.bold}{f.path}{p.reset}{where[len(f.path) :]}: {sev}{p.bold}{f.code}{p.reset} "
+                f"{mark}{p.dim}[{f.name}]{p.reset} {f.headline}\n"
             )
             if options.quiet:
                 continue
-            line_text = result.source_lines.get(f.line)
+            line_text = result.line_text(f)
             if line_text is not None and line_text.strip():
                 shown, start, width = _snippet(line_text, f)
                 gutter = str(f.line)
                 stream.write(f"{p.dim}{gutter:>5} |{p.reset} {shown}\n")
                 stream.write(f"{p.dim}{'':>5} |{p.reset} {' ' * start}{sev}{'^' * width}{p.reset}\n")
+            # The why and the fix under the code, as rustc's notes: `      = help: call ...`.
+            for detail in f.details:
+                stream.write(f"{'':>5} {p.accent}={p.reset} {detail}\n")
         if result.findings:
             stream.flush()
     if options.statistics:
@@ -104,14 +169,21 @@ def report_text(results: Iterable[FileResult], stream: TextIO, options: ReportOp
     if options.quiet:
         return
     checked = options.files_checked if options.files_checked is not None else checked
+    fixed = fixed_summary(done, options.show_fixes) if options.fixing else []
+    if fixed:
+        stream.write("\n" + "\n".join(fixed) + "\n")
     if findings:
         files = len({f.path for f in findings})
         errors = sum(f.severity == ERROR for f in findings)
         detail = f"{_plural(errors, 'error')}, {_plural(len(findings) - errors, 'warning')}"
+        left = " left" if options.fixing else ""
         stream.write(
-            f"\n{p.bold}{_plural(len(findings), 'finding')} in {_plural(files, 'file')}{p.reset}"
+            f"\n{p.bold}{_plural(len(findings), 'finding')}{left} in {_plural(files, 'file')}{p.reset}"
             f" ({detail}; {_plural(checked, 'file')} checked)\n"
         )
+        hint = _fix_hint(findings, options.unsafe_fixes, options.fixing)
+        if hint:
+            stream.write(hint + "\n")
     else:
         stream.write(f"{p.ok}No findings{p.reset} ({_plural(checked, 'file')} checked)\n")
 
@@ -143,7 +215,8 @@ def write_statistics(results: Sequence[FileResult], stream: TextIO) -> None:
 
 def report_json(results: Sequence[FileResult], stream: TextIO, options: ReportOptions) -> None:
     """A JSON array of findings; each has path, line, column, end_line, end_column (1-based,
-    end exclusive), code, name, severity, message and fix (null, or {description, edits})."""
+    end exclusive), code, name, severity, message and fix (null, or {description, applicability
+    ("safe" or "unsafe"), edits: [{line, column, end_line, end_column, text}]})."""
     import json
 
     json.dump([f.to_dict() for f in all_findings(results)], stream, indent=2, ensure_ascii=False)
@@ -162,17 +235,20 @@ def _escape_property(text: str) -> str:
 
 
 def report_github(results: Sequence[FileResult], stream: TextIO, options: ReportOptions) -> None:
-    for f in all_findings(results):
-        command = "error" if f.severity == ERROR else "warning"
-        props = [
-            f"file={_escape_property(f.path)}",
-            f"line={f.line}",
-            f"col={f.column}",
-            f"endLine={f.end_line}",
-            f"endColumn={f.end_column}",
-            f"title={_escape_property(f'{f.code} {f.name}')}",
-        ]
-        stream.write(f"::{command} {','.join(props)}::{_escape_data(f.message)}\n")
+    for result in results:
+        for f in result.findings:
+            command = "error" if f.severity == ERROR else "warning"
+            line, column, end_line, end_column = file_region(result, f)
+            title = f"{f.code} {f.name}" if f.cell is None else f"{f.code} {f.name} (cell {f.cell}, line {f.line})"
+            props = [
+                f"file={_escape_property(f.path)}",
+                f"line={line}",
+                f"col={column}",
+                f"endLine={end_line}",
+                f"endColumn={end_column}",
+                f"title={_escape_property(title)}",
+            ]
+            stream.write(f"::{command} {','.join(props)}::{_escape_data(f.message)}\n")
 
 
 # ----- SARIF 2.1.0 ----------------------------------------------------------------------------
@@ -208,28 +284,34 @@ def sarif_document(results: Sequence[FileResult], rules: Sequence[type]) -> dict
         for rule in rules
     ]
     sarif_results = []
-    for f in all_findings(results):
-        result = {
-            "ruleId": f.code,
-            "level": "error" if f.severity == ERROR else "warning",
-            "message": {"text": f.message},
-            "locations": [
-                {
-                    "physicalLocation": {
-                        "artifactLocation": _artifact_uri(f.path),
-                        "region": {
-                            "startLine": f.line,
-                            "startColumn": f.column,
-                            "endLine": f.end_line,
-                            "endColumn": max(f.end_column, f.column),
-                        },
+    for file_result in results:
+        for f in file_result.findings:
+            line, column, end_line, end_column = file_region(file_result, f)
+            result = {
+                "ruleId": f.code,
+                "level": "error" if f.severity == ERROR else "warning",
+                "message": {"text": f.message},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": _artifact_uri(f.path),
+                            "region": {
+                                "startLine": line,
+                                "startColumn": column,
+                                "endLine": end_line,
+                                "endColumn": max(end_column, column),
+                            },
+                        }
                     }
-                }
-            ],
-        }
-        if f.code in rule_index:
-            result["ruleIndex"] = rule_index[f.code]
-        sarif_results.append(result)
+                ],
+            }
+            if f.cell is not None:  # where a notebook viewer shows it
+                result["properties"] = {"cell": f.cell, "cellLine": f.line, "cellColumn": f.column}
+            if f.code in rule_index:
+                result["ruleIndex"] = rule_index[f.code]
+            if f.fix is not None and f.fix.edits:
+                result["fixes"] = [_sarif_fix(f)]
+            sarif_results.append(result)
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
@@ -250,6 +332,31 @@ def sarif_document(results: Sequence[FileResult], rules: Sequence[type]) -> dict
                 "results": sarif_results,
             }
         ],
+    }
+
+
+def _sarif_fix(f: Finding) -> dict:
+    """A SARIF fix: the edits as replacements of regions of the finding's file."""
+    return {
+        "description": {"text": f.fix.description},
+        "artifactChanges": [
+            {
+                "artifactLocation": _artifact_uri(f.path),
+                "replacements": [
+                    {
+                        "deletedRegion": {
+                            "startLine": e.line,
+                            "startColumn": e.column,
+                            "endLine": e.end_line,
+                            "endColumn": e.end_column,
+                        },
+                        "insertedContent": {"text": e.text},
+                    }
+                    for e in f.fix.edits
+                ],
+            }
+        ],
+        "properties": {"applicability": f.fix.applicability},
     }
 
 

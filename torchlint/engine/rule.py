@@ -15,7 +15,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from torchlint.engine.finding import SEVERITIES, Fix
+from torchlint.engine.finding import SEVERITIES, Fix, Message
+from torchlint.engine.fixers import fix_for
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -26,11 +27,16 @@ NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 @dataclass(frozen=True)
 class Diagnostic:
-    """What a rule reports: a node (or explicit span) and a message. The engine adds the rest."""
+    """What a rule reports: a node (or explicit span) and a message. The engine adds the rest.
+    A :class:`Message` keeps the first line short and puts the why and the fix on lines of
+    their own; a plain string is a message of one line."""
 
     node: ast.AST
-    message: str
+    message: Message | str
     fix: Fix | None = None
+    # What the rule found besides the node (the loop, the backward, the optimizer...), for its fix
+    # (``torchlint/rules/fixes``): detection reports it, the fix decides what to do with it.
+    evidence: object = None
 
 
 class Rule:
@@ -49,8 +55,10 @@ class Rule:
     def check(self, ctx: FileContext) -> Iterator[Diagnostic]:
         raise NotImplementedError
 
-    def report(self, node: ast.AST, message: str, fix: Fix | None = None) -> Diagnostic:
-        return Diagnostic(node, message, fix)
+    def report(
+        self, node: ast.AST, message: Message | str, fix: Fix | None = None, evidence: object = None
+    ) -> Diagnostic:
+        return Diagnostic(node, message, fix, evidence)
 
     @classmethod
     def docs(cls) -> str:
@@ -77,8 +85,19 @@ class Rule:
                 textwrap.dedent(cls.instead).strip("\n"),
                 "```",
                 "",
+                "## Fix",
+                cls.fix_docs(),
+                "",
             ]
         )
+
+    @classmethod
+    def fix_docs(cls) -> str:
+        """Whether `--fix` can fix this rule's findings, and whether that fix is safe."""
+        fixer = fix_for(cls.code)
+        if fixer is None:
+            return "None: `--fix` leaves this one to you."
+        return fixer.docs()
 
 
 _REGISTRY: dict[str, type[Rule]] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.accumulation import gradient_accumulation
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.clearing import clearing
@@ -151,18 +151,18 @@ def train(model, loader, optimizer, scaler, use_amp):
                     verdicts[step.node] = (ok, unit, step)
         for node, (ok, unit, step) in verdicts.items():
             if not ok:
-                yield self.report(node, self._message(ctx, unit, step))
+                yield self.report(node, self._message(ctx, unit, step), evidence=(unit, step))
 
     @staticmethod
-    def _message(ctx, unit, step) -> str:
+    def _message(ctx, unit, step) -> Message:
         opt = step.target or "optimizer"
         where = f"the loop at line {unit.owner.lineno}" if unit.is_loop else f"`{unit.owner.name}()`"
         once = unit.is_loop and any(e.kind in CLEAR_KINDS for e in iterations(ctx).function_events_around(unit))
         hint = " (clearing once before the loop is not enough)" if once else ""
-        return (
-            f"`{ctx.segment(step.node)}` applies gradients that are never cleared in {where}{hint}: "
-            f"`.backward()` adds to `.grad`, so each step uses the sum of all batches so far; "
-            f"call `{opt}.zero_grad()` once per iteration"
+        return Message(
+            f"`{ctx.segment(step.node)}` applies gradients that are never cleared in {where}",
+            why="`.backward()` adds to `.grad`, so each step uses the sum of all batches so far",
+            help=f"call `{opt}.zero_grad()` once per iteration{hint}",
         )
 
 

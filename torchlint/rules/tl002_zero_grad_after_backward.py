@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.clearing import clearing
 from torchlint.torchmodel.events import BACKWARD_KINDS, CLEAR_KINDS, EventKind, exclusive, guard_keys
 from torchlint.torchmodel.iterations import iterations
@@ -103,15 +103,18 @@ class Trainer:
                 if clear.node in reported:
                     continue
                 reported.add(clear.node)
-                yield self.report(clear.node, self._message(ctx, clear, backward, step))
+                yield self.report(
+                    clear.node, self._message(ctx, clear, backward, step), evidence=(clear, backward, step, unit.events)
+                )
 
     @staticmethod
-    def _message(ctx, clear, backward, step) -> str:
+    def _message(ctx, clear, backward, step) -> Message:
         via = f" (through the call on line {clear.via[0].lineno})" if clear.via else ""
-        return (
+        return Message(
             f"`{ctx.segment(clear.node)}` runs after `{ctx.segment(backward.node)}` (line {backward.node.lineno}) "
-            f"and before `{ctx.segment(step.node)}` (line {step.node.lineno}){via}, so the step applies "
-            "zeroed gradients; clear the gradients before the forward pass or after the step"
+            f"and before `{ctx.segment(step.node)}` (line {step.node.lineno}){via}",
+            why="the backward's gradients are cleared before the step uses them, so the step applies zeroed gradients",
+            help="clear the gradients before the forward pass or after the step",
         )
 
 

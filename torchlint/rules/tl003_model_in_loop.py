@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.roles import Role
 from torchlint.torchmodel.runs import describe_loop, run_analysis
 
@@ -114,10 +114,10 @@ for images, labels in train_loader:
 
     def check(self, ctx):
         for call, found in run_analysis(ctx).rebuilt(Role.MODEL):
-            yield self.report(call, self._message(ctx, call, found))
+            yield self.report(call, self._message(ctx, call, found), evidence=found)
 
     @staticmethod
-    def _message(ctx, call, found) -> str:
+    def _message(ctx, call, found) -> Message:
         text = ast.unparse(call.func) + "(...)"
         where = describe_loop(ctx, found.loop)
         if found.via:
@@ -126,7 +126,8 @@ for images, labels in train_loader:
             consequence = "so every iteration trains a freshly initialised network"
         else:
             consequence = "and the optimizer built outside the loop keeps updating the old model's parameters"
-        return (
-            f"`{text}` builds a new model in every iteration of {where}, which continues one training run: "
-            f"the weights learned so far are thrown away, {consequence}; build the model once, before the loop"
+        return Message(
+            f"`{text}` builds a new model in every iteration of {where}",
+            why=f"the loop continues one training run: the weights learned so far are thrown away, {consequence}",
+            help="build the model once, before the loop",
         )

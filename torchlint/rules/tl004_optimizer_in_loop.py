@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.roles import Role
 from torchlint.torchmodel.runs import describe_loop, run_analysis
 
@@ -112,17 +112,18 @@ def main(model, loader):
 
     def check(self, ctx):
         for call, found in run_analysis(ctx).rebuilt(Role.OPTIMIZER):
-            yield self.report(call, self._message(ctx, call, found))
+            yield self.report(call, self._message(ctx, call, found), evidence=found)
 
     @staticmethod
-    def _message(ctx, call, found) -> str:
+    def _message(ctx, call, found) -> Message:
         text = ast.unparse(call.func) + "(...)"
         where = describe_loop(ctx, found.loop)
         if found.via:
             where += f", through the call at line {found.via[0].lineno}"
-        return (
-            f"`{text}` builds a new optimizer in every iteration of {where}, which continues one training run: "
-            "its state (momentum buffers, Adam moments and step count, the scheduler attached to it) restarts "
-            "each time; build the optimizer once, before the loop, and change the learning rate through "
-            "`param_groups` or a scheduler"
+        return Message(
+            f"`{text}` builds a new optimizer in every iteration of {where}",
+            why="the loop continues one training run, but the optimizer's state (momentum buffers, Adam moments "
+            "and step count, the scheduler attached to it) restarts each time",
+            help="build the optimizer once, before the loop, and change the learning rate through "
+            "`param_groups` or a scheduler",
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.evaluation import NOT_REACHED, evaluation_analysis
 
 
@@ -117,16 +117,17 @@ for epoch in range(10):
         for unit in analysis.units:
             verdict = analysis.eval_mode(unit)
             if verdict.reached is NOT_REACHED:
-                yield self.report(unit.first_call, self._message(ctx, unit, verdict))
+                yield self.report(unit.first_call, self._message(ctx, unit, verdict), evidence=unit)
 
     @staticmethod
-    def _message(ctx, unit, verdict) -> str:
+    def _message(ctx, unit, verdict) -> Message:
         call = ast.unparse(unit.first_call.func)
         where = unit.label
         if verdict.site is not None:
             where += f", called at line {verdict.site.lineno} where no `.eval()` precedes it"
-        return (
-            f"`{call}(...)` runs in {where} while the model is still in training mode: dropout stays "
-            "active and batch norm uses and updates batch statistics; call `model.eval()` before "
-            "evaluating (and `model.train()` before training again)"
+        return Message(
+            f"`{call}(...)` evaluates in training mode in {where}",
+            why="the model is still in training mode: dropout stays active and batch norm uses and updates "
+            "batch statistics",
+            help="call `model.eval()` before evaluating (and `model.train()` before training again)",
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.evaluation import NOT_REACHED, evaluation_analysis
 
 
@@ -107,10 +107,10 @@ for epoch in range(5):
                 continue
             verdict = analysis.no_grad(unit)
             if verdict.reached is NOT_REACHED:
-                yield self.report(unit.first_call, self._message(ctx, unit, verdict))
+                yield self.report(unit.first_call, self._message(ctx, unit, verdict), evidence=unit)
 
     @staticmethod
-    def _message(ctx, unit, verdict) -> str:
+    def _message(ctx, unit, verdict) -> Message:
         call = ast.unparse(unit.first_call.func)
         where = unit.label
         if verdict.site is not None:
@@ -120,7 +120,8 @@ for epoch in range(5):
             if unit.kind != "loop" and hasattr(unit.node, "name")
             else "wrap the evaluation loop in `with torch.no_grad():`"
         )
-        return (
-            f"`{call}(...)` runs in {where} with autograd on: every forward pass records a graph and keeps "
-            f"its activations alive, wasting memory and time; {fix} (or use `torch.inference_mode()`)"
+        return Message(
+            f"`{call}(...)` evaluates with autograd on in {where}",
+            why="every forward pass records a graph and keeps its activations alive, wasting memory and time",
+            help=f"{fix} (or use `torch.inference_mode()`)",
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.restore import restore_analysis
 
 
@@ -104,19 +104,19 @@ for step, (x, y) in enumerate(train_loader):
 
     def check(self, ctx):
         for found in restore_analysis(ctx).unrestored:
-            yield self.report(found.site, self._message(ctx, found))
+            yield self.report(found.site, self._message(ctx, found), evidence=found)
 
     @staticmethod
-    def _message(ctx, found) -> str:
+    def _message(ctx, found) -> Message:
         model = found.target or "model"
         switch = ast.unparse(found.switch)
         if found.site is found.switch:
             what = f"`{switch}`"
         else:
             what = f"`{ast.unparse(found.site.func)}(...)` (which calls `{switch}` at line {found.switch.lineno})"
-        return (
-            f"{what} switches the model to eval mode inside the training loop at line {found.loop.lineno}, and "
-            f"nothing switches it back before the next training step: training continues without dropout and "
-            f"with frozen batch-norm statistics; call `{model}.train()` at the start of each epoch (or right "
-            "after evaluating)"
+        return Message(
+            f"{what} switches the model to eval mode inside the training loop at line {found.loop.lineno}",
+            why="nothing switches it back before the next training step, so training continues without dropout "
+            "and with frozen batch-norm statistics",
+            help=f"call `{model}.train()` at the start of each epoch (or right after evaluating)",
         )

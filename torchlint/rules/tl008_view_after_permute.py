@@ -6,7 +6,7 @@ import ast
 
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.nodes import method_call
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 
 # Operations whose result shares storage with a reordered stride layout.
 PERMUTING_METHODS = frozenset({"permute", "transpose", "t", "swapaxes", "swapdims", "movedim", "moveaxis"})
@@ -428,7 +428,7 @@ def flatten_tokens(feat):
                     break
 
     @staticmethod
-    def _message(ctx, call, permuted) -> str:
+    def _message(ctx, call, permuted) -> Message:
         op = ctx.segment(permuted) or "permute"
         if len(op) > 40:
             op = op[:37] + "..."
@@ -439,8 +439,8 @@ def flatten_tokens(feat):
             view = view[len(receiver) :]  # chained: `.view(n, h * w, c)`, the permute is named next
         if len(view) > 50 or "\n" in view:
             view = ".view(...)"
-        return (
-            f"`{view}` merges dimensions of the non-contiguous result of `{op}`{where}: this raises "
-            '"view size is not compatible with input tensor\'s size and stride"; use `.reshape(...)` '
-            "instead, or call `.contiguous()` before `.view(...)`"
+        return Message(
+            f"`{view}` merges dimensions of the non-contiguous result of `{op}`{where}",
+            why='this raises "view size is not compatible with input tensor\'s size and stride"',
+            help="use `.reshape(...)` instead, or call `.contiguous()` before `.view(...)`",
         )

@@ -7,7 +7,7 @@ import re
 
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.accumulation import gradient_accumulation
 from torchlint.torchmodel.division import loss_is_divided
 from torchlint.torchmodel.iterations import iterations
@@ -124,27 +124,26 @@ for it in range(max_iters):
             yield self.report(backward.node, self._message(ctx, backward, evidence, step))
 
     @staticmethod
-    def _message(ctx, backward, evidence, step) -> str:
+    def _message(ctx, backward, evidence, step) -> Message:
         count = evidence.count() or "accum_steps"
         loss = ctx.segment(backward.arg) if backward.arg is not None else "loss"
         if evidence.kind == "micro_loop":
             times = f"`{count}`" if evidence.count() else "several"
-            why = f"runs {times} times per update (micro-step loop, line {evidence.node.lineno})"
+            how = f"the backward runs {times} times per update (micro-step loop, line {evidence.node.lineno})"
         elif evidence.kind == "argument":
-            why = f"accumulates until `{ctx.segment(evidence.test)}`"
+            how = f"gradients accumulate until `{ctx.segment(evidence.test)}`"
         elif evidence.kind == "exit":
-            why = (
-                f"accumulates over several iterations: `{ctx.segment(step.node)}` (line {step.node.lineno}) is "
-                f"skipped by the early exit on line {evidence.node.lineno} while `{ctx.segment(evidence.test)}`"
+            how = (
+                f"`{ctx.segment(step.node)}` (line {step.node.lineno}) is skipped by the early exit on line "
+                f"{evidence.node.lineno} while `{ctx.segment(evidence.test)}`"
             )
         else:
-            why = (
-                f"accumulates over several iterations: `{ctx.segment(step.node)}` (line {step.node.lineno}) "
-                f"runs only when `{ctx.segment(evidence.test)}`"
-            )
-        return (
-            f"`{ctx.segment(backward.node)}` {why}, but `{loss}` is not divided by the number of accumulated "
-            f"steps, so each update is that many times too large; use `{loss} = {loss} / {count}` before the backward"
+            how = f"`{ctx.segment(step.node)}` (line {step.node.lineno}) runs only when `{ctx.segment(evidence.test)}`"
+        return Message(
+            f"`{ctx.segment(backward.node)}` accumulates gradients, but `{loss}` is not divided by the number "
+            "of accumulated steps",
+            why=f"{how}, so each update sums the gradients of several micro-batches and is that many times too large",
+            help=f"use `{loss} = {loss} / {count}` before the backward",
         )
 
 

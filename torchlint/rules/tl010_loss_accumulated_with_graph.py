@@ -9,7 +9,7 @@ from torchlint.analysis.callgraph import resolve_local_call
 from torchlint.analysis.dataflow import Binding, dataflow
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name, method_call, returns_of
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.events import BACKWARD_KINDS
@@ -169,24 +169,25 @@ def train(model, loader, optimizer):
                     continue
                 if isinstance(node, ast.Call) and not _aggregated_later(ctx, flow, scope, accumulator):
                     continue
-                yield self.report(node, self._message(ctx, node, accumulator, added))
+                yield self.report(node, self._message(ctx, node, accumulator, added), evidence=(accumulator, added))
 
     @staticmethod
-    def _message(ctx, node, accumulator, added) -> str:
+    def _message(ctx, node, accumulator, added) -> Message:
         value = ctx.segment(added) or "loss"
         if len(value) > 40:
             value = value[:37] + "..."
         if isinstance(node, ast.Call):
-            return (
+            return Message(
                 f"`{ctx.segment(node)}` stores a tensor still attached to the autograd graph in a list that is "
-                f"summed later: every iteration's graph stays alive and memory grows; append `{value}.item()` "
-                f"(or `{value}.detach()`) instead"
+                "summed later",
+                why="every iteration's graph stays alive and memory grows",
+                help=f"append `{value}.item()` (or `{value}.detach()`) instead",
             )
         target = ctx.segment(accumulator) or "total"
-        return (
-            f"`{target}` accumulates `{value}`, a tensor still attached to the autograd graph: every iteration's "
-            f"graph stays alive and memory grows until the loop ends; add `{value}.item()` (or "
-            f"`{value}.detach()`) instead"
+        return Message(
+            f"`{target}` accumulates `{value}`, a tensor still attached to the autograd graph",
+            why="every iteration's graph stays alive and memory grows until the loop ends",
+            help=f"add `{value}.item()` (or `{value}.detach()`) instead",
         )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.analysis.nodes import argument
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.modules import module_classes
 
 # Functional dropouts and the position of their `training` parameter.
@@ -103,13 +103,14 @@ class Block(nn.Module):
             yield self.report(call, self._message(ctx, call, parameter))
 
     @staticmethod
-    def _message(ctx, call, parameter) -> str:
+    def _message(ctx, call, parameter) -> Message:
         text = ctx.segment(call)
         if len(text) > 50:
             text = text[:47] + "..."
-        return (
-            f"`{text}` has no `{parameter}=` argument, which defaults to True: dropout stays on after "
-            f"`model.eval()`; pass `{parameter}=self.training` (or use an `nn.Dropout` submodule)"
+        return Message(
+            f"`{text}` has no `{parameter}=` argument, so dropout stays on in eval mode",
+            why=f"`{parameter}` defaults to True: dropout stays on after `model.eval()`",
+            help=f"pass `{parameter}=self.training` (or use an `nn.Dropout` submodule)",
         )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.activations import activations
 
 CROSS_ENTROPY_FUNCTIONS = frozenset({"torch.nn.functional.cross_entropy"})
@@ -97,21 +97,23 @@ def step(logits, y):
         tracker = activations(ctx)
         kinds = frozenset({"softmax", "log_softmax"})
         for found in tracker.activation_inputs(kinds, CROSS_ENTROPY_FUNCTIONS, CROSS_ENTROPY_MODULES):
-            yield self.report(found.loss, self._message(ctx, found))
+            yield self.report(found.loss, self._message(ctx, found), evidence=found)
 
     @staticmethod
-    def _message(ctx, found) -> str:
+    def _message(ctx, found) -> Message:
         value = ctx.segment(found.input)
         if len(value) > 40:
             value = value[:37] + "..."
         source = f"{found.kind} at line {found.producer.lineno}"
         if found.kind == "softmax":
-            return (
-                f"cross-entropy applies `log_softmax` itself, but `{value}` is already softmax output ({source}): "
-                "the loss is computed on probabilities, gradients vanish and training stalls; pass the logits "
-                "(drop the softmax, keep it only for predictions)"
+            return Message(
+                f"cross-entropy is given probabilities: `{value}` is already softmax output ({source})",
+                why="cross-entropy applies `log_softmax` itself, so the loss is computed on probabilities, "
+                "gradients vanish and training stalls",
+                help="pass the logits (drop the softmax, keep it only for predictions)",
             )
-        return (
-            f"cross-entropy applies `log_softmax` itself, but `{value}` is already log_softmax output ({source}): "
-            "use `F.nll_loss` / `nn.NLLLoss` on log-probabilities, or pass the logits to cross-entropy"
+        return Message(
+            f"cross-entropy is given log-probabilities: `{value}` is already log_softmax output ({source})",
+            why="cross-entropy applies `log_softmax` itself, a second time",
+            help="use `F.nll_loss` / `nn.NLLLoss` on log-probabilities, or pass the logits to cross-entropy",
         )

@@ -8,7 +8,7 @@ from functools import cached_property
 
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.nodes import keyword, method_call
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.modules import module_classes
 from torchlint.torchmodel.roles import Role
@@ -207,21 +207,23 @@ class _InitChecker:
             attr = self._self_attribute(target)
             if attr is None:
                 continue
-            message = self._judge(attr, node.value)
-            if message:
-                yield self.rule.report(node, message)
+            judged = self._judge(attr, node.value)
+            if judged:
+                message, replacement = judged
+                yield self.rule.report(node, message, evidence=replacement)
 
     # ----- what an assignment stores ------------------------------------------------------------
-    def _judge(self, attr: str, value: ast.AST) -> str | None:
+    def _judge(self, attr: str, value: ast.AST) -> tuple[Message, str] | None:
+        """The message, and the class to hold the value instead (its qualified name)."""
         trainable = self._trainable_tensor(value)
         if trainable:
             if self._wrapped_later(attr):
                 return None
-            return (
-                f"`self.{attr}` is a tensor made trainable with `{trainable}` but not an `nn.Parameter`: "
-                "the optimizer (`model.parameters()`), `.to(device)` and `state_dict()` never see it; "
-                f"wrap it: `self.{attr} = nn.Parameter(...)` (or `register_buffer` if it is not trained)"
-            )
+            return Message(
+                f"`self.{attr}` is a tensor made trainable with `{trainable}` but not an `nn.Parameter`",
+                why="the optimizer (`model.parameters()`), `.to(device)` and `state_dict()` never see it",
+                help=f"wrap it: `self.{attr} = nn.Parameter(...)` (or `register_buffer` if it is not trained)",
+            ), PARAMETER
         fresh = self._fresh_modules_in_container(value)
         filled = ""
         if fresh is None and self._is_empty_container(value):
@@ -236,11 +238,12 @@ class _InitChecker:
         else:
             replacement = "nn.ModuleDict" if kind == "dict" else "nn.ModuleList"
             what = "submodules"
-        return (
-            f"`self.{attr}` keeps {what} in a plain {kind}{filled}: they are not registered, so the optimizer "
-            "(`model.parameters()`), `.to(device)`, `state_dict()` and `model.eval()` never see them; "
-            f"use `{replacement}(...)` instead"
-        )
+        return Message(
+            f"`self.{attr}` keeps {what} in a plain {kind}{filled}",
+            why="they are not registered, so the optimizer (`model.parameters()`), `.to(device)`, `state_dict()` "
+            "and `model.eval()` never see them",
+            help=f"use `{replacement}(...)` instead",
+        ), "torch." + replacement
 
     def _trainable_tensor(self, value: ast.AST) -> str | None:
         # `torch.randn(n, requires_grad=True).to(device)`: look inside device/dtype moves.

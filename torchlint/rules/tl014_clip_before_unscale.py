@@ -6,7 +6,7 @@ import ast
 
 from torchlint.analysis.callgraph import resolve_local_call
 from torchlint.analysis.imports import dotted_name
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.amp import backward_scaler, scaled_backward
 from torchlint.torchmodel.calls import call_events
@@ -136,16 +136,18 @@ class Trainer:
                 backward = _unscaled_scaled_backward(ctx, events, index)
                 if backward is not None and not _helper_unscales(ctx, event.node):
                     reported.add(event.node)
-                    optimizer = _stepped_optimizer(events[index + 1 :]) or "optimizer"
-                    yield self.report(event.node, self._message(ctx, event.node, backward, optimizer))
+                    stepped = _stepped_optimizer(events[index + 1 :])
+                    message = self._message(ctx, event.node, backward, stepped or "optimizer")
+                    yield self.report(event.node, message, evidence=(event, backward, stepped, events[index + 1 :]))
 
     @staticmethod
-    def _message(ctx, clip, backward, optimizer) -> str:
+    def _message(ctx, clip, backward, optimizer) -> Message:
         scaler = dotted_name(backward_scaler(ctx, backward)) or "scaler"
-        return (
+        return Message(
             f"`{ctx.segment(clip.func)}` clips gradients that are still scaled by `{scaler}` "
-            f"(scaled backward on line {backward.node.lineno}), so the threshold is compared with a norm "
-            f"multiplied by the loss scale; call `{scaler}.unscale_({optimizer})` right before clipping"
+            f"(scaled backward on line {backward.node.lineno})",
+            why="the threshold is compared with a norm multiplied by the loss scale",
+            help=f"call `{scaler}.unscale_({optimizer})` right before clipping",
         )
 
 

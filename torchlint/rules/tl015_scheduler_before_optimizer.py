@@ -6,7 +6,7 @@ import ast
 
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.events import STEP_KINDS, EventKind, exclusive
@@ -129,15 +129,15 @@ def train(model, optimizer, lr_scheduler, loader):
             if later is None:
                 continue
             reported.add(event.node)
-            yield self.report(event.node, self._message(ctx, event, later))
+            yield self.report(event.node, self._message(ctx, event, later), evidence=(event, later))
 
     @staticmethod
-    def _message(ctx, sched, step) -> str:
+    def _message(ctx, sched, step) -> Message:
         step_call = ctx.segment(step.node) or "optimizer.step()"
-        return (
-            f"`{ctx.segment(sched.node)}` runs before `{step_call}` (line {step.node.lineno}) in the same "
-            "iteration, so the schedule advances before the update it should govern and its first learning "
-            "rate is skipped; call it after the optimizer step"
+        return Message(
+            f"`{ctx.segment(sched.node)}` runs before `{step_call}` (line {step.node.lineno}) in the same iteration",
+            why="the schedule advances before the update it should govern and its first learning rate is skipped",
+            help="call it after the optimizer step",
         )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.events import EventKind
 from torchlint.torchmodel.gradmode import grad_effect, lexical_grad_disabler
@@ -121,12 +121,13 @@ def run(model, opt, batches):
                     yield self.report(event.node, self._message(ctx, event.node, disabler, via=event.via[0]))
 
     @staticmethod
-    def _message(ctx, call, disabler, via=None) -> str:
+    def _message(ctx, call, disabler, via=None) -> Message:
         switch = ctx.segment(disabler) or "no_grad"
         where = f" (called from line {via.lineno})" if via is not None else ""
-        return (
-            f"`{ctx.segment(call)}` runs under `{switch}` (line {disabler.lineno}){where}: no autograd graph "
-            "was recorded, so this backward raises or trains nothing; move it out of the no-grad block"
+        return Message(
+            f"`{ctx.segment(call)}` runs under `{switch}` (line {disabler.lineno}){where}",
+            why="no autograd graph was recorded, so this backward raises or trains nothing",
+            help="move it out of the no-grad block",
         )
 
 

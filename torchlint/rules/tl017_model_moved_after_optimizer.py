@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass
 
 from torchlint.analysis.imports import dotted_name
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS
 from torchlint.torchmodel.roles import Role, object_roles, role_from_name
@@ -92,15 +92,16 @@ def setup(device):
             scope = ctx.enclosing_function(move)
             for build in builds.get(scope, ()):
                 if _moves_sources(ctx, moved, build.sources) and _is_setup_order(ctx, build, move, moved):
-                    yield self.report(move, self._message(ctx, move, moved, build))
+                    yield self.report(move, self._message(ctx, move, moved, build), evidence=build)
                     break
 
     @staticmethod
-    def _message(ctx, move, moved, build) -> str:
-        return (
+    def _message(ctx, move, moved, build) -> Message:
+        return Message(
             f"`{ctx.segment(move)}` moves `{moved}` after `{build.optimizer}` was built from its parameters "
-            f"(line {build.assign.lineno}); the optimizer can keep the pre-move tensors and its state stays on "
-            f"the old device or dtype; move the model first, then construct `{build.optimizer}`"
+            f"(line {build.assign.lineno})",
+            why="the optimizer can keep the pre-move tensors and its state stays on the old device or dtype",
+            help=f"move the model first, then construct `{build.optimizer}`",
         )
 
 

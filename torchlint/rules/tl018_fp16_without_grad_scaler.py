@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.amp import float16_autocast, scaled_backward, uses_scaler
 from torchlint.torchmodel.events import EventKind
 from torchlint.torchmodel.walk import event_walker
@@ -112,12 +112,14 @@ def train(model, opt, loader):
                     yield self.report(event.node, self._message(ctx, event, autocast))
 
     @staticmethod
-    def _message(ctx, event, autocast) -> str:
-        return (
-            f"`{ctx.segment(event.node)}` backpropagates a loss computed under float16 autocast "
-            f"(`{ctx.segment(autocast.call)}`, line {autocast.call.lineno}) with no GradScaler: small gradients "
-            "underflow to zero in float16; use `scaler = torch.amp.GradScaler()` with "
-            "`scaler.scale(loss).backward()`, `scaler.step(optimizer)`, `scaler.update()`, or autocast to bfloat16"
+    def _message(ctx, event, autocast) -> Message:
+        return Message(
+            f"`{ctx.segment(event.node)}` backpropagates a float16 autocast loss (line {autocast.call.lineno}) "
+            "with no GradScaler",
+            why=f"the loss was computed under `{ctx.segment(autocast.call)}`, and small gradients underflow to zero "
+            "in float16",
+            help="use `scaler = torch.amp.GradScaler()` with `scaler.scale(loss).backward()`, "
+            "`scaler.step(optimizer)`, `scaler.update()`, or autocast to bfloat16",
         )
 
 

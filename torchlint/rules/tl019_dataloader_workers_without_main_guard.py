@@ -6,7 +6,7 @@ import ast
 import re
 
 from torchlint.analysis.imports import dotted_name
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.scripts import (
     NON_CONSUMING_CALLS,
     argparse_default,
@@ -96,12 +96,13 @@ for batch in loader:
                 yield self.report(call, self._message(ctx, workers))
 
     @staticmethod
-    def _message(ctx, workers) -> str:
-        return (
-            f"`DataLoader(..., num_workers={ctx.segment(workers)})` is built and iterated by code that runs at "
-            'import, outside `if __name__ == "__main__":`; with the spawn start method (Windows, macOS) every '
-            "worker re-imports this script and re-runs this code, and the run crashes; move the training code "
-            'into a `main()` function called under `if __name__ == "__main__":`'
+    def _message(ctx, workers) -> Message:
+        return Message(
+            f"`DataLoader(..., num_workers={ctx.segment(workers)})` is iterated at import time, "
+            'outside `if __name__ == "__main__":`',
+            why="the code that builds and iterates it runs at import; with the spawn start method (Windows, "
+            "macOS) every worker re-imports this script and re-runs this code, and the run crashes",
+            help='move the training code into a `main()` function called under `if __name__ == "__main__":`',
         )
 
 

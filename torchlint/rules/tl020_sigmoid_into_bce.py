@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.activations import activations
 
 BCE_WITH_LOGITS_FUNCTIONS = frozenset(
@@ -88,15 +88,17 @@ def step(logits, y):
         for found in tracker.activation_inputs(
             frozenset({"sigmoid"}), BCE_WITH_LOGITS_FUNCTIONS, BCE_WITH_LOGITS_MODULES
         ):
-            yield self.report(found.loss, self._message(ctx, found))
+            yield self.report(found.loss, self._message(ctx, found), evidence=found)
 
     @staticmethod
-    def _message(ctx, found) -> str:
+    def _message(ctx, found) -> Message:
         value = ctx.segment(found.input)
         if len(value) > 40:
             value = value[:37] + "..."
-        return (
-            f"BCE-with-logits applies `sigmoid` itself, but `{value}` is already sigmoid output "
-            f"(sigmoid at line {found.producer.lineno}): the sigmoid is applied twice, so the loss and its gradients are "
-            "wrong; pass the logits, or use `nn.BCELoss` / `F.binary_cross_entropy` on probabilities"
+        return Message(
+            f"BCE-with-logits is given probabilities: `{value}` is already sigmoid output "
+            f"(sigmoid at line {found.producer.lineno})",
+            why="BCE-with-logits applies `sigmoid` itself, so the sigmoid is applied twice and the loss and its "
+            "gradients are wrong",
+            help="pass the logits, or use `nn.BCELoss` / `F.binary_cross_entropy` on probabilities",
         )

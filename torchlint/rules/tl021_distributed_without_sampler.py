@@ -6,7 +6,7 @@ import ast
 import re
 
 from torchlint.analysis.imports import dotted_name
-from torchlint.engine.rule import Rule, register
+from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.scripts import (
     EVAL_WORDS,
@@ -143,22 +143,24 @@ def main(model, train_set, opt):
                 yield self.report(loader.call, self._no_set_epoch_message(ctx, sampler))
 
     @staticmethod
-    def _no_sampler_message(ctx, loader) -> str:
+    def _no_sampler_message(ctx, loader) -> Message:
         shuffle = loader.arg("shuffle")
         how = "`shuffle=True` and no sampler" if _is_true(shuffle) else "no sampler"
         dataset = ctx.segment(loader.arg("dataset")) if loader.arg("dataset") is not None else "dataset"
-        return (
-            f"this training `DataLoader` has {how} in a distributed (DDP) script, so every rank iterates the "
-            f"whole dataset instead of its own shard; pass `sampler=DistributedSampler({dataset})` "
-            "(and drop `shuffle=True`), then call `sampler.set_epoch(epoch)` every epoch"
+        return Message(
+            f"this training `DataLoader` has {how} in a distributed (DDP) script",
+            why="every rank iterates the whole dataset instead of its own shard",
+            help=f"pass `sampler=DistributedSampler({dataset})` (and drop `shuffle=True`), then call "
+            "`sampler.set_epoch(epoch)` every epoch",
         )
 
     @staticmethod
-    def _no_set_epoch_message(ctx, sampler) -> str:
-        return (
+    def _no_set_epoch_message(ctx, sampler) -> Message:
+        return Message(
             f"the `{ctx.segment(sampler.func)}` of this training `DataLoader` (line {sampler.lineno}) is never "
-            "told the epoch: no `.set_epoch(epoch)` call in this file, so every epoch is shuffled in the same "
-            "order; call `sampler.set_epoch(epoch)` at the start of each epoch"
+            "told the epoch",
+            why="no `.set_epoch(epoch)` call in this file, so every epoch is shuffled in the same order",
+            help="call `sampler.set_epoch(epoch)` at the start of each epoch",
         )
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .findings import CHECK_NAMES, Location
+from .findings import CHECK_NAMES, Finding, Location
 from .options import SanitizerOptions
 
 if TYPE_CHECKING:
@@ -60,10 +60,19 @@ class Check:
     def around_backward(self, call: Callable[[], Any], event: BackwardEvent) -> Any:
         return call()
 
-    def emit(self, code: str, message: str, details: dict | None = None, location: Location | None = None):
+    def on_finding(self, finding: Finding) -> None: ...
+
+    def emit(
+        self,
+        code: str,
+        message: str,
+        details: dict | None = None,
+        location: Location | None = None,
+        explains: BaseException | None = None,
+    ):
         """Shortcut for ``session.emit`` with the name taken from ``codes``."""
         name = self.codes.get(code) or CHECK_NAMES.get(code, code)
-        return self.session.emit(code, name, message, details, location)
+        return self.session.emit(code, name, message, details, location, explains=explains)
 
 
 _EVENTS = (
@@ -78,6 +87,7 @@ _EVENTS = (
     "on_backward",
     "on_backward_done",
     "around_backward",
+    "on_finding",
 )
 
 _registered_checks: list[type[Check]] = []

@@ -34,32 +34,35 @@ event method                                   when
                                                ``location``, ``args``, ``kwargs``)
 ``on_backward_done(event)``                    after it returned
 ``around_backward(call, event)``               wrap the backward call; must ``return call()``
+``on_finding(finding)``                        after any check recorded a finding (also a repeat)
 ``finish()``                                   once at session exit, before the summary
 =============================================  ====================================================
 
-Report with ``self.session.emit(code, name, message, details=None, location=None)``;
+Report with ``self.emit(code, message, details=None, location=None, explains=None)``;
 the location defaults to the user's innermost frame on the current stack
 (``self.session.user_location()``), dedup, counting and the action
-(warn/raise/record) are handled by the session.  Other helpers on the session:
+(warn/raise/record) are handled by the session.  ``explains=error`` marks a
+finding that explains an exception the check re-raises (a failing backward):
+the finding is attached to it as a note, and ``action="raise"`` raises that
+error rather than a ``SanitizerError``.  Other helpers on the session:
 ``module_stack`` (the active module calls, root first), ``model_call_location()``
 (the user line that called the root model), ``module_name(module)``
 (``"model.encoder.fc1"``), ``parameter_name(param)`` (``"model.head.weight"``),
 ``root_models()``, ``note(text)`` (one informational line, printed once),
 ``is_current()`` (this session is the innermost active one: per-tensor hooks a
 check registers itself should do nothing while it returns False),
-``in_backward`` / ``in_optimizer_step`` (depth counters), ``options``.
+``in_backward`` / ``in_optimizer_step`` (depth counters), ``failed`` (at exit: the
+block raised), ``options``.
 
 Check classes declare ``codes = {"TS1xx": "kebab-name"}``, may declare
 ``option_defaults = {"my_option": 3}`` (extra keyword options of ``sanitize()``,
 read back as ``self.options.my_option``), and may override the classmethod
-``enabled(options)``.  Built-in checks live in sibling modules; the training
-checks TS106-TS112 are picked up from ``torchlint/sanitizer/training.py`` if it
-exists, which lists its classes in a module-level ``CHECKS`` list.  Third-party
-checks can call :func:`register_check`.
+``enabled(options)``.  Built-in checks live in sibling modules that import
+this interface from :mod:`.check` (never this module) and are listed in
+:mod:`.builtin_checks`.  Third-party checks can call :func:`register_check`.
 """
 
 import functools
-import importlib
 import os
 import sys
 import warnings
@@ -75,6 +78,7 @@ from .check import _EVENTS, BackwardEvent, Check, _registered_checks, register_c
 from .findings import Location, Report, SanitizerError, SanitizerWarning
 from .hooks import _CALL_IMPL_CODE, _SESSIONS, _shared_hooks
 from .options import SanitizerOptions
+from .tracebacks import cleaned
 
 __all__ = [
     "BackwardEvent",
@@ -87,31 +91,9 @@ __all__ = [
 
 
 def _check_classes() -> list[type[Check]]:
-    from .anomaly import AnomalyCheck
-    from .devices import DeviceCheck
-    from .dtypes import DtypeCheck
-    from .inplace import InplaceCheck
-    from .nonfinite import NonfiniteCheck
-    from .notices import CompiledNotice
+    from .builtin_checks import BUILTIN_CHECKS
 
-    classes: list[type[Check]] = [
-        CompiledNotice,
-        AnomalyCheck,
-        DeviceCheck,
-        DtypeCheck,
-        NonfiniteCheck,
-        InplaceCheck,
-    ]
-    try:
-        training = importlib.import_module(".training", __package__)
-    except ImportError as exc:
-        # Only "the module does not exist yet"; a broken training.py must not be hidden.
-        if exc.name != f"{__package__}.training":
-            raise
-    else:
-        classes.extend(getattr(training, "CHECKS", ()))
-    classes.extend(c for c in _registered_checks if c not in classes)
-    return classes
+    return [*BUILTIN_CHECKS, *(c for c in _registered_checks if c not in BUILTIN_CHECKS)]
 
 
 # ---------------------------------------------------------------------------
@@ -136,6 +118,9 @@ class Session:
         self._root_names: dict[int, tuple[Any, dict[int, str]]] = {}
         self._roots: dict[int, weakref.ref] = {}  # root models seen, for parameter_name()
         self._saved_state: dict[str, Any] = {}
+        self._finding_depth = 0
+        #: Set at exit: the body of the block raised (checks judge a crashed run less).
+        self.failed = False
 
     @property
     def module_stack(self) -> list[torch.nn.Module]:
@@ -196,6 +181,9 @@ class Session:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         pending: SanitizerError | None = None
+        self.failed = exc_type is not None
+        if exc is not None:
+            cleaned(exc)  # the traceback the user sees ends in their code, not ours
         try:
             for check in self.checks:
                 try:
@@ -208,7 +196,7 @@ class Session:
             self._teardown()
             self._publish()
         if pending is not None and exc_type is None:
-            raise pending
+            raise cleaned(pending) from None
         return False
 
     def __call__(self, function: Callable) -> Callable:
@@ -334,14 +322,26 @@ class Session:
         message: str,
         details: dict[str, Any] | None = None,
         location: Location | None = None,
+        explains: BaseException | None = None,
     ):
-        """Record a finding and apply the action; returns the Finding."""
+        """Record a finding and apply the action; returns the Finding.
+
+        ``explains``: an exception this finding explains, which the caller
+        re-raises (the user's own error): it gets the finding as a note, and
+        ``action="raise"`` leaves raising to the caller."""
         if location is None:
             location = locations.user_location(sys._getframe(1))
         finding, is_new = self.report.add(code, name, message, location, details)
+        self._announce(finding)
         action = self.options.action
+        if explains is not None:
+            explains.torchlint_explained = True
+            if is_new and hasattr(explains, "add_note"):  # Python >= 3.11
+                explains.add_note(f"torchlint.sanitize: {finding.format()}")
+            if action == "raise":
+                return finding
         if action == "raise":
-            raise SanitizerError(finding)
+            raise SanitizerError(finding) from None
         if action == "warn" and is_new:
             # registry=None: Python keeps no "already shown" memory; the report
             # dedups by location, and the user's warning filters still apply.
@@ -349,6 +349,16 @@ class Session:
                 SanitizerWarning(finding), SanitizerWarning, location.filename, location.lineno, registry=None
             )
         return finding
+
+    def _announce(self, finding) -> None:
+        """Tell the checks that listen (``on_finding``); a finding they emit in turn is not re-announced."""
+        if self._finding_depth or not self._callbacks["on_finding"]:
+            return
+        self._finding_depth += 1
+        try:
+            self._dispatch(self._callbacks["on_finding"], finding)
+        finally:
+            self._finding_depth -= 1
 
     def note(self, text: str) -> None:
         """An informational line (not a finding), shown once."""
@@ -377,7 +387,7 @@ class Session:
             root = self.module_stack[0]
             probe = frame
             while probe is not None:
-                if probe.f_code is _CALL_IMPL_CODE and probe.f_locals.get("self") is root:
+                if probe.f_code is _CALL_IMPL_CODE and locations.frame_locals(probe).get("self") is root:
                     return locations.user_location(probe)
                 probe = probe.f_back
         return locations.user_location(frame)
@@ -489,20 +499,16 @@ def _variable_name(obj: Any) -> str | None:
         frame = frame.f_back
     first_torch = next((i for i, f in enumerate(frames) if locations.is_torch_file(f.f_code.co_filename)), 0)
     for frame in frames[first_torch:]:
-        if not locations.is_user_file(frame.f_code.co_filename):
-            continue
-        for name, value in frame.f_locals.items():
-            if value is obj and name != "self":
-                return name
-        for name, value in frame.f_globals.items():
-            if value is obj:
+        if locations.is_user_file(frame.f_code.co_filename):
+            name = locations.name_in_frame(obj, frame)
+            if name:
                 return name
     return None
 
 
 def sanitize(
     *,
-    anomaly: bool = True,
+    anomaly: str | bool = "auto",
     check_nan: bool = True,
     devices: bool = True,
     dtypes: bool = True,
@@ -522,7 +528,14 @@ def sanitize(
 
     Use as ``with torchlint.sanitize() as report:`` or as ``@torchlint.sanitize()``.
 
-    anomaly, check_nan: TS101, ``torch.autograd.set_detect_anomaly(True, check_nan=...)``.
+    anomaly: TS101. "auto" (default): each autograd node records the user's line that
+        created it (cheap); a failing backward is reported at the failing node's line, and
+        non-finite gradients switch torch's full anomaly mode on for the next backward
+        passes (``anomaly_escalation``, default 10) to pin the op that makes them.
+        "full": torch's anomaly mode with full stacks on every step, every backward
+        watched. False: neither. (True means "full".)
+    check_nan: look for the op whose backward makes NaN/Inf ("auto": after non-finite
+        gradients; "full": in every backward).  Never raises for a NaN.
     devices (TS102), dtypes (TS103), nonfinite (TS104): switch those checks.
     inplace: TS105; "auto" (on once an accelerator tensor is seen), "always", "never".
     action: "warn" (one SanitizerWarning per finding and location), "raise"

@@ -26,6 +26,7 @@ CHECK_NAMES: dict[str, str] = {
     "TS110": "eval-forward-with-grad",
     "TS111": "nonfinite-grad",
     "TS112": "optimizer-not-stepped",
+    "TS113": "loss-scale-collapse",
 }
 
 

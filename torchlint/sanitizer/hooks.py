@@ -15,6 +15,9 @@ import torch
 import torch.nn.modules.module as _module_hooks
 import torch.optim.optimizer as _optimizer_hooks
 
+from . import warning_locations
+from .tracebacks import cleaned
+
 if TYPE_CHECKING:
     from .core import Session
 
@@ -51,29 +54,104 @@ except AttributeError:  # torch < 2.3
         return False
 
 
+# ---------------------------------------------------------------------------
+# the sanitizer's own function modes
+# ---------------------------------------------------------------------------
+# Function modes the sanitizer pushed (the in-place check's).  The sanitizer's
+# own code and optimizer steps run with them taken off torch's mode stack, so
+# that they cost something only for the user's torch calls.
+OWN_MODES: list = []
+_off_for_step: list = []  # modes taken off for the optimizer step in progress
+
+
+def _take_own_mode_off():
+    """Pop the sanitizer's mode if it is on top of the stack; return it (or None)."""
+    size = torch._C._len_torch_function_stack()
+    if size and any(torch._C._get_function_stack_at(size - 1) is mode for mode in OWN_MODES):
+        return torch._C._pop_torch_function_stack()
+    return None
+
+
+def _put_back_after_step() -> None:
+    while _off_for_step:
+        torch._C._push_on_torch_function_stack(_off_for_step.pop())
+
+
+def closure_of(args: tuple, kwargs: dict) -> tuple[Any, str | int | None]:
+    """The closure passed to ``optimizer.step`` and where it sits in the call
+    (``args`` include the optimizer itself at index 0)."""
+    if len(args) > 1 and callable(args[1]):
+        return args[1], 1
+    closure = kwargs.get("closure")
+    if callable(closure):
+        return closure, "closure"
+    return None, None
+
+
+def _entry_point(function: Callable) -> Callable:
+    """Mark a function torch calls into the sanitizer: the outermost frame of
+    ours, where an exception passing through loses the sanitizer's frames (a
+    bare raise adds none back; see tracebacks.py)."""
+
+    @functools.wraps(function)
+    def entry(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except BaseException as exc:
+            cleaned(exc)
+            raise
+
+    return entry
+
+
+def _deliver(method: Callable, *args: Any) -> Any:
+    """Call an event method of the innermost session, with the sanitizer's own
+    function mode off meanwhile."""
+    mode = _take_own_mode_off() if OWN_MODES else None
+    try:
+        return method(*args)
+    finally:
+        if mode is not None:
+            torch._C._push_on_torch_function_stack(mode)
+
+
+@_entry_point
 def _module_pre_hook(module, args):
+    if _off_for_step:  # a step that raised never reached its post hook
+        _put_back_after_step()
     if _SESSIONS and not _is_compiling():
-        _SESSIONS[-1]._module_pre(module, args)
+        _deliver(_SESSIONS[-1]._module_pre, module, args)
 
 
+@_entry_point
 def _module_post_hook(module, args, *rest):
     # Normal path: (kwargs, output).  When forward raised, torch calls
     # always_call hooks as (module, args, output) and silences their errors.
     if _SESSIONS and not _is_compiling():
         if len(rest) == 2:
-            _SESSIONS[-1]._module_post(module, args, rest[0], rest[1], failed=False)
+            _deliver(_SESSIONS[-1]._module_post, module, args, rest[0], rest[1], False)
         else:
-            _SESSIONS[-1]._module_post(module, args, {}, None, failed=True)
+            _deliver(_SESSIONS[-1]._module_post, module, args, {}, None, True)
 
 
+@_entry_point
 def _optimizer_pre_hook(optimizer, args, kwargs):
     if _SESSIONS and not _is_compiling():
-        _SESSIONS[-1]._optimizer_pre(optimizer, args, kwargs)
+        _deliver(_SESSIONS[-1]._optimizer_pre, optimizer, args, kwargs)
+        # An optimizer runs many small ops, none of them the user's forward
+        # pass (a closure is), so the step runs without the sanitizer's mode.
+        if OWN_MODES and closure_of(args, kwargs)[0] is None:
+            mode = _take_own_mode_off()
+            if mode is not None:
+                _off_for_step.append(mode)
 
 
+@_entry_point
 def _optimizer_post_hook(optimizer, args, kwargs):
+    if _off_for_step:
+        _put_back_after_step()
     if _SESSIONS and not _is_compiling():
-        _SESSIONS[-1]._optimizer_post(optimizer, args, kwargs)
+        _deliver(_SESSIONS[-1]._optimizer_post, optimizer, args, kwargs)
 
 
 class _SharedHooks:
@@ -104,6 +182,8 @@ class _SharedHooks:
         setattr(owner, name, make(original))
 
     def _install(self) -> None:
+        # Warnings torch attributes to the sanitizer's frames name the user's line.
+        warning_locations.install()
         self._handles.append(_module_hooks.register_module_forward_pre_hook(_module_pre_hook))
         self._handles.append(
             _module_hooks.register_module_forward_hook(_module_post_hook, with_kwargs=True, always_call=True)
@@ -120,6 +200,8 @@ class _SharedHooks:
                 self._patch(functional, name, lambda orig, name=name: _wrap_loss(orig, name))
 
     def _uninstall(self) -> None:
+        warning_locations.uninstall()
+        _put_back_after_step()
         while self._handles:
             self._handles.pop().remove()
         while self._patches:
@@ -132,10 +214,13 @@ _shared_hooks = _SharedHooks()
 
 def _wrap_backward(original: Callable, kind: str) -> Callable:
     @functools.wraps(original)
+    @_entry_point
     def backward(*args, **kwargs):
+        if _off_for_step:
+            _put_back_after_step()
         if not _SESSIONS or _is_compiling():
             return original(*args, **kwargs)
-        return _SESSIONS[-1]._run_backward(original, kind, args, kwargs)
+        return _deliver(_SESSIONS[-1]._run_backward, original, kind, args, kwargs)
 
     backward.__torchlint_original__ = original
     return backward
@@ -143,10 +228,11 @@ def _wrap_backward(original: Callable, kind: str) -> Callable:
 
 def _wrap_loss(original: Callable, name: str) -> Callable:
     @functools.wraps(original)
+    @_entry_point
     def loss(*args, **kwargs):
         if not _SESSIONS or _is_compiling():
             return original(*args, **kwargs)
-        return _SESSIONS[-1]._run_loss(original, name, args, kwargs)
+        return _deliver(_SESSIONS[-1]._run_loss, original, name, args, kwargs)
 
     loss.__torchlint_original__ = original
     return loss

@@ -1,38 +1,54 @@
-"""TS105 inplace-on-autograd-tensor: in-place writes that autograd cannot survive.
+"""TS105 inplace-on-autograd-tensor: in-place writes that overwrite what autograd saved for backward.
 
-Reported at the user line of the in-place op, during forward, when it writes
+An in-place op is legal as long as autograd never needs the old values
+(``nn.ReLU(inplace=True)`` after a linear layer, ``out += identity``,
+``loss += term``): only a write into a tensor that a node of a live graph saved
+for its backward breaks autograd.  Written directly (or through ``.detach()``,
+which shares the version counter), it makes backward raise "modified by an
+inplace operation" without saying where the write happened; written through
+``.data`` (or by ``optimizer.step()`` on parameters a live graph saved), autograd
+cannot notice at all and computes gradients from the new values.
 
-* a tensor that requires grad while grad mode is on (``h.relu_()``,
-  ``F.relu(h, inplace=True)``, ``h[mask] = 0``, ``torch.add(a, b, out=h)``), or
-* the storage of a tensor currently saved for backward, including through a
-  ``.data`` or ``.detach()`` alias, which autograd's version counter cannot see
-  and which silently corrupts gradients.
+So TS105 is reported when backward really unpacks a saved tensor whose storage
+was written after it was saved, at the user line of that write, naming the op
+that saved it; graphs dropped without backward (validation, ``retain_graph``
+kept for nothing) are never a finding.
 
-Not reported: optimizer updates and parameter initialisation (they run under
-``no_grad`` on tensors no live graph saved), ``zero_grad`` (gradients do not
-require grad), and anything inside backward.
+How, cheaply:
 
-How: a ``TorchFunctionMode`` sees every torch call made from Python; a
-per-function cache says whether the call writes one of its arguments, so the
-common case costs a dictionary lookup.  Saved tensors are tracked with
-``saved_tensors_hooks``: the pack hook wraps each saved tensor in a small
-object whose lifetime is the graph's, and counts its storage as saved while it
-lives.  Because autograd skips its own version-counter check for tensors that
-went through hooks, the unpack hook performs that check itself.
+* ``saved_tensors_hooks``: the pack hook keeps a *detached* alias of each saved
+  tensor (no ``grad_fn``, so no reference cycle through the graph: a graph
+  dropped without backward is freed at once) with its storage, version and a
+  sequence number, and counts the storage as saved while the graph holds it.
+  Autograd skips its own version check for hooked tensors, so unpack does it.
+* a ``TorchFunctionMode`` sees every torch call made from Python; a per-function
+  cache says whether the call writes one of its arguments, so the common call
+  costs one dictionary lookup.  A write into a storage that is currently saved
+  is remembered (sequence number, user line, op).  The sanitizer's own code and
+  ``optimizer.step()`` (without a closure: an optimizer runs many small ops) run
+  with the mode taken off the stack (hooks.py); the parameters a step writes are
+  compared with the saved storages once per step instead.
+* compiled code is left alone: the mode and hooks do nothing while dynamo traces.
 
-The function mode costs ~15% on small models, so with ``inplace="auto"`` the
-check only switches on once a tensor on an accelerator (CUDA) is seen.
+The mode costs a few microseconds per torch call, so with ``inplace="auto"``
+the check only switches on once a tensor on an accelerator (CUDA) is seen.
 """
 
 from __future__ import annotations
 
 import inspect
+import sys
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .check import Check
+from .check import BackwardEvent, Check
+from .findings import Location
+from .forward_lines import forward_location
+from .hooks import OWN_MODES
+from .locations import user_location
 from .tensors import first_param, iter_tensors
+from .tracebacks import cleaned
 
 # Calls whose name ends in "_" but that do not write tensor data.
 _NOT_DATA_WRITES = frozenset({"requires_grad_", "share_memory_", "detach_", "retain_grad_", "record_stream_"})
@@ -58,6 +74,16 @@ _INPLACE_DUNDERS = frozenset(
 _ALWAYS = -1  # the call always writes args[0]
 _NEVER = -2  # the call never writes (unless out= is given)
 
+try:
+    _is_compiling = torch.compiler.is_compiling
+except AttributeError:  # torch < 2.3
+
+    def _is_compiling() -> bool:
+        return False
+
+
+_current_node = torch._C._current_autograd_node
+
 
 def _classify(func) -> int:
     """_ALWAYS, _NEVER, or the positional index of an ``inplace`` flag."""
@@ -66,6 +92,8 @@ def _classify(func) -> int:
         return _ALWAYS
     if name.endswith("_") and not name.startswith("_") and name not in _NOT_DATA_WRITES:
         return _ALWAYS
+    if name.startswith("_foreach_") and name.endswith("_"):
+        return _ALWAYS  # writes every tensor of its first (list) argument
     try:
         parameters = list(inspect.signature(func).parameters)
     except (TypeError, ValueError):
@@ -73,15 +101,23 @@ def _classify(func) -> int:
     return parameters.index("inplace") if "inplace" in parameters else _NEVER
 
 
+def _storage_key(tensor: torch.Tensor) -> int:
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return 0  # sparse, nested and other storage-less tensors
+
+
 class _Saved:
     """What the graph keeps instead of a saved tensor; alive exactly as long as the graph needs it."""
 
-    __slots__ = ("tensor", "version", "key", "registry", "__weakref__")
+    __slots__ = ("tensor", "version", "key", "seq", "registry", "__weakref__")
 
-    def __init__(self, tensor: torch.Tensor, key: int, registry: dict[int, int]):
-        self.tensor = tensor
+    def __init__(self, tensor: torch.Tensor, key: int, seq: int, registry: dict[int, int]):
+        self.tensor = tensor.detach()  # an alias without grad_fn: no cycle through the graph
         self.version = tensor._version
         self.key = key
+        self.seq = seq
         self.registry = registry
         registry[key] = registry.get(key, 0) + 1
 
@@ -94,18 +130,33 @@ class _Saved:
             registry.pop(self.key, None)
 
 
+class _Write:
+    """The latest write into a storage that a live graph saved."""
+
+    __slots__ = ("seq", "location", "op", "shape")
+
+    def __init__(self, seq: int, location: Location, op: str, shape: tuple):
+        self.seq = seq
+        self.location = location
+        self.op = op
+        self.shape = shape
+
+
+def _version_error(packed: _Saved) -> str:
+    """autograd's own wording, so that code matching on it keeps working."""
+    tensor = packed.tensor
+    return (
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [{tensor.type()} {list(tensor.shape)}] is at version {tensor._version}; "
+        f"expected version {packed.version} instead."
+    )
+
+
 def _stacks() -> tuple:
     return (
         torch._C._len_torch_function_stack(),
         torch._C._autograd._top_saved_tensors_default_hooks(False),
     )
-
-
-def _storage_key(tensor: torch.Tensor) -> int | None:
-    try:
-        return tensor.untyped_storage().data_ptr()
-    except (RuntimeError, NotImplementedError, TypeError):
-        return None  # sparse, nested and other storage-less tensors
 
 
 class _InplaceMode(TorchFunctionMode):
@@ -115,22 +166,20 @@ class _InplaceMode(TorchFunctionMode):
         self.kinds: dict = {}
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if kwargs is None:
+            kwargs = {}
+        if _is_compiling():  # leave compiled regions exactly as they are
+            return func(*args, **kwargs)
         kind = self.kinds.get(func)
         if kind is None:
             kind = self.kinds[func] = _classify(func)
-        if kind != _NEVER or kwargs:
-            target, via_out = None, False
-            if kind == _ALWAYS:
-                target = args[0] if args else None
-            elif kind >= 0:
-                flag = args[kind] if len(args) > kind else (kwargs or {}).get("inplace", False)
-                if flag is True:
-                    target = args[0] if args else (kwargs or {}).get("input")
-            if target is None and kwargs and kwargs.get("out") is not None:
-                target, via_out = kwargs["out"], True
-            if target is not None:
-                self.check.inspect_write(func, target, via_out)
-        return func(*args, **(kwargs or {}))
+        if kind != _NEVER or "out" in kwargs:
+            self.check.inspect_call(func, kind, args, kwargs)
+        try:
+            return func(*args, **kwargs)
+        except BaseException as exc:  # the user's error: shown without this frame
+            cleaned(exc)
+            raise
 
 
 class InplaceCheck(Check):
@@ -142,7 +191,10 @@ class InplaceCheck(Check):
 
     def install(self) -> None:
         self.active = False
-        self._saved: dict[int, int] = {}  # storage data_ptr -> number of live saved tensors
+        self._saved: dict[int, int] = {}  # storage key -> number of live saved tensors
+        self._writes: dict[int, _Write] = {}  # storage key -> latest write while it was saved
+        self._seq = 0
+        self._overwritten: list[tuple[_Saved, _Write, str]] = []  # found by unpack in this backward
         self._mode: _InplaceMode | None = None
         self._hooks = None
         self._accelerators = frozenset(self.options.accelerator_devices)
@@ -159,6 +211,7 @@ class InplaceCheck(Check):
             self._hooks.__exit__(None, None, None)
             self._hooks = None
         if self._mode is not None:
+            OWN_MODES.remove(self._mode)
             self._mode.__exit__(None, None, None)
             self._mode = None
         self.active = False
@@ -167,31 +220,38 @@ class InplaceCheck(Check):
         if self.active:
             return
         self.active = True
-        saved = self._saved
-
-        def pack(tensor):
-            key = _storage_key(tensor)
-            if key is None or not key:
-                return tensor
-            return _Saved(tensor, key, saved)
-
-        def unpack(packed):
-            if not isinstance(packed, _Saved):
-                return packed
-            tensor = packed.tensor
-            if tensor._version != packed.version:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by an inplace "
-                    f"operation: [{tensor.type()} {list(tensor.shape)}] is at version {tensor._version}; "
-                    f"expected version {packed.version} instead (reported by torchlint.sanitize, see TS105)"
-                )
-            return tensor
-
         self._mode = _InplaceMode(self)
         self._mode.__enter__()
-        self._hooks = torch.autograd.graph.saved_tensors_hooks(pack, unpack)
+        OWN_MODES.append(self._mode)
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
         self._hooks.__enter__()
 
+    # -- saved tensors -------------------------------------------------------------------
+    def _pack(self, tensor: torch.Tensor):
+        if _is_compiling():
+            return tensor
+        key = _storage_key(tensor)
+        if not key:
+            return tensor
+        self._seq += 1
+        return _Saved(tensor, key, self._seq, self._saved)
+
+    def _unpack(self, packed):
+        if not isinstance(packed, _Saved):
+            return packed
+        write = self._writes.get(packed.key)
+        overwritten = write is not None and write.seq > packed.seq
+        if overwritten:
+            node = _current_node()
+            if node is not None:  # inside backward (not a user reading node._saved_*)
+                self._overwritten.append((packed, write, node))
+        if packed.tensor._version != packed.version:
+            error = RuntimeError(_version_error(packed))
+            error.torchlint_explained = overwritten  # TS105 names the write; TS101 need not repeat it
+            raise error
+        return packed.tensor
+
+    # -- auto activation ----------------------------------------------------------------
     def on_root_pre(self, module, args) -> None:
         # inplace="auto": switch on at the first accelerator tensor or module.
         if self.active or self.options.inplace != "auto" or _stacks() != self._base_stacks:
@@ -206,38 +266,98 @@ class InplaceCheck(Check):
                 self.activate()
                 return
 
-    def inspect_write(self, func, target, via_out: bool = False) -> None:
-        session = self.session
-        if session.in_backward:
+    # -- writes -------------------------------------------------------------------------
+    def inspect_call(self, func, kind: int, args: tuple, kwargs: dict) -> None:
+        """A torch call that may write: remember writes into saved storages."""
+        if not self._saved or self.session.in_backward:
             return
-        targets = target if isinstance(target, (tuple, list)) else (target,)
-        for tensor in targets:
-            if not isinstance(tensor, torch.Tensor):
-                continue
-            grad_on = torch.is_grad_enabled()
-            if grad_on and tensor.requires_grad:
-                self._report(func, "a tensor that requires grad", tensor, via_out)
-                return
-            if self._saved and (grad_on or not session.in_optimizer_step):
+        target, via_out = None, False
+        if kind == _ALWAYS:
+            target = args[0] if args else None
+        elif kind >= 0:
+            flag = args[kind] if len(args) > kind else kwargs.get("inplace", False)
+            if flag is True:
+                target = args[0] if args else kwargs.get("input")
+        if target is None and kwargs.get("out") is not None:
+            target, via_out = kwargs["out"], True
+        if target is None:
+            return
+        for tensor in target if isinstance(target, (tuple, list)) else (target,):
+            if isinstance(tensor, torch.Tensor):
                 key = _storage_key(tensor)
-                if key and key in self._saved:
-                    self._report(func, "the storage of a tensor saved for backward", tensor, via_out)
-                    return
+                if key in self._saved:
+                    op = _op_name(func) + ("(out=...)" if via_out else "")
+                    self._remember_write(key, user_location(sys._getframe(1)), op, tuple(tensor.shape))
 
-    def _report(self, func, what: str, tensor: torch.Tensor, via_out: bool = False) -> None:
-        op = _op_name(func) + ("(out=...)" if via_out else "")
-        if "saved for backward" in what:
-            advice = (
-                "backward will use the modified values (through .data/.detach() autograd cannot even notice); "
-                "write to a copy (x = x.clone()) or make the op out-of-place"
+    def _remember_write(self, key: int, location: Location, op: str, shape: tuple) -> None:
+        self._seq += 1
+        self._writes[key] = _Write(self._seq, location, op, shape)
+        if len(self._writes) > 4 * len(self._saved) + 64:  # forget storages no graph saves any more
+            self._writes = {k: w for k, w in self._writes.items() if k in self._saved}
+
+    def on_optimizer_pre_step(self, optimizer, args, kwargs) -> None:
+        # The step itself runs without the mode (hooks.py); the parameters it is
+        # about to update in place are compared with the saved storages here.
+        if not self._saved:
+            return
+        location = None
+        for group in optimizer.param_groups:
+            for param in group["params"]:
+                key = _storage_key(param)
+                if key in self._saved:
+                    location = location or self.session.user_location()
+                    self._remember_write(key, location, f"{type(optimizer).__name__}.step()", tuple(param.shape))
+
+    # -- reporting ----------------------------------------------------------------------
+    def around_backward(self, call, event: BackwardEvent):
+        self._overwritten = []
+        failure = None
+        try:
+            return call()
+        except Exception as exc:
+            failure = exc
+            raise
+        finally:
+            if self._overwritten:
+                found, self._overwritten = self._overwritten, []
+                self._report(found, event, failure)
+
+    def _report(self, found: list, event: BackwardEvent, failure: BaseException | None) -> None:
+        reported = set()
+        for packed, write, node in found:
+            if id(write) in reported:
+                continue  # one write, one finding per backward, however many nodes saved it
+            reported.add(id(write))
+            saver = node.name()
+            created = forward_location(node)
+            by = f"{saver} (created at {created[0]}{': ' + created[1] if created[1] else ''})" if created else saver
+            autograd_noticed = packed.tensor._version != packed.version
+            if autograd_noticed:
+                consequence = (
+                    "so backward raised 'modified by an inplace operation' at "
+                    f"{event.location}. Write to a copy (x = x.clone()) or use the out-of-place op"
+                )
+            else:
+                consequence = (
+                    "through .data or by an optimizer step, which autograd cannot notice: backward at "
+                    f"{event.location} silently computed gradients from the new values. Do not write "
+                    "tensors during the forward pass through .data; write to a copy"
+                )
+            self.emit(
+                "TS105",
+                f"in-place {write.op} overwrote a tensor (shape {write.shape}) that {by} saved for backward, "
+                f"{consequence}",
+                {
+                    "op": write.op,
+                    "shape": list(write.shape),
+                    "saved_by": saver,
+                    "saved_at": str(created[0]) if created else None,
+                    "backward_location": str(event.location),
+                    "autograd_noticed": autograd_noticed,
+                },
+                write.location,
+                explains=failure if autograd_noticed else None,
             )
-        else:
-            advice = "use the out-of-place form (x = x.op(...), F.relu(x) without inplace=True)"
-        self.emit(
-            "TS105",
-            f"in-place {op} during forward writes {what} (shape {tuple(tensor.shape)}); {advice}",
-            {"op": op, "target": what, "shape": list(tensor.shape)},
-        )
 
 
 def _op_name(func) -> str:

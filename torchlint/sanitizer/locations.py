@@ -120,6 +120,52 @@ def user_location(start: FrameType | None = None) -> Location:
 _TRACEBACK_LINE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
 
 
+_CO_OPTIMIZED = 0x0001  # inspect.CO_OPTIMIZED: a function frame, with "fast" locals
+_SNAPSHOT_LOCALS = sys.version_info < (3, 13)  # PEP 667: later versions return a live proxy
+
+
+def frame_locals(frame: FrameType) -> dict:
+    """The local variables of ``frame``, read without pinning them.
+
+    Before Python 3.13, reading ``frame.f_locals`` of a function frame stores a
+    snapshot of its locals on the frame, which keeps those objects (a batch, a
+    whole autograd graph) alive until the function returns, even after the code
+    deleted or rebound them.  The snapshot is emptied again after copying it,
+    unless someone else holds it (``x = locals()``) or a trace function (a
+    debugger, which writes the snapshot back into the frame) is active.
+    """
+    snapshot = frame.f_locals
+    if not (_SNAPSHOT_LOCALS and frame.f_code.co_flags & _CO_OPTIMIZED):
+        return snapshot  # module and class bodies: their namespace itself
+    names = dict(snapshot)
+    # 3 = the frame's slot + `snapshot` + getrefcount's argument: nobody else holds it.
+    if sys.getrefcount(snapshot) <= 3 and sys.gettrace() is None:
+        snapshot.clear()
+    return names
+
+
+def name_in_frame(obj: object, frame: FrameType | None) -> str | None:
+    """The name ``frame``'s code gives ``obj``: a local variable (not ``self``),
+    an attribute of its ``self`` (``self.model``), or a global."""
+    if frame is None:
+        return None
+    local_names = frame_locals(frame)
+    for name, value in local_names.items():
+        if value is obj and name != "self":
+            return name
+    owner = local_names.get("self")
+    if owner is not None:
+        # nn.Module keeps its children in _modules, not __dict__.
+        for namespace in (getattr(owner, "__dict__", {}), getattr(owner, "_modules", {})):
+            for name, value in namespace.items():
+                if value is obj:
+                    return f"self.{name}"
+    for name, value in frame.f_globals.items():
+        if value is obj:
+            return name
+    return None
+
+
 def user_frames_from_traceback(text: str) -> list[tuple[Location, str]]:
     """Parse a formatted Python stack (as anomaly mode prints it) and keep the
     user's frames, each with its source line, innermost last."""

@@ -1,13 +1,29 @@
 """TS104 nonfinite-input: NaN/Inf entering the root model, entering a loss, and in the loss.
 
+What counts:
+
+* NaN or +Inf in a floating tensor entering the root model.  ``-inf`` alone is
+  how masks are written (``nn.Transformer.generate_square_subsequent_mask()``,
+  ``scores.masked_fill(mask, float("-inf"))``): an input whose only non-finite
+  values are ``-inf`` is reported only when the model's output is not finite.
+* A loss that comes out NaN/Inf: its input or target is blamed when one of them
+  is not finite, else the loss itself.  Arguments of a finite loss are fine
+  (``-inf``-masked logits into ``cross_entropy``).
+* One event is counted once: within one forward pass of the root model, a NaN
+  that was reported where it entered the model is not counted again where it
+  reaches the loss, and NaN outputs of a model whose weights are already
+  non-finite are the consequence of the update that wrote them (TS111), not new
+  events.
+
 CPU tensors are checked on the spot: one ``sum()`` per tensor (NaN and Inf
-propagate through a sum), and an exact count only when that sum is not finite.
-Tensors on accelerators (``options.accelerator_devices``, CUDA by default) must
-not force a host sync per call, so their sums are queued on the device and
-read back together, with one synchronisation, at the next optimizer step (or
-when the queue fills up, or at session exit).  The queue keeps weak references
-only, so it never extends the life of activations; a tensor freed before the
-sync is reported without element counts.
+propagate through a sum; a sum of ``-inf`` and finite values is ``-inf``), and
+an exact count only when that sum is not finite.  Tensors on accelerators
+(``options.accelerator_devices``, CUDA by default) must not force a host sync
+per call, so their sums are queued on the device and read back together, with
+one synchronisation, at the next optimizer step (or when the queue fills up, or
+at session exit), then judged by the same rules.  The queue keeps weak
+references only, so it never extends the life of activations; a tensor freed
+before the sync is reported without element counts.
 """
 
 from __future__ import annotations
@@ -28,13 +44,59 @@ from .tensors import describe, iter_tensors
 # gradient-accumulation cycle fits before the queue forces an early sync.
 _MAX_PENDING = 1024
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
+_MAX_OUTPUTS = 4  # output tensors of a root call that judge its -inf inputs
 
 
 def _finite_sum(tensor: torch.Tensor) -> torch.Tensor:
     # Accumulate half precision in float32 so large-but-finite data cannot overflow the sum.
-    if tensor.dtype in _LOW_PRECISION:
-        return tensor.sum(dtype=torch.float32)
-    return tensor.sum()
+    data = tensor.detach()
+    if data.dtype in _LOW_PRECISION:
+        return data.sum(dtype=torch.float32)
+    return data.sum()
+
+
+def _floating(value) -> bool:
+    return isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel() > 0
+
+
+def _outputs(output) -> list[torch.Tensor]:
+    """Floating tensors of a root call's output (nested one level), at most a few."""
+    found, stack = [], [output]
+    while stack and len(found) < _MAX_OUTPUTS:
+        value = stack.pop()
+        if _floating(value):
+            found.append(value)
+        elif isinstance(value, (tuple, list)):
+            stack.extend(reversed(value))
+        elif isinstance(value, dict):
+            stack.extend(reversed(list(value.values())))
+    return found
+
+
+class _Entry:
+    """One tensor to judge: its sum (a device scalar until the sync), and what to say."""
+
+    __slots__ = ("sum", "ref", "what", "location", "details", "forward_pass")
+
+    def __init__(self, total, tensor, what, location, details, forward_pass):
+        self.sum = total
+        self.ref = weakref.ref(tensor)
+        self.what = what
+        self.location = location
+        self.details = details
+        self.forward_pass = forward_pass
+
+
+class _Call:
+    """A root-model call or a loss call whose entries are judged together."""
+
+    __slots__ = ("entries", "referee", "kind", "model")
+
+    def __init__(self, kind: str, model=None):
+        self.kind = kind  # "model" or "loss"
+        self.entries: list[_Entry] = []
+        self.referee: list[torch.Tensor] = []  # sums of the outputs, or of the loss
+        self.model = model  # weak reference to the root model (a loss: the latest one)
 
 
 class NonfiniteCheck(Check):
@@ -46,10 +108,18 @@ class NonfiniteCheck(Check):
 
     def install(self) -> None:
         self._deferred_types = frozenset(self.options.accelerator_devices)
-        # (device sum, weak ref to the tensor, description, location, details) waiting
-        # for one batched sync.  Weak: the queue must not keep activations alive.
-        self._pending: list[tuple[torch.Tensor, weakref.ref, str, Location, dict]] = []
+        self._pending: list[_Call] = []  # calls waiting for one batched sync (accelerators)
+        self._queued = 0
+        self._masks: _Call | None = None  # CPU: a root call's -inf inputs, judged by its output
         self._last_loss_id: int | None = None
+        self._forward_pass = 0
+        self._counted: dict[tuple[str, int], int] = {}  # location -> forward pass it was counted in
+        self._input_reported_in = -1  # forward pass in which a model input was reported
+        self._model: weakref.ref | None = None
+        self._poisoned: set[int] = set()  # root models found with non-finite weights
+        self._open_loss: _Call | None = None  # accelerators: the loss call between its pre and post
+        # An earlier finding (TS104, or TS111 at a step) explains weights that became non-finite.
+        self._nonfinite_explained = False
         #: how many host syncs the batched path made (observable by tests/benchmarks)
         self.syncs = 0
 
@@ -57,53 +127,91 @@ class NonfiniteCheck(Check):
     def on_root_pre(self, module, args) -> None:
         if isinstance(module, _Loss) or not args:
             return  # loss modules are checked at the functional loss they call
+        self._forward_pass += 1
+        self._model = weakref.ref(module)
+        call = None
         name = None
         for path, tensor in iter_tensors(args):
-            if tensor.is_floating_point():
-                if name is None:
-                    name = self.session.module_name(module)
-                self._check(tensor, f"{describe(path)} of {name}", {"module": name, "argument": describe(path)})
+            if not _floating(tensor):
+                continue
+            if name is None:
+                name = self.session.module_name(module)
+            what, details = f"{describe(path)} of {name}", {"module": name, "argument": describe(path)}
+            if tensor.device.type in self._deferred_types:
+                call = call or self._queue_call("model", module)
+                self._queue(call, tensor, what, details)
+                continue
+            total = float(_finite_sum(tensor))
+            if total == -math.inf:  # -inf and finite values only: a mask, unless the output says otherwise
+                if self._masks is None:
+                    self._masks = _Call("model", weakref.ref(module))
+                self._masks.entries.append(
+                    _Entry(total, tensor, what, self.session.model_call_location(), details, self._forward_pass)
+                )
+            elif not math.isfinite(total):
+                self._report(tensor, what, details, None, model_input=True)
+
+    def on_root_post(self, module, args, kwargs, output) -> None:
+        masks = self._masks
+        if masks is not None and masks.model() is module:
+            self._masks = None
+            if not all(math.isfinite(float(_finite_sum(t))) for t in _outputs(output)):
+                for entry in masks.entries:
+                    self._report(entry.ref(), entry.what, entry.details, entry.location, model_input=True)
+        if self._pending and self._pending[-1].kind == "model" and self._pending[-1].model() is module:
+            call = self._pending[-1]
+            if not call.referee:
+                call.referee = [_finite_sum(t) for t in _outputs(output)]
 
     def on_loss_pre(self, fn_name, input, target) -> None:
-        # On accelerators the arguments are queued now (no sync).  On the CPU
-        # they are examined only if the loss comes out non-finite (on_loss_post):
-        # a NaN/Inf argument makes the loss non-finite, so nothing is missed that
-        # matters, and a correct step saves three ops.
+        # On accelerators the arguments are queued now (no sync), to be judged
+        # with the loss.  On the CPU they are examined only if the loss comes out
+        # non-finite (on_loss_post).
+        if not any(_floating(v) and v.device.type in self._deferred_types for v in (input, target)):
+            return
+        call = self._open_loss = self._queue_call("loss", self._model)
         for argument, value in (("input", input), ("target", target)):
-            if self._deferred(value):
-                self._check(value, f"the {argument} of {fn_name}", {"loss": fn_name, "argument": argument})
+            if _floating(value):
+                self._queue(call, value, f"the {argument} of {fn_name}", {"loss": fn_name, "argument": argument})
 
     def on_loss_post(self, fn_name, input, target, loss) -> None:
-        if not (isinstance(loss, torch.Tensor) and loss.is_floating_point()) or loss.numel() == 0:
+        if not _floating(loss):
             return
         self._last_loss_id = id(loss)
-        what, details = f"the loss returned by {fn_name}", {"loss": fn_name, "argument": "loss"}
         if loss.device.type in self._deferred_types:
-            self._check(loss, what, details)
+            call, self._open_loss = self._open_loss, None
+            if call is None or call not in self._pending:
+                call = self._queue_call("loss", self._model)
+            call.referee = [_finite_sum(loss)]
+            self._queue(call, loss, f"the loss returned by {fn_name}", {"loss": fn_name, "argument": "loss"})
             return
         if self._finite(loss):
             return
         blamed = False
         for argument, value in (("input", input), ("target", target)):
-            if (
-                isinstance(value, torch.Tensor)
-                and value.is_floating_point()
-                and value.device.type not in self._deferred_types
-                and value.numel()
-                and not self._finite(value)
-            ):
+            if _floating(value) and value.device.type not in self._deferred_types and not self._finite(value):
                 self._report(value, f"the {argument} of {fn_name}", {"loss": fn_name, "argument": argument}, None)
                 blamed = True
         if not blamed:
-            self._report(loss, what, details, None)
+            self._report(loss, f"the loss returned by {fn_name}", {"loss": fn_name, "argument": "loss"}, None)
 
     def on_backward(self, event: BackwardEvent) -> None:
         for tensor in event.tensors:
-            if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point():
-                continue
-            if id(tensor) == self._last_loss_id:
-                continue  # already checked where the loss function returned it
-            self._check(tensor, "the loss passed to backward()", {"argument": "loss"}, event.location)
+            if not _floating(tensor) or id(tensor) == self._last_loss_id:
+                continue  # not a float, or already checked where the loss function returned it
+            what, details = "the loss passed to backward()", {"argument": "loss"}
+            if tensor.device.type in self._deferred_types:
+                call = self._queue_call("loss", self._model)
+                self._queue(call, tensor, what, details, event.location)
+                call.referee = [call.entries[-1].sum]  # the loss judges itself
+            elif not self._finite(tensor):
+                self._report(tensor, what, details, event.location)
+        # What the next loss carries is a new event, also in loops without a root model.
+        self._forward_pass += 1
+
+    def on_finding(self, finding) -> None:
+        if finding.code == "TS111" and (finding.details.get("nan") or finding.details.get("inf")):
+            self._nonfinite_explained = True
 
     def on_optimizer_pre_step(self, optimizer, args, kwargs) -> None:
         if self._pending:
@@ -113,47 +221,104 @@ class NonfiniteCheck(Check):
         if self._pending:
             self.flush()
 
-    # -- checking -------------------------------------------------------------
-    def _deferred(self, value) -> bool:
-        return (
-            isinstance(value, torch.Tensor) and value.is_floating_point() and value.device.type in self._deferred_types
-        )
+    # -- the batched path (accelerators) ------------------------------------------
+    def _queue_call(self, kind: str, model) -> _Call:
+        call = _Call(kind, model if isinstance(model, weakref.ref) or model is None else weakref.ref(model))
+        self._pending.append(call)
+        return call
 
+    def _queue(self, call: _Call, tensor, what: str, details: dict, location: Location | None = None) -> None:
+        if location is None:
+            location = self.session.model_call_location() if call.kind == "model" else user_location(sys._getframe(2))
+        call.entries.append(_Entry(_finite_sum(tensor), tensor, what, location, details, self._forward_pass))
+        self._queued += 1
+        if self._queued >= _MAX_PENDING:
+            self.flush()
+
+    def flush(self) -> None:
+        """Read all queued device-side sums back with a single host sync per device, and judge them."""
+        pending, self._pending, self._queued = self._pending, [], 0
+        sums = [s for call in pending for s in (*(e.sum for e in call.entries), *call.referee)]
+        values: dict[int, float] = {}
+        by_device: dict[torch.device, list[torch.Tensor]] = {}
+        for total in sums:
+            by_device.setdefault(total.device, []).append(total)
+        for group in by_device.values():
+            self.syncs += 1
+            for total, value in zip(group, torch.stack([t.float() for t in group]).tolist()):
+                values[id(total)] = value
+        for call in pending:
+            referee_finite = bool(call.referee) and all(math.isfinite(values[id(s)]) for s in call.referee)
+            if call.kind == "loss":
+                if referee_finite:
+                    continue  # a finite loss: its arguments (masked logits...) did no harm
+                bad = [e for e in call.entries if not math.isfinite(values[id(e.sum)])]
+                blamed = [e for e in bad if e.details.get("argument") != "loss"] or bad
+                for entry in blamed:
+                    self._report(
+                        entry.ref(), entry.what, entry.details, entry.location, forward_pass=entry.forward_pass
+                    )
+                continue
+            for entry in call.entries:
+                value = values[id(entry.sum)]
+                if math.isfinite(value) or (value == -math.inf and referee_finite):
+                    continue
+                self._report(
+                    entry.ref(),
+                    entry.what,
+                    entry.details,
+                    entry.location,
+                    model_input=True,
+                    forward_pass=entry.forward_pass,
+                )
+
+    # -- reporting --------------------------------------------------------------
     @staticmethod
     def _finite(tensor: torch.Tensor) -> bool:
         """Immediate check (CPU): one op for a scalar, a sum otherwise."""
         if tensor.numel() == 1:
             return math.isfinite(tensor.item())  # a scalar loss: one op, no graph
-        # detach only when needed: under anomaly mode a graph node would record a stack
-        return math.isfinite(_finite_sum(tensor.detach() if tensor.requires_grad else tensor).item())
+        return math.isfinite(float(_finite_sum(tensor)))
 
-    def _check(self, tensor: torch.Tensor, what: str, details: dict, location: Location | None = None) -> None:
-        if tensor.numel() == 0:
-            return
-        if tensor.device.type in self._deferred_types:
-            if location is None:
-                location = user_location(sys._getframe(1))
-            self._pending.append((_finite_sum(tensor.detach()), weakref.ref(tensor), what, location, details))
-            if len(self._pending) >= _MAX_PENDING:
-                self.flush()
-            return
-        if not self._finite(tensor):
-            self._report(tensor, what, details, location)
+    def _weights_nonfinite(self) -> bool:
+        """Whether the latest root model's parameters hold NaN/Inf (only asked on the NaN path)."""
+        model = self._model() if self._model is not None else None
+        if model is None:
+            return False
+        if id(model) in self._poisoned:
+            return True
+        params = [p.detach() for p in model.parameters() if p.is_floating_point() and p.numel()]
+        if params and not bool(torch.stack([_finite_sum(p) for p in params]).isfinite().all()):
+            self._poisoned.add(id(model))
+            return True
+        return False
 
-    def flush(self) -> None:
-        """Read all queued device-side sums back with a single host sync."""
-        pending, self._pending = self._pending, []
-        by_device: dict[torch.device, list] = {}
-        for entry in pending:
-            by_device.setdefault(entry[0].device, []).append(entry)
-        for entries in by_device.values():
-            finite = torch.isfinite(torch.stack([entry[0].float() for entry in entries])).tolist()
-            self.syncs += 1
-            for ok, (_, ref, what, location, details) in zip(finite, entries):
-                if not ok:
-                    self._report(ref(), what, details, location)
-
-    def _report(self, tensor: torch.Tensor | None, what: str, details: dict, location: Location | None) -> None:
+    def _report(
+        self,
+        tensor: torch.Tensor | None,
+        what: str,
+        details: dict,
+        location: Location | None,
+        model_input: bool = False,
+        forward_pass: int | None = None,
+    ) -> None:
+        forward_pass = self._forward_pass if forward_pass is None else forward_pass
+        if not model_input:
+            if self._input_reported_in == forward_pass:
+                return  # the NaN that entered the model, counted there, reaching the loss
+            if self._weights_nonfinite():
+                if self._nonfinite_explained:
+                    return  # a consequence of the update that wrote NaN into the weights
+                what += " (the model's parameters are already non-finite)"
+        if location is None:
+            location = user_location(sys._getframe(2))
+        key = (location.filename, location.lineno)
+        if self._counted.get(key) == forward_pass:
+            return  # one event, counted once
+        self._counted[key] = forward_pass
+        self._nonfinite_explained = True
+        if model_input:
+            self._input_reported_in = forward_pass
         if tensor is None:  # batched check: the tensor was freed before the sync, its sum was not finite
             message = (
                 f"{what} contained NaN or Inf values (freed before the batched check, so not counted); "

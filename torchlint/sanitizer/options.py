@@ -8,6 +8,7 @@ from typing import Any
 
 _ACTIONS = ("warn", "raise", "record")
 _INPLACE_MODES = ("auto", "always", "never")
+_ANOMALY_MODES = ("auto", "full", False)
 
 
 # ---------------------------------------------------------------------------
@@ -17,7 +18,7 @@ _INPLACE_MODES = ("auto", "always", "never")
 class SanitizerOptions:
     """Per-session options; see :func:`sanitize` for their meaning."""
 
-    anomaly: bool = True
+    anomaly: str | bool = "auto"
     check_nan: bool = True
     devices: bool = True
     dtypes: bool = True
@@ -38,6 +39,12 @@ class SanitizerOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.anomaly is True:  # the old boolean spelling: torch's anomaly mode on every step
+            self.anomaly = "full"
+        elif self.anomaly is None:
+            self.anomaly = False
+        if self.anomaly not in _ANOMALY_MODES:
+            raise ValueError(f"sanitize(anomaly={self.anomaly!r}): expected 'auto', 'full' or False")
         if self.action not in _ACTIONS:
             raise ValueError(f"sanitize(action={self.action!r}): expected one of {', '.join(_ACTIONS)}")
         if self.inplace not in _INPLACE_MODES:

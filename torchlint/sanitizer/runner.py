@@ -1,9 +1,10 @@
 """``torchlint run [options] SCRIPT [ARGS...]``: run a script as ``__main__`` under ``sanitize()``.
 
-The script sees ``sys.argv == [SCRIPT, *ARGS]`` and its own directory first on
-``sys.path``, as with ``python SCRIPT ARGS``.  The exit status is the
-script's own: 0, the code of a ``SystemExit``, 1 for an uncaught exception
-(its traceback is printed, then the sanitizer summary).  Usage errors exit 2.
+The script sees ``sys.argv == [SCRIPT, *ARGS]``, its absolute path as ``__file__`` and its
+own directory first on ``sys.path``, as with ``python SCRIPT ARGS``; a folder runs its
+``__main__.py``.  The exit status is the script's own: 0, the code of a ``SystemExit``, 1 for
+an uncaught exception (its traceback is printed, then the sanitizer summary) and for a
+syntax error (Python's own report, before the sanitizer starts).  Usage errors exit 2.
 
 Also runnable as ``python -m torchlint.sanitizer.runner``.
 """
@@ -61,6 +62,53 @@ def _print_script_traceback(exc: BaseException, script: str) -> None:
     traceback.print_exception(type(exc), exc, first or tb)
 
 
+def _unrunnable(script: str) -> str | None:
+    """Why ``python SCRIPT`` could not start, or None. A folder runs through its
+    ``__main__.py``, as with Python."""
+    if os.path.isdir(script):
+        if os.path.isfile(os.path.join(script, "__main__.py")):
+            return None
+        return f"{script} is a directory without a __main__.py; name the script to run"
+    if not os.path.exists(script):
+        return f"no such script: {script}"
+    return None
+
+
+def _compile(target: str):
+    """The script's code, compiled before the sanitizer starts; on a syntax error print Python's
+    own report (file, line, caret, message; no traceback through torchlint) and return None."""
+    path = os.path.join(target, "__main__.py") if os.path.isdir(target) else target
+    try:
+        with open(path, "rb") as handle:
+            return compile(handle.read(), path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:  # ValueError: NUL bytes on Python < 3.12
+        sys.stderr.write("".join(traceback.format_exception_only(type(exc), exc)))
+        return None
+
+
+def _run_as_main(target: str, code) -> None:
+    """Run a script file as ``python SCRIPT`` does: a fresh ``__main__`` module whose
+    ``__file__`` is the absolute path, with ``sys.argv[0]`` left as the user typed it
+    (``runpy.run_path`` would replace it). A folder runs its ``__main__.py`` through runpy."""
+    if os.path.isdir(target):
+        runpy.run_path(target, run_name="__main__")
+        return
+    import builtins
+    import importlib.machinery
+    import types
+
+    module = types.ModuleType("__main__")
+    module.__file__ = target
+    module.__loader__ = importlib.machinery.SourceFileLoader("__main__", target)
+    module.__builtins__ = builtins
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = module  # pickle (DataLoader workers, multiprocessing) finds the script's classes
+    try:
+        exec(code, module.__dict__)
+    finally:
+        sys.modules["__main__"] = saved
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     try:
@@ -70,9 +118,16 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return _exit_code(exc.code)
     script = options.script
-    if not os.path.isfile(script):
-        print(f"torchlint run: error: no such script: {script}", file=sys.stderr)
+    problem = _unrunnable(script)
+    if problem:
+        print(f"torchlint run: error: {problem}", file=sys.stderr)
         return 2
+    # As `python SCRIPT` does since 3.9: the script runs under its absolute path, so its
+    # `__file__`, tracebacks and the sanitizer's locations read as they would under Python.
+    target = os.path.abspath(script)
+    code = _compile(target)
+    if code is None:
+        return 1
 
     try:
         from .core import sanitize
@@ -88,18 +143,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [script, *options.args]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    sys.path.insert(0, target if os.path.isdir(target) else os.path.dirname(target))
     status = 0
     try:
         with session:
             try:
-                runpy.run_path(script, run_name="__main__")
+                _run_as_main(target, code)
             except SystemExit as exc:
                 status = _exit_code(exc.code)
             except KeyboardInterrupt:
                 status = 130
             except Exception as exc:
-                _print_script_traceback(exc, script)
+                _print_script_traceback(exc, target)
                 status = 1
     except Exception:  # a finding raised at session exit with --raise
         traceback.print_exc()

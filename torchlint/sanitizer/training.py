@@ -30,13 +30,14 @@ TS112  optimizer-not-stepped   ``stall_backwards`` backward passes fill an
 from __future__ import annotations
 
 import gc
-from typing import Any
 
 import torch
 
-from .core import Check
+from .check import Check
 from .findings import CHECK_NAMES, Location
-from .locations import user_frame
+from .hooks import closure_of
+from .locations import frame_locals, name_in_frame, user_frame
+from .tensors import iter_tensors
 from .training_eval import EvalGraphTracker
 from .training_norms import GradNormMonitor
 from .training_params import (
@@ -44,7 +45,6 @@ from .training_params import (
     ParamState,
     RootModel,
     guess_module_path,
-    guess_variable_name,
     parameter_names_in_frame,
 )
 
@@ -55,6 +55,10 @@ _MAX_NAMES = 6
 ACCUMULATION_FACTOR = 5
 #: How often one session may scan the heap for optimizers that never stepped.
 _MAX_DISCOVERIES = 3
+#: Backward lines whose frame is searched for optimizer names.
+_MAX_NAMING_FRAMES = 8
+#: TS112 at exit: backward passes that filled an optimizer's gradients while it never stepped.
+_MIN_BACKWARDS_AT_EXIT = 2
 
 
 def _listing(names: list[str]) -> str:
@@ -70,15 +74,10 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'es' if word.endswith('s') else 's'}"
 
 
-def _closure_of(args: tuple, kwargs: dict) -> tuple[Any, str | int | None]:
-    """The closure passed to ``optimizer.step`` and where it sits in the call
-    (``args`` include the optimizer itself at index 0)."""
-    if len(args) > 1 and callable(args[1]):
-        return args[1], 1
-    closure = kwargs.get("closure")
-    if callable(closure):
-        return closure, "closure"
-    return None, None
+def _any_nonfinite(tensors: list[torch.Tensor]) -> bool:
+    """Whether any tensor holds NaN/Inf (one reduction each, one sync; asked on the NaN path only)."""
+    sums = [t.detach().sum(dtype=torch.float32) for t in tensors if t.is_floating_point() and t.numel()]
+    return bool(sums) and not bool(torch.stack(sums).isfinite().all())
 
 
 def _grad_scaler_in_use() -> bool:
@@ -105,6 +104,7 @@ class OptimizerState:
         self.closure_step = False
         self.watching_values = False  # TS106 confirmation hooks installed
         self.stall_reported = False
+        self.wrote_nonfinite = False  # a step with non-finite gradients was reported (TS111)
         self.max_period = 0  # most backward passes seen between two steps
         self.param_ids: frozenset[int] = frozenset()
         self.norms: GradNormMonitor | None = None
@@ -153,11 +153,15 @@ class TrainingChecks(Check):
         self._discoveries = 0
         self._orphans: set[int] = set()  # params no optimizer holds (checked by a scan)
         self._backward_location: Location | None = None
+        self._named_at: set[Location] = set()  # backward lines whose frame was searched for optimizers
 
     def finish(self) -> None:
         self.eval_graphs.flush()
+        if self.session.failed:
+            return  # a crashed run stopped half-way: what it did not do yet is no finding
         if not self._unoptimized_checked and any(o.steps for o in self.optimizers.values()):
             self._check_unoptimized()
+        self._check_never_stepped()
 
     def uninstall(self) -> None:
         for opt in self.optimizers.values():
@@ -174,6 +178,20 @@ class TrainingChecks(Check):
         # engine's device threads, whose stacks hold no user frame: remember
         # the user's backward line for findings raised from those hooks.
         self._backward_location = event.location
+        if event.location not in self._named_at and len(self._named_at) < _MAX_NAMING_FRAMES:
+            # Meet the optimizers the code around this backward holds, by their
+            # names there: one that never steps is never seen by a step hook.
+            self._named_at.add(event.location)
+            frame = user_frame()
+            scope = dict(frame_locals(frame)) if frame is not None else {}
+            owner = scope.pop("self", None)
+            if owner is not None:
+                scope.update({f"self.{k}": v for k, v in getattr(owner, "__dict__", {}).items()})
+            for name, value in scope.items():
+                if isinstance(value, torch.optim.Optimizer) and id(value) not in self.optimizers:
+                    # Known from now on, also if it never steps and is gone by the session's end.
+                    opt = self.optimizers[id(value)] = OptimizerState(value, name)
+                    self._index_owner(opt, opt.params())
 
     # -- root models -------------------------------------------------------------
     def on_root_post(self, module, args, kwargs, output) -> None:
@@ -184,6 +202,9 @@ class TrainingChecks(Check):
             return
         eval_mode = not module.training
         root.last_grad_forward_eval = eval_mode
+        # Backward passes through an evaluation forward (eval mode, or inputs that
+        # require grad: adversarial attacks, saliency maps) are not training steps.
+        root.evaluating = eval_mode or any(t.requires_grad and t.is_leaf for _, t in iter_tensors(args))
         if eval_mode:
             self.eval_graphs.flush()
             self.eval_graphs.watch(root.name, output, self.session.user_location())
@@ -215,7 +236,7 @@ class TrainingChecks(Check):
     def _optimizer_state(self, optimizer) -> OptimizerState:
         state = self.optimizers.get(id(optimizer))
         if state is None or state.optimizer is not optimizer:
-            label = guess_variable_name(optimizer, user_frame()) or type(optimizer).__name__
+            label = name_in_frame(optimizer, user_frame()) or type(optimizer).__name__
             state = self.optimizers[id(optimizer)] = OptimizerState(optimizer, label)
         return state
 
@@ -268,7 +289,7 @@ class TrainingChecks(Check):
         params = opt.params()
         states = opt.step_states = self._param_states(opt, params)
         self._check_eval_mode(opt, states)
-        opt.closure_step = _closure_of(args, kwargs)[0] is not None
+        opt.closure_step = closure_of(args, kwargs)[0] is not None
         if not opt.closure_step:
             self._check_gradients(opt, states)
         if opt.closure_step and opt.closure_handle is None:
@@ -280,7 +301,7 @@ class TrainingChecks(Check):
         """A closure recomputes the gradients (LBFGS may call it many times per
         step): they are judged after the step, and every call counts as a fresh
         accumulation round, so that a closure that forgets zero_grad() shows."""
-        closure, where = _closure_of(args, kwargs)
+        closure, where = closure_of(args, kwargs)
         opt = self.optimizers.get(id(optimizer))
         if closure is None or opt is None:
             return None
@@ -338,15 +359,19 @@ class TrainingChecks(Check):
             return
         names = [s.name for s in with_grad]
         step = f"{opt.label}.step()"
+        if (result.nan or result.inf) and opt.wrote_nonfinite and _any_nonfinite([s.param for s in with_grad]):
+            return  # the weights are NaN since the update TS111 reported: a consequence, not a new event
         if result.nan or result.inf:
+            opt.wrote_nonfinite = True
             bad = [names[i] for i in result.nan] + [names[i] for i in result.inf if i not in result.nan]
             kinds = " and ".join(k for k, idx in (("NaN", result.nan), ("Inf", result.inf)) if idx)
             self.emit(
                 "TS111",
                 f"{step} got {kinds} gradients in {_plural(len(bad), 'parameter')}: {_listing(bad)}. "
-                f"The update would write {kinds} into the weights. Find where they start with "
-                f"sanitize(anomaly=True) (TS101) or the non-finite input check (TS104); check the loss "
-                f"for log(0), division by zero or a too-high learning rate.",
+                f"The update would write {kinds} into the weights. TS101 (anomaly mode) pins the op whose "
+                f"backward makes them when they come back, sanitize(anomaly='full') on their first "
+                f"occurrence; TS104 reports non-finite inputs. Check for log(0), division by zero or a "
+                f"too-high learning rate.",
                 {"optimizer": opt.label, "nan": [names[i] for i in result.nan], "inf": [names[i] for i in result.inf]},
             )
         else:
@@ -403,21 +428,33 @@ class TrainingChecks(Check):
         )
 
     # -- TS107 / TS108 -----------------------------------------------------------------
-    def _check_unoptimized(self) -> None:
-        self._unoptimized_checked = True
-        firsts = [o.first_location for o in self.optimizers.values() if o.first_location is not None]
-        location = firsts[0] if firsts else None
-        held = set(self.owners)
+    def _unheld_parameters(self) -> dict:
+        """Per root model, the parameters that got gradients but no known optimizer holds."""
+        found = {}
         for root in self.registry.roots.values():
             missing = []
             for name, p in root.module.named_parameters():
-                if id(p) in held:
+                if id(p) in self.owners:
                     continue
                 # Frozen parameters never get a .grad; one frozen just now (a GAN
                 # freezes D while G trains) may have one and still count.
                 state = self.registry.params.get(id(p))
                 if (state is not None and state.touched) or p.grad is not None:
                     missing.append(root.qualify(name))
+            if missing:
+                found[id(root)] = (root, missing)
+        return found
+
+    def _check_unoptimized(self) -> None:
+        self._unoptimized_checked = True
+        firsts = [o.first_location for o in self.optimizers.values() if o.first_location is not None]
+        location = firsts[0] if firsts else None
+        unheld = self._unheld_parameters()
+        if unheld and self._discover_optimizers():
+            # An optimizer that has not stepped yet (a discriminator stepping every
+            # 4th iteration) holds them: they are not orphans.
+            unheld = self._unheld_parameters()
+        for root, missing in unheld.values():
             if missing:
                 labels = ", ".join(o.label for o in self.optimizers.values())
                 self.emit(
@@ -503,6 +540,22 @@ class TrainingChecks(Check):
             opt.stall_reported = True
             self._report_stall(opt, n, discarded=state.discards > 0)
 
+    def _check_never_stepped(self) -> None:
+        """At exit: optimizers whose parameters backward passes filled during the whole
+        block, and that never stepped once (also in runs shorter than ``stall_backwards``)."""
+        waiting = [s for s in self.registry.params.values() if s.backwards_since_step >= _MIN_BACKWARDS_AT_EXIT]
+        if not waiting:
+            return
+        if any(not self.owners.get(id(s.param)) for s in waiting):
+            self._discover_optimizers()
+        reported = set()
+        for state in waiting:
+            for opt in self.owners.get(id(state.param), ()):
+                if opt.steps == 0 and not opt.stall_reported and id(opt) not in reported:
+                    reported.add(id(opt))
+                    opt.stall_reported = True
+                    self._report_stall(opt, state.backwards_since_step, state.discards > 0, at_exit=True)
+
     def _discover_optimizers(self) -> bool:
         """Find optimizers that never stepped (so no hook saw them): one heap scan."""
         if self._discoveries >= _MAX_DISCOVERIES:
@@ -519,28 +572,26 @@ class TrainingChecks(Check):
                 found = True
         return found
 
-    def _report_stall(self, opt: OptimizerState, n: int, discarded: bool) -> None:
+    def _report_stall(self, opt: OptimizerState, n: int, discarded: bool, at_exit: bool = False) -> None:
         if opt.steps == 0:
             # Found by the heap scan: name it as the code around this backward does.
-            opt.label = guess_variable_name(opt.optimizer, user_frame()) or opt.label
+            opt.label = name_in_frame(opt.optimizer, user_frame()) or opt.label
         grads = [p.grad for p in opt.params() if p.grad is not None and not p.grad.is_sparse]
         nonfinite = bool(grads) and not bool(torch.stack([torch.isfinite(g).all() for g in grads]).all())
         step = f"{opt.label}.step()"
         since = "never ran" if opt.steps == 0 else "did not run in between"
+        if at_exit:
+            since += " during the whole sanitize() block"
         what = f"{_plural(n, 'backward pass')} filled the gradients of {opt.label}'s parameters, but {step} {since}"
         if discarded:
             what += " (the gradients were cleared without being used)"
-        scaled = nonfinite and _grad_scaler_in_use()
-        if nonfinite and scaled:
-            why = (
-                f"Its gradients contain Inf/NaN, and a GradScaler skips {step} whenever they do, "
-                "so the model is never updated. Find the source of the non-finite values "
-                "(sanitize(anomaly=True), TS104), or lower the initial loss scale."
-            )
-        elif nonfinite:
+        if nonfinite and _grad_scaler_in_use():
+            return  # a GradScaler skipping every step: TS113 (loss-scale-collapse) reports that
+        scaled = False
+        if nonfinite:
             why = (
                 "Its gradients also contain Inf/NaN. Check the condition around the step, and find the "
-                "source of the non-finite values (sanitize(anomaly=True), TS104)."
+                "source of the non-finite values (TS101, TS104)."
             )
         else:
             why = (
@@ -556,9 +607,7 @@ class TrainingChecks(Check):
                 "steps": opt.steps,
                 "nonfinite_grads": nonfinite,
                 "grad_scaler": scaled,
+                "at_exit": at_exit,
             },
             self._backward_location,
         )
-
-
-CHECKS = [TrainingChecks]

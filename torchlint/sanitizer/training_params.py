@@ -27,7 +27,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from .locations import user_frame
+from .locations import frame_locals, name_in_frame, user_frame
 
 # Layers whose behaviour differs between train() and eval().  InstanceNorm
 # only when it keeps running statistics.
@@ -49,37 +49,15 @@ def mode_dependent_layers(model: nn.Module) -> list[str]:
     return names
 
 
-def guess_variable_name(obj: object, frame) -> str | None:
-    """The name the user's code uses for ``obj``: a local or global variable
-    of the calling frame, or an attribute of its ``self`` (``self.model``)."""
-    if frame is None:
-        return None
-    for name, value in frame.f_locals.items():
-        if value is obj:
-            return name
-    owner = frame.f_locals.get("self")
-    if owner is not None:
-        for name, value in getattr(owner, "__dict__", {}).items():
-            if value is obj:
-                return f"self.{name}"
-        # nn.Module keeps its children in _modules, not __dict__.
-        for name, value in getattr(owner, "_modules", {}).items():
-            if value is obj:
-                return f"self.{name}"
-    for name, value in frame.f_globals.items():
-        if value is obj:
-            return name
-    return None
-
-
 def guess_module_path(module: nn.Module, frame, max_frames: int = 8) -> str | None:
     """``model.encoder`` for a submodule called directly by user code: a
     variable of a user frame (or an attribute of its ``self``) whose module
     tree contains ``module``."""
     depth = 0
     while frame is not None and depth < max_frames:
-        candidates = list(frame.f_locals.items())
-        owner = frame.f_locals.get("self")
+        local_names = frame_locals(frame)
+        candidates = list(local_names.items())
+        owner = local_names.get("self")
         if isinstance(owner, nn.Module):
             candidates.append(("self", owner))
         for name, value in candidates:
@@ -99,8 +77,9 @@ def parameter_names_in_frame(frame) -> dict[int, str]:
     names: dict[int, str] = {}
     if frame is None:
         return names
-    candidates = list(frame.f_locals.items())
-    owner = frame.f_locals.get("self")
+    local_names = frame_locals(frame)
+    candidates = list(local_names.items())
+    owner = local_names.get("self")
     if isinstance(owner, nn.Module):
         candidates.append(("self", owner))
     for var, value in candidates:
@@ -113,7 +92,7 @@ def parameter_names_in_frame(frame) -> dict[int, str]:
 class RootModel:
     """A model called from user code (not from inside another module)."""
 
-    __slots__ = ("module", "name", "mode_layers", "last_grad_forward_eval", "__weakref__")
+    __slots__ = ("module", "name", "mode_layers", "last_grad_forward_eval", "evaluating", "__weakref__")
 
     def __init__(self, module: nn.Module, name: str):
         self.module = module
@@ -121,6 +100,9 @@ class RootModel:
         self.mode_layers = mode_dependent_layers(module)
         #: Whether the latest forward pass with autograd on ran in eval mode.
         self.last_grad_forward_eval = False
+        #: Whether that forward pass evaluated the model (eval mode, or inputs that
+        #: require grad): its backward passes are not training steps (TS112).
+        self.evaluating = False
 
     def qualify(self, name: str) -> str:
         # torch.compile wraps the model: show the user's own attribute path.
@@ -205,7 +187,7 @@ class ParamRegistry:
         if root is not None:
             return root
         if name is None:
-            name = guess_variable_name(module, user_frame()) or type(module).__name__
+            name = name_in_frame(module, user_frame()) or type(module).__name__
         root = self.roots[id(module)] = RootModel(module, name)
         for pname, param in module.named_parameters():
             self.root_of.setdefault(id(param), root)
@@ -237,6 +219,7 @@ class ParamRegistry:
         stall = self._stall
         on_stall = self._on_stall
         is_current = self._is_current
+        root_of = self.root_of
 
         def after_accumulate(param: torch.Tensor) -> None:
             grad = param.grad
@@ -256,6 +239,9 @@ class ParamRegistry:
             state.grad_version = grad._version
             state.step_since_grad = False
             state.touched = True
+            root = root_of.get(id(param))
+            if root is not None and root.evaluating:
+                return  # an evaluation's backward (FGSM, saliency): no optimizer is expected to step
             n = state.backwards_since_step = state.backwards_since_step + 1
             if n % stall == 0:
                 on_stall(state)

@@ -7,6 +7,7 @@ before one optimizer step applies them. What TL009 (and TL001's accumulation win
   (``(i + 1) % accum == 0``, ``accum_count >= accum_steps``, a flag assigned from one)?
 * ``accumulated_backwards(unit, i)``: backward passes whose gradients pile up over several
   iterations before the step ``unit.events[i]``, each with its ``Accumulation`` evidence;
+  ``accumulation_gate(events, i)``: the test that decides whether ``events[i]`` runs;
   ``accumulating_opaque_steps()`` for ``loss_scaler(loss, opt, update_grad=...)``;
   ``is_micro_step_loop(loop)``: a loop over the micro-batches of one update.
 """
@@ -171,6 +172,15 @@ class GradientAccumulation:
             ):
                 found.append((event, Accumulation("micro_loop", micro, None)))
         return found
+
+    def accumulation_gate(self, events, index: int) -> tuple:
+        """``(test, exit index)``: the accumulation test that decides whether ``events[index]`` runs,
+        as a condition around it (exit index None) or on an earlier ``continue``/``return`` at its level."""
+        step = events[index]
+        for test, _ in step.guards:
+            if self.is_accumulation_test(test):
+                return test, None
+        return self._accumulation_exit(events, index)
 
     def _accumulation_exit(self, events, index: int, anywhere: bool = False) -> tuple:
         """The first ``continue``/``return`` under an accumulation test before ``events[index]``

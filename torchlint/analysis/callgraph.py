@@ -137,3 +137,20 @@ def _default(args: ast.arguments, param: ast.arg) -> ast.AST | None:
     if param in args.kwonlyargs:
         return args.kw_defaults[args.kwonlyargs.index(param)]
     return None
+
+
+def resolve_callee(ctx: FileContext, call: ast.Call) -> tuple[FileContext, FunctionNode] | None:
+    """The function ``call`` runs, with the parsed file that defines it. The one place that decides
+    where a callee may come from: today a function of this file (``resolve_local_call``); the
+    project phase widens it to the project's other files."""
+    node = resolve_local_call(ctx, call)
+    return (ctx, node) if node is not None else None
+
+
+def resolve_class(ctx: FileContext, expr: ast.AST) -> tuple[FileContext, ast.ClassDef] | None:
+    """The class a name stands for (``Net`` of ``Net(...)``), with the parsed file that defines it:
+    today a class of this file not shadowed by an import; the project phase widens it, as for
+    ``resolve_callee``."""
+    if isinstance(expr, ast.Name) and expr.id in ctx.classes and ctx.qualname(expr) is None:
+        return ctx, ctx.classes[expr.id]
+    return None

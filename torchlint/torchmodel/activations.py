@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import call_graph
+from torchlint.analysis.callgraph import call_graph, resolve_callee, resolve_class
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.nodes import argument, last_name, method_call, returns_of
 from torchlint.torchmodel import vocabulary as torch_names
@@ -138,9 +138,11 @@ class ActivationTracker:
                 if isinstance(last, ast.Call):
                     return self._constructed_output(last, depth + 1)
                 return self.module_output(last, depth + 1)
-            return None
-        if isinstance(call.func, ast.Name) and call.func.id in module_classes(self.ctx):
-            return self.class_output(call.func.id, depth + 1)
+            if qual.startswith("torch."):
+                return None
+        found = resolve_class(self.ctx, call.func)
+        if found is not None and found[1].name in module_classes(found[0]):
+            return activations(found[0]).class_output(found[1].name, depth + 1)
         return None
 
     def class_output(self, class_name: str, depth: int = 0) -> tuple[str, ast.AST] | None:
@@ -200,7 +202,7 @@ class ActivationTracker:
             for activation in ACTIVATIONS.values():
                 if qual in activation.functions:
                     return activation.kind, origin
-            return None
+            return self._function_output(origin, depth)
         found = method_call(origin)
         if found is not None:
             for activation in ACTIVATIONS.values():
@@ -214,7 +216,23 @@ class ActivationTracker:
         output = self.module_output(origin.func, depth + 1)
         if output is not None:
             return output  # the activation inside the module: where the user should look
-        return None
+        return self._function_output(origin, depth)
+
+    def _function_output(self, call: ast.Call, depth: int) -> tuple[str, ast.AST] | None:
+        """What a function of the project that ``call`` runs returns, when every ``return`` gives
+        the same activation's output (``def predict(x): return F.softmax(net(x), 1)``); asked in the
+        function's own file."""
+        callee = resolve_callee(self.ctx, call)
+        if callee is None or depth > self.MAX_DEPTH:
+            return None
+        return activations(callee[0]).returns_output(callee[1], depth + 1)
+
+    def returns_output(self, function: ast.AST, depth: int = 0) -> tuple[str, ast.AST] | None:
+        """The activation everything a function of this file returns goes through, if one does."""
+        returns = returns_of(function)
+        if not returns or any(r.value is None for r in returns) or depth > self.MAX_DEPTH:
+            return None
+        return _all_same([self.activation_of(r.value, depth + 1) for r in returns])
 
     def _called_self(self, call: ast.Call) -> str | None:
         """The module class name when ``call`` is ``self(...)`` in one of its methods."""

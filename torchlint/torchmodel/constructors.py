@@ -15,6 +15,7 @@ import ast
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.callgraph import resolve_class
 from torchlint.analysis.imports import dotted_name
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.modules import module_classes
@@ -49,8 +50,9 @@ def _constructor_role(ctx: FileContext, call: ast.Call) -> Role | None:
         if role is not None:
             return role
     func = call.func
-    if isinstance(func, ast.Name) and func.id in ctx.classes and qual is None:
-        return class_role(ctx, ctx.classes[func.id])
+    found = resolve_class(ctx, func)
+    if found is not None:
+        return class_role(*found)
     if isinstance(func, ast.Attribute) and func.attr == "from_pretrained":
         base = dotted_name(func.value) or ""
         if base.rsplit(".", 1)[-1].startswith("Auto") and "Tokenizer" not in base and "Config" not in base:

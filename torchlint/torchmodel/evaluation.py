@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import call_graph
+from torchlint.analysis.callgraph import call_graph, resolve_callee
 from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name, position
@@ -328,13 +328,13 @@ class EvaluationAnalysis:
 
     @cached_property
     def _foreign_eval_helpers(self) -> dict:
-        """Function -> calls of helpers defined in other files whose name says they switch a model
-        to eval mode (`utils.set_eval(model)`, `switch_to_eval(net)`), given a model argument."""
+        """Function -> calls of helpers the linter cannot read (a library's) whose name says they switch
+        a model to eval mode (`utils.set_eval(model)`, `switch_to_eval(net)`), given a model argument.
+        A helper the project defines is read instead (its effects are events of the walk)."""
         found: dict = {}
-        graph = call_graph(self.ctx)
         for call in self.ctx.calls:
             name = last_name(call.func)
-            if not name or not _EVAL_HELPER.search(name) or graph.callee(call) is not None:
+            if not name or not _EVAL_HELPER.search(name) or resolve_callee(self.ctx, call) is not None:
                 continue
             if any(self.roles.role_of(arg) == Role.MODEL for arg in call.args if symbol(arg)):
                 found.setdefault(self.ctx.enclosing_function(call), []).append(call)

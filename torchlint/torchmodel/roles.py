@@ -27,7 +27,7 @@ import re
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import local_base, parameter_arguments, resolve_local_call
+from torchlint.analysis.callgraph import local_base, parameter_arguments, resolve_callee
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument, last_name, returns_of, walk_function_body, walk_no_scopes
@@ -109,6 +109,11 @@ class ObjectRoles:
                 for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                     _pair(target, node.value, found)
         return found
+
+    def returned_role(self, function: ast.AST, index: int | None = None) -> Role | None:
+        """The role of what a function of this file returns (element ``index`` of a returned tuple),
+        when every ``return`` agrees: ``def build(): return Net()`` returns a model."""
+        return self.ctx.shared(("returned-role", function, index), lambda: _RoleFlow(self).returned(function, index, 0))
 
     @cached_property
     def used_as(self) -> dict[str, Role]:
@@ -224,8 +229,7 @@ class _RoleFlow:
                 return self.value(func.value, depth + 1)
             if is_prepare_call(expr) and len(expr.args) == 1:
                 return self.value(expr.args[0], depth + 1)
-            callee = resolve_local_call(ctx, expr)
-            return self.returned(callee, None, depth + 1) if callee is not None else None
+            return self.call_returns(expr, None, depth + 1)
         if isinstance(expr, ast.IfExp):
             return self.combine(self.value(side, depth + 1) for side in (expr.body, expr.orelse))
         role = None
@@ -262,8 +266,7 @@ class _RoleFlow:
             source = binding.source
             if is_prepare_call(source):
                 return self.value(source.args[binding.index], depth) if binding.index < len(source.args) else None
-            callee = resolve_local_call(self.ctx, source)
-            return self.returned(callee, binding.index, depth) if callee is not None else None
+            return self.call_returns(source, binding.index, depth)
         if kind == "param":
             function = self.ctx.parent(self.ctx.parent(binding.stmt))
             return self.parameter(function, binding.stmt, depth)
@@ -284,6 +287,17 @@ class _RoleFlow:
         if not roles or any(role is None for role in roles) or len(set(roles)) != 1:
             return None
         return roles[0]
+
+    def call_returns(self, call: ast.Call, index: int | None, depth: int) -> Role | None:
+        """The role of what the function ``call`` runs returns (element ``index`` of a tuple): a
+        function of this file followed here, one of another file asked in its own file."""
+        callee = resolve_callee(self.ctx, call)
+        if callee is None:
+            return None
+        callee_ctx, function = callee
+        if callee_ctx is self.ctx:
+            return self.returned(function, index, depth)
+        return object_roles(callee_ctx).returned_role(function, index)
 
     def returned(self, function: ast.AST, index: int | None, depth: int) -> Role | None:
         """The role of what ``function`` returns (element ``index`` of a returned tuple), when every

@@ -6,8 +6,10 @@ around it inside the block (``guards``), the inner loops (``loops``), the ``with
 (``withs``), and the call sites followed to reach it (``via``). Calls into functions, methods
 and closures of this file are followed -- including defs nested in loop bodies, and
 ``optimizer.step(closure)``, whose closure runs inside the step -- ``MAX_INLINE_DEPTH`` deep and
-``MAX_INLINED_CALLS`` in all per walk; a call that is not followed and hands a loss and an
-optimizer to something is an opaque step. Definitions are not walked where they are written.
+``MAX_INLINED_CALLS`` in all per walk. A call of a function of another file of the project is not
+walked into: the callee's ``effects`` (worked out once, in its own file) become events at the call
+site. A call that is not followed and hands a loss and an optimizer to something is an opaque
+step. Definitions are not walked where they are written.
 
 What is shared per file lives on ``EventWalker`` (the calls of each statement, and what each
 call means); what belongs to one walk (the inlining budget) lives on a ``_Walk``.
@@ -19,9 +21,10 @@ import ast
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import resolve_local_call
+from torchlint.analysis.callgraph import resolve_callee, resolve_local_call
 from torchlint.analysis.nodes import walk_no_scopes
 from torchlint.torchmodel.calls import call_events, clears_with
+from torchlint.torchmodel.effects import Effect, effects_of, events_at_call
 from torchlint.torchmodel.events import Event, EventKind
 
 if TYPE_CHECKING:
@@ -54,10 +57,24 @@ class EventWalker:
     def function_events(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Event]:
         return self.events(func.body)
 
+    def effects(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[Effect, ...]:
+        """What a call of ``func`` (a function of this file) does to what it is handed (``effects``),
+        shared per function. A function asked for while its own effects are being worked out
+        (recursion across files) has none so far."""
+        active = self.ctx.shared("effects-in-progress", set)
+        if func in active:
+            return ()
+        active.add(func)
+        try:
+            return self.ctx.shared(("effects", func), lambda: effects_of(self.ctx, func, self.function_events(func)))
+        finally:
+            active.discard(func)
+
     def call_plan(self, node: ast.AST) -> list:
         """The calls of one statement or expression in execution order, each with what it means for
-        the events: ``(call, classified event, local function it runs, opaque step)``. Shared: loops
-        nest and helpers are inlined, so the same statement is walked many times."""
+        the events: ``(call, classified event, local function it runs, opaque step, events of a
+        function of another file)``. Shared: loops nest and helpers are inlined, so the same
+        statement is walked many times."""
         return self.ctx.shared(("call-plan", node), lambda: self._plan(node))
 
     def _plan(self, node: ast.AST) -> list:
@@ -68,10 +85,20 @@ class EventWalker:
         for call in calls:
             event = self.calls.classify(call)
             target = resolve_local_call(self.ctx, call) if event is None else None
-            opaque = self.calls.opaque_step(call) if event is None and target is None else None
-            if event is not None or target is not None or opaque is not None:
-                plan.append((call, event, target, opaque))
+            elsewhere = self._effects_elsewhere(call) if event is None and target is None else None
+            opaque = self.calls.opaque_step(call) if event is None and target is None and not elsewhere else None
+            if event is not None or target is not None or opaque is not None or elsewhere:
+                plan.append((call, event, target, opaque, elsewhere))
         return plan
+
+    def _effects_elsewhere(self, call: ast.Call) -> list[Event] | None:
+        """The events a call of a function of another file stands for, read from that function's
+        effects (its body is walked in its own file, once); None when the call runs no such function."""
+        callee = resolve_callee(self.ctx, call)
+        if callee is None or callee[0] is self.ctx:
+            return None
+        callee_ctx, function = callee
+        return events_at_call(call, function, event_walker(callee_ctx).effects(function))
 
     def _calls_in(self, node: ast.AST) -> list:
         """The calls of a simple statement, or of one expression hanging off a statement (an
@@ -181,7 +208,10 @@ class _Walk:
 
     def expression(self, node, guards, loops, via, withs, stack) -> None:
         walker = self.walker
-        for call, event, target, opaque in walker.call_plan(node):
+        for call, event, target, opaque, elsewhere in walker.call_plan(node):
+            if elsewhere:
+                self.out.extend(e.placed(guards, loops, via, withs) for e in elsewhere)
+                continue
             if event is not None:
                 if event.kind is EventKind.STEP:
                     # `optimizer.step(closure)` (LBFGS) runs the closure -- its zero_grad and

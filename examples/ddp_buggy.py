@@ -1,6 +1,6 @@
 """A DistributedDataParallel fine-tuning script, launched with torchrun, where
-every rank reads the same data, the loss is given probabilities and fp16
-gradients underflow.
+every rank reads the same data, the loss is given probabilities, fp16
+gradients underflow and resumed optimizer state stays on the CPU.
 
 Each buggy line ends with an ``# expect: CODE`` comment naming the torchlint rule
 that reports it; ``tests/test_examples.py`` checks that exactly these are found.
@@ -26,6 +26,8 @@ train_loader = DataLoader(  # expect: TL019, TL021
 
 model = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 10), nn.Softmax(dim=1))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+if os.path.exists("resume.pt"):
+    optimizer.load_state_dict(torch.load("resume.pt", map_location="cpu")["optimizer"])
 model.cuda(local_rank)  # expect: TL017
 model = DDP(model, device_ids=[local_rank])
 criterion = nn.CrossEntropyLoss()

@@ -249,3 +249,21 @@ def test_fixing_bypasses_the_cache_and_the_next_lint_sees_the_fixed_file(tmp_pat
     assert linted == ["v.py", "v.py"]  # the fixed content is a miss
     json_run = lint("v.py", "--format", "json", "--select", "TL008")
     assert json.loads(json_run.out) == []
+
+
+def test_the_fingerprint_follows_the_linters_own_files(tmp_path, monkeypatch):
+    """An edited checkout (a rule, a fixer in a subfolder) never reuses stale results."""
+    import torchlint
+
+    package = pathlib.Path(torchlint.__file__).parent
+    before = cache_mod.linter_fingerprint()
+    fixer = next((package / "rules").rglob("*/*.py"), None) or next((package / "rules").glob("*.py"))
+    info = fixer.stat()
+    cache_mod.linter_fingerprint.cache_clear()
+    try:
+        os.utime(fixer, ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000))
+        assert cache_mod.linter_fingerprint() != before
+    finally:
+        os.utime(fixer, ns=(info.st_atime_ns, info.st_mtime_ns))
+        cache_mod.linter_fingerprint.cache_clear()
+    assert cache_mod.linter_fingerprint() == before

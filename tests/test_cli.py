@@ -239,11 +239,13 @@ def test_rules_prints_a_table_of_every_rule():
         assert rows[code][1:] == [rule.name, rule.severity, rule.summary]
 
 
-def test_explain_prints_the_full_docs_by_code_or_name():
+def test_explain_prints_the_full_docs_by_code_or_name_and_links_the_page():
     docs = all_rules()["TL016"].docs()
-    assert run_cli(["explain", "TL016"]).out == docs
-    assert run_cli(["explain", "tl016"]).out == docs
-    assert run_cli(["explain", "backward-under-no-grad"]).out == docs
+    link = "https://github.com/torchlint/torchlint/blob/main/docs/rules/TL016-backward-under-no-grad.md"
+    expected = f"{docs}\nOnline: {link}\n"
+    assert run_cli(["explain", "TL016"]).out == expected
+    assert run_cli(["explain", "tl016"]).out == expected
+    assert run_cli(["explain", "backward-under-no-grad"]).out == expected
     assert "## Use instead" in docs
 
 

@@ -19,7 +19,7 @@ VIEW = textwrap.dedent(
     import torch
     def flatten(feat):
         n, c, h, w = feat.shape
-        return feat.permute(0, 2, 3, 1).view(n, h * w, c)
+        return feat.permute(0, 2, 3, 1).view(n, h, w * c)
     """
 )
 VIEW_FIXED = VIEW.replace(".view(n,", ".reshape(n,")
@@ -86,8 +86,8 @@ def test_diff_prints_what_fix_would_change_and_writes_nothing(tmp_path):
     assert run.code == 1
     assert (tmp_path / "a.py").read_text() == VIEW
     assert run.out.splitlines()[:2] == ["--- a/a.py", "+++ b/a.py"]
-    assert "-    return feat.permute(0, 2, 3, 1).view(n, h * w, c)" in run.out
-    assert "+    return feat.permute(0, 2, 3, 1).reshape(n, h * w, c)" in run.out
+    assert "-    return feat.permute(0, 2, 3, 1).view(n, h, w * c)" in run.out
+    assert "+    return feat.permute(0, 2, 3, 1).reshape(n, h, w * c)" in run.out
     assert run.err == "Would fix 1 finding in 1 file.\n"
     write(tmp_path / "a.py", VIEW_FIXED)
     clean = run_cli(["a.py", "--diff"])

@@ -3,20 +3,14 @@
 import json
 import os
 import shutil
-import subprocess
 
 import pytest
 from cli_helpers import BUGGY, run_cli, write
+from tool_helpers import git
 
 from torchlint.engine import config
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-
-
-def git(cwd, *args):
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t"}
-    env.update(GIT_COMMITTER_EMAIL="t@e", GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
-    subprocess.run(["git", "-c", "init.defaultBranch=main", *args], cwd=cwd, env=env, check=True, capture_output=True)
 
 
 @pytest.fixture(autouse=True)

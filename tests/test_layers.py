@@ -108,6 +108,10 @@ def _imported_modules(module: str) -> set[str]:
     found = set()
     for target, names, _ in _imports(module, MODULES[module], typing_only=False):
         for imported in [f"{target}.{n}" if _is_module(f"{target}.{n}") else target for n in names] or [target]:
+            # The root package (`from torchlint import __version__`) is no cycle: Python imports a
+            # package before any module in it, whatever the module imports.
+            if imported == "torchlint":
+                continue
             if _is_module(imported) and imported != module and (module, imported) not in DISCOVERY:
                 found.add(imported)
     return found

@@ -203,3 +203,13 @@ def test_a_notebook_on_standard_input(tmp_path):
     text = notebook_json("import torch", TRAIN_CELL)
     run = run_cli(["check", "-", "--stdin-filename", "nb.ipynb", "-q", "--select", "TL016"], stdin=text.encode())
     assert run.out.startswith("nb.ipynb:cell 2:4:9: TL016")
+
+
+def test_a_notebook_with_large_saved_outputs_is_not_skipped_for_its_size(tmp_path):
+    text = json.loads(notebook_json("import torch", TRAIN_CELL))
+    picture = {"data": {"image/png": "iVBORw0KGgo" * 200_000}, "metadata": {}, "output_type": "display_data"}
+    text["cells"][0]["outputs"] = [picture]
+    (tmp_path / "plots.ipynb").write_text(json.dumps(text, indent=1))
+    assert (tmp_path / "plots.ipynb").stat().st_size > 2_000_000
+    run, findings = json_findings("plots.ipynb", "--select", "TL016")
+    assert [(f["cell"], f["line"]) for f in findings] == [(2, 4)] and run.err == ""

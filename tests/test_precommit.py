@@ -6,45 +6,17 @@ pyproject.toml and the hook file) into a temporary git repository and points a
 `.pre-commit-config.yaml` at it, exactly as a user's project points at torchlint.
 """
 
-import os
 import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 from cli_helpers import BUGGY, CLEAN
 from notebook_helpers import markdown, write_notebook
+from tool_helpers import OFFLINE_SIGNS, git, pre_commit
 
 ROOT = Path(__file__).resolve().parent.parent
 pytest.importorskip("pre_commit", reason="pre-commit is in the test extra: pip install -e '.[test]'")
-
-# Signs that pip could not reach a package index, as opposed to a broken hook.
-OFFLINE_SIGNS = (
-    "Failed to establish a new connection",
-    "Temporary failure in name resolution",
-    "No matching distribution found",
-    "Could not find a version that satisfies",
-)
-
-
-def git(cwd, *args):
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.com",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.com",
-    }
-    return subprocess.run(
-        ["git", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", *args],
-        cwd=cwd,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 def snapshot_of_this_checkout(dest: Path) -> str:
@@ -59,19 +31,6 @@ def snapshot_of_this_checkout(dest: Path) -> str:
     git(dest, "add", ".")
     git(dest, "commit", "-q", "-m", "snapshot")
     return git(dest, "rev-parse", "HEAD")
-
-
-def pre_commit(project: Path, home: Path, *args):
-    env = {**os.environ, "PRE_COMMIT_HOME": str(home), "PRE_COMMIT_COLOR": "never"}
-    env.pop("NO_COLOR", None)
-    return subprocess.run(
-        [sys.executable, "-m", "pre_commit", "run", "--color", "never", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +133,7 @@ def test_pre_commit_hook_with_fix_fails_once_with_the_files_fixed(tmp_path, hook
         import torch
         def flatten(feat):
             n, c, h, w = feat.shape
-            return feat.permute(0, 2, 3, 1).view(n, h * w, c)
+            return feat.permute(0, 2, 3, 1).view(n, h, w * c)
         """)
     (project / "train.py").write_text(view)
     code, output = run_hook(project, hook, "train.py")

@@ -13,7 +13,20 @@ from torchlint.engine.lint import FileResult
 from torchlint.engine.reporters import ReportOptions, report_github, report_text, sarif_document
 from torchlint.engine.rule import all_rules
 
-JSON_KEYS = ["path", "line", "column", "end_line", "end_column", "code", "name", "severity", "message", "fix", "cell"]
+JSON_KEYS = [
+    "path",
+    "line",
+    "column",
+    "end_line",
+    "end_column",
+    "code",
+    "name",
+    "severity",
+    "message",
+    "fix",
+    "cell",
+    "url",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -64,6 +77,7 @@ def test_json_is_an_array_of_findings_with_the_documented_keys(tmp_path):
         "message": "cannot parse: '(' was never closed",
         "fix": None,
         "cell": None,
+        "url": "https://github.com/torchlint/torchlint/blob/main/docs/rules/TL000-syntax-error.md",
     }
     assert (train["path"], train["line"], train["column"], train["end_line"], train["end_column"]) == (
         "train.py",
@@ -157,6 +171,7 @@ def test_sarif_structure(tmp_path):
         assert descriptor["shortDescription"]["text"] == rule.summary
         assert descriptor["help"]["text"] and descriptor["help"]["markdown"] == rule.docs()
         assert descriptor["defaultConfiguration"]["level"] in ("error", "warning")
+        assert descriptor["helpUri"].endswith(f"/blob/main/docs/rules/{rule.code}-{rule.name}.md")
     [result] = sarif_run["results"]
     assert result["ruleId"] == "TL016"
     assert rules[result["ruleIndex"]]["id"] == "TL016"

@@ -6,6 +6,8 @@ linter's ``lint_source``/``lint_file`` from :mod:`torchlint.engine.lint`.
 """
 
 __version__ = "0.1.0"
+# Where the project lives; the rule pages every finding links to are under it.
+__url__ = "https://github.com/torchlint/torchlint"
 
 _SANITIZER_EXPORTS = ("sanitize", "SanitizerWarning", "SanitizerError", "Finding", "Report")
 # The linter's library API (the command line is ``torchlint.cli``).

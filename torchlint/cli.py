@@ -457,7 +457,10 @@ def _cmd_explain(argv: list[str]) -> int:
     wanted = argv[0].strip()
     for rule in all_rules().values():
         if wanted.upper() == rule.code or wanted.lower() == rule.name:
+            from torchlint.engine.finding import rule_url
+
             print(rule.docs(), end="")
+            print(f"\nOnline: {rule_url(rule.code, rule.name)}")
             return 0
     raise UsageError(f"explain: unknown rule {wanted!r} (see `torchlint rules`)")
 

@@ -53,16 +53,18 @@ def test_clear_inside_helper_called_between(lint):
         class Trainer:
             def _prepare_update(self):
                 torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-                self.optimizer.zero_grad()  # expect: TL002
+                self.optimizer.zero_grad()
             def train_step(self, batch):
                 loss = self.model(batch)
                 loss.backward()
-                self._prepare_update()
+                self._prepare_update()  # expect: TL002
                 self.optimizer.step()
         """,
         CODE,
     )
-    assert "through the call on line 9" in findings[0].message
+    assert findings[0].message.startswith(
+        "`self._prepare_update()` (which runs `self.optimizer.zero_grad()` at line 5) runs after `loss.backward()`"
+    )
 
 
 def test_clear_after_backward_inside_micro_step_loop(lint):
@@ -261,6 +263,62 @@ def test_timm_clear_after_update_with_continue(lint):
                 if not need_update:
                     continue
                 optimizer.zero_grad()
+        """,
+        CODE,
+    )
+
+
+# ----- miss: the trainer's own `self.zero_grad()` wrapper -------------------------------------------
+
+
+def test_own_zero_grad_wrapper_called_between_backward_and_step(lint):
+    findings = check(
+        lint,
+        """
+        class Learner:
+            def zero_grad(self):
+                self.opt.zero_grad()
+
+            def step(self):
+                self.opt.step()
+
+            def one_batch(self, xb, yb):
+                loss = self.loss_func(self.model(xb), yb)
+                loss.backward()
+                self.zero_grad()  # expect: TL002
+                self.step()
+
+            def fit(self, epochs):
+                for epoch in range(epochs):
+                    for xb, yb in self.dl:
+                        self.one_batch(xb, yb)
+        """,
+        CODE,
+    )
+    assert "(which runs `self.opt.zero_grad()` at line 4)" in findings[0].message
+
+
+def test_own_zero_grad_wrapper_called_after_the_step(lint):
+    check(
+        lint,
+        """
+        class Learner:
+            def zero_grad(self):
+                self.opt.zero_grad()
+
+            def step(self):
+                self.opt.step()
+
+            def one_batch(self, xb, yb):
+                self.zero_grad()
+                loss = self.loss_func(self.model(xb), yb)
+                loss.backward()
+                self.step()
+
+            def fit(self, epochs):
+                for epoch in range(epochs):
+                    for xb, yb in self.dl:
+                        self.one_batch(xb, yb)
         """,
         CODE,
     )

@@ -1,5 +1,7 @@
 """TL004 optimizer-in-loop: positives and hard negatives shaped like real training scripts."""
 
+from _expect import check
+
 
 def _lines(findings):
     return [f.line for f in findings]
@@ -331,6 +333,136 @@ def test_optimizer_built_in_a_conditional_expression_is_silent(lint):
                 optimizer.zero_grad()
                 criterion(model(x), y).backward()
                 optimizer.step()
+        """,
+        "TL004",
+    )
+
+
+# ----- miss: model and optimizer rebuilt per data shard inside the epoch loop (report both) -----
+
+_SHARDS = """
+    import torch
+    import torch.nn as nn
+
+    def train(args, num_shards):
+        for epoch in range(args.epochs):
+            for shard_id in range(num_shards):
+                model = nn.Sequential(nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))  # expect: TL003
+                optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)  # expect: TL004
+                for x, y in load_shard(args.data, shard_id):
+                    optimizer.zero_grad()
+                    nn.functional.cross_entropy(model(x), y).backward()
+                    optimizer.step()
+
+    def train_per_epoch(args, loader):
+        for epoch in range(args.epochs):
+            model = nn.Sequential(nn.Linear(512, 10))  # expect: TL003
+            optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)  # expect: TL004
+            for x, y in loader:
+                optimizer.zero_grad()
+                nn.functional.cross_entropy(model(x), y).backward()
+                optimizer.step()
+    """
+
+
+def test_shard_loop_inside_the_epoch_loop_reports_model_and_optimizer(lint):
+    check(lint, _SHARDS, "TL003")
+    findings = check(lint, _SHARDS, "TL004")
+    assert "`for shard_id in range(num_shards)`" in findings[0].message
+
+
+def test_shard_loop_over_whole_runs_or_meta_learning_copies_is_silent(lint):
+    source = """
+        import copy
+        import torch
+        import torch.nn as nn
+
+        def ensemble(args, num_shards):
+            # one model per shard, each trained to completion: an ensemble, not one run
+            models = []
+            for shard_id in range(num_shards):
+                model = nn.Linear(512, 10)
+                optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+                for epoch in range(args.epochs):
+                    for x, y in load_shard(args.data, shard_id):
+                        optimizer.zero_grad()
+                        nn.functional.cross_entropy(model(x), y).backward()
+                        optimizer.step()
+                models.append(model)
+            return models
+
+        def reptile(model, tasks, meta_lr=0.1, epochs=10):
+            for epoch in range(epochs):
+                for task in tasks:
+                    fast = copy.deepcopy(model)
+                    inner = torch.optim.SGD(fast.parameters(), lr=0.02)
+                    for x, y in task:
+                        inner.zero_grad()
+                        nn.functional.mse_loss(fast(x), y).backward()
+                        inner.step()
+                    with torch.no_grad():
+                        for p, q in zip(model.parameters(), fast.parameters()):
+                            p += meta_lr * (q - p)
+        """
+    assert lint(source, "TL003") == [] and lint(source, "TL004") == []
+
+
+# ----- family: a loop over settings written out in the code is a loop of runs ----------------------
+
+
+def test_loop_over_a_literal_list_of_devices_or_settings_is_silent(lint):
+    assert (
+        lint(
+            """
+            import time
+            import torch
+            from torch import nn, optim
+
+            for device in ["cpu", "cuda"]:
+                criterion = nn.NLLLoss()
+                optimizer = optim.Adam(model.classifier.parameters(), lr=0.001)
+                model.to(device)
+                for ii, (inputs, labels) in enumerate(trainloader):
+                    inputs, labels = inputs.to(device), labels.to(device)
+                    start = time.time()
+                    loss = criterion(model.forward(inputs), labels)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    if ii == 3:
+                        break
+                print(f"Device = {device}; Time per batch: {(time.time() - start) / 3:.3f} seconds")
+
+            for lr, wd in [(0.1, 5e-4), (0.01, 0.0)]:
+                opt = optim.SGD(model.parameters(), lr=lr, weight_decay=wd)
+                for x, y in loader:
+                    opt.zero_grad()
+                    criterion(model(x), y).backward()
+                    opt.step()
+            """,
+            "TL004",
+        )
+        == []
+    )
+
+
+def test_literal_phase_loop_inside_the_epoch_loop_continues_the_run(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        for epoch in range(num_epochs):
+            for phase in ["train", "val"]:
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)  # expect: TL004
+                model.train(phase == "train")
+                for inputs, labels in dataloaders[phase]:
+                    optimizer.zero_grad()
+                    with torch.set_grad_enabled(phase == "train"):
+                        loss = criterion(model(inputs), labels)
+                        if phase == "train":
+                            loss.backward()
+                            optimizer.step()
         """,
         "TL004",
     )

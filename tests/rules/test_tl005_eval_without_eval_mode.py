@@ -1,5 +1,8 @@
 """TL005 eval-without-eval-mode: positives and hard negatives shaped like real training scripts."""
 
+import pytest
+from _expect import check, expected_lines
+
 
 def _lines(findings):
     return [f.line for f in findings]
@@ -310,14 +313,61 @@ def test_evaluation_function_receiving_model_from_outside_is_not_judged(lint):
     )
 
 
-def test_test_suite_files_are_silent(lint):
+# ----- family 8: no silent exemption by path --------------------------------------------------------
+
+_HELPERS = """
+    import torch
+
+    def train_epoch(model, loader, optimizer):
+        model.train()
+        for x, y in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+
+    def evaluate(model, loader):
+        return sum((model(x).argmax(1) == y).sum().item() for x, y in loader)  # expect: TL005, TL006
+
+    def fit(model, train_loader, val_loader, optimizer):
+        for epoch in range(10):
+            train_epoch(model, train_loader, optimizer)
+            print(evaluate(model, val_loader))
+    """
+
+
+@pytest.mark.parametrize(
+    "path", ["tests/helpers.py", "/home/me/project/tests/helpers.py", "test_helpers.py", "conftest.py", "train.py"]
+)
+def test_the_same_code_gives_the_same_findings_wherever_it_lies(lint, path):
+    findings = lint(_HELPERS, "TL005", "TL006", path=path)
+    expected = [(line, code) for code in ("TL005", "TL006") for line in expected_lines(_HELPERS, code)]
+    assert sorted((f.line, f.code) for f in findings) == sorted(expected)
+
+
+def test_unit_tests_are_told_by_what_they_do(lint):
     source = """
+        import unittest
+        import torch
+
         def test_model_forward():
-            model = Net()
+            model = load_trained("ckpt.pt")
             for x, _ in val_loader:
                 assert model(x).shape == (2, 10)
+
+        class ModelTestMixin:
+            def _test_eval(self, loader):
+                self.model.eval()
+                return [self.model(x) for x, _ in loader]
+
+        class ResNetTest(ModelTestMixin, unittest.TestCase):
+            def setUp(self):
+                self.model = load_trained("ckpt.pt")
+
+            def test_eval(self):
+                self.assertEqual(len(self._test_eval(val_loader)), 4)
         """
-    assert not lint(source, "TL005", path="tests/test_forward.py")
+    for path in ("tests/test_forward.py", "train.py"):
+        assert not lint(source, "TL005", path=path) and not lint(source, "TL006", path=path)
 
 
 def test_from_pretrained_inference_script_is_silent(lint):
@@ -491,3 +541,193 @@ def test_imported_helper_that_switches_to_eval_is_trusted(lint):
         """,
         "TL005",
     )
+
+
+# ----- family 1: smoke tests and shape probes are not evaluation ------------------------------------
+
+
+def test_shape_probes_and_fresh_untrained_models_are_not_evaluation(lint):
+    source = """
+        import torch
+        import torch.nn as nn
+
+        class ResNet18(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(nn.Conv2d(3, 64, 3), nn.BatchNorm2d(64), nn.ReLU())
+
+            def forward(self, x):
+                return self.body(x)
+
+        def test():
+            net = ResNet18()
+            y = net(torch.randn(2, 3, 32, 32))
+            print(y.size())
+
+        def infer_flat_size(backbone, image_size):
+            return backbone(torch.zeros(1, 3, *image_size) * 0.5).flatten(1).shape[1]
+
+        def predict_untrained(batch):
+            fresh = ResNet18()
+            return fresh(batch)
+        """
+    assert lint(source, "TL005") == [] and lint(source, "TL006") == []
+
+
+def test_a_model_trained_here_and_evaluated_on_data_is_evaluation(lint):
+    check(
+        lint,
+        """
+        import torch
+        import torch.nn as nn
+
+        def test(net, loader):
+            with torch.no_grad():
+                return [net(x) for x, _ in loader]  # expect: TL005
+
+        net = nn.Sequential(nn.Linear(10, 10), nn.Dropout(0.5), nn.Linear(10, 2))
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+        for epoch in range(3):
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                nn.functional.cross_entropy(net(x), y).backward()
+                optimizer.step()
+            test(net, val_loader)
+        """,
+        "TL005",
+    )
+
+
+# ----- family 2: models whose loader manages the mode ----------------------------------------------
+
+
+def test_from_pretrained_and_hub_models_in_predict_are_silent(lint):
+    source = """
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained("distilbert-base-uncased-finetuned-sst-2-english")
+        classifier = AutoModelForSequenceClassification.from_pretrained("distilbert-base-uncased-finetuned-sst-2-english")
+        detector = torch.hub.load("ultralytics/yolov5", "yolov5s")
+
+        @torch.no_grad()
+        def predict(text):
+            return classifier(**tokenizer(text, return_tensors="pt")).logits.argmax(-1)
+
+        def predict_boxes(images):
+            return detector(images).xyxy
+
+        for step, batch in enumerate(aux_loader):
+            aux_optimizer.zero_grad()
+            aux_model(batch).mean().backward()
+            aux_optimizer.step()
+        """
+    assert lint(source, "TL005") == []
+    assert lint(source, "TL006") == []
+
+
+def test_from_pretrained_model_fine_tuned_here_is_in_training_mode(lint):
+    check(
+        lint,
+        """
+        import torch
+        from transformers import AutoModelForSequenceClassification
+
+        model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased", num_labels=2)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
+        model.train()
+        for batch in train_loader:
+            optimizer.zero_grad()
+            model(**batch).loss.backward()
+            optimizer.step()
+
+        @torch.no_grad()
+        def predict(batch):
+            return model(**batch).logits.argmax(-1)  # expect: TL005
+
+        print(predict(next(iter(test_loader))))
+        """,
+        "TL005",
+    )
+
+
+# ----- miss: one function for both phases -------------------------------------------------------------
+
+_PHASES = """
+    import contextlib
+    import torch
+    import torch.nn as nn
+
+    class Classifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(64, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Dropout(0.3))
+            self.head = nn.Linear(64, 10)
+
+        def forward(self, x):
+            return self.head(self.body(x))
+
+    def run_epoch(model, loader, optimizer, mode):
+        total = 0.0
+        for x, y in loader:
+            loss = nn.functional.cross_entropy(model(x), y)  # expect: TL005, TL006
+            if mode == "train":
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            total += loss.item()
+        return total / len(loader)
+
+    def _run_batch(model, batch, optimizer, train: bool = True):
+        model.train() if train else model.eval()
+        grad = contextlib.nullcontext() if train else torch.no_grad()
+        logits = model(batch[0])  # expect: TL006
+        loss = nn.functional.cross_entropy(logits, batch[1])
+        if train:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        return loss.item()
+
+    def run_phase(model, loader, optimizer=None):
+        model.train(optimizer is not None)
+        with torch.set_grad_enabled(optimizer is not None):
+            for x, y in loader:
+                loss = nn.functional.cross_entropy(model(x), y)
+                if optimizer is not None:
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+
+    model = Classifier()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(10):
+        run_epoch(model, train_loader, optimizer, "train")
+        run_epoch(model, val_loader, None, "val")
+        for batch in train_loader:
+            _run_batch(model, batch, optimizer)
+        for batch in val_loader:
+            _run_batch(model, batch, optimizer, train=False)
+        run_phase(model, train_loader, optimizer)
+        run_phase(model, val_loader)
+    """
+
+
+def test_evaluation_path_of_a_function_for_both_phases(lint):
+    findings = check(lint, _PHASES, "TL005")
+    assert "the evaluation phase of `run_epoch()` (`mode='val'`, called at line" in findings[0].message
+    findings += check(lint, _PHASES, "TL006")
+    assert "`with torch.set_grad_enabled(...)` on `mode`" in findings[-2].message
+    # No fix: `model.eval()` at the top, or `@torch.no_grad()`, would hit the training path too.
+    assert all(f.fix is None for f in findings)
+
+
+def test_model_without_dropout_or_batch_norm_is_the_same_in_both_modes(lint):
+    # The evaluation phase lacks eval(), but nothing in this model depends on the mode: TL005 keeps
+    # quiet (TL006 still applies: autograd is on).
+    source = _PHASES.replace(
+        "nn.Sequential(nn.Linear(64, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Dropout(0.3))",
+        "nn.Sequential(nn.Linear(64, 64), nn.LayerNorm(64), nn.ReLU())",
+    )
+    assert lint(source, "TL005") == []
+    assert [f.line for f in lint(source, "TL006")] == expected_lines(_PHASES, "TL006")

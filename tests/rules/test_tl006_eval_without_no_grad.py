@@ -1,5 +1,7 @@
 """TL006 eval-without-no-grad: positives and hard negatives shaped like real training scripts."""
 
+from _expect import check
+
 
 def _lines(findings):
     return [f.line for f in findings]
@@ -275,3 +277,125 @@ def test_helper_called_by_a_library_training_function_is_reported(lint):
     )
     assert _lines(findings) == [13]
     assert "called at line 19" in findings[0].message
+
+
+# ----- miss: evaluation without a loop --------------------------------------------------------------
+
+_SAMPLER = """
+    import torch
+    from torchvision.utils import save_image
+
+    generator = GeneratorUNet()
+    optimizer_G = torch.optim.Adam(generator.parameters(), lr=2e-4)
+
+    def sample_images(batches_done):
+        imgs = next(iter(val_dataloader))
+        real_A = imgs["B"].type(Tensor)
+        fake_B = generator(real_A)  # expect: TL005, TL006
+        save_image(torch.cat((real_A.data, fake_B.data), -2), f"images/{batches_done}.png")
+
+    def sample_in_eval_mode(batches_done):
+        generator.eval()
+        imgs = next(iter(val_dataloader))
+        fake_B = generator(imgs["B"].to(device))  # expect: TL006
+        save_image(fake_B, f"images/{batches_done}.png")
+        generator.train()
+
+    def sample_without_grad(batches_done):
+        generator.eval()
+        with torch.no_grad():
+            fake_B = generator(next(iter(val_dataloader))["B"])
+        save_image(fake_B, f"images/{batches_done}.png")
+        generator.train()
+
+    def sample_noise(batches_done):
+        save_image(generator(torch.randn(16, 3, 256, 256)), f"images/noise_{batches_done}.png")
+
+    for epoch in range(200):
+        for i, batch in enumerate(dataloader):
+            optimizer_G.zero_grad()
+            loss_G = criterion(generator(batch["B"]), batch["A"])
+            loss_G.backward()
+            optimizer_G.step()
+            if i % 500 == 0:
+                sample_images(i)
+                sample_in_eval_mode(i)
+                sample_without_grad(i)
+                sample_noise(i)
+    """
+
+
+def test_sampling_helper_on_one_validation_batch_is_evaluation(lint):
+    check(lint, _SAMPLER, "TL006")
+    check(lint, _SAMPLER, "TL005")
+
+
+# ----- reached through roles from data flow (issue 9) -----
+
+_CYCLEGAN = """
+    import itertools
+    import torch
+    from torchvision.utils import save_image
+    from models import GeneratorResNet
+
+    G_AB = GeneratorResNet((3, 256, 256), 9)
+    G_BA = GeneratorResNet((3, 256, 256), 9)
+    optimizer_G = torch.optim.Adam(itertools.chain(G_AB.parameters(), G_BA.parameters()), lr=2e-4)
+
+    def sample_images(batches_done):
+        imgs = next(iter(val_dataloader))
+        fake_B = G_AB(imgs["A"].to(device))  # expect: TL006
+        save_image(fake_B, f"images/{batches_done}.png")
+
+    def evaluate(loader):
+        return [Enc1(x).argmax(1) for x, _ in loader]  # expect: TL006
+
+    Enc1 = Encoder()
+    optimizer_E = torch.optim.SGD(Enc1.parameters(), lr=0.1)
+    for epoch in range(200):
+        for i, batch in enumerate(dataloader):
+            optimizer_G.zero_grad()
+            loss_G = criterion(G_AB(batch["A"]), batch["B"]) + criterion(G_BA(batch["B"]), batch["A"])
+            loss_G.backward()
+            optimizer_G.step()
+            if i % 100 == 0:
+                sample_images(i)
+        evaluate(val_loader)
+    """
+
+
+def test_models_named_by_letters_whose_parameters_feed_an_optimizer(lint):
+    check(lint, _CYCLEGAN, "TL006")
+
+
+def test_objects_named_by_letters_that_nothing_trains_are_not_models(lint):
+    assert (
+        lint(
+            """
+            import torch
+            from torchvision.utils import save_image
+            from colors import Palette, Tokenizer
+
+            P_AB = Palette("viridis")
+            Tok1 = Tokenizer("bpe.json")
+
+            def sample_images(batches_done):
+                imgs = next(iter(val_dataloader))
+                save_image(P_AB(imgs["A"]), f"images/{batches_done}.png")
+
+            def evaluate(loader):
+                return [Tok1(text) for text, _ in loader]
+
+            for epoch in range(200):
+                for i, batch in enumerate(dataloader):
+                    optimizer.zero_grad()
+                    criterion(model(batch["A"]), batch["B"]).backward()
+                    optimizer.step()
+                    if i % 100 == 0:
+                        sample_images(i)
+                evaluate(val_loader)
+            """,
+            "TL006",
+        )
+        == []
+    )

@@ -1,5 +1,7 @@
 """TL007 train-mode-not-restored: positives and hard negatives shaped like real training scripts."""
 
+from _expect import check
+
 
 def _lines(findings):
     return [f.line for f in findings]
@@ -385,6 +387,67 @@ def test_context_manager_restoring_the_saved_mode_is_silent(lint):
             if step % 200 == 0:
                 with eval_mode(model):
                     report(model)
+        """,
+        "TL007",
+    )
+
+
+# ----- family 3: the training function owns the mode ------------------------------------------------
+
+
+def test_linear_probe_whose_training_sets_eval_on_purpose_is_silent(lint):
+    assert not lint(
+        """
+        import torch
+
+        def train(backbone, head, loader, optimizer):
+            backbone.eval()  # frozen backbone statistics: linear evaluation protocol
+            head.train()
+            for images, labels in loader:
+                with torch.no_grad():
+                    feats = backbone(images)
+                optimizer.zero_grad()
+                torch.nn.functional.cross_entropy(head(feats), labels).backward()
+                optimizer.step()
+
+        def validate(backbone, head, loader):
+            backbone.eval()
+            head.eval()
+            with torch.no_grad():
+                return sum((head(backbone(x)).argmax(1) == y).sum().item() for x, y in loader)
+
+        optimizer = torch.optim.SGD(head.parameters(), lr=0.1)
+        for epoch in range(100):
+            train(backbone, head, train_loader, optimizer)
+            validate(backbone, head, val_loader)
+        """,
+        "TL007",
+    )
+
+
+def test_training_function_that_sets_eval_only_under_a_flag_is_reported(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        def train(model, loader, optimizer, freeze_bn):
+            if freeze_bn:
+                model.eval()
+            for images, labels in loader:
+                optimizer.zero_grad()
+                torch.nn.functional.cross_entropy(model(images), labels).backward()
+                optimizer.step()
+
+        def validate(model, loader):
+            model.eval()
+            with torch.no_grad():
+                return sum((model(x).argmax(1) == y).sum().item() for x, y in loader)
+
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(100):
+            train(model, train_loader, optimizer, args.freeze_bn)
+            validate(model, val_loader)  # expect: TL007
         """,
         "TL007",
     )

@@ -434,3 +434,193 @@ def test_step_at_accelerate_window_end_without_accumulate_block(lint):
         """,
         CODE,
     )
+
+
+# ----- family: division the rule cannot see; losses summed over the batch on purpose ------------
+
+
+def test_loss_divided_under_a_condition_then_cast_for_the_type_checker(lint):
+    check(
+        lint,
+        """
+        from typing import cast
+
+        import torch
+
+        def train_one_epoch(model, loader, optimizer, scaler, grad_accum_steps):
+            for step, (images, labels) in enumerate(loader):
+                with torch.autocast("cuda", dtype=torch.float16):
+                    loss = torch.nn.functional.cross_entropy(model(images), labels)
+                if grad_accum_steps > 1:
+                    loss = loss / grad_accum_steps
+                cast(torch.Tensor, scaler.scale(loss)).backward()
+                if (step + 1) % grad_accum_steps == 0:
+                    scaler.step(optimizer)
+                    scaler.update()
+                    optimizer.zero_grad(set_to_none=True)
+        """,
+        CODE,
+    )
+
+
+def test_cast_of_an_undivided_loss_is_still_reported(lint):
+    findings = check(
+        lint,
+        """
+        import typing
+
+        import torch
+
+        def train_one_epoch(model, loader, optimizer, scaler, grad_accum_steps):
+            for step, (images, labels) in enumerate(loader):
+                loss = torch.nn.functional.cross_entropy(model(images), labels)
+                typing.cast(torch.Tensor, scaler.scale(loss)).backward()  # expect: TL009
+                if (step + 1) % grad_accum_steps == 0:
+                    scaler.step(optimizer)
+                    scaler.update()
+                    optimizer.zero_grad(set_to_none=True)
+        """,
+        CODE,
+    )
+    assert "but `loss` is not divided" in findings[0].message
+
+
+def test_loss_summed_over_a_nominal_batch_is_scaled_on_purpose(lint):
+    # YOLO-style: the loss is the sum over the batch (mean * batch size) and the optimizer steps
+    # once every `nbs // batch_size` batches: the gradient is the sum over a nominal batch.
+    check(
+        lint,
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def compute_loss(pred, targets):
+            bs = pred.shape[0]
+            lbox = F.smooth_l1_loss(pred[..., :4], targets[..., :4])
+            lcls = F.binary_cross_entropy_with_logits(pred[..., 4:], targets[..., 4:])
+            return (lbox + lcls) * bs, torch.stack((lbox, lcls)).detach()
+
+        def train(model, loader, optimizer, batch_size, nbs=64, epochs=300):
+            accumulate = max(round(nbs / batch_size), 1)
+            last_opt_step = -1
+            for epoch in range(epochs):
+                for i, (imgs, targets) in enumerate(loader):
+                    ni = i + len(loader) * epoch
+                    loss, loss_items = compute_loss(model(imgs), targets)
+                    loss.backward()
+                    if ni - last_opt_step >= accumulate:
+                        optimizer.step()
+                        optimizer.zero_grad()
+                        last_opt_step = ni
+        """,
+        CODE,
+    )
+
+
+def test_sum_reduction_on_the_criterion_or_the_call(lint):
+    check(
+        lint,
+        """
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        def train(model, loader, optimizer, accum):
+            criterion = nn.CrossEntropyLoss(reduction="sum")
+            for i, (x, y) in enumerate(loader):
+                criterion(model(x), y).backward()
+                F.mse_loss(model.aux(x), y.float(), reduction="sum").backward()
+                if (i + 1) % accum == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+        """,
+        CODE,
+    )
+
+
+def test_loss_multiplied_by_a_weight_is_still_reported(lint):
+    check(
+        lint,
+        """
+        import torch.nn.functional as F
+
+        def train(model, loader, optimizer, accum):
+            for i, (x, y) in enumerate(loader):
+                out, aux = model(x)
+                loss = F.cross_entropy(out, y) + F.cross_entropy(aux, y) * 0.4
+                loss.backward()  # expect: TL009
+                if (i + 1) % accum == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+        """,
+        CODE,
+    )
+
+
+# ----- miss: the division only in the logged numbers -------------------------------------------
+
+
+def test_division_only_in_the_logged_running_loss_of_a_micro_step_loop(lint):
+    check(
+        lint,
+        """
+        def train(model, loader, optimizer, grad_accum_steps, max_steps):
+            for step in range(max_steps):
+                optimizer.zero_grad(set_to_none=True)
+                loss_accum = 0.0
+                for micro_step in range(grad_accum_steps):
+                    x, y = loader.next_batch()
+                    logits, loss = model(x, y)
+                    loss_accum += loss.detach() / grad_accum_steps
+                    loss.backward()  # expect: TL009
+                optimizer.step()
+                print(f"step {step}: loss {loss_accum.item():.4f}")
+        """,
+        CODE,
+    )
+
+
+def test_division_in_the_backpropagated_loss_and_the_log_multiplies_back(lint):
+    check(
+        lint,
+        """
+        def train(model, loader, optimizer, grad_accum_steps, max_steps):
+            for step in range(max_steps):
+                optimizer.zero_grad(set_to_none=True)
+                loss_accum = 0.0
+                for micro_step in range(grad_accum_steps):
+                    x, y = loader.next_batch()
+                    logits, loss = model(x, y)
+                    loss = loss / grad_accum_steps
+                    loss_accum += loss.detach() * grad_accum_steps
+                    loss.backward()
+                optimizer.step()
+        """,
+        CODE,
+    )
+
+
+def test_loss_object_of_a_local_class_is_followed_into_its_call(lint):
+    check(
+        lint,
+        """
+        import torch.nn.functional as F
+
+        class SumLoss:
+            def __call__(self, pred, target):
+                return F.l1_loss(pred, target) * pred.size(0)
+
+        class MeanLoss:
+            def __call__(self, pred, target):
+                return F.l1_loss(pred, target)
+
+        def train(model, loader, optimizer, accumulate):
+            summed, averaged = SumLoss(), MeanLoss()
+            for i, (x, y) in enumerate(loader):
+                summed(model(x), y).backward()
+                averaged(model(x), y).backward()  # expect: TL009
+                if (i + 1) % accumulate == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+        """,
+        CODE,
+    )

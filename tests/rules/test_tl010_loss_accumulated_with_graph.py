@@ -1,5 +1,7 @@
 """TL010 loss-accumulated-with-graph: running totals that keep the autograd graph alive."""
 
+from _expect import check
+
 CODE = "TL010"
 
 
@@ -377,3 +379,44 @@ def test_helper_returning_a_number(lint):
         )
         == []
     )
+
+
+# ----- totals kept on the object by a per-batch method --------------------------------------------
+
+_STEP_METHOD = """
+    import torch
+    import torch.nn.functional as F
+
+    class Trainer:
+        def __init__(self, model, optimizer):
+            self.model, self.optimizer = model, optimizer
+            self.running_loss, self.eval_loss = 0.0, 0.0
+
+        def train_step(self, x, y):
+            loss = F.mse_loss(self.model(x), y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            self.running_loss += LOSS
+            step_total = 0.0
+            step_total += loss
+
+        @torch.no_grad()
+        def eval_step(self, x, y):
+            self.eval_loss += F.mse_loss(self.model(x), y)
+
+        def train_epoch(self, loader):
+            for x, y in loader:
+                self.train_step(x, y)
+            for x, y in loader:
+                self.eval_step(x, y)
+    """
+
+
+def test_total_kept_on_self_by_a_per_batch_method(lint):
+    source = _STEP_METHOD.replace("+= LOSS", "+= loss  # expect: TL010")
+    check(lint, source, "TL010")
+
+
+def test_detached_total_on_self_and_totals_that_do_not_outlive_the_step_are_silent(lint):
+    assert lint(_STEP_METHOD.replace("+= LOSS", "+= loss.item()"), "TL010") == []

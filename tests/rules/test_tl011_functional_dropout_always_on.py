@@ -1,5 +1,7 @@
 """TL011 functional-dropout-always-on: F.dropout in a module without `training=`."""
 
+from _expect import check
+
 CODE = "TL011"
 
 
@@ -218,3 +220,101 @@ def test_unrelated_dropout_function(lint):
         )
         == []
     )
+
+
+# ----- family: dropout on a path that only runs in training, or in a no-grad sampling method --------
+
+
+def test_dropout_guarded_by_the_training_flag_is_silent(lint):
+    assert (
+        lint(
+            """
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class TransformerLayer(nn.Module):
+            def __init__(self, dim, p=0.1, attn_p=0.0):
+                super().__init__()
+                self.proj = nn.Linear(dim, dim)
+                self.p, self.attn_p = p, attn_p
+
+            def attend(self, scores):
+                if not self.training:
+                    return scores.softmax(-1)
+                return F.dropout(scores.softmax(-1), self.attn_p)
+
+            def forward(self, x):
+                if self.training and self.p > 0:
+                    x = F.dropout(x, p=self.p)
+                h = self.proj(x)
+                return F.dropout(h, self.p) if self.training else h
+        """,
+            CODE,
+        )
+        == []
+    )
+
+
+def test_dropout_guarded_by_a_config_flag_or_on_the_eval_branch_is_reported(lint):
+    source = """
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Block(nn.Module):
+            def forward(self, x):
+                if self.use_dropout and self.p > 0:
+                    x = F.dropout(x, p=self.p)  # expect: TL011
+                if self.training:
+                    x = self.norm(x)
+                else:
+                    x = F.dropout(x, 0.1)  # expect: TL011
+                if not self.training or self.p == 0:
+                    return F.dropout2d(x, 0.1)  # expect: TL011
+                return x
+        """
+    check(lint, source, CODE)
+
+
+def test_dropout_as_an_option_of_a_no_grad_sampling_method_is_silent(lint):
+    assert (
+        lint(
+            """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class CharRNN(nn.Module):
+            def forward(self, x, h):
+                out, h = self.rnn(self.embed(x), h)
+                return self.head(out), h
+
+            @torch.no_grad()
+            def sample(self, start, steps, temperature=1.0, dropout=0.0):
+                x, h, out = start, None, []
+                for _ in range(steps):
+                    emb = F.dropout(self.embed(x), p=dropout)
+                    y, h = self.rnn(emb, h)
+                    x = torch.multinomial((self.head(y[:, -1]) / temperature).softmax(-1), 1)
+                    out.append(x)
+                return torch.cat(out, 1)
+        """,
+            CODE,
+        )
+        == []
+    )
+
+
+def test_dropout_in_forward_next_to_a_no_grad_block_is_reported(lint):
+    source = """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Student(nn.Module):
+            def forward(self, x):
+                with torch.no_grad():
+                    target = self.teacher(x)
+                x = F.dropout(self.backbone(x), 0.2)  # expect: TL011
+                return self.head(x), target
+        """
+    check(lint, source, CODE)

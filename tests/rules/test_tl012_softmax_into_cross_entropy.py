@@ -1,5 +1,7 @@
 """TL012 softmax-into-cross-entropy: probabilities (or log-probabilities) fed to cross-entropy."""
 
+from _expect import check
+
 CODE = "TL012"
 
 
@@ -317,3 +319,90 @@ def test_lightning_training_step_calling_self(lint):
     )
     assert lines(findings) == [9]
     assert "softmax at line 6" in findings[0].message
+
+
+# ----- criteria and heads reached through the data flow (roles from data flow, issue 9) -----
+
+
+def test_criterion_passed_into_the_training_function(lint):
+    check(
+        lint,
+        """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        def train_model(model, criterion, optimizer, loader, epochs):
+            for epoch in range(epochs):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    probs = F.softmax(model(x), dim=1)
+                    loss = criterion(probs, y)  # expect: TL012
+                    loss.backward()
+                    optimizer.step()
+
+        def main():
+            model = nn.Linear(10, 3)
+            train_model(model, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.1), loader, 10)
+        """,
+        CODE,
+    )
+
+
+def test_criterion_passed_in_that_expects_log_probabilities_is_silent(lint):
+    check(
+        lint,
+        """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        def train_model(model, criterion, optimizer, loader):
+            for x, y in loader:
+                optimizer.zero_grad()
+                criterion(F.log_softmax(model(x), dim=1), y).backward()
+                optimizer.step()
+
+        def main():
+            model = nn.Linear(10, 3)
+            train_model(model, nn.NLLLoss(), torch.optim.SGD(model.parameters(), lr=0.1), loader)
+        """,
+        CODE,
+    )
+
+
+_ACGAN = """
+    import torch
+    import torch.nn as nn
+
+    class Discriminator(nn.Module):
+        def __init__(self, n_classes):
+            super().__init__()
+            self.conv = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), nn.LeakyReLU(0.2))
+            self.adv_layer = nn.Sequential(nn.Linear(16 * 16 * 16, 1), nn.Sigmoid())
+            self.aux_layer = nn.Sequential(nn.Linear(16 * 16 * 16, n_classes), HEAD)
+
+        def forward(self, img):
+            out = self.conv(img).flatten(1)
+            return self.adv_layer(out), self.aux_layer(out)
+
+    discriminator = Discriminator(10)
+    adversarial_loss = nn.BCELoss()
+    auxiliary_loss = nn.CrossEntropyLoss()
+    optimizer_D = torch.optim.Adam(discriminator.parameters(), lr=2e-4)
+    for imgs, labels in dataloader:
+        optimizer_D.zero_grad()
+        real_pred, real_aux = discriminator(imgs)
+        d_loss = adversarial_loss(real_pred, valid) + auxiliary_loss(real_aux, labels)  # expect: TL012
+        d_loss.backward()
+        optimizer_D.step()
+    """
+
+
+def test_softmax_head_reached_through_a_forward_returning_a_tuple(lint):
+    check(lint, _ACGAN.replace("HEAD", "nn.Softmax()"), CODE)
+
+
+def test_logits_head_reached_through_a_forward_returning_a_tuple_is_silent(lint):
+    source = _ACGAN.replace("HEAD", "nn.Identity()").replace("  # expect: TL012", "")
+    assert lint(source, CODE) == []

@@ -1,5 +1,7 @@
 """TL013 unregistered-parameter: submodules in plain containers, trainable bare tensors."""
 
+from _expect import check
+
 CODE = "TL013"
 
 
@@ -323,3 +325,57 @@ def test_list_of_a_generator_of_layers(lint):
         CODE,
     )
     assert lines(findings) == [6]
+
+
+# ----- miss: instances of layer classes imported from another package ---------------------------
+
+
+def test_imported_layer_instances_appended_to_a_plain_list(lint):
+    check(
+        lint,
+        """
+        import torch.nn as nn
+        from fairseq.modules import FairseqDropout, LayerNorm
+        from .blocks import ResidualBlock
+
+        class TransformerEncoder(nn.Module):
+            def __init__(self, args, dim, layers):
+                super().__init__()
+                self.dropouts = []  # expect: TL013
+                for i in range(layers):
+                    self.dropouts.append(FairseqDropout(args.dropout, module_name=f"layer{i}"))
+                self.norms = [LayerNorm(dim) for _ in range(layers)]  # expect: TL013
+                self.res = [ResidualBlock(dim)]  # expect: TL013
+
+            def forward(self, x):
+                for drop, norm in zip(self.dropouts, self.norms):
+                    x = norm(drop(x))
+                return self.res[0](x)
+        """,
+        "TL013",
+    )
+
+
+def test_imported_non_layer_objects_in_plain_lists_are_silent(lint):
+    assert (
+        lint(
+            """
+        import torch.nn as nn
+        from torchvision.transforms import RandomCrop, Normalize
+        from .losses import FocalLoss
+        from .utils.meters import AverageMeter
+        from .models.layers import Mlp
+
+        class Wrapper(nn.Module):
+            def __init__(self, backbone, dims):
+                super().__init__()
+                self.backbone = backbone
+                self.augment = [RandomCrop(224), Normalize((0.5,), (0.5,))]
+                self.meters = [AverageMeter() for _ in range(3)]
+                self.criteria = [FocalLoss(gamma=2.0)]
+                self.heads = nn.ModuleList([Mlp(d, d) for d in dims])
+        """,
+            "TL013",
+        )
+        == []
+    )

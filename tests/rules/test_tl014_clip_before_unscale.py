@@ -1,6 +1,7 @@
 """TL014 clip-before-unscale: clipping gradients that GradScaler has not unscaled yet."""
 
 import pytest
+from _expect import check
 
 CODE = "TL014"
 
@@ -329,3 +330,50 @@ def test_scaled_loss_held_in_a_variable(lint):
     )
     assert lines(findings) == [8]
     assert "grad_scaler.unscale_(opt)" in findings[0].message
+
+
+# ----- family 11: conditions correlated through a helper ----------------------------------------------
+
+_HELPER = """
+    import torch
+
+    def backward(total_loss, scaler):
+        if scaler is not None:
+            scaler.scale(total_loss).backward()
+        else:
+            total_loss.backward()
+
+    def train_one_epoch(model, loader, loss_fn, optimizer, scaler, args):
+        for images, texts in loader:
+            optimizer.zero_grad()
+            backward(loss_fn(model(images, texts)), scaler)
+            if scaler is not None:
+                if args.grad_clip_norm is not None:
+                    scaler.unscale_(optimizer)
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip_norm)
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                if args.grad_clip_norm is not None:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip_norm)
+                optimizer.step()
+    """
+
+
+def test_clip_on_the_path_where_the_helper_did_not_scale_is_silent(lint):
+    assert lint(_HELPER, "TL014") == []
+
+
+def test_clip_after_a_helper_that_always_scales_is_reported(lint):
+    source = _HELPER.replace(
+        """        if scaler is not None:
+            scaler.scale(total_loss).backward()
+        else:
+            total_loss.backward()""",
+        "        scaler.scale(total_loss).backward()",
+    ).replace(
+        "                    torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip_norm)\n                optimizer",
+        "                    torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip_norm)  # expect: TL014\n"
+        "                optimizer",
+    )
+    check(lint, source, CODE)

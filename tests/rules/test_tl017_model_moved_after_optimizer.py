@@ -1,6 +1,7 @@
 """TL017 model-moved-after-optimizer: `.to()`/`.cuda()`/casts after the optimizer was built."""
 
 import pytest
+from _expect import check
 
 CODE = "TL017"
 
@@ -9,10 +10,10 @@ def lines(findings):
     return [f.line for f in findings]
 
 
-# ----- positives ------------------------------------------------------------------------------
+# ----- positives: the optimizer holds state when the model moves, or the move makes new parameters --
 
 
-def test_script_moves_model_after_adamw(lint):
+def test_script_moves_model_after_loading_the_optimizer_state(lint):
     findings = lint(
         """
         import torch
@@ -25,76 +26,120 @@ def test_script_moves_model_after_adamw(lint):
     )
     assert lines(findings) == [6]
     message = findings[0].message
-    assert "`model.cuda()` moves `model` after `optimizer` was built from its parameters (line 4)" in message
+    assert (
+        findings[0].headline
+        == "`model.cuda()` moves `model` after `optimizer` (built on line 4) was given state on line 5"
+    )
+    assert "the state `optimizer.load_state_dict(" in message and "stays on the old device" in message
     assert "move the model first" in message
     assert findings[0].severity == "warning" and findings[0].name == "model-moved-after-optimizer"
 
 
 @pytest.mark.parametrize("move", ["model.half()", "model.bfloat16()", "model.double()", "model.to(torch.float16)"])
-def test_casts_after_optimizer(lint, move):
+def test_casts_after_the_optimizer_state_was_restored(lint, move):
     findings = lint(
         f"""
         import torch
-        def build(model):
+        def build(model, checkpoint):
             opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            opt.load_state_dict(checkpoint["optimizer"])
             {move}
             return opt
-        """,
-        CODE,
-    )
-    assert lines(findings) == [5]
-
-
-def test_param_groups_from_submodules(lint):
-    findings = lint(
-        """
-        import torch
-        class Finetuner:
-            def __init__(self, net, device):
-                self.net = net
-                self.optimizer = torch.optim.Adam([
-                    {"params": self.net.backbone.parameters(), "lr": 1e-5},
-                    {"params": self.net.head.parameters()},
-                ], lr=1e-3)
-                self.net.to(device)
-        """,
-        CODE,
-    )
-    assert lines(findings) == [10]
-    assert "`self.optimizer`" in findings[0].message
-
-
-def test_configure_optimizers_before_move(lint):
-    findings = lint(
-        """
-        import torch
-        def vanilla(cls_model, device):
-            model = cls_model()
-            optimizer = model.configure_optimizers()
-            model = model.to(device)
-            return model, optimizer
         """,
         CODE,
     )
     assert lines(findings) == [6]
 
 
-def test_named_parameters_filtered_then_moved(lint):
+def test_param_groups_from_submodules_resumed_by_a_helper(lint):
+    findings = lint(
+        """
+        import torch
+        class Finetuner:
+            def __init__(self, net, device, resume):
+                self.net = net
+                self.optimizer = torch.optim.Adam([
+                    {"params": self.net.backbone.parameters(), "lr": 1e-5},
+                    {"params": self.net.head.parameters()},
+                ], lr=1e-3)
+                load_checkpoint(resume, self.net, self.optimizer)
+                self.net.to(device)
+
+            def step(self, loss):
+                loss.backward()
+                self.optimizer.step()
+        """,
+        CODE,
+    )
+    assert lines(findings) == [11]
+    assert "`self.optimizer`" in findings[0].message and "load_checkpoint(" in findings[0].message
+
+
+def test_move_to_an_xla_device_after_the_optimizer(lint):
+    findings = lint(
+        """
+        import torch
+        import torch_xla.core.xla_model as xm
+        def vanilla(cls_model):
+            model = cls_model()
+            optimizer = model.configure_optimizers()
+            device = xm.xla_device()
+            model = model.to(device)
+            return model, optimizer
+        """,
+        CODE,
+    )
+    assert lines(findings) == [8]
+    assert "creates new parameter tensors" in findings[0].message
+
+
+def test_state_loaded_on_one_path_then_moved(lint):
     findings = lint(
         """
         import torch
         from torch.optim import AdamW
         def main(args):
             net = MyNet()
-            decay = [p for n, p in net.named_parameters() if "bias" not in n]
             optim = AdamW(filter(lambda p: p.requires_grad, net.parameters()), lr=args.lr)
+            if args.resume:
+                optim.load_state_dict(torch.load(args.resume)["optim"])
             if args.gpu:
                 net = net.cuda(args.gpu)
             train(net, optim)
         """,
         CODE,
     )
-    assert lines(findings) == [9]
+    assert lines(findings) == [10]
+
+
+# ----- an optimizer without state: `Module.to` and casts keep the Parameter objects --------------
+
+
+def test_move_after_building_an_optimizer_with_no_state_is_silent(lint):
+    # Checked with torch 2.13: after `model.double()` the optimizer's params are the model's
+    # (same objects), and the first step creates its state in the new dtype.
+    assert not lint(
+        """
+        import torch
+        model = torch.nn.Sequential(torch.nn.Linear(10, 10), torch.nn.ReLU())
+        optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        device
+        model = model.to(device)
+        criterion = torch.nn.CrossEntropyLoss().to(device)
+
+        def build(model):
+            opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            model.half()
+            return opt
+
+        for x, y in loader:
+            optimizer.zero_grad()
+            criterion(model(x.to(device)), y.to(device)).backward()
+            optimizer.step()
+        """,
+        CODE,
+    )
 
 
 # ----- hard negatives -------------------------------------------------------------------------
@@ -217,6 +262,92 @@ def test_other_module_moved(lint):
             teacher.to(device)
             loss_fn = torch.nn.CrossEntropyLoss().cuda()
             return optimizer
+        """,
+        CODE,
+    )
+
+
+# ----- miss: the other branch of an `if` loads model and optimizer from a checkpoint -------------
+
+
+def test_fresh_branch_builds_the_optimizer_and_the_model_moves_after_the_if(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        def build(args, device):
+            if args.resume:
+                model, optimizer = load_checkpoint(args.resume)
+            else:
+                model = Net(args)
+                optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+                optimizer.load_state_dict(torch.load(args.pretrained)["optimizer"])
+            model.to(device)  # expect: TL017
+            return model, optimizer
+
+        def build_else_resume(args, device):
+            if not args.resume:
+                model = Net(args)
+                optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+                optimizer.load_state_dict(args.warm_start_state)
+            else:
+                ckpt = torch.load(args.resume, map_location="cpu")
+                model, optimizer = ckpt["model"], ckpt["optimizer"]
+            model = model.to(device)  # expect: TL017
+            return model, optimizer
+        """,
+        CODE,
+    )
+
+
+def test_checkpoint_branch_moves_and_the_fresh_branch_moves_first(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        def build(args, device):
+            if args.resume:
+                model, optimizer = load_checkpoint(args.resume)
+                model.to(device)
+            else:
+                model = Net(args).to(device)
+                optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+            return model, optimizer
+
+        def reload(args, device):
+            model = Net(args)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+            model, optimizer = restore(args.resume, model, optimizer)
+            model.to(device)
+            return model, optimizer
+        """,
+        CODE,
+    )
+
+
+def test_moved_between_two_training_runs_of_a_stateful_optimizer(lint):
+    # The first run gives Adam its moments on the CPU; the second trains the moved model with them.
+    check(
+        lint,
+        """
+        import torch
+
+        model = torch.nn.Linear(8, 2)
+        adam = torch.optim.Adam(model.parameters(), lr=1e-3)
+        sgd = torch.optim.SGD(model.parameters(), lr=0.01)
+        for x, y in loader:
+            adam.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            adam.step()
+            sgd.step()
+        model.to(device)  # expect: TL017
+        for x, y in loader:
+            adam.zero_grad()
+            torch.nn.functional.cross_entropy(model(x.to(device)), y.to(device)).backward()
+            adam.step()
+            sgd.step()
         """,
         CODE,
     )

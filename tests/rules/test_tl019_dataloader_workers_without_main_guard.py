@@ -1,5 +1,7 @@
 """TL019 dataloader-workers-without-main-guard: worker processes started by import-time code."""
 
+from _expect import check
+
 CODE = "TL019"
 
 
@@ -243,3 +245,95 @@ def test_pytest_module_is_not_the_main_script(lint):
         CODE,
         path="tests/test_data.py",
     )
+
+
+# ----- miss: loaders built by a helper and iterated by a function that module-level code calls ---
+
+
+def test_loaders_returned_by_a_helper_and_iterated_by_an_unguarded_call(lint):
+    check(
+        lint,
+        """
+        import torch
+        from torch.utils.data import DataLoader
+
+        def get_loaders(train_set, val_set, workers=4):
+            train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=workers)  # expect: TL019
+            val_loader = DataLoader(val_set, batch_size=256, num_workers=workers)
+            return train_loader, val_loader
+
+        def train(model, train_set, val_set, epochs=10):
+            train_loader, val_loader = get_loaders(train_set, val_set)
+            print(len(val_loader))
+            for epoch in range(epochs):
+                for x, y in train_loader:
+                    model(x)
+
+        train(model, train_set, val_set)
+        """,
+        "TL019",
+    )
+
+
+def test_loaders_returned_by_a_helper_under_the_main_guard_or_with_no_workers(lint):
+    assert (
+        lint(
+            """
+        from torch.utils.data import DataLoader
+
+        def get_loader(dataset, workers=4):
+            return DataLoader(dataset, batch_size=64, shuffle=True, num_workers=workers)
+
+        def train(model, dataset, workers):
+            for x, y in get_loader(dataset, workers):
+                model(x)
+
+        def main():
+            train(model, dataset, workers=8)
+
+        preview = get_loader(dataset, workers=0)
+        for x, y in preview:
+            print(x.shape)
+            break
+
+        if __name__ == "__main__":
+            main()
+        """,
+            "TL019",
+        )
+        == []
+    )
+
+
+# ----- family: notebook cells are not scripts ------------------------------------------------------
+
+_CELLS = """
+    import torch
+    from torch.utils.data import DataLoader
+    from torchvision import datasets, transforms
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device
+
+    train_data = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+    train_data.classes
+
+    train_dataloader = DataLoader(train_data, batch_size=32, shuffle=True, num_workers=4)
+    img, label = next(iter(train_dataloader))
+    img.shape, label.shape
+    """
+
+
+def test_notebook_cells_exported_to_a_script_are_not_given_script_advice(lint):
+    assert lint(_CELLS, CODE) == []
+
+
+def test_notebook_file_is_not_given_script_advice(lint):
+    assert lint(_CELLS, CODE, path="04_custom_datasets.ipynb") == []
+
+
+def test_same_cells_without_display_expressions_run_as_a_script(lint):
+    source = "\n".join(line for line in _CELLS.splitlines() if line.strip() not in ("device", "train_data.classes"))
+    source = source.replace("img.shape, label.shape", "print(img.shape, label.shape)")
+    source = source.replace("num_workers=4)", "num_workers=4)  # expect: TL019")
+    check(lint, source, CODE)

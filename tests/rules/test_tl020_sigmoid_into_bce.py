@@ -1,5 +1,7 @@
 """TL020 sigmoid-into-bce: sigmoid output fed to a loss that applies sigmoid itself."""
 
+from _expect import check
+
 CODE = "TL020"
 
 
@@ -257,3 +259,30 @@ def test_forward_inherited_from_a_base_class_of_the_file(lint):
         CODE,
     )
     assert lines(findings) == [13]
+
+
+# ----- reached through roles from data flow (issue 9) -----
+
+_FIT = """
+    import torch
+    import torch.nn as nn
+
+    def fit(model, criterion, optimizer, loader):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(torch.sigmoid(model(x)), y)  # expect: TL020
+            loss.backward()
+            optimizer.step()
+
+    def main():
+        model = nn.Linear(10, 1)
+        fit(model, CRITERION, torch.optim.SGD(model.parameters(), lr=0.1), loader)
+    """
+
+
+def test_bce_with_logits_passed_into_the_training_function(lint):
+    check(lint, _FIT.replace("CRITERION", "nn.BCEWithLogitsLoss()"), CODE)
+
+
+def test_plain_bce_passed_into_the_training_function_is_silent(lint):
+    assert lint(_FIT.replace("CRITERION", "nn.BCELoss()").replace("  # expect: TL020", ""), CODE) == []

@@ -70,6 +70,8 @@ def snapshot_global_state():
         "grad": torch.is_grad_enabled(),
         "module_pre_hooks": list(module_hooks._global_forward_pre_hooks),
         "module_hooks": list(module_hooks._global_forward_hooks),
+        "module_hooks_with_kwargs": list(module_hooks._global_forward_hooks_with_kwargs),
+        "module_hooks_always_called": list(module_hooks._global_forward_hooks_always_called),
         "optimizer_pre_hooks": list(optimizer_hooks._global_optimizer_pre_hooks),
         "optimizer_post_hooks": list(optimizer_hooks._global_optimizer_post_hooks),
         "backward": torch.autograd.backward,

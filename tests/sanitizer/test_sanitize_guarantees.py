@@ -3,12 +3,14 @@ untouched, survives DataLoader workers and torch.compile, and points at user lin
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 
 import pytest
 
 import torchlint
+from torchlint.sanitizer.notices import COMPILED_NOTE
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -277,3 +279,72 @@ def test_reading_a_frames_locals_pins_nothing_and_changes_nothing():
         return hparams
 
     assert keeps_its_locals()["config"] == {"lr": 0.1}
+
+
+class TinyGPT(nn.Module):
+    """Two pre-norm transformer blocks (nanoGPT's shape), residuals written `x = x + ...`."""
+
+    def __init__(self, vocab: int = 17, width: int = 32, heads: int = 4):
+        super().__init__()
+        self.heads = heads
+        self.embed = nn.Embedding(vocab, width)
+        self.blocks = nn.ModuleList(
+            nn.ModuleDict(
+                {
+                    "ln1": nn.LayerNorm(width),
+                    "qkv": nn.Linear(width, 3 * width),
+                    "proj": nn.Linear(width, width),
+                    "ln2": nn.LayerNorm(width),
+                    "fc": nn.Linear(width, 4 * width),
+                    "out": nn.Linear(4 * width, width),
+                }
+            )
+            for _ in range(2)
+        )
+        self.head = nn.Linear(width, vocab)
+
+    def forward(self, idx):
+        x = self.embed(idx)
+        batch, steps, width = x.shape
+        for block in self.blocks:
+            q, k, v = block["qkv"](block["ln1"](x)).split(width, dim=2)
+            q, k, v = (t.view(batch, steps, self.heads, -1).transpose(1, 2) for t in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(batch, steps, width)
+            x = x + block["proj"](y)
+            x = x + block["out"](F.gelu(block["fc"](block["ln2"](x))))
+        return self.head(x)
+
+
+def compiled_losses(sanitized: bool, **options):
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    counters = torch._dynamo.utils.counters
+    counters.clear()
+    torch.manual_seed(0)
+    model = TinyGPT()
+    compiled = torch.compile(model, backend="aot_eager")  # dynamo and AOTAutograd, no C++ compiler
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    generator = torch.Generator().manual_seed(1)
+    losses = []
+    context = torchlint.sanitize(summary=False, action="record", **options) if sanitized else contextlib.nullcontext()
+    with context as report:
+        for _ in range(4):
+            idx = torch.randint(0, 17, (4, 8), generator=generator)
+            loss = F.cross_entropy(compiled(idx).flatten(0, 1), idx.roll(-1, 1).flatten())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.detach().clone())
+    graphs = (counters["stats"]["unique_graphs"], sum(counters["graph_break"].values()))
+    return losses, graphs, report
+
+
+@pytest.mark.parametrize("options", [{"inplace": "always"}, {"inplace": "auto", "accelerator_devices": ("cpu",)}])
+def test_torch_compile_with_the_inplace_check_keeps_losses_bit_identical(options):
+    plain, plain_graphs, _ = compiled_losses(sanitized=False)
+    losses, graphs, report = compiled_losses(sanitized=True, **options)
+    assert all(torch.equal(a, b) for a, b in zip(plain, losses))
+    assert graphs == plain_graphs == (1, 0)  # one graph, no graph break, no recompilation
+    assert report.findings == []
+    assert report.notes == [COMPILED_NOTE]

@@ -18,6 +18,7 @@ SCRIPT = textwrap.dedent(
     """
     import json, sys
     import torch
+    import torch.fx.traceback
 
     def record(**facts):
         with open(sys.argv[1], "w") as fh:
@@ -28,6 +29,8 @@ SCRIPT = textwrap.dedent(
             argv=sys.argv[2:],
             name=__name__,
             anomaly=torch.is_anomaly_enabled(),
+            stacks=torch.fx.traceback.format_stack.__module__,
+            frames=len(torch.ones(1, requires_grad=True).mul(2).grad_fn.metadata.get("traceback_", [])),
             modes=torch._C._len_torch_function_stack(),
         )
         model = torch.nn.Linear(3, 2)
@@ -63,6 +66,29 @@ def test_runs_the_script_as_main_with_its_arguments(script, tmp_path, capsys):
     assert seen["anomaly"] is True and seen["modes"] == 0
     assert sys.argv == argv_before
     assert "torchlint.sanitize: no findings" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "flags,anomaly,frames",
+    [
+        ([], True, 1),  # auto: anomaly mode recording the user's line only
+        (["--anomaly", "auto"], True, 1),
+        (["--anomaly", "full"], True, "many"),  # torch's full stack
+        (["--anomaly", "off"], False, 0),
+        (["--no-anomaly"], False, 0),
+    ],
+)
+def test_the_anomaly_flag(flags, anomaly, frames, script, tmp_path):
+    assert main([*flags, str(script), str(tmp_path / "facts.json")]) == 0
+    seen = facts(tmp_path)
+    assert seen["anomaly"] is anomaly
+    assert seen["frames"] > 3 if frames == "many" else seen["frames"] == frames
+    assert seen["stacks"] == "torch.fx.traceback" or anomaly  # torch's own function back when off
+
+
+def test_a_bad_anomaly_flag_is_a_usage_error(capsys):
+    assert main(["--anomaly", "sometimes", "x.py"]) == 2
+    assert "invalid choice: 'sometimes'" in capsys.readouterr().err
 
 
 def test_exit_status_is_the_scripts_own(script, tmp_path, capsys):

@@ -11,10 +11,11 @@ for ``Trainer.__init__``).
 from __future__ import annotations
 
 import ast
+import copy
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.nodes import argument, last_name
+from torchlint.analysis.nodes import argument, argument_for, last_name
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -31,11 +32,18 @@ def resolve_local_call(ctx: FileContext, call: ast.Call) -> FunctionNode | None:
         return resolve_function_name(ctx, func.id, call)
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
         cls = ctx.enclosing(call, ast.ClassDef)
-        while cls is not None:
-            for stmt in cls.body:
-                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == func.attr:
-                    return stmt
-            cls = local_base(ctx, cls)
+        if cls is not None:
+            return find_method(ctx, cls, func.attr)
+    return None
+
+
+def find_method(ctx: FileContext, cls: ast.ClassDef, name: str) -> FunctionNode | None:
+    """The method ``name`` of ``cls``, or of its bases defined in this file."""
+    while cls is not None:
+        for stmt in cls.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
+                return stmt
+        cls = local_base(ctx, cls)
     return None
 
 
@@ -66,6 +74,58 @@ def local_base(ctx: FileContext, cls: ast.ClassDef) -> ast.ClassDef | None:
             base_depth[found] = depth + 1
             return found
     return None
+
+
+def parameter_default(func: FunctionNode, name: str) -> ast.AST | None:
+    """The default value of parameter ``name`` of ``func``, if it has one."""
+    args = func.args
+    positional = args.posonlyargs + args.args
+    for param, default in zip(positional[len(positional) - len(args.defaults) :], args.defaults):
+        if param.arg == name:
+            return default
+    for param, default in zip(args.kwonlyargs, args.kw_defaults):
+        if param.arg == name:
+            return default
+    return None
+
+
+def in_caller_terms(expr: ast.AST, call: ast.Call, func: FunctionNode) -> ast.AST | None:
+    """``expr``, written inside ``func``, rewritten in the terms of the caller making ``call``: each
+    parameter of ``func`` replaced by the argument the call passes (or its default). None when a
+    parameter it uses gets no argument that can be told (``*args``), or it reads ``func``'s own locals."""
+    params = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs}
+    names = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+    local = {
+        t.id
+        for node in ast.walk(func)
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        for t in ast.walk(target)
+        if isinstance(t, ast.Name)
+    }
+    if names & (local - params):
+        return None
+    replacements = {}
+    for name in names & params:
+        given = argument_for(call, func, name)
+        if given is None:
+            if passes_unknown_arguments(call):
+                return None
+            given = parameter_default(func, name)
+        if given is None:
+            return None
+        replacements[name] = given
+
+    class _Substitute(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return replacements.get(node.id, node)
+
+    return _Substitute().visit(copy.deepcopy(expr))
+
+
+def passes_unknown_arguments(call: ast.Call) -> bool:
+    """``f(*args)`` / ``f(**kwargs)``: any parameter may be given."""
+    return any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords)
 
 
 class CallGraph:
@@ -117,7 +177,7 @@ def parameter_arguments(ctx: FileContext, function: ast.AST, param: ast.arg) -> 
     sites = [(site, 1 if method and isinstance(site.func, ast.Attribute) else 0) for site in graph.callers(function)]
     if method and function.name == "__init__":
         sites.extend((site, 1) for site in graph.instantiations(ctx.parent(function)))
-    default = _default(args, param)
+    default = parameter_default(function, param.arg)
     if not sites:
         return [default] if default is not None else []
     found = []
@@ -126,17 +186,6 @@ def parameter_arguments(ctx: FileContext, function: ast.AST, param: ast.arg) -> 
         value = argument(site, index, param.arg) if index >= 0 else None
         found.append(value if value is not None else default)
     return found
-
-
-def _default(args: ast.arguments, param: ast.arg) -> ast.AST | None:
-    positional = args.posonlyargs + args.args
-    if param in positional:
-        offset = len(positional) - len(args.defaults)
-        index = positional.index(param)
-        return args.defaults[index - offset] if index >= offset else None
-    if param in args.kwonlyargs:
-        return args.kw_defaults[args.kwonlyargs.index(param)]
-    return None
 
 
 def resolve_callee(ctx: FileContext, call: ast.Call) -> tuple[FileContext, FunctionNode] | None:

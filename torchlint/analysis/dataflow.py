@@ -53,9 +53,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import parameter_arguments
+from torchlint.analysis.callgraph import FunctionNode, find_method, parameter_arguments
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import position
+from torchlint.analysis.nodes import argument, position
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -475,10 +475,10 @@ class Dataflow:
         """Expressions that may have produced the value of ``expr``.
 
         Follows names (reaching plain assignments), ``self.attr`` (every assignment
-        in the class), ``a if c else b`` (both arms), with ``parameters`` a parameter to
-        the argument every call site of its function in this file passes (``callgraph``),
-        and ``through(e)`` when it returns a sub-expression to look through. Anything
-        else is an origin itself; ``None`` stands for a value that cannot be told
+        in the class), ``a if c else b`` (both arms), ``typing.cast(T, v)`` (``v``), with
+        ``parameters`` a parameter to the argument every call site of its function in this file
+        passes (``callgraph``), and ``through(e)`` when it returns a sub-expression to look through.
+        Anything else is an origin itself; ``None`` stands for a value that cannot be told
         (parameter, loop variable, unpacked call result, augmented assignment, too deep)."""
         found: list[ast.AST | None] = []
         self._origins(expr, _Question(through, parameters, found, set()), at, 0)
@@ -519,6 +519,9 @@ class Dataflow:
                 else:
                     found.append(None)
             return
+        kept = value_kept(self.ctx, expr)
+        if kept is not None:
+            return self._origins(kept, question, at, depth + 1)
         if question.through is not None:
             inner = question.through(expr)
             if inner is not None:
@@ -604,6 +607,37 @@ def _pairs(target: ast.AST, value: ast.AST | None) -> Iterator[tuple[ast.AST, as
                 yield from _pairs(element, None)
     else:
         yield target, value
+
+
+# Calls that hand back one of their arguments unchanged (a type annotation for the checker only):
+# qualified name -> the argument's position.
+VALUE_KEEPING_CALLS = {"typing.cast": 1, "typing_extensions.cast": 1}
+
+
+def value_kept(ctx: FileContext, expr: ast.AST) -> ast.AST | None:
+    """``v`` for ``typing.cast(T, v)``: the argument a call returns unchanged; None for anything else."""
+    if not isinstance(expr, ast.Call):
+        return None
+    position = VALUE_KEEPING_CALLS.get(ctx.call_qualname(expr) or "")
+    if position is None:
+        return None
+    return argument(expr, position, "val")
+
+
+def resolve_instance_call(ctx: FileContext, call: ast.Call) -> FunctionNode | None:
+    """The ``__call__`` that ``call`` runs when it calls an instance of a class of this file
+    (``compute_loss = ComputeLoss(); compute_loss(pred, targets)``); None when any value the
+    callee may hold is something else."""
+    origins = dataflow(ctx).origins(call.func)
+    found = None
+    for origin in origins:
+        if not (isinstance(origin, ast.Call) and isinstance(origin.func, ast.Name) and origin.func.id in ctx.classes):
+            return None
+        method = find_method(ctx, ctx.classes[origin.func.id], "__call__")
+        if method is None or (found is not None and method is not found):
+            return None
+        found = method
+    return found
 
 
 def dataflow(ctx: FileContext) -> Dataflow:

@@ -5,6 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+# The rule reference: one generated page per rule (engine/ruledocs.py), linked from every finding.
+RULES_DOCS_FOLDER = "docs/rules"
+
+
+def rule_page(code: str, name: str) -> str:
+    """The file name of a rule's page: ``TL001-missing-zero-grad.md``."""
+    return f"{code}-{name}.md"
+
+
+def rule_url(code: str, name: str) -> str:
+    from torchlint import __url__
+
+    return f"{__url__}/blob/main/{RULES_DOCS_FOLDER}/{rule_page(code, name)}"
+
+
 ERROR = "error"
 WARNING = "warning"
 SEVERITIES = (ERROR, WARNING)
@@ -108,6 +123,11 @@ class Finding:
     cell: int | None = None
 
     @property
+    def url(self) -> str:
+        """The rule's documentation page."""
+        return rule_url(self.code, self.name)
+
+    @property
     def headline(self) -> str:
         """The message's first line: what is wrong, and where."""
         return self.message.split("\n", 1)[0]
@@ -123,10 +143,11 @@ class Finding:
         fix = data.get("fix")
         if fix is not None:  # its edits as they were made (a cached fix cannot build more)
             fix = Fix(fix["description"], tuple(Edit(**edit) for edit in fix["edits"]), fix["applicability"])
-        names = cls.__dataclass_fields__
+        names = cls.__dataclass_fields__  # "url" is derived, not stored
         return cls(**{key: value for key, value in data.items() if key in names and key != "fix"}, fix=fix)
 
     def to_dict(self) -> dict:
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
         data["fix"] = None if self.fix is None else self.fix.to_dict()
+        data["url"] = self.url
         return data

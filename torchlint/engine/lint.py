@@ -378,13 +378,14 @@ class TooLarge(Exception):
 
 def read_file(path: str, max_bytes: int = 0) -> tuple[bytes | None, str | None]:
     """The file's bytes, or a reason it cannot be read. Never blocks on a FIFO or device.
-    Raises TooLarge when the file is over ``max_bytes`` (0: no limit)."""
+    Raises TooLarge when the file is over ``max_bytes`` (0: no limit) -- except a notebook,
+    whose size is mostly its saved outputs (plots as base64), not its code."""
     try:
         info = os.stat(path)
         if not stat.S_ISREG(info.st_mode):
             kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
             return None, f"cannot read: {kind}"
-        if max_bytes and info.st_size > max_bytes:
+        if max_bytes and info.st_size > max_bytes and not is_notebook(path):
             raise TooLarge(info.st_size)
         with open(path, "rb") as handle:
             return handle.read(), None

@@ -14,14 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from torchlint.engine.finding import ERROR, Finding, location
+from torchlint import __url__
+from torchlint.engine.finding import ERROR, Finding, location, rule_url
 
 if TYPE_CHECKING:
     from torchlint.engine.lint import FileResult
 
 FORMATS = ("text", "json", "github", "sarif")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://github.com/torchlint/torchlint"
+INFORMATION_URI = __url__
 
 
 @dataclass
@@ -278,6 +279,7 @@ def sarif_document(results: Sequence[FileResult], rules: Sequence[type]) -> dict
             "shortDescription": {"text": rule.summary},
             "fullDescription": {"text": " ".join(rule.what.split())},
             "help": {"text": " ".join(rule.why.split()), "markdown": rule.docs()},
+            "helpUri": rule_url(rule.code, rule.name),
             "defaultConfiguration": {"level": "error" if rule.severity == ERROR else "warning"},
             "properties": {"tags": ["pytorch", "correctness"]},
         }

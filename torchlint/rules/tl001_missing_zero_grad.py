@@ -159,11 +159,30 @@ def train(model, loader, optimizer, scaler, use_amp):
         where = f"the loop at line {unit.owner.lineno}" if unit.is_loop else f"`{unit.owner.name}()`"
         once = unit.is_loop and any(e.kind in CLEAR_KINDS for e in iterations(ctx).function_events_around(unit))
         hint = " (clearing once before the loop is not enough)" if once else ""
+        window = _accumulation_window(ctx, unit, step)
+        if window is None:
+            advice = f"call `{opt}.zero_grad()` once per iteration{hint}"
+        else:
+            # Clearing every iteration would throw away the accumulated micro-batches (TS106's advice).
+            advice = (
+                f"the loop accumulates gradients ({window}): call `{opt}.zero_grad()` once per optimizer "
+                f"step, right after `{ctx.segment(step.node)}`{hint}"
+            )
         return Message(
             f"`{ctx.segment(step.node)}` applies gradients that are never cleared in {where}",
             why="`.backward()` adds to `.grad`, so each step uses the sum of all batches so far",
-            help=f"call `{opt}.zero_grad()` once per iteration{hint}",
+            help=advice,
         )
+
+
+def _accumulation_window(ctx, unit, step) -> str | None:
+    """How the iteration accumulates gradients before ``step`` on purpose, in words; None when it does not."""
+    for _, evidence in gradient_accumulation(ctx).accumulated_backwards(unit, unit.events.index(step)):
+        if evidence.kind == "micro_loop":
+            return f"micro-step loop at line {evidence.node.lineno}"
+        if evidence.test is not None:
+            return f"it steps only when `{ast.unparse(evidence.test)}`"
+    return None
 
 
 def _cleared(ctx, unit, step, stepped) -> bool:

@@ -20,8 +20,9 @@ class ZeroGradAfterBackward(Rule):
         Reports a clearing call (`optimizer.zero_grad()`, `model.zero_grad()` on the model
         the optimizer updates) that runs after the last backward pass and before the
         optimizer step of the same iteration, on every path that reaches the step --
-        including inside a helper called in between, or inside a micro-step loop after its
-        backward. A clear before a later backward, a clear on a branch that skips the step
+        including inside a helper called in between (a trainer's own `self.zero_grad()`
+        wrapper), or inside a micro-step loop after its backward. A clear reached through
+        a call is reported at that call, in the function that runs the backward. A clear before a later backward, a clear on a branch that skips the step
         (`if not torch.isfinite(loss): optimizer.zero_grad(); continue`), and a clear of a
         different optimizer (a GAN's generator while the discriminator steps) are fine.
     """
@@ -81,11 +82,11 @@ def train(model, loader):
         """
 class Trainer:
     def _before_step(self):
-        self.optimizer.zero_grad()  # expect: TL002
+        self.optimizer.zero_grad()
     def train_step(self, batch):
         loss = self.model(batch)
         loss.backward()
-        self._before_step()
+        self._before_step()  # expect: TL002
         self.optimizer.step()
 """,
     ]
@@ -100,22 +101,37 @@ class Trainer:
                 if found is None:
                     continue
                 clear, backward = found
-                if clear.node in reported:
+                site = _misordered_call(clear, backward)
+                if site in reported:
                     continue
-                reported.add(clear.node)
+                reported.add(site)
                 yield self.report(
-                    clear.node, self._message(ctx, clear, backward, step), evidence=(clear, backward, step, unit.events)
+                    site, self._message(ctx, clear, backward, step, site), evidence=(clear, backward, step, unit.events)
                 )
 
     @staticmethod
-    def _message(ctx, clear, backward, step) -> Message:
-        via = f" (through the call on line {clear.via[0].lineno})" if clear.via else ""
+    def _message(ctx, clear, backward, step, site) -> Message:
+        what = f"`{ctx.segment(clear.node)}`"
+        if site is not clear.node:
+            what = f"`{ctx.segment(site)}` (which runs {what} at line {clear.node.lineno})"
         return Message(
-            f"`{ctx.segment(clear.node)}` runs after `{ctx.segment(backward.node)}` (line {backward.node.lineno}) "
-            f"and before `{ctx.segment(step.node)}` (line {step.node.lineno}){via}",
+            f"{what} runs after `{ctx.segment(backward.node)}` (line {backward.node.lineno}) "
+            f"and before `{ctx.segment(step.node)}` (line {step.node.lineno})",
             why="the backward's gradients are cleared before the step uses them, so the step applies zeroed gradients",
             help="clear the gradients before the forward pass or after the step",
         )
+
+
+def _misordered_call(clear, backward) -> ast.AST:
+    """Where the order goes wrong: in the innermost function that runs both the backward and the
+    clear, the call that leads to the clear (``self.zero_grad()`` right after
+    ``self.backward(loss)``); the clear itself when that function holds it."""
+    common = 0
+    for a, b in zip(clear.via, backward.via):
+        if a is not b:
+            break
+        common += 1
+    return clear.via[common] if len(clear.via) > common else clear.node
 
 
 def _clear_after_last_backward(ctx, events, index, stepped):

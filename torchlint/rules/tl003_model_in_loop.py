@@ -21,7 +21,8 @@ class ModelInLoop(Rule):
         `timm.create_model(...)`, `AutoModel*.from_pretrained(...)`, or a local
         function returning one — that runs inside the loop whose iterations continue
         one training run: per batch, per step or per epoch, including inside a
-        function the epoch loop calls. An outer loop whose body is a whole training
+        function the epoch loop calls and in a loop nested in the epoch loop (a
+        data-shard loop). An outer loop whose body is a whole training
         run (folds, trials, seeds, hyper-parameter values, tasks, federated rounds)
         is not reported, nor are loss modules, weightless layers (`nn.ReLU()`,
         `nn.Dropout()`) or `copy.deepcopy(model)`.

@@ -21,9 +21,14 @@ class OptimizerInLoop(Rule):
         `bitsandbytes.optim.*`, or a local function returning one) that runs inside
         the loop whose iterations continue one training run — per batch, per step or
         per epoch, including inside a function the epoch loop calls (a
-        `train_one_epoch` that starts with `optimizer = SGD(...)`). An outer loop
-        whose body is a whole training run with its own model (folds, trials, seeds,
-        hyper-parameter values, tasks, federated rounds) is not reported.
+        `train_one_epoch` that starts with `optimizer = SGD(...)`) and a loop nested in
+        the epoch loop (`for shard_id ...:`). An optimizer built with its model in such
+        a loop is reported along with the model (TL003): fixing one leaves the other.
+        An outer loop whose body is a whole training run with its own model (folds,
+        trials, seeds, hyper-parameter values, tasks, federated rounds, a literal list of
+        settings such as `for device in ["cpu", "cuda"]:`) is not reported, nor is an
+        inner optimizer over a copy of the model made in the same
+        iteration (`copy.deepcopy(model)`, meta-learning).
     """
     why = """
         An optimizer carries state between steps: momentum buffers, Adam's first

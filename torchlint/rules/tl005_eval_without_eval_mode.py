@@ -6,6 +6,7 @@ import ast
 
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.evaluation import NOT_REACHED, evaluation_analysis
+from torchlint.torchmodel.forward_calls import model_expression
 
 
 @register
@@ -17,14 +18,27 @@ class EvalWithoutEvalMode(Rule):
     what = """
         Reports the first model call of evaluation code — a function named for
         evaluation (`validate`, `evaluate`, `test`, `estimate_loss`, `predict`,
-        `infer`...), a loop over validation/test data (`for x, y in val_loader`), or
-        a function the training loop calls that runs the model over data without
-        training it — when no `model.eval()` / `model.train(False)` reaches it: not
+        `infer`...), a loop over validation/test data (`for x, y in val_loader`), a
+        function the training loop calls that runs the model over data without
+        training it, a function that runs the model on one batch drawn from
+        evaluation data (`next(iter(val_loader))`), or the evaluation path of a
+        function that serves both phases (`run_epoch(model, loader, optimizer,
+        mode)` called with `"val"`, `_run_batch(..., train=False)`, read with that
+        value: `model.train(mode == "train")` counts) — when no `model.eval()` /
+        `model.train(False)` reaches it: not
         earlier in the function, not in a context manager around it, and not before
-        the calls into it in this file. Lightning's `validation_step`/`test_step`
-        and other framework hooks are not reported: the framework switches modes.
-        A function that receives its model from a caller outside this file is not
-        judged.
+        the calls into it in this file. Evaluation runs a model trained or loaded in
+        this program on data: a call on synthetic input only (`net(torch.randn(2, 3,
+        32, 32))`, a shape probe or warm-up) and a freshly built model that nothing
+        trains, loads or hands on are not evaluation, nor are unit tests (`test_*`
+        functions that assert, `unittest.TestCase` classes and their mixins), whatever
+        the file's path. A model from `X.from_pretrained(...)` that nothing trains here
+        is in eval mode; one from `torch.hub.load(...)` is the hub entry point's
+        business. A model known to behave the same in both modes (built here from
+        layers without dropout or batch norm) is not reported. Lightning's
+        `validation_step`/`test_step` and other framework hooks
+        are not reported: the framework switches modes. A function that receives its
+        model from a caller outside this file is not judged.
     """
     why = """
         In training mode dropout keeps zeroing activations and batch norm normalises
@@ -116,7 +130,7 @@ for epoch in range(10):
         analysis = evaluation_analysis(ctx)
         for unit in analysis.units:
             verdict = analysis.eval_mode(unit)
-            if verdict.reached is NOT_REACHED:
+            if verdict.reached is NOT_REACHED and analysis.mode_matters(model_expression(unit.first_call)):
                 yield self.report(unit.first_call, self._message(ctx, unit, verdict), evidence=unit)
 
     @staticmethod

@@ -17,15 +17,24 @@ class EvalWithoutNoGrad(Rule):
     what = """
         Reports the first model call of evaluation code — a function named for
         evaluation (`validate`, `evaluate`, `test`, `estimate_loss`, `predict`,
-        `infer`...), a loop over validation/test data, or a function the training
-        loop calls that runs the model over data without training it — when
+        `infer`...), a loop over validation/test data, a function the training
+        loop calls that runs the model over data without training it, a function
+        that runs it on one batch drawn from evaluation data
+        (`next(iter(val_loader))`), or the evaluation path of a function that
+        serves both phases (`run_epoch(..., mode)` called with `"val"`, read with
+        that value: `torch.set_grad_enabled(mode == "train")` counts) — when
         autograd is still on there: no `torch.no_grad()`, `torch.inference_mode()` or
         `torch.set_grad_enabled(False)` as a `with` block or decorator, in the
         function or around the calls into it in this file. Evaluation that needs
         gradients on purpose (it calls `backward()` or `torch.autograd.grad`, e.g.
         saliency maps or adversarial examples) is not reported, nor are
         Lightning's `validation_step`/`test_step`, which the framework runs under
-        no-grad.
+        no-grad. Evaluation runs a model trained or loaded in this program on data:
+        shape probes and warm-ups on synthetic input (`torch.randn(...)`), freshly
+        built models nothing trains or loads, unit tests (`test_*` functions that
+        assert, `unittest.TestCase` classes), and models from `torch.hub.load(...)`
+        (whose entry point may wrap them in its own no-grad) are not reported,
+        whatever the file's path.
     """
     why = """
         With autograd on, every forward pass records its graph and keeps every
@@ -115,13 +124,16 @@ for epoch in range(5):
         where = unit.label
         if verdict.site is not None:
             where += f", called at line {verdict.site.lineno} outside any no-grad block"
-        fix = (
-            f"decorate `{unit.node.name}` with `@torch.no_grad()`"
-            if unit.kind != "loop" and hasattr(unit.node, "name")
-            else "wrap the evaluation loop in `with torch.no_grad():`"
-        )
+        if unit.phase is not None:
+            fix = f"wrap its forward passes in `with torch.set_grad_enabled(...)` on `{unit.phase.param}`"
+        elif unit.kind == "batch":
+            fix = "run it under `with torch.no_grad():` (or use `torch.inference_mode()`)"
+        elif unit.kind != "loop" and hasattr(unit.node, "name"):
+            fix = f"decorate `{unit.node.name}` with `@torch.no_grad()` (or use `torch.inference_mode()`)"
+        else:
+            fix = "wrap the evaluation loop in `with torch.no_grad():` (or use `torch.inference_mode()`)"
         return Message(
             f"`{call}(...)` evaluates with autograd on in {where}",
             why="every forward pass records a graph and keeps its activations alive, wasting memory and time",
-            help=f"{fix} (or use `torch.inference_mode()`)",
+            help=fix,
         )

@@ -22,7 +22,14 @@ class TrainModeNotRestored(Rule):
         function the loop calls. EMA, teacher and target copies that are never
         trained are not reported, nor is an unconditional `model.eval()` placed
         before the iteration's first training step (fine-tuning with frozen
-        batch-norm statistics on purpose), nor an eval switch followed by `break`.
+        batch-norm statistics on purpose) -- then the training code owns the mode,
+        and an evaluation switching the model to eval before it changes nothing (a
+        linear probe's `train()` that starts with `backbone.eval()`) -- nor an eval
+        switch followed by `break`, nor a model known to behave the same in both
+        modes (built here from layers without dropout or batch norm). A switch under
+        a condition inside the training
+        function (`if freeze_bn: model.eval()`) configures training; it is not an
+        evaluation.
     """
     why = """
         After the first validation the model stays in eval mode for the rest of

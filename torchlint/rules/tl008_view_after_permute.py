@@ -4,335 +4,10 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.analysis.dataflow import dataflow
-from torchlint.analysis.nodes import method_call
+from torchlint.analysis.conditions import conditions_at, implies
 from torchlint.engine.rule import Message, Rule, register
-
-# Operations whose result shares storage with a reordered stride layout.
-PERMUTING_METHODS = frozenset({"permute", "transpose", "t", "swapaxes", "swapdims", "movedim", "moveaxis"})
-PERMUTING_ATTRIBUTES = frozenset({"T", "mT", "mH", "H"})
-PERMUTING_FUNCTIONS = frozenset(
-    {
-        "torch.transpose",
-        "torch.permute",
-        "torch.t",
-        "torch.swapaxes",
-        "torch.swapdims",
-        "torch.movedim",
-        "torch.moveaxis",
-    }
-)
-# Elementwise and conversion methods: their result keeps the input's (non-contiguous)
-# strides (TensorIterator follows the input layout; `.clone()` and `.to()` default to
-# `preserve_format`, which keeps the strides of a permuted tensor).
-LAYOUT_KEEPING_METHODS = frozenset(
-    {
-        "eq",
-        "ne",
-        "lt",
-        "le",
-        "gt",
-        "ge",
-        "float",
-        "half",
-        "double",
-        "bfloat16",
-        "int",
-        "long",
-        "bool",
-        "byte",
-        "short",
-        "char",
-        "to",
-        "type",
-        "type_as",
-        "detach",
-        "clone",
-        "cpu",
-        "cuda",
-        "abs",
-        "neg",
-        "exp",
-        "log",
-        "sqrt",
-        "rsqrt",
-        "sigmoid",
-        "tanh",
-        "relu",
-        "clamp",
-        "clamp_min",
-        "clamp_max",
-        "mul",
-        "add",
-        "sub",
-        "div",
-        "pow",
-        "masked_fill",
-        "logical_not",
-        "sign",
-        "round",
-        "floor",
-        "ceil",
-        "requires_grad_",
-    }
-)
-# Operations whose result has a known number of dimensions.
-SHAPE_METHODS = frozenset({"view", "reshape", "expand", "new_zeros", "new_ones", "new_empty", "new_full"})
-SHAPE_FACTORIES = frozenset(
-    {"torch.zeros", "torch.ones", "torch.empty", "torch.randn", "torch.rand", "torch.full", "torch.randint"}
-)
-# Functions whose result has the rank of their first argument (attention outputs, matmul).
-RANK_OF_FIRST_ARGUMENT = frozenset(
-    {
-        "torch.nn.functional.scaled_dot_product_attention",
-        "torch.matmul",
-        "torch.softmax",
-        "torch.nn.functional.softmax",
-        "torch.nn.functional.dropout",
-        "torch.sigmoid",
-        "torch.tanh",
-        "torch.relu",
-    }
-)
-RANK_KEEPING_METHODS = LAYOUT_KEEPING_METHODS | PERMUTING_METHODS | {"contiguous", "softmax", "log_softmax"}
-
-
-def _is_minus_one(expr: ast.AST) -> bool:
-    return (
-        isinstance(expr, ast.UnaryOp)
-        and isinstance(expr.op, ast.USub)
-        and isinstance(expr.operand, ast.Constant)
-        and expr.operand.value == 1
-    )
-
-
-def _shape_args(call: ast.Call) -> list[ast.AST] | None:
-    """The sizes passed to ``view``/``reshape``-like calls, when written out; None otherwise."""
-    args = call.args
-    if call.keywords or any(isinstance(a, ast.Starred) for a in args) or not args:
-        return None
-    if len(args) == 1:
-        only = args[0]
-        if isinstance(only, (ast.Tuple, ast.List)):
-            if any(isinstance(e, ast.Starred) for e in only.elts):
-                return None
-            return list(only.elts)
-        if (isinstance(only, ast.Constant) and isinstance(only.value, int)) or _is_minus_one(only):
-            return [only]
-        return None  # a shape held in a variable, or a dtype: cannot tell
-    return list(args)
-
-
-def _is_product(expr: ast.AST) -> bool:
-    """``h * w``: a product of at least two non-constant factors (a merged size)."""
-    if not (isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult)):
-        return False
-    factors, stack = [], [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-            stack.extend((node.left, node.right))
-        else:
-            factors.append(node)
-    return sum(not isinstance(f, ast.Constant) for f in factors) >= 2
-
-
-class _Layout:
-    """Layout facts for one file: which expressions hold permuted views, and ranks."""
-
-    def __init__(self, ctx):
-        self.ctx = ctx
-        self.flow = dataflow(ctx)
-        self._shape_unpacks: dict[ast.AST, dict[str, list[tuple[ast.AST, int]]]] = {}
-
-    # ----- permuted origins -----------------------------------------------------------------
-    def permuting_op(self, expr: ast.AST) -> ast.AST | None:
-        """``expr`` itself if it is a permuting operation."""
-        if isinstance(expr, ast.Attribute) and expr.attr in PERMUTING_ATTRIBUTES and isinstance(expr.ctx, ast.Load):
-            return expr
-        if isinstance(expr, ast.Call):
-            qual = self.ctx.call_qualname(expr)
-            if qual in PERMUTING_FUNCTIONS:
-                return expr
-            func = expr.func
-            if qual is None and isinstance(func, ast.Attribute) and func.attr in PERMUTING_METHODS:
-                if func.attr == "t" and (expr.args or expr.keywords):
-                    return None  # `self.t(x)`: a layer named t, not Tensor.t()
-                if isinstance(func.value, ast.Name) and func.value.id == "self":
-                    return None  # a module's own method that happens to be called permute/transpose
-                return expr
-        return None
-
-    @staticmethod
-    def through_layout_keeping(expr: ast.AST) -> ast.AST | None:
-        """Look through operations whose result keeps the input's strides."""
-        if isinstance(expr, ast.Subscript):
-            index = expr.slice
-            parts = index.elts if isinstance(index, ast.Tuple) else [index]
-            if all(isinstance(p, ast.Slice) or (isinstance(p, ast.Constant) and p.value is Ellipsis) for p in parts):
-                return expr.value
-            return None
-        found = method_call(expr)
-        if found is not None:
-            method, receiver = found
-            if method in LAYOUT_KEEPING_METHODS and not any(kw.arg == "memory_format" for kw in expr.keywords):
-                return receiver
-            return None
-        if isinstance(expr, ast.BinOp) and not isinstance(expr.op, ast.MatMult):
-            if isinstance(expr.right, ast.Constant):
-                return expr.left
-            if isinstance(expr.left, ast.Constant):
-                return expr.right
-        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
-            return expr.operand
-        return None
-
-    def permuted_origins(self, expr: ast.AST) -> list[ast.AST]:
-        """The permuting operations that may have produced ``expr``'s value."""
-        return [
-            origin
-            for origin in self.flow.origins(expr, self.through_layout_keeping)
-            if origin is not None and self.permuting_op(origin) is not None
-        ]
-
-    # ----- ranks ------------------------------------------------------------------------------
-    def rank_of_permuted(self, op: ast.AST) -> int | None:
-        if isinstance(op, ast.Attribute):
-            return 2 if op.attr == "T" else self.rank(op.value)
-        qual = self.ctx.call_qualname(op)
-        method = op.func.attr if isinstance(op.func, ast.Attribute) else None
-        if qual in ("torch.t",) or (qual is None and method == "t"):
-            return 2
-        if qual == "torch.permute" and len(op.args) == 2 and isinstance(op.args[1], (ast.Tuple, ast.List)):
-            return len(op.args[1].elts)
-        if qual is None and method == "permute":
-            if len(op.args) == 1 and isinstance(op.args[0], (ast.Tuple, ast.List)):
-                return len(op.args[0].elts)
-            if op.args and not any(isinstance(a, ast.Starred) for a in op.args) and len(op.args) > 1:
-                return len(op.args)
-            return None
-        base = op.args[0] if qual is not None and op.args else op.func.value if method else None
-        return self.rank(base) if base is not None else None
-
-    def rank(self, expr: ast.AST, depth: int = 0) -> int | None:
-        """The number of dimensions of ``expr``'s value, when every origin tells the same."""
-        if depth > 4:
-            return None
-        ranks = set()
-        for origin in self.flow.origins(expr):
-            ranks.add(self._rank_of_origin(origin, depth) if origin is not None else None)
-        if isinstance(expr, ast.Name) and (None in ranks or not ranks):
-            unpacked = self._rank_from_shape_unpack(expr)
-            if unpacked is not None:
-                return unpacked
-        return ranks.pop() if len(ranks) == 1 else None
-
-    def _rank_of_origin(self, origin: ast.AST, depth: int) -> int | None:
-        if isinstance(origin, ast.BinOp):
-            # Broadcasting (elementwise ops, and `@` on batched matrices): the larger rank.
-            ranks = [self.rank(side, depth + 1) for side in (origin.left, origin.right)]
-            known = [r for r in ranks if r is not None]
-            return max(known) if known and (len(known) == 2 or isinstance(origin.op, ast.MatMult)) else None
-        if isinstance(origin, ast.Subscript):
-            return self._rank_of_subscript(origin, depth)
-        if not isinstance(origin, ast.Call):
-            if isinstance(origin, ast.Attribute) and origin.attr in PERMUTING_ATTRIBUTES:
-                return self.rank(origin.value, depth + 1)
-            return None
-        qual = self.ctx.call_qualname(origin)
-        if qual in RANK_OF_FIRST_ARGUMENT and origin.args:
-            return self.rank(origin.args[0], depth + 1)
-        if qual in SHAPE_FACTORIES or qual == "torch.reshape":
-            args = origin.args[1:] if qual == "torch.reshape" else origin.args
-            if qual == "torch.full" and args:
-                args = args[:1]
-            shape = _shape_args(ast.Call(func=origin.func, args=list(args), keywords=[]))
-            return len(shape) if shape is not None else None
-        found = method_call(origin)
-        if found is None or qual is not None:
-            return None
-        method, receiver = found
-        if method in SHAPE_METHODS:
-            shape = _shape_args(origin)
-            return len(shape) if shape is not None else None
-        if method == "permute":
-            return self.rank_of_permuted(origin)
-        if method in ("unsqueeze", "squeeze") and origin.args:
-            inner = self.rank(receiver, depth + 1)
-            return None if inner is None else inner + (1 if method == "unsqueeze" else -1)
-        if method == "flatten":
-            if not origin.args and not origin.keywords:
-                return 1
-            start = origin.args[0] if origin.args else None
-            if len(origin.args) == 1 and isinstance(start, ast.Constant) and isinstance(start.value, int):
-                return start.value + 1 if start.value >= 0 else None
-            return None
-        if method in RANK_KEEPING_METHODS:
-            return self.rank(receiver, depth + 1)
-        return None
-
-    def _rank_of_subscript(self, node: ast.Subscript, depth: int) -> int | None:
-        """``qkv[0]`` drops a dimension, ``x[:, :k]`` keeps them, ``x[None]`` adds one."""
-        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        change = 0
-        for part in parts:
-            if isinstance(part, ast.Slice) or (isinstance(part, ast.Constant) and part.value is Ellipsis):
-                if isinstance(part, ast.Constant) and len(parts) > 1:
-                    return None  # x[..., 0]: counts from the end; fine, but keep it simple
-                continue
-            if isinstance(part, ast.Constant) and part.value is None:
-                change += 1
-            elif isinstance(part, ast.Constant) and isinstance(part.value, int):
-                change -= 1
-            else:
-                return None  # a tensor or variable index: cannot tell
-        inner = self.rank(node.value, depth + 1)
-        return None if inner is None else inner + change
-
-    def _rank_from_shape_unpack(self, name: ast.Name) -> int | None:
-        """``B, N, C = x.shape`` (or ``x.size()``) with the same value of ``x`` reaching here."""
-        scope = self.flow.scope_of(name)
-        table = self._shape_unpacks.get(scope)
-        if table is None:
-            table = self._shape_unpacks[scope] = self._collect_shape_unpacks(scope)
-        here = {id(b.stmt) for b in self.flow.reaching(name)}
-        for node, rank in table.get(name.id, ()):
-            there = {id(b.stmt) for b in self.flow.reaching(name.id, node)}
-            if here and here == there:
-                return rank
-        return None
-
-    def _collect_shape_unpacks(self, scope: ast.AST) -> dict[str, list[tuple[ast.AST, int]]]:
-        table: dict[str, list[tuple[ast.AST, int]]] = {}
-        for binding_list in self.flow.flow(scope).bindings.values():
-            for binding in binding_list:
-                source = binding.source
-                if binding.kind != "unpack" or binding.index != 0 or source is None:
-                    continue
-                target = binding.stmt.targets[0] if isinstance(binding.stmt, ast.Assign) else None
-                if not isinstance(target, (ast.Tuple, ast.List)) or any(
-                    isinstance(e, ast.Starred) for e in target.elts
-                ):
-                    continue
-                holder = None
-                if isinstance(source, ast.Attribute) and source.attr == "shape":
-                    holder = source.value
-                elif method_call(source) is not None and method_call(source)[0] == "size" and not source.args:
-                    holder = source.func.value
-                if isinstance(holder, ast.Name):
-                    table.setdefault(holder.id, []).append((source, len(target.elts)))
-        return table
-
-
-def _merges(shape: list[ast.AST], rank: int | None) -> bool:
-    """Whether a view to ``shape`` evidently merges dimensions of a rank-``rank`` tensor."""
-    if rank is not None:
-        # Fewer dimensions than the permuted tensor: some of them are merged. More: a
-        # split (always legal on any strides). Same count: a relabel we cannot judge.
-        return len(shape) < rank
-    if len(shape) == 1:
-        return True  # flattening a tensor of at least two dimensions
-    return len(shape) == 2 and any(_is_minus_one(s) or _is_product(s) for s in shape)
+from torchlint.torchmodel.layout import Layout, shape_args
+from torchlint.torchmodel.views import out_of_order_merge
 
 
 @register
@@ -346,12 +21,21 @@ class ViewAfterPermute(Rule):
         `.T`, `.mT`, `.mH`, `.swapaxes`, `.swapdims`, `.movedim` or `torch.transpose` /
         `torch.permute` — directly, through variables, through slicing, or through
         elementwise ops that keep the strides (`.eq()`, `.float()`, `.clone()`, `* 2`)
-        — with no `.contiguous()` or `.reshape()` in between, when the new shape merges
-        dimensions: fewer dimensions than the permuted tensor has (its rank is read
-        from `permute(...)`, `B, N, C = x.shape`, earlier `view`/`reshape` calls), or,
-        when the rank is unknown, a flatten to one dimension (`view(-1)`) or to two
-        with `-1` or a product such as `h * w`. Views that only split a dimension (`(B, N, C)`
-        transposed, then viewed as `(B, C, H, W)`) are legal and not reported.
+        — with no `.contiguous()` or `.reshape()` in between, when the view merges two
+        dimensions that the permutation left out of order in memory. Which dimensions
+        are merged is worked out from the permutation and the view's sizes: names a
+        shape was unpacked into (`b, c, h, w = x.shape`), sizes of the `view`/`reshape`
+        that built the tensor, `x.size(i)`, products such as `h * w`, `-1`. Merging
+        dimensions that stay adjacent (`x.permute(0, 2, 3, 1).view(b, h * w, c)`) and
+        splitting one (`x.transpose(1, 2).view(B, C, H, W)`) are legal and not
+        reported; dimensions a condition declares to be of size 1
+        (`if x.shape[1:4] == torch.Size([1, 1, 1]):`) do not count, and views in a
+        branch that runs only on XLA devices (`if device.type == "xla":`), whose
+        tensors always report contiguous strides, are not reported. When the rule
+        cannot tell which dimensions are merged — some reading of the sizes is legal,
+        the tensor's rank is unknown and some rank makes the view legal (a
+        `transpose(0, 1)` of an argument viewed as `(x.size(0), -1)`), sizes that are
+        equal but written differently — it stays silent.
     """
     why = """
         A permuted tensor shares its storage with the original, so its elements are
@@ -360,8 +44,9 @@ class ViewAfterPermute(Rule):
         compatible with input tensor's size and stride". The classic case is the top-k
         accuracy helper (`pred = pred.t()`, `correct = pred.eq(...)`,
         `correct[:k].view(-1)`), which broke for many users when comparison results
-        started keeping the strides of their input. The crash often hides in a code
-        path that runs rarely (evaluation, a non-default config).
+        started keeping the strides of their input. The crash often hides: a merged
+        dimension of size 1 never breaks a view (top-1 works, top-5 raises), and the
+        code path may run rarely (evaluation, a non-default config).
     """
     example = """
         pred = output.topk(maxk, 1, True, True)[1].t()
@@ -374,6 +59,12 @@ class ViewAfterPermute(Rule):
         correct_k = correct[:k].reshape(-1).float().sum(0)
     """
     VALID = [
+        """
+import torch
+def to_tokens(feat):
+    n, c, h, w = feat.shape
+    return feat.permute(0, 2, 3, 1).view(n, h * w, c)
+""",
         """
 import torch
 def to_map(x, H, W):
@@ -404,9 +95,9 @@ def accuracy(output, target, topk=(1,)):
 """,
         """
 import torch
-def flatten_tokens(feat):
+def rows_of(feat):
     n, c, h, w = feat.shape
-    return feat.permute(0, 2, 3, 1).view(n, h * w, c)  # expect: TL008
+    return feat.permute(0, 2, 3, 1).view(n, h, w * c)  # expect: TL008
 """,
     ]
 
@@ -418,17 +109,18 @@ def flatten_tokens(feat):
             func = call.func
             if not (isinstance(func, ast.Attribute) and func.attr == "view"):
                 continue
-            shape = _shape_args(call)
+            shape = shape_args(call)
             if shape is None:
                 continue
-            layout = layout or _Layout(ctx)
+            layout = layout or Layout(ctx)
             for permuted in layout.permuted_origins(func.value):
-                if _merges(shape, layout.rank_of_permuted(permuted)):
-                    yield self.report(call, self._message(ctx, call, permuted))
+                merge = out_of_order_merge(layout, call, shape, permuted)
+                if merge is not None and not _on_xla(ctx, call):
+                    yield self.report(call, self._message(ctx, call, permuted, merge))
                     break
 
     @staticmethod
-    def _message(ctx, call, permuted) -> Message:
+    def _message(ctx, call, permuted, merge) -> Message:
         op = ctx.segment(permuted) or "permute"
         if len(op) > 40:
             op = op[:37] + "..."
@@ -439,8 +131,28 @@ def flatten_tokens(feat):
             view = view[len(receiver) :]  # chained: `.view(n, h * w, c)`, the permute is named next
         if len(view) > 50 or "\n" in view:
             view = ".view(...)"
+        a, b = merge.dims
         return Message(
-            f"`{view}` merges dimensions of the non-contiguous result of `{op}`{where}",
-            why='this raises "view size is not compatible with input tensor\'s size and stride"',
+            f"`{view}` merges dimensions {a} and {b} of `{op}`{where}, which the permutation left out of order in memory",
+            why='this raises "view size is not compatible with input tensor\'s size and stride" whenever both '
+            "have more than one element",
             help="use `.reshape(...)` instead, or call `.contiguous()` before `.view(...)`",
         )
+
+
+def _mentions_xla(expr: ast.AST) -> bool | None:
+    """A test that holds on XLA devices (``device.type == "xla"``, ``is_xla``, ``xm.is_xla_tensor(x)``);
+    False for one that fails there (``device.type != "xla"``)."""
+    if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
+        sides = [expr.left, *expr.comparators]
+        if any(isinstance(s, ast.Constant) and isinstance(s.value, str) and s.value.lower() == "xla" for s in sides):
+            return isinstance(expr.ops[0], (ast.Eq, ast.Is, ast.In))
+        return None
+    names = [n.id for n in ast.walk(expr) if isinstance(n, ast.Name)]
+    names += [n.attr for n in ast.walk(expr) if isinstance(n, ast.Attribute)]
+    return True if any("xla" in name.lower().split("_") for name in names) else None
+
+
+def _on_xla(ctx, call: ast.Call) -> bool:
+    """XLA tensors report contiguous strides whatever their layout: a view there never raises."""
+    return any(implies(test, value, _mentions_xla) for test, value in conditions_at(ctx, call))

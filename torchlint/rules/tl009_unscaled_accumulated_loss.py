@@ -31,8 +31,12 @@ class UnscaledAccumulatedLoss(Rule):
         when the loss sent to backward is not divided by the number of accumulated steps.
         Any of these count as dividing: `loss = loss / n`, `loss /= n`,
         `(loss / n).backward()`, `scaler.scale(loss / n)`, `criterion(out, y) / n`, a helper
-        of the same file that returns the divided loss. A division used only for logging
-        does not. No finding when a framework divides for you: `accelerator.backward(loss)`
+        of the same file that returns the divided loss, the loss inside `typing.cast(...)`.
+        A division used only for logging does not. A loss summed over the batch on purpose
+        needs no division: summed losses accumulate into the sum over the large batch, so
+        `reduction="sum"` (on the call or the criterion) and a loss multiplied by the batch
+        size (`loss * bs` with `bs = imgs.shape[0]`, YOLO's nominal-batch scheme) are not
+        reported. No finding when a framework divides for you: `accelerator.backward(loss)`
         with `Accelerator(gradient_accumulation_steps=...)` / `accelerator.accumulate(model)`,
         DeepSpeed's `engine.backward(loss)`, Lightning's `accumulate_grad_batches`.
     """

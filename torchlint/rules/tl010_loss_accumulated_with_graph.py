@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 
-from torchlint.analysis.callgraph import resolve_local_call
+from torchlint.analysis.callgraph import call_graph, resolve_local_call
 from torchlint.analysis.dataflow import Binding, dataflow
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name, method_call, returns_of
@@ -70,7 +70,9 @@ class LossAccumulatedWithGraph(Rule):
         `meter[k] += v` over a dict of losses, or `losses.append(loss)` when the list is
         summed or averaged later — where `loss` is the value sent to `backward()` (or a
         loss computed in a function that runs backward) and no `.item()`, `.detach()`
-        or `float()` cuts it from the graph. Totals computed under `torch.no_grad()`,
+        or `float()` cuts it from the graph. A total kept on `self` (or in a global)
+        by a method the training loop calls once per batch (`self.running_loss +=
+        loss` in `train_step`) counts as well. Totals computed under `torch.no_grad()`,
         and sums that are themselves backpropagated (several losses added into one),
         are fine.
     """
@@ -160,7 +162,7 @@ def train(model, loader, optimizer):
                 # micro-steps summed inside one step (MC samples, closures) do not.
                 if training_loops is None:
                     training_loops = set(iterations(ctx).training_loops)
-                if not any(loop in training_loops for loop in ctx.enclosing_loops(node)):
+                if not _kept_across_iterations(ctx, node, accumulator, training_loops):
                     continue
                 graph = graphs.of(scope)
                 if graph.accumulator_is_backwarded(node, accumulator):
@@ -191,12 +193,41 @@ def train(model, loader, optimizer):
         )
 
 
+def _kept_across_iterations(ctx, node, accumulator, training_loops) -> bool:
+    """The total outlives training iterations: it grows inside a training loop, or it is kept on
+    ``self`` (or in a global) by a function the training loop calls once per batch."""
+    if any(loop in training_loops for loop in ctx.enclosing_loops(node)):
+        return True
+    if not _outlives_its_function(ctx, accumulator):
+        return False
+    func = ctx.enclosing_function(node)
+    for site in call_graph(ctx).callers(func) if func is not None else ():
+        if any(loop in training_loops for loop in ctx.enclosing_loops(site)):
+            return True
+    return False
+
+
+def _outlives_its_function(ctx, accumulator) -> bool:
+    """``self.total`` or a name the function declares ``global``."""
+    if isinstance(accumulator, ast.Attribute) and isinstance(accumulator.value, ast.Name):
+        return accumulator.value.id == "self"
+    func = ctx.enclosing_function(accumulator)
+    if isinstance(accumulator, ast.Name) and func is not None:
+        return any(isinstance(n, ast.Global) and accumulator.id in n.names for n in ast.walk(func))
+    return False
+
+
 def _candidates(ctx) -> dict[ast.AST, list[tuple[ast.AST, ast.AST, ast.AST]]]:
-    """Accumulations inside loops, by scope: (node to report, accumulator, value added)."""
+    """Accumulations inside loops (or into state that outlives a function, which a loop may call
+    once per batch), by scope: (node to report, accumulator, value added)."""
     flow = dataflow(ctx)
     found: dict[ast.AST, list] = defaultdict(list)
     for node in ctx.nodes(ast.AugAssign):
-        if isinstance(node.op, ast.Add) and _plausible_value(node.value) and ctx.enclosing_loops(node):
+        if (
+            isinstance(node.op, ast.Add)
+            and _plausible_value(node.value)
+            and (ctx.enclosing_loops(node) or _outlives_its_function(ctx, node.target))
+        ):
             found[flow.scope_of(node)].append((node, node.target, node.value))
     for node in ctx.nodes(ast.Assign):
         value = node.value

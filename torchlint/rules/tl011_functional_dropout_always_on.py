@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import ast
 
+from torchlint.analysis.callgraph import passes_unknown_arguments
+from torchlint.analysis.conditions import conditions_at, implies
 from torchlint.analysis.nodes import argument
 from torchlint.engine.rule import Message, Rule, register
+from torchlint.torchmodel.gradmode import grad_effect
 from torchlint.torchmodel.modules import module_classes
 
 # Functional dropouts and the position of their `training` parameter.
@@ -34,7 +37,12 @@ class FunctionalDropoutAlwaysOn(Rule):
         `F.feature_alpha_dropout` (and `torch.dropout`-style functions) called inside
         a method of an `nn.Module` subclass without a `training` argument. Passing
         `training=self.training` (or any value) is fine; an explicit `training=True`
-        is taken as intended (Monte-Carlo dropout).
+        is taken as intended (Monte-Carlo dropout). Dropout on a path that only runs
+        in training mode (`if self.training and self.p > 0:`, `... if self.training
+        else x`, below `if not self.training: return x`) is not reported, nor is
+        dropout in a method decorated with `@torch.no_grad()` or
+        `@torch.inference_mode()` (a sampling option of `generate()`): that method
+        never trains, so its dropout is meant to run at inference.
     """
     why = """
         Unlike the `nn.Dropout` module, the functional form does not know the module's
@@ -95,10 +103,12 @@ class Block(nn.Module):
             if spec is None:
                 continue
             position, parameter = spec
-            if argument(call, position, parameter) is not None or _passes_unknown_arguments(call):
+            if argument(call, position, parameter) is not None or passes_unknown_arguments(call):
                 continue
             cls = ctx.enclosing(call, ast.ClassDef)
             if cls is None or cls.name not in module_classes(ctx) or _in_training_only_method(ctx, call, cls):
+                continue
+            if _runs_only_in_training_mode(ctx, call) or _in_no_grad_method(ctx, call, cls):
                 continue
             yield self.report(call, self._message(ctx, call, parameter))
 
@@ -129,6 +139,25 @@ def _in_training_only_method(ctx, call: ast.Call, cls: ast.ClassDef) -> bool:
     return method is None or method.name in TRAINING_ONLY_METHODS
 
 
-def _passes_unknown_arguments(call: ast.Call) -> bool:
-    """``f(*args)`` / ``f(**kwargs)`` may pass `training`: do not guess."""
-    return any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords)
+def _is_mode_flag(expr: ast.AST) -> bool | None:
+    """``self.training`` (or any module's ``.training``): true exactly in training mode."""
+    return True if isinstance(expr, ast.Attribute) and expr.attr == "training" else None
+
+
+def _runs_only_in_training_mode(ctx, call: ast.Call) -> bool:
+    """The dropout sits on a path that requires the module's training flag: ``if self.training
+    and self.p > 0:``, ``F.dropout(x) if self.training else x``, below ``if not self.training:
+    return x``. In eval mode that path does not run, which is what ``training=`` would do."""
+    return any(implies(test, value, _is_mode_flag) for test, value in conditions_at(ctx, call))
+
+
+def _in_no_grad_method(ctx, call: ast.Call, cls: ast.ClassDef) -> bool:
+    """A method decorated with ``@torch.no_grad()``/``@torch.inference_mode()`` never trains:
+    dropout written there (a sampling option of ``generate()``) is meant to run at inference."""
+    for ancestor in ctx.ancestors(call):
+        if ancestor is cls:
+            return False
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any(grad_effect(ctx, decorator) is False for decorator in ancestor.decorator_list):
+                return True
+    return False

@@ -10,7 +10,7 @@ from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.nodes import keyword, method_call
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.constructors import constructor_role
-from torchlint.torchmodel.modules import module_classes
+from torchlint.torchmodel.modules import imported_layer_class, module_classes
 from torchlint.torchmodel.roles import Role
 
 PARAMETER = "torch.nn.Parameter"
@@ -93,8 +93,9 @@ class UnregisteredParameter(Rule):
     summary = "Submodules in a plain list/dict, or a trainable tensor that is not an `nn.Parameter`."
     what = """
         Reports, in the `__init__` of an `nn.Module` subclass, an attribute that holds
-        newly built submodules (`nn.Linear(...)`, a module class of this file, an
-        `nn.Parameter`) in a plain `list`, `tuple` or `dict` — written as a literal, a
+        newly built submodules (`nn.Linear(...)`, a module class of this file, a class
+        imported from a package of layers such as `fairseq.modules`, `timm.layers` or
+        `.models.blocks`, an `nn.Parameter`) in a plain `list`, `tuple` or `dict` — written as a literal, a
         comprehension, or filled with `.append(...)` — and a tensor made trainable with
         `requires_grad=True` or `.requires_grad_()` instead of `nn.Parameter`. Lists of
         modules that are registered anyway (passed to `nn.Sequential(*layers)`,
@@ -280,6 +281,8 @@ class _InitChecker:
         if constructor_role(self.ctx, expr) == Role.MODEL:
             if qual in STATELESS_LAYERS:
                 return None  # no parameters, buffers or train/eval behaviour: nothing is lost
+            return "module"
+        if imported_layer_class(self.ctx, expr):
             return "module"
         return None
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.analysis.callgraph import resolve_local_call
+from torchlint.analysis.callgraph import in_caller_terms, resolve_local_call
 from torchlint.analysis.imports import dotted_name
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.amp import backward_scaler, scaled_backward
 from torchlint.torchmodel.calls import call_events
-from torchlint.torchmodel.events import EventKind, exclusive
+from torchlint.torchmodel.events import EventKind, exclusive, guard_key
 from torchlint.torchmodel.roles import Role, object_roles
 from torchlint.torchmodel.walk import event_walker
 
@@ -30,7 +30,9 @@ class ClipBeforeUnscale(Rule):
         `clip_grad_norm_`) that runs after `scaler.scale(loss).backward()` and before
         `scaler.step(optimizer)` with no `scaler.unscale_(optimizer)` in between. The
         order is followed through `if` branches, inner loops (gradient accumulation) and
-        helper functions and methods of the same file.
+        helper functions and methods of the same file; a helper's conditions are read in
+        its caller's terms, so a clip on the `scaler is None` branch after a helper that
+        scales only `if scaler is not None:` is not reported.
     """
     why = """
         `scaler.scale(loss)` multiplies the loss, hence every gradient, by the current
@@ -199,7 +201,7 @@ def _unscaled_scaled_backward(ctx, events, clip_index):
     """The latest scaled backward that can precede the clip with no unscale or step in between."""
     clip = events[clip_index]
     for event in reversed(events[:clip_index]):
-        if exclusive(event, clip):
+        if exclusive(event, clip) or _exclusive_through_calls(ctx, event, clip):
             continue
         if event.kind in _BEFORE_CLIP_ENDS:
             return None
@@ -209,6 +211,34 @@ def _unscaled_scaled_backward(ctx, events, clip_index):
             if not event.guards or not _can_be_scaled_elsewhere(ctx, events, event, clip):
                 return None
     return None
+
+
+def _exclusive_through_calls(ctx, a, b) -> bool:
+    """Two events on opposite sides of the same condition once the conditions inside called helpers
+    are written in the caller's terms (``backward(loss, scaler)`` scales ``if scaler is not None``;
+    the clip sits under the caller's ``if scaler is not None: ... else:``)."""
+    keys_a, keys_b = _caller_guard_keys(ctx, a), _caller_guard_keys(ctx, b)
+    return any((text, not branch) in keys_b for text, branch in keys_a)
+
+
+def _caller_guard_keys(ctx, event) -> set:
+    """The event's conditions as ``guard_key``s in the terms of the block the event was walked from."""
+    keys = set()
+    for test, branch in event.guards:
+        if not isinstance(test, ast.expr):
+            continue
+        home = ctx.enclosing_function(test)
+        for call in reversed(event.via):
+            callee = resolve_local_call(ctx, call)
+            if callee is not home:
+                continue
+            test = in_caller_terms(test, call, callee)
+            if test is None:
+                break
+            home = ctx.enclosing_function(call)
+        else:
+            keys.add(guard_key(ctx, (test, branch)))
+    return keys
 
 
 def _can_be_scaled_elsewhere(ctx, events, plain_backward, clip) -> bool:

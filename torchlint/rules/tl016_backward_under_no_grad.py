@@ -22,7 +22,7 @@ class BackwardUnderNoGrad(Rule):
         `accelerator.backward(loss)`, `torch.autograd.backward(...)`) inside a
         `torch.no_grad()`, `torch.inference_mode()` or `torch.set_grad_enabled(False)`
         block or a function decorated with one of them, including a helper called
-        from inside such a block.
+        from inside such a block or such a function.
     """
     why = """
         Under no-grad no graph is recorded, so the loss has no `grad_fn`: backward
@@ -104,14 +104,9 @@ def run(model, opt, batches):
             if disabler is not None:
                 reported.add(call)
                 yield self.report(call, self._message(ctx, call, disabler))
-        # A helper that runs backward, called from inside a no-grad block.
-        for with_node in ctx.nodes(ast.With, ast.AsyncWith):
-            disabler = next(
-                (item.context_expr for item in with_node.items if grad_effect(ctx, item.context_expr) is False), None
-            )
-            if disabler is None:
-                continue
-            for event in event_walker(ctx).events(with_node.body):
+        # A helper that runs backward, called from inside a no-grad block or a no-grad function.
+        for body, disabler in _disabled_regions(ctx):
+            for event in event_walker(ctx).events(body):
                 if event.kind is not EventKind.BACKWARD or not event.via or event.node in reported:
                     continue
                 if any(grad_effect(ctx, item.context_expr) is True for item in event.withs):
@@ -129,6 +124,21 @@ def run(model, opt, batches):
             why="no autograd graph was recorded, so this backward raises or trains nothing",
             help="move it out of the no-grad block",
         )
+
+
+def _disabled_regions(ctx):
+    """``(body, disabler)`` for every ``with`` block and every function decorated with a no-grad
+    switch (``torch.no_grad()``, ``torch.inference_mode()``, ``torch.set_grad_enabled(False)``)."""
+    for with_node in ctx.nodes(ast.With, ast.AsyncWith):
+        for item in with_node.items:
+            if grad_effect(ctx, item.context_expr) is False:
+                yield with_node.body, item.context_expr
+                break
+    for func in ctx.nodes(ast.FunctionDef, ast.AsyncFunctionDef):
+        for decorator in func.decorator_list:
+            if grad_effect(ctx, decorator) is False:
+                yield func.body, decorator
+                break
 
 
 def _enabled_in_callee(ctx, node) -> bool:

@@ -8,14 +8,15 @@ from dataclasses import dataclass
 from torchlint.analysis.imports import dotted_name
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.calls import call_events
-from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS
+from torchlint.torchmodel.events import STEP_KINDS
 from torchlint.torchmodel.roles import Role, object_roles, role_from_name
+from torchlint.torchmodel.scripts import resolve_value
 
 # Methods that move or cast a module's parameters.
 MOVE_METHODS = frozenset({"to", "cuda", "half", "bfloat16", "double"})
 PARAMETER_METHODS = frozenset({"parameters", "named_parameters"})
-# Calls that show the optimizer was already put to use, so a later move is not "setup order".
-_USE_KINDS = BACKWARD_KINDS | STEP_KINDS
+# Events after which an optimizer holds state (its first step creates it).
+_STATE_KINDS = STEP_KINDS
 
 
 @dataclass(frozen=True)
@@ -30,32 +31,40 @@ class ModelMovedAfterOptimizer(Rule):
     code = "TL017"
     name = "model-moved-after-optimizer"
     severity = "warning"
-    summary = "The model is moved or cast after an optimizer was built from its parameters."
+    summary = "The model is moved or cast after its optimizer was given state, or moved to new parameters."
     what = """
         Reports `model.to(...)`, `model.cuda()`, `model.half()`, `model.bfloat16()` or
         `model.double()` that runs after an optimizer was constructed from that model's
         parameters (`SGD(model.parameters())`, `AdamW(model.named_parameters())`, param
         groups built from `model.encoder.parameters()`, `model.configure_optimizers(...)`)
-        in the same function or script, before the optimizer was used.
+        in the same function or script, when the move leaves the optimizer stale: the
+        optimizer already holds state on that path (`optimizer.load_state_dict(...)`, or a
+        call handed the optimizer, such as a checkpoint loader, with the optimizer used
+        after the move), or the move is to an XLA device. A move right after building an
+        optimizer that has no state yet is not reported: `Module.to` and the casts keep
+        the Parameter objects on CPU and CUDA, and the first step creates the state on
+        the new device; nor is plain SGD without momentum, whose state holds no tensors.
     """
     why = """
-        The PyTorch docs ask to move a model before constructing optimizers for it: an
-        optimizer holds references to the parameter tensors it was given. Whenever the
-        move creates new parameters (XLA/TPU, `torch.__future__` swap mode, FSDP-style
-        wrappers) the optimizer keeps updating the stale ones and the model never
-        learns; and optimizer state created or loaded before the move
-        (`optimizer.load_state_dict(...)` on resume) stays on the old device or dtype,
-        failing or silently mixing devices at the first step.
+        An optimizer holds references to the parameter tensors it was given, and state
+        (momentum buffers, Adam moments) created on their device and dtype. State loaded
+        before the model moves (`optimizer.load_state_dict(...)` on resume) stays on the
+        old device or dtype: the next step fails ("expected dtype float", tensors on
+        different devices) or silently mixes them. On an XLA device the move creates new
+        parameter tensors, so the optimizer keeps updating the old ones and the model
+        never learns.
     """
     example = """
         model = Net()
         optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+        optimizer.load_state_dict(checkpoint["optimizer"])
         model.to("cuda")
     """
     instead = """
         model = Net()
         model.to("cuda")
         optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+        optimizer.load_state_dict(checkpoint["optimizer"])
     """
     VALID = [
         """
@@ -66,13 +75,22 @@ def setup(device):
     batch = torch.randn(8, 4).to(device)
     return model, optimizer, batch
 """,
-    ]
-    INVALID = [
         """
 import torch
 def setup(device):
     model = torch.nn.Linear(4, 2)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model = model.to(device)  # no state yet: the parameters stay the same objects
+    return model, optimizer
+""",
+    ]
+    INVALID = [
+        """
+import torch
+def resume(path, device):
+    model = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    optimizer.load_state_dict(torch.load(path)["optimizer"])
     model = model.to(device)  # expect: TL017
     return model, optimizer
 """,
@@ -91,18 +109,34 @@ def setup(device):
                 continue
             scope = ctx.enclosing_function(move)
             for build in builds.get(scope, ()):
-                if _moves_sources(ctx, moved, build.sources) and _is_setup_order(ctx, build, move, moved):
-                    yield self.report(move, self._message(ctx, move, moved, build), evidence=build)
+                if not _moves_sources(ctx, moved, build.sources):
+                    continue
+                stale = _stale_after_move(ctx, build, move, moved)
+                if stale is not None:
+                    yield self.report(move, self._message(ctx, move, moved, build, stale), evidence=build)
                     break
 
     @staticmethod
-    def _message(ctx, move, moved, build) -> Message:
+    def _message(ctx, move, moved, build, stale) -> Message:
+        if stale.kind == "new-parameters":
+            return Message(
+                f"`{ctx.segment(move)}` moves `{moved}` to an XLA device after `{build.optimizer}` was built "
+                f"from its parameters (line {build.assign.lineno})",
+                why=f"the move creates new parameter tensors, so `{build.optimizer}` keeps updating the old ones "
+                "and the model never learns",
+                help=f"move the model first, then construct `{build.optimizer}`",
+            )
         return Message(
-            f"`{ctx.segment(move)}` moves `{moved}` after `{build.optimizer}` was built from its parameters "
-            f"(line {build.assign.lineno})",
-            why="the optimizer can keep the pre-move tensors and its state stays on the old device or dtype",
-            help=f"move the model first, then construct `{build.optimizer}`",
+            f"`{ctx.segment(move)}` moves `{moved}` after `{build.optimizer}` (built on line {build.assign.lineno}) "
+            f"was given state on line {stale.evidence.lineno}",
+            why=f"the state `{_shorten(ctx.segment(stale.evidence))}` gave it (momentum, Adam moments) stays on the "
+            "old device or dtype, and the next step fails or mixes devices",
+            help=f"move the model first, then construct `{build.optimizer}` and load its state",
         )
+
+
+def _shorten(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _optimizer_builds(ctx) -> dict:
@@ -157,32 +191,115 @@ def _moves_sources(ctx, moved: str, sources) -> bool:
     return False
 
 
-def _is_setup_order(ctx, build: _OptimizerBuild, move: ast.Call, moved: str) -> bool:
-    """The move follows the construction on the same path, before any training, with the
-    model still the same object."""
+@dataclass(frozen=True)
+class _Stale:
+    """Why a move after the optimizer's construction leaves it stale."""
+
+    evidence: ast.AST  # the state loaded (`optimizer.load_state_dict(...)`, a call handed the optimizer), or the move
+    kind: str  # "state": the optimizer holds state when the model moves; "new-parameters": the move makes new ones
+
+
+def _stale_after_move(ctx, build: _OptimizerBuild, move: ast.Call, moved: str) -> _Stale | None:
+    """The move follows the construction on the same path, with the model still the same object,
+    and leaves the optimizer stale: it already holds state (loaded from a checkpoint, or handed to
+    code that loads or steps it) and is used after the move, or the move makes new parameter
+    tensors (an XLA device, an FSDP wrapper). ``Module.to`` and casts otherwise keep the Parameter
+    objects, so an optimizer without state is unaffected."""
     start = build.assign.end_lineno or build.assign.lineno
-    if move.lineno <= start:
-        return False
-    if _exclusive_branches(ctx, build.assign, move):
-        return False
+    if move.lineno <= start or _exclusive_branches(ctx, build.assign, move):
+        return None
     scope = ctx.enclosing_function(move)
+    holder = ctx.parent(move)
+    for assign in ctx.nodes(ast.Assign):
+        if start < assign.lineno < move.lineno and assign is not holder and ctx.enclosing_function(assign) is scope:
+            if _exclusive_branches(ctx, build.assign, assign):
+                continue
+            if any(dotted_name(t) == moved or moved in _tuple_names(t) for t in assign.targets):
+                return None  # a different model now
+    if _makes_new_parameters(ctx, move):
+        return _Stale(move, "new-parameters")
+    state = _state_before(ctx, build, move, scope)
+    if state is None or _keeps_no_tensors(ctx, build.assign.value):
+        return None
+    loaded = isinstance(state.func, ast.Attribute) and state.func.attr == "load_state_dict"
+    # State from training (a step, a trainer handed the optimizer) matters only if training goes on:
+    # a model cast to half for export after training leaves an optimizer nobody uses.
+    if loaded or _used_after(ctx, build.optimizer, move, scope):
+        return _Stale(state, "state")
+    return None
+
+
+def _state_before(ctx, build: _OptimizerBuild, move: ast.Call, scope) -> ast.AST | None:
+    """A call between the construction and the move, on the same path, after which the optimizer
+    holds state: ``optimizer.load_state_dict(...)``, a step, or a call handed the optimizer (a
+    checkpoint loader or a training function)."""
+    start = build.assign.end_lineno or build.assign.lineno
     calls = call_events(ctx)
     for call in ctx.calls:
         if not start < call.lineno < move.lineno or ctx.enclosing_function(call) is not scope:
             continue
+        if _exclusive_branches(ctx, build.assign, call) or _exclusive_branches(ctx, call, move):
+            continue  # the other branch of an `if`: not on this path
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "load_state_dict":
+            if dotted_name(func.value) == build.optimizer:
+                return call
         event = calls.classify(call)
-        if event is not None and event.kind in _USE_KINDS:
-            return False
+        if event is not None and event.kind in _STATE_KINDS:
+            return call
         if any(dotted_name(a) == build.optimizer for a in call.args) or any(
             dotted_name(k.value) == build.optimizer for k in call.keywords
         ):
-            return False  # handed to a trainer or a training function
-    holder = ctx.parent(move)
-    for assign in ctx.nodes(ast.Assign):
-        if start < assign.lineno < move.lineno and assign is not holder and ctx.enclosing_function(assign) is scope:
-            if any(dotted_name(t) == moved for t in assign.targets):
-                return False  # a different model now
-    return True
+            return call
+    return None
+
+
+def _keeps_no_tensors(ctx, call: ast.AST) -> bool:
+    """Plain SGD (no momentum): its state holds no tensors, so nothing can be left on the old device."""
+    if not isinstance(call, ast.Call) or ctx.call_qualname(call) != "torch.optim.SGD":
+        return False
+    momentum = next((k.value for k in call.keywords if k.arg == "momentum"), None)
+    if momentum is None and len(call.args) >= 3:
+        momentum = call.args[2]
+    return momentum is None or (isinstance(momentum, ast.Constant) and momentum.value == 0)
+
+
+def _used_after(ctx, optimizer: str, move: ast.Call, scope) -> bool:
+    """The optimizer is read after the move (stepped, handed on, returned), or, kept on ``self``, by
+    another method of the class: it goes on training."""
+    end = move.end_lineno or move.lineno
+    cls = ctx.enclosing(move, ast.ClassDef) if optimizer.startswith("self.") else None
+    for node in ctx.nodes(ast.Name, ast.Attribute):
+        if not isinstance(node.ctx, ast.Load) or dotted_name(node) != optimizer:
+            continue
+        where = ctx.enclosing_function(node)
+        if node.lineno > end and (where is scope or scope is None):
+            return True
+        if cls is not None and where is not scope and ctx.is_inside(node, cls):
+            return True
+    return False
+
+
+def _makes_new_parameters(ctx, move: ast.Call) -> bool:
+    """A move to an XLA device: its tensors cannot share the CPU parameters' storage, so
+    ``.to()`` puts new Parameter objects in the module."""
+    for arg in [*move.args, *(k.value for k in move.keywords)]:
+        for value in (arg, resolve_value(ctx, arg)):
+            for node in ast.walk(value):
+                text = (
+                    node.value
+                    if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    else getattr(node, "attr", None) or getattr(node, "id", None)
+                )
+                if isinstance(text, str) and "xla" in text.lower():
+                    return True
+    return False
+
+
+def _tuple_names(target: ast.AST) -> set[str]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return {name for elt in target.elts if (name := dotted_name(elt))}
+    return set()
 
 
 def _exclusive_branches(ctx, first: ast.AST, second: ast.AST) -> bool:

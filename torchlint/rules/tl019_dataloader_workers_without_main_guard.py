@@ -5,7 +5,9 @@ from __future__ import annotations
 import ast
 import re
 
+from torchlint.analysis.callgraph import call_graph, parameter_default, passes_unknown_arguments
 from torchlint.analysis.imports import dotted_name
+from torchlint.analysis.nodes import argument_for
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.scripts import (
     NON_CONSUMING_CALLS,
@@ -18,6 +20,7 @@ from torchlint.torchmodel.scripts import (
     refers_to_global,
     resolve_value,
     runs_at_import,
+    written_as_notebook,
 )
 
 CPU_COUNT = frozenset({"os.cpu_count", "multiprocessing.cpu_count", "os.sched_getaffinity"})
@@ -36,8 +39,14 @@ class DataLoaderWorkersWithoutMainGuard(Rule):
         an argparse option's default, a `**kwargs` dict, or `os.cpu_count()`) that is built
         and iterated by code that runs on import: module-level code outside
         `if __name__ == "__main__":`, or a function such code calls (a `main()` called
-        without the guard). Loaders built in functions that only the guard calls, and
-        `num_workers=0`, are fine.
+        without the guard), including a loader a helper builds and returns
+        (`train_loader, val_loader = get_loaders(args)`) to such code. A worker count
+        passed as a parameter takes the values the import-time calls give it (or its
+        default). Loaders built in functions that only the guard calls, and
+        `num_workers=0`, are fine, and so is notebook code (a `.ipynb`, or notebook
+        cells exported to a script, told by bare display expressions such as `device`
+        or `train_dir, test_dir` at module level): a notebook kernel does not re-import
+        its cells in the workers, and the main guard means nothing there.
     """
     why = """
         Worker processes are started with the platform's start method. With *spawn* (the
@@ -85,7 +94,7 @@ for batch in loader:
     ]
 
     def check(self, ctx):
-        if _TEST_FILE.search(ctx.path):
+        if _TEST_FILE.search(ctx.path) or written_as_notebook(ctx):
             return
         for loader in dataloader_calls(ctx):
             call = loader.call
@@ -123,7 +132,11 @@ def _worker_expressions(ctx, loader):
                         yield item
 
 
-def _positive_workers(ctx, workers) -> bool:
+def _positive_workers(ctx, workers, depth: int = 0) -> bool:
+    passed = _parameter_values(ctx, workers) if depth < MAX_RETURN_DEPTH else None
+    if passed is not None:
+        # `def make_loader(train, workers=8)`: what the calls that run on import pass (or the default).
+        return any(_positive_workers(ctx, value, depth + 1) for value in passed)
     if isinstance(workers, ast.Call) and dotted_name(workers.func) == "int" and len(workers.args) == 1:
         workers = workers.args[0]
     count = int_value(ctx, workers)
@@ -136,29 +149,53 @@ def _positive_workers(ctx, workers) -> bool:
     return isinstance(value, ast.Call) and ctx.call_qualname(value) in CPU_COUNT
 
 
+MAX_RETURN_DEPTH = 3  # how many `return loader` hops to follow back to the callers
+
+
+def _parameter_values(ctx, expr) -> list[ast.AST] | None:
+    """For a parameter of the enclosing function that it never reassigns: the values the calls
+    of this file that run on import give it (the default where they leave it out); None for
+    anything else."""
+    func = ctx.enclosing_function(expr)
+    if not isinstance(expr, ast.Name) or func is None or resolve_value(ctx, expr) is not expr:
+        return None
+    args = func.args
+    if expr.id not in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}:
+        return None
+    values = []
+    for site in call_graph(ctx).callers(func):
+        if not reached_on_import(ctx, site):
+            continue
+        given = argument_for(site, func, expr.id)
+        if given is None and passes_unknown_arguments(site):
+            continue
+        given = given if given is not None else parameter_default(func, expr.id)
+        if given is not None:
+            values.append(given)
+    return values
+
+
 def _iterated_at_import(ctx, call: ast.Call) -> bool:
     """The loader is consumed by import-time code: directly (``for b in DataLoader(...)``), or
     through the global it is assigned to, at module level or in a function that module-level
-    code calls (``def train(): for b in loader: ...`` then ``train()``)."""
-    parent = ctx.parent(call)
+    code calls (``def train(): for b in loader: ...`` then ``train()``), or returned by a
+    function of this file (``return train_loader, val_loader``) to a caller that does so."""
+    return _consumed(ctx, call, None, 0)
+
+
+def _consumed(ctx, value: ast.AST, index: int | None, depth: int) -> bool:
+    """Whether import-time code iterates ``value`` (element ``index`` of it, when it is a tuple)."""
+    parent = ctx.parent(value)
+    if isinstance(parent, ast.Tuple) and index is None and isinstance(ctx.parent(parent), ast.Return):
+        return _returned(ctx, ctx.parent(parent), parent.elts.index(value), depth)
+    if isinstance(parent, ast.Return):
+        return _returned(ctx, parent, index, depth)
     if isinstance(parent, ast.Assign):
-        targets = {t.id for t in parent.targets if isinstance(t, ast.Name)}
-        if not targets:
-            return False
-        home = ctx.enclosing_function(call)
-        called = import_time_functions(ctx)
-        for name in ctx.nodes(ast.Name):
-            if name.id not in targets or not isinstance(name.ctx, ast.Load) or not is_iterated_name(ctx, name):
-                continue
-            where = ctx.enclosing_function(name)
-            if where is home:  # the same module level or function, further down
-                if name.lineno > call.lineno and (home is not None or runs_at_import(ctx, name)):
-                    return True
-            elif home is None and where in called and refers_to_global(ctx, name):
-                return True
+        return _name_consumed(ctx, value, _bound_names(parent, index), depth)
+    if index is not None:
         return False
-    node: ast.AST = call
-    for ancestor in ctx.ancestors(call):
+    node: ast.AST = value
+    for ancestor in ctx.ancestors(value):
         if isinstance(ancestor, (ast.For, ast.AsyncFor, ast.comprehension)):
             return node is ancestor.iter
         if isinstance(ancestor, ast.Call) and node is not ancestor.func:
@@ -168,3 +205,51 @@ def _iterated_at_import(ctx, call: ast.Call) -> bool:
             return False
         node = ancestor
     return False
+
+
+def _bound_names(assign: ast.Assign, index: int | None) -> set[str]:
+    """Names the assigned value (element ``index`` of it) is bound to."""
+    names = set()
+    for target in assign.targets:
+        if index is not None and isinstance(target, (ast.Tuple, ast.List)):
+            if index < len(target.elts) and not any(isinstance(e, ast.Starred) for e in target.elts):
+                target = target.elts[index]
+        if index is None or target not in assign.targets:
+            if isinstance(target, ast.Name):
+                names.add(target.id)
+    return names
+
+
+def _name_consumed(ctx, value: ast.AST, targets: set[str], depth: int) -> bool:
+    if not targets:
+        return False
+    home = ctx.enclosing_function(value)
+    called = import_time_functions(ctx)
+    for name in ctx.nodes(ast.Name):
+        if name.id not in targets or not isinstance(name.ctx, ast.Load):
+            continue
+        where = ctx.enclosing_function(name)
+        if where is home and name.lineno > value.lineno and home is not None:
+            parent = ctx.parent(name)
+            returned = parent if isinstance(parent, ast.Return) else ctx.parent(parent)
+            if isinstance(returned, ast.Return) and _consumed(ctx, name, None, depth):
+                return True  # `return loader` / `return train_loader, val_loader`
+        if not is_iterated_name(ctx, name):
+            continue
+        if where is home:  # the same module level or function, further down
+            if name.lineno > value.lineno and (home is not None or runs_at_import(ctx, name)):
+                return True
+        elif home is None and where in called and refers_to_global(ctx, name):
+            return True
+    return False
+
+
+def _returned(ctx, ret: ast.Return, index: int | None, depth: int) -> bool:
+    """The function returning the loader is called by import-time code that iterates the result."""
+    func = ctx.enclosing_function(ret)
+    if func is None or depth >= MAX_RETURN_DEPTH:
+        return False
+    return any(
+        reached_on_import(ctx, site) and _consumed(ctx, site, index, depth + 1)
+        for site in call_graph(ctx).callers(func)
+    )

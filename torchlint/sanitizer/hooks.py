@@ -203,7 +203,12 @@ class _SharedHooks:
         warning_locations.uninstall()
         _put_back_after_step()
         while self._handles:
-            self._handles.pop().remove()
+            handle = self._handles.pop()
+            handle.remove()
+            # torch's handle forgets the with_kwargs flag of a global forward hook: left
+            # there, it keeps torch believing global hooks exist (slow module calls, and
+            # a warning at every call of a compiled module).
+            _module_hooks._global_forward_hooks_with_kwargs.pop(handle.id, None)
         while self._patches:
             owner, name, original = self._patches.pop()
             setattr(owner, name, original)

@@ -27,8 +27,13 @@ def _parser() -> argparse.ArgumentParser:
         "--raise", dest="raise_", action="store_true", help="stop at the first finding (SanitizerError)"
     )
     parser.add_argument(
-        "--no-anomaly", action="store_true", help="do not enable autograd anomaly mode (TS101); much faster"
+        "--anomaly",
+        choices=("auto", "full", "off"),
+        default="auto",
+        help="TS101: auto = forward lines recorded cheaply, torch's full anomaly mode only for a few steps "
+        "after non-finite gradients (default); full = torch's anomaly mode on every step; off = neither",
     )
+    parser.add_argument("--no-anomaly", action="store_true", help="same as --anomaly off")
     parser.add_argument(
         "--inplace",
         choices=("auto", "always", "never"),
@@ -137,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
 
     session = sanitize(
         action="raise" if options.raise_ else "warn",
-        anomaly=not options.no_anomaly,
+        anomaly=False if options.no_anomaly or options.anomaly == "off" else options.anomaly,
         inplace=options.inplace,
         report=options.report,
     )

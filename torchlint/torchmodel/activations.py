@@ -188,11 +188,52 @@ class ActivationTracker:
         """(kind, producing node) when every origin of ``expr`` is the same activation's output."""
         if depth > self.MAX_DEPTH:
             return None
+        unpacked = self._unpacked_from(expr)
+        if unpacked is not None:
+            return _all_same([self._element_output(call, index, depth) for call, index in unpacked])
         results = [
             self._origin_activation(origin, depth) if origin is not None else None
             for origin in self.flow.origins(expr, self._through_transparent, parameters=True)
         ]
         return _all_same(results)
+
+    def _unpacked_from(self, expr: ast.AST) -> list[tuple[ast.Call, int]] | None:
+        """``(call, position)`` of every assignment reaching a name when each unpacks a call's result
+        (``real_pred, real_aux = discriminator(imgs)``); None otherwise."""
+        if not isinstance(expr, ast.Name):
+            return None
+        bindings = self.flow.reaching(expr)
+        if not bindings or any(
+            b.kind != "unpack" or not isinstance(b.source, ast.Call) or b.index is None for b in bindings
+        ):
+            return None
+        return [(b.source, b.index) for b in bindings]
+
+    def _element_output(self, call: ast.Call, index: int, depth: int) -> tuple[str, ast.AST] | None:
+        """The activation element ``index`` of what ``call`` returns went through: a module object of
+        the file (its ``forward``) or a function of the project."""
+        callee = resolve_callee(self.ctx, call)
+        if callee is not None:
+            return activations(callee[0]).returned_element(callee[1], index, depth + 1)
+        results = []
+        for origin in self.flow.origins(call.func, self._through_module_moves, parameters=True):
+            found = resolve_class(self.ctx, origin.func) if isinstance(origin, ast.Call) else None
+            forward = activations(found[0])._forward_of(found[1]) if found is not None else None
+            results.append(
+                activations(found[0]).returned_element(forward, index, depth + 1) if forward is not None else None
+            )
+        return _all_same(results)
+
+    def returned_element(self, function: ast.AST, index: int, depth: int) -> tuple[str, ast.AST] | None:
+        """The activation element ``index`` of every tuple a function of this file returns went through."""
+        returns = returns_of(function)
+        if not returns or depth > self.MAX_DEPTH:
+            return None
+        elements = [
+            r.value.elts[index] if isinstance(r.value, (ast.Tuple, ast.List)) and index < len(r.value.elts) else None
+            for r in returns
+        ]
+        return _all_same([self.activation_of(e, depth + 1) if e is not None else None for e in elements])
 
     def _origin_activation(self, origin: ast.AST, depth: int) -> tuple[str, ast.AST] | None:
         if not isinstance(origin, ast.Call):

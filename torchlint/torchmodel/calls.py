@@ -13,7 +13,8 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import resolve_function_name
+from torchlint.analysis.callgraph import resolve_function_name, resolve_local_call
+from torchlint.analysis.dataflow import value_kept
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument
 from torchlint.torchmodel import vocabulary as torch_names
@@ -63,11 +64,13 @@ class CallEvents:
                 return Event(EventKind.CLEAR_GRAD, call)
             return None
         owner = func.value
+        if method not in ("train", "eval") and self._runs_own_method(call):
+            return None  # `self.zero_grad()` of a trainer class: its body (what it clears) decides
         owner_key = symbol(owner)
         if method in torch_names.BACKWARD_METHODS:
             if call.args:  # accelerator.backward(loss), self.manual_backward(loss)
                 return Event(EventKind.BACKWARD, call, target=owner_key, arg=call.args[0])
-            return Event(EventKind.BACKWARD, call, arg=_unwrap_scaled(owner))
+            return Event(EventKind.BACKWARD, call, arg=self._unwrap_scaled(owner))
         if method == "step":
             role = self.roles.role_of(owner) if owner_key else None
             if role == Role.SCALER:
@@ -103,6 +106,27 @@ class CallEvents:
             return None
         return None
 
+    def _runs_own_method(self, call: ast.Call) -> bool:
+        """``self.<method>(...)`` where the class (or a base of this file) defines the method: the
+        walk follows its body instead of taking the name's meaning. Mode switches are left out:
+        an overriding ``train()`` still switches the mode (it must call the base's)."""
+        owner = call.func.value
+        return isinstance(owner, ast.Name) and owner.id == "self" and resolve_local_call(self.ctx, call) is not None
+
+    def _unwrap_scaled(self, expr: ast.AST) -> ast.AST:
+        """``scaler.scale(loss)`` -> ``loss`` (also inside ``typing.cast(Tensor, ...)``); anything else unchanged."""
+        kept = value_kept(self.ctx, expr)
+        if kept is not None:
+            return self._unwrap_scaled(kept)
+        if (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr == "scale"
+            and expr.args
+        ):
+            return expr.args[0]
+        return expr
+
     def opaque_step(self, call: ast.Call) -> Event | None:
         """A call handed both a loss-like value and an optimizer (``loss_scaler(loss, optimizer)``)."""
         if len(call.args) + len(call.keywords) < 2:
@@ -129,13 +153,6 @@ class CallEvents:
                 if func is not None:
                     found.append(func)
         return found
-
-
-def _unwrap_scaled(expr: ast.AST) -> ast.AST:
-    """``scaler.scale(loss)`` -> ``loss``; anything else unchanged."""
-    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "scale" and expr.args:
-        return expr.args[0]
-    return expr
 
 
 def is_grad_attribute(expr: ast.AST) -> bool:

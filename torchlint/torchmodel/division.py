@@ -11,12 +11,13 @@ an unknown caller) counts as divided, so that the rules stay silent.
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_local_call
-from torchlint.analysis.dataflow import Binding, dataflow
+from torchlint.analysis.dataflow import Binding, dataflow, resolve_instance_call, value_kept
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import argument_for, walk_function_body
+from torchlint.analysis.nodes import argument_for, method_call, walk_function_body
 from torchlint.torchmodel import vocabulary as torch_names
 
 if TYPE_CHECKING:
@@ -62,10 +63,15 @@ class _Trace:
         if isinstance(expr, ast.BinOp):
             if isinstance(expr.op, (ast.Div, ast.FloorDiv)):
                 return True
+            if isinstance(expr.op, ast.Mult) and (self._is_batch_size(expr.left) or self._is_batch_size(expr.right)):
+                return True  # `loss * bs`: a sum over the batch, which accumulates into the large batch's sum
             return self.divided(expr.left, at, via, depth + 1) or self.divided(expr.right, at, via, depth + 1)
         if isinstance(expr, ast.UnaryOp):
             return self.divided(expr.operand, at, via, depth + 1)
         if isinstance(expr, ast.Call):
+            kept = value_kept(self.ctx, expr)
+            if kept is not None:
+                return self.divided(kept, at, via, depth + 1)  # `typing.cast(Tensor, loss / n)`
             func = expr.func
             if isinstance(func, ast.Attribute):
                 if func.attr in DIVIDING_METHODS:
@@ -76,7 +82,9 @@ class _Trace:
                     return True
                 if self.ctx.call_qualname(expr) in DIVIDING_FUNCTIONS:
                     return True
-            callee = resolve_local_call(self.ctx, expr)
+            if self._sum_reduced(expr):
+                return True
+            callee = resolve_local_call(self.ctx, expr) or resolve_instance_call(self.ctx, expr)
             if callee is not None:
                 return self._returns_divided(callee, None, depth + 1)
             if isinstance(func, ast.Attribute) and func.attr in LOSS_KEEPING_METHODS:
@@ -116,7 +124,7 @@ class _Trace:
         if kind in ("assign", "walrus", "with"):
             return binding.value is not None and self.divided(binding.value, node, via, depth + 1)
         if kind == "unpack" and isinstance(binding.source, ast.Call):
-            callee = resolve_local_call(self.ctx, binding.source)
+            callee = resolve_local_call(self.ctx, binding.source) or resolve_instance_call(self.ctx, binding.source)
             return callee is not None and self._returns_divided(callee, binding.index, depth + 1)
         return False  # a loop variable, an import, ...: not a loss this code divided
 
@@ -138,6 +146,48 @@ class _Trace:
             for binding in flow.flow(other).bindings.get(key, ())
         )
 
+    def _is_batch_size(self, expr: ast.AST, depth: int = 0) -> bool:
+        """``x.size(0)``, ``x.shape[0]``, ``len(x)``, or a name assigned from one (``bs = imgs.shape[0]``);
+        a name that says batch size (``bs``, ``batch_size``) when it is assigned nowhere visible."""
+        if isinstance(expr, ast.Call):
+            if isinstance(expr.func, ast.Name) and expr.func.id == "len" and len(expr.args) == 1:
+                return True
+            found = method_call(expr)
+            return found is not None and found[0] == "size" and len(expr.args) == 1 and _is_zero(expr.args[0])
+        if isinstance(expr, ast.Subscript):
+            inner = expr.value
+            is_shape = isinstance(inner, ast.Attribute) and inner.attr == "shape"
+            return (is_shape or (method_call(inner) or ("",))[0] == "size") and _is_zero(expr.slice)
+        key = symbol(expr)
+        if key is None:
+            return False
+        assigned = list(
+            {b.stmt: None for b in dataflow(self.ctx).visible_bindings(key, expr) if isinstance(b.stmt, ast.Assign)}
+        )
+        if assigned and depth < 2:
+            return all(self._assigns_batch_size(a, key, depth) for a in assigned)
+        return not assigned and bool(BATCH_SIZE_NAME.search(key.rsplit(".", 1)[-1]))
+
+    def _assigns_batch_size(self, assign: ast.Assign, key: str, depth: int) -> bool:
+        """``bs = x.size(0)``, or ``bs, c, h, w = x.shape`` with ``key`` first."""
+        target = assign.targets[0] if len(assign.targets) == 1 else None
+        if isinstance(target, (ast.Tuple, ast.List)):
+            value = assign.value
+            whole_shape = (isinstance(value, ast.Attribute) and value.attr == "shape") or (
+                (method_call(value) or ("",))[0] == "size" and not value.args
+            )
+            return whole_shape and bool(target.elts) and symbol(target.elts[0]) == key
+        return self._is_batch_size(assign.value, depth + 1)
+
+    def _sum_reduced(self, call: ast.Call) -> bool:
+        """A loss call that sums over the batch (``reduction="sum"``, or a criterion built with it):
+        summed losses accumulate into the sum over the large batch, nothing to divide."""
+        if _reduces_by_sum(call):
+            return True
+        return any(
+            isinstance(origin, ast.Call) and _reduces_by_sum(origin) for origin in dataflow(self.ctx).origins(call.func)
+        )
+
     def _returns_divided(self, func: ast.AST, index: int | None, depth: int) -> bool:
         for node in walk_function_body(func):
             if isinstance(node, ast.Return) and node.value is not None:
@@ -147,3 +197,20 @@ class _Trace:
                 if self.divided(value, node, (), depth):
                     return True
         return False
+
+
+BATCH_SIZE_NAME = re.compile(r"^(bs|batch_?size|batchsize|n_?batch|num_samples|n_samples)$", re.I)
+
+
+def _is_zero(expr: ast.AST) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value == 0 and type(expr.value) is int
+
+
+def _reduces_by_sum(call: ast.Call) -> bool:
+    """``reduction="sum"`` (or the legacy ``size_average=False``) among a call's keywords."""
+    for kw in call.keywords:
+        if kw.arg == "reduction" and isinstance(kw.value, ast.Constant) and kw.value.value == "sum":
+            return True
+        if kw.arg == "size_average" and isinstance(kw.value, ast.Constant) and kw.value.value is False:
+            return True
+    return False

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import re
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.imports import dotted_name
@@ -9,6 +11,27 @@ from torchlint.torchmodel import vocabulary as torch_names
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
+
+
+# Package names where projects keep their network building blocks (`fairseq.modules`,
+# `timm.layers`, `.models.blocks`, `mmcv.cnn`): a class imported from one is taken for a layer.
+LAYER_PACKAGES = frozenset(
+    {"modules", "module", "layers", "layer", "nn", "models", "model", "blocks", "networks", "network", "cnn"}
+)
+_NOT_LAYERS = re.compile(r"(Loss|Criterion|Metric|Metrics|Config|Tokenizer|Dataset|Loader|Sampler)$")
+
+
+def imported_layer_class(ctx: FileContext, call: ast.Call) -> str | None:
+    """The qualified name when ``call`` instantiates a class imported from a package of network
+    layers of another project or file (``FairseqDropout(p)`` from ``fairseq.modules``,
+    ``Block(dim)`` from ``.models.blocks``); None otherwise (torch's own classes included)."""
+    qual = ctx.call_qualname(call)
+    if not qual or qual.startswith("torch."):
+        return None
+    *package, name = qual.lstrip(".").split(".")
+    if not name[:1].isupper() or _NOT_LAYERS.search(name) or not LAYER_PACKAGES & set(package):
+        return None
+    return qual
 
 
 def module_classes(ctx: FileContext) -> frozenset[str]:

@@ -19,8 +19,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.nodes import last_name, name_ids, position
-from torchlint.torchmodel.evaluation import evaluation_analysis, same_model
+from torchlint.torchmodel.evaluation import evaluation_analysis
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
+from torchlint.torchmodel.forward_calls import same_model
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.roles import object_roles
 
@@ -56,7 +57,6 @@ _SUBMODULE_WALKS = frozenset({"modules", "children", "named_modules", "named_chi
 class RestoreAnalysis:
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
-        self.iterations = iterations(ctx)
         self.evaluation = evaluation_analysis(ctx)
 
     @cached_property
@@ -64,12 +64,12 @@ class RestoreAnalysis:
         found: dict[ast.AST, UnrestoredEval] = {}
         if not any(e.kind is EventKind.EVAL for e in self.evaluation.mode_switches):
             return []  # no `.eval()` / `.train(False)` anywhere in this file (helpers included)
-        loops = self.iterations.training_loops
+        loops = iterations(self.ctx).training_loops
         # Innermost training loops first: they judge an eval inside them most precisely.
         ordered = sorted(loops, key=lambda loop: -_depth(self.ctx, loop))
         judged: set[ast.AST] = set()
         for loop in ordered:
-            events = self.iterations.loop_events.get(loop, [])
+            events = iterations(self.ctx).loop_events.get(loop, [])
             trains = [i for i, e in enumerate(events) if e.kind in BACKWARD_KINDS | STEP_KINDS]
             if not trains:
                 continue
@@ -85,7 +85,7 @@ class RestoreAnalysis:
                     continue  # a frozen backbone switched to eval; the optimizer trains something else
                 if self._ends_after(events, index):
                     continue  # `model.eval(); ...; break`: no further training step follows
-                if not self._restored(events, index, trains):
+                if not self._restored(events, index, trains) and self._mode_matters(event):
                     found.setdefault(event.site, UnrestoredEval(event.site, event.node, loop, event.target))
         return sorted(found.values(), key=lambda u: position(u.site))
 
@@ -94,10 +94,16 @@ class RestoreAnalysis:
         under a condition (periodic evaluation), or inside an evaluation function. An unconditional
         `model.eval()` before any step (fine-tuning with frozen batch-norm statistics) is deliberate."""
         event = events[index]
-        if trains[0] < index or event.guards:
+        if trains[0] < index:
             return True
-        # Reached through a call into an evaluation function (`validate(model)` before training).
-        return bool(event.via) and self.evaluation.is_eval_function(self.ctx.enclosing_function(event.node))
+        if self._evaluation_switch(event):
+            return True  # reached through a call into an evaluation function (`validate(model)` before training)
+        # A condition of the loop's own code (`if epoch % 5 == 0: model.eval()`) is periodic evaluation;
+        # one inside the training function it calls (`if freeze_bn: model.eval()`) configures training.
+        home = self.ctx.enclosing_function(event.via[0]) if event.via else None
+        return any(self.ctx.enclosing_function(test) is home for test, _ in event.guards if event.via) or (
+            bool(event.guards) and not event.via
+        )
 
     def _walks_submodules(self, event) -> bool:
         """`for m in model.modules(): if isinstance(m, nn.BatchNorm2d): m.eval()`: freezing some
@@ -163,6 +169,8 @@ class RestoreAnalysis:
     def _restored(self, events, index, trains) -> bool:
         evaluation = events[index]
         first_train = trains[0]
+        if self._training_sets_eval(events, evaluation, first_train):
+            return True  # the training code owns the mode: it trains in eval mode on purpose
         for j, other in enumerate(events):
             if other.kind is not EventKind.TRAIN or not self._same_model(other, evaluation):
                 continue
@@ -173,6 +181,30 @@ class RestoreAnalysis:
             if evaluation.loops and evaluation.loops[-1] in other.loops:
                 return True  # in the same inner loop (a train/val phase loop): its next pass restores
         return False
+
+    def _training_sets_eval(self, events, evaluation, first_train) -> bool:
+        """An unconditional switch of the same model to eval mode before the iteration's first
+        training step (a linear probe's `train()` starting with `model.eval()` to keep the frozen
+        backbone's statistics): the step runs in eval mode whatever evaluation did before it."""
+        for other in events[:first_train]:
+            if other.kind is EventKind.TRAIN and self._same_model(other, evaluation):
+                return False
+            if other.kind is EventKind.EVAL and other.node is not evaluation.node and not other.guards:
+                if self._same_model(other, evaluation) and not self._evaluation_switch(other):
+                    return True
+        return False
+
+    def _evaluation_switch(self, event) -> bool:
+        """A switch made by an evaluation function (`validate()` called before training)."""
+        return bool(event.via) and self.evaluation.is_eval_function(self.ctx.enclosing_function(event.node))
+
+    def _mode_matters(self, event) -> bool:
+        """The switched model behaves differently in eval mode (only a model known to have no
+        dropout, batch-norm or similar layer does not)."""
+        call = event.node
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+            return True
+        return self.evaluation.mode_matters(call.func.value)
 
     def _same_model(self, a, b) -> bool:
         """Whether two mode switches may concern the same model. Names only compare within one

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callgraph import call_graph
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name, name_ids
-from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.iterations import iterations
@@ -135,8 +134,93 @@ RUN_TOKENS = frozenset(
 # looked at when they are the loop variable itself.
 _NAMESPACE_TOKENS = frozenset({"config", "configs", "cfg", "cfgs", "setting", "settings", "args", "hparams"})
 
-# torch.nn layers that carry no trainable state of their own: building one per iteration costs nothing.
-STATELESS_LAYERS = torch_names.WEIGHTLESS_LAYERS | torch_names.WRAPPING_LAYERS
+# torch.nn layers without weights or state: building one per iteration costs nothing.
+STATELESS_LAYERS = frozenset(
+    {
+        "ReLU",
+        "ReLU6",
+        "LeakyReLU",
+        "PReLU_",
+        "ELU",
+        "SELU",
+        "CELU",
+        "GELU",
+        "SiLU",
+        "Mish",
+        "Sigmoid",
+        "Tanh",
+        "Hardtanh",
+        "Hardswish",
+        "Hardsigmoid",
+        "Softplus",
+        "Softsign",
+        "Softmax",
+        "LogSoftmax",
+        "Softmin",
+        "Softmax2d",
+        "Tanhshrink",
+        "Softshrink",
+        "Hardshrink",
+        "Threshold",
+        "GLU",
+        "LogSigmoid",
+        "Dropout",
+        "Dropout1d",
+        "Dropout2d",
+        "Dropout3d",
+        "AlphaDropout",
+        "FeatureAlphaDropout",
+        "MaxPool1d",
+        "MaxPool2d",
+        "MaxPool3d",
+        "AvgPool1d",
+        "AvgPool2d",
+        "AvgPool3d",
+        "AdaptiveAvgPool1d",
+        "AdaptiveAvgPool2d",
+        "AdaptiveAvgPool3d",
+        "AdaptiveMaxPool1d",
+        "AdaptiveMaxPool2d",
+        "AdaptiveMaxPool3d",
+        "LPPool1d",
+        "LPPool2d",
+        "MaxUnpool1d",
+        "MaxUnpool2d",
+        "MaxUnpool3d",
+        "Flatten",
+        "Unflatten",
+        "Upsample",
+        "UpsamplingNearest2d",
+        "UpsamplingBilinear2d",
+        "PixelShuffle",
+        "PixelUnshuffle",
+        "ChannelShuffle",
+        "ZeroPad1d",
+        "ZeroPad2d",
+        "ZeroPad3d",
+        "ConstantPad1d",
+        "ConstantPad2d",
+        "ConstantPad3d",
+        "ReflectionPad1d",
+        "ReflectionPad2d",
+        "ReflectionPad3d",
+        "ReplicationPad1d",
+        "ReplicationPad2d",
+        "ReplicationPad3d",
+        "CircularPad1d",
+        "CircularPad2d",
+        "CircularPad3d",
+        "Fold",
+        "Unfold",
+        "CosineSimilarity",
+        "PairwiseDistance",
+        "Identity",
+        # Wrappers: they hold the wrapped model's weights, not new ones.
+        "DataParallel",
+        "DistributedDataParallel",
+        "SyncBatchNorm",
+    }
+)
 _ZOO_HELPER = re.compile(r"param|checkpoint|load|resume|save|name|state|list_|register|^is_|^has_|utils|weight|adapt")
 _NOT_A_MODEL_CLASS = re.compile(r"(Loss|Criterion|Metric|Metrics)$")
 # Calls that give the iteration a fresh model without a constructor.
@@ -157,16 +241,13 @@ class RebuiltInLoop:
     partner_rebuilt: bool  # the optimizer (for a model) or model (for an optimizer) is rebuilt there too
 
 
-class RunAnalysis:
-    MAX_CALL_DEPTH = 3
+class Constructions:
+    """What a file builds: calls that construct a model or an optimizer with trainable state,
+    directly or through a local factory, and where models or optimizers are (re)built."""
 
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
-        self.roles = object_roles(ctx)
-        self.iterations = iterations(ctx)
-        self._reach_cache: dict = {}
 
-    # ----- what gets built --------------------------------------------------------------------
     def built_role(self, call: ast.Call) -> str | None:
         """Role.MODEL or Role.OPTIMIZER when ``call`` builds one that carries trainable state."""
         role = constructor_role(self.ctx, call)
@@ -209,7 +290,7 @@ class RunAnalysis:
             root = func.value
             while isinstance(root, ast.Attribute):
                 root = root.value
-            return isinstance(root, ast.Name) and root.id in self._model_modules
+            return isinstance(root, ast.Name) and root.id in self._model_functions
         return False
 
     @cached_property
@@ -218,10 +299,6 @@ class RunAnalysis:
         return frozenset(
             alias for alias, qual in self.ctx.imports.aliases.items() if qual.startswith(("torchvision", "timm"))
         )
-
-    @cached_property
-    def _model_modules(self) -> frozenset[str]:
-        return self._model_functions
 
     @cached_property
     def factories(self) -> dict[ast.AST, str]:
@@ -240,7 +317,7 @@ class RunAnalysis:
                 and parent.targets[0].id in self._returned_names.get(func, ())
             )
             # A `run_epoch()` that builds, trains and returns its model is judged inside, not as a factory.
-            if returned and not self._function_trains(func):
+            if returned and not function_trains(self.ctx, func):
                 found[func] = role
         return found
 
@@ -268,15 +345,69 @@ class RunAnalysis:
         """Every call that builds a model or optimizer: constructors, and calls to local factories."""
         return self._constructions
 
-    # ----- where it gets built ------------------------------------------------------------------
+    def is_fresh_model(self, value: ast.Call) -> bool:
+        """A copy of a model made this iteration (``copy.deepcopy(model)``, ``maml.clone()``): the model
+        it copies keeps learning. A model *constructed* this iteration is judged on its own (TL003),
+        and its optimizer with it: fixing one of the two would leave the other rebuilt."""
+        if self.ctx.call_qualname(value) == "copy.deepcopy":
+            return True
+        return isinstance(value.func, ast.Attribute) and value.func.attr in ("clone", "copy", "deepcopy")
+
+    def rebuilds(self, loop, role: str) -> bool:
+        """Whether one iteration of ``loop`` builds (or reloads) an object of ``role``."""
+        return any(self.ctx.is_inside(site, loop) for site in self._rebuild_sites(role))
+
+    def _rebuild_sites(self, role: str) -> list[ast.AST]:
+        """Calls that build an object of ``role``, plus call sites of functions that do."""
+
+        def build() -> list[ast.AST]:
+            direct = [c for c, r in self.constructions() if r == role]
+            if role == Role.MODEL:
+                direct += [c for c in self.ctx.calls if self._refreshes_model(c)]
+            sites = list(direct)
+            graph = call_graph(self.ctx)
+            for c in direct:  # one level of helpers: `def make(): model = Net(); ...` called in the loop
+                func = self.ctx.enclosing_function(c)
+                if func is not None:
+                    sites.extend(graph.callers(func))
+            return sites
+
+        return self.ctx.shared(f"rebuild-sites-{role}", build)
+
+    def _refreshes_model(self, call: ast.Call) -> bool:
+        if self.ctx.call_qualname(call) in _MODEL_REFRESH_FUNCTIONS:
+            return True
+        func = call.func
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr in _MODEL_REFRESH_METHODS
+            and (object_roles(self.ctx).role_of(func.value) == Role.MODEL)
+        )
+
+
+def function_trains(ctx: FileContext, func) -> bool:
+    """Whether one call of ``func`` runs a backward or an optimizer step."""
+    return any(e.kind in BACKWARD_KINDS | STEP_KINDS for e in event_walker(ctx).function_events(func))
+
+
+class RunAnalysis:
+    """Which loops continue one training run, and the constructions they repeat."""
+
+    MAX_CALL_DEPTH = 3
+
+    def __init__(self, ctx: FileContext):
+        self.ctx = ctx
+        self.built = Constructions(ctx)
+        self._reach_cache: dict = {}
+
     def _trains(self, loop) -> bool:
-        return self.iterations.trains_each_iteration(loop)
+        return iterations(self.ctx).trains_each_iteration(loop)
 
     def rebuilt(self, role: str) -> list[tuple[ast.Call, RebuiltInLoop]]:
         """Constructions of ``role`` (Role.MODEL or Role.OPTIMIZER) that run again in every iteration
         of a loop continuing one training run, with that loop."""
         found = []
-        for call, built in self.constructions():
+        for call, built in self.built.constructions():
             if built == role:
                 where = self.rebuilt_in_loop(call, role)
                 if where is not None:
@@ -301,14 +432,14 @@ class RunAnalysis:
             verdict, reason = self.judge(loop, role)
             if verdict == CONTINUING:
                 partner = Role.MODEL if role == Role.OPTIMIZER else Role.OPTIMIZER
-                return RebuiltInLoop(loop, via, reason, self.rebuilds(loop, partner))
+                return RebuiltInLoop(loop, via, reason, self.built.rebuilds(loop, partner))
             return None  # the loop repeats whole runs, and so do the loops around it
         func = ctx.enclosing_function(node)
         if func is None or depth >= self.MAX_CALL_DEPTH or func in seen:
             return None
         sites = call_graph(ctx).callers(func)
         if not self._runs_in_training_loop(func, 0) or (
-            not via and not self._function_trains(func) and not _stores_on_self(ctx, node)
+            not via and not function_trains(self.ctx, func) and not _stores_on_self(ctx, node)
         ):
             return None  # e.g. an evaluation helper that builds a model to load a checkpoint into
         for site in sites:
@@ -387,18 +518,9 @@ class RunAnalysis:
             names = {t.id for t in stmt.targets if isinstance(t, ast.Name)}
             if names & tensor_roots:
                 return True
-            if names & model_roots and isinstance(stmt.value, ast.Call) and self._is_fresh_model(stmt.value):
+            if names & model_roots and isinstance(stmt.value, ast.Call) and self.built.is_fresh_model(stmt.value):
                 return True
         return False
-
-    def _is_fresh_model(self, value: ast.Call) -> bool:
-        if self.ctx.call_qualname(value) == "copy.deepcopy" or self.built_role(value) == Role.MODEL:
-            return True
-        return isinstance(value.func, ast.Attribute) and value.func.attr in ("clone", "copy", "deepcopy")
-
-    def _function_trains(self, func) -> bool:
-        kinds = {e.kind for e in event_walker(self.ctx).function_events(func)}
-        return bool(kinds & (BACKWARD_KINDS | STEP_KINDS))
 
     def _conditional_in(self, node, loop) -> bool:
         loop_names = _target_names(loop)
@@ -420,6 +542,13 @@ class RunAnalysis:
             return INDEPENDENT, "named"
         if kind in ("epoch", "step"):
             return CONTINUING, kind
+        if self._inside_epoch_loop(loop):
+            # `for epoch ...: for shard_id ...:` -- a loop repeated every epoch is part of one run.
+            return CONTINUING, "epoch"
+        if _over_literal_settings(loop):
+            # `for device in ["cpu", "cuda"]:`, `for lr in (0.1, 0.01):` -- a sweep over settings
+            # written out in the code, not data or time: each value gets a run of its own.
+            return INDEPENDENT, "settings"
         depths = self.step_depths(loop)
         if depths and min(depths) >= 2:
             return INDEPENDENT, "whole-runs"
@@ -427,46 +556,28 @@ class RunAnalysis:
             return CONTINUING, "step"
         # An epoch-like loop with neutral names: follow the data.
         other = Role.MODEL if role == Role.OPTIMIZER else Role.OPTIMIZER
-        if self.rebuilds(loop, other):
+        if self.built.rebuilds(loop, other):
             return INDEPENDENT, "fresh-run"
         return CONTINUING, "keeps-model" if role == Role.OPTIMIZER else "keeps-optimizer"
 
+    def _inside_epoch_loop(self, loop) -> bool:
+        """An enclosing loop of ``loop`` (in its function) named for epochs or steps, with no loop
+        named for whole runs in between."""
+        for outer in self.ctx.enclosing_loops(loop):
+            if outer is loop:
+                continue
+            kind = loop_name_kind(outer)
+            if kind == "run":
+                return False
+            if kind in ("epoch", "step"):
+                return True
+        return False
+
     def step_depths(self, loop) -> set[int]:
         """How many loops down, inside one iteration of ``loop``, its optimizer steps run."""
-        events = self.iterations.iteration_events(loop)
+        events = iterations(self.ctx).iteration_events(loop)
         depths = {len(e.loops) for e in events if e.kind in STEP_KINDS}
         return depths or {len(e.loops) for e in events if e.kind is EventKind.BACKWARD}
-
-    def rebuilds(self, loop, role: str) -> bool:
-        """Whether one iteration of ``loop`` builds (or reloads) an object of ``role``."""
-        return any(self.ctx.is_inside(site, loop) for site in self._rebuild_sites(role))
-
-    def _rebuild_sites(self, role: str) -> list[ast.AST]:
-        """Calls that build an object of ``role``, plus call sites of functions that do."""
-
-        def build() -> list[ast.AST]:
-            direct = [c for c, r in self.constructions() if r == role]
-            if role == Role.MODEL:
-                direct += [c for c in self.ctx.calls if self._refreshes_model(c)]
-            sites = list(direct)
-            graph = call_graph(self.ctx)
-            for c in direct:  # one level of helpers: `def make(): model = Net(); ...` called in the loop
-                func = self.ctx.enclosing_function(c)
-                if func is not None:
-                    sites.extend(graph.callers(func))
-            return sites
-
-        return self.ctx.shared(f"rebuild-sites-{role}", build)
-
-    def _refreshes_model(self, call: ast.Call) -> bool:
-        if self.ctx.call_qualname(call) in _MODEL_REFRESH_FUNCTIONS:
-            return True
-        func = call.func
-        return (
-            isinstance(func, ast.Attribute)
-            and func.attr in _MODEL_REFRESH_METHODS
-            and (self.roles.role_of(func.value) == Role.MODEL)
-        )
 
 
 # ----- loop names ------------------------------------------------------------------------------------
@@ -517,6 +628,23 @@ def _split(name: str) -> list[str]:
     return [w for w in re.split(r"[_\d]+", name.lower()) if w]
 
 
+def _over_literal_settings(loop) -> bool:
+    """``for x in [c1, c2, ...]`` over a literal list, tuple or set of constants (or of literal
+    tuples of constants: ``for lr, wd in [(0.1, 0), (0.01, 5e-4)]``)."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(loop.iter, (ast.List, ast.Tuple, ast.Set)):
+        return False
+    elts = loop.iter.elts
+    return bool(elts) and all(_is_constant(e) for e in elts)
+
+
+def _is_constant(expr: ast.AST) -> bool:
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        return all(_is_constant(e) for e in expr.elts)
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        expr = expr.operand
+    return isinstance(expr, ast.Constant)
+
+
 def _target_names(loop) -> set[str]:
     if isinstance(loop, (ast.For, ast.AsyncFor)):
         return name_ids(loop.target)
@@ -552,4 +680,12 @@ def describe_loop(ctx: FileContext, loop) -> str:
     return f"the loop at line {loop.lineno} (`{header}`)"
 
 
-__all__ = ["RunAnalysis", "RebuiltInLoop", "run_analysis", "loop_name_kind", "CONTINUING", "INDEPENDENT"]
+__all__ = [
+    "Constructions",
+    "RunAnalysis",
+    "RebuiltInLoop",
+    "run_analysis",
+    "loop_name_kind",
+    "CONTINUING",
+    "INDEPENDENT",
+]

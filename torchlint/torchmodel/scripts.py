@@ -50,6 +50,21 @@ def runs_at_import(ctx: FileContext, node: ast.AST) -> bool:
     return True
 
 
+# Module-level expression statements that compute a value and drop it: in a notebook the last one
+# of a cell is displayed; in a script they do nothing.
+_DISPLAY_EXPRESSIONS = (ast.Name, ast.Attribute, ast.Subscript, ast.Compare, ast.BinOp, ast.Tuple, ast.List)
+
+
+def written_as_notebook(ctx: FileContext) -> bool:
+    """Code that runs as notebook cells, not as a script: a ``.ipynb`` file, or cells exported to a
+    ``.py`` file, which show themselves by bare display expressions at module level (``device``,
+    ``model.embedding.weight``, ``train_dir, test_dir``). Notebook kernels do not re-import their
+    code in worker processes, and ``if __name__ == "__main__":`` means nothing there."""
+    if ctx.path.endswith(".ipynb"):
+        return True
+    return any(isinstance(stmt, ast.Expr) and isinstance(stmt.value, _DISPLAY_EXPRESSIONS) for stmt in ctx.tree.body)
+
+
 def _in_list(node: ast.AST, nodes: list) -> bool:
     return any(n is node for n in nodes)
 

@@ -1,15 +1,17 @@
-"""Fine-tuning code that backpropagates inside an inference-mode method and moves the model too late."""
+"""Fine-tuning code that backpropagates inside an inference-mode method and moves the model after restoring its optimizer's state."""
 import torch
 import torch.nn as nn
 from torchvision.models import resnet34
 
 
 class FineTuner:
-    def __init__(self, n_classes, device="cuda"):
+    def __init__(self, n_classes, device="cuda", resume=None):
         self.device = device
         self.model = resnet34()
         self.model.fc = nn.Linear(self.model.fc.in_features, n_classes)
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
+        if resume is not None:
+            self.optimizer.load_state_dict(torch.load(resume, map_location="cpu")["optimizer"])
         self.model.to(device)  # expect: TL017
         self.criterion = nn.CrossEntropyLoss()
 

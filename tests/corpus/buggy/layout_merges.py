@@ -23,8 +23,9 @@ class TokenPool(nn.Module):
     def forward(self, fmap):
         B, C, H, W = fmap.shape
         tokens = fmap.permute(0, 2, 3, 1)
-        flat = tokens.view(B, H * W, C)  # expect: TL008
-        return self.fc(flat.mean(1))
+        # one feature vector per row of the map: (B, H, W, C) -> (B, H, W * C)
+        rows = tokens.view(B, H, W * C)  # expect: TL008
+        return self.fc(rows.mean(1))
 
 
 def pairwise_logits(a, b):
@@ -35,5 +36,6 @@ def pairwise_logits(a, b):
 
 def ctc_inputs(encoder_out):
     # (B, T, V) -> (T, B, V) log-probs, then flatten time and batch for a frame classifier
+    B, T, V = encoder_out.shape
     log_probs = encoder_out.log_softmax(-1).transpose(0, 1)
     return log_probs.view(-1, log_probs.size(-1))  # expect: TL008

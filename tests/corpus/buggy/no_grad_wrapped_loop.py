@@ -1,4 +1,5 @@
-"""A fine-tuning loop wrapped in no_grad "to save memory", and a model moved after its optimizer."""
+"""A fine-tuning loop wrapped in no_grad "to save memory". (The models moved after their optimizers
+are fine: those optimizers have no state yet, and `.cuda()`/`.half()` keep the Parameter objects.)"""
 import torch
 import torch.nn as nn
 from torchvision.models import efficientnet_b0
@@ -8,7 +9,7 @@ def finetune(loader, epochs=3, device="cuda"):
     model = efficientnet_b0(weights="DEFAULT")
     model.classifier[1] = nn.Linear(model.classifier[1].in_features, 5)
     optimizer = torch.optim.AdamW(model.classifier.parameters(), lr=1e-3)
-    model.cuda()  # expect: TL017
+    model.cuda()
     criterion = nn.CrossEntropyLoss()
     for epoch in range(epochs):
         model.train()
@@ -24,7 +25,7 @@ def finetune(loader, epochs=3, device="cuda"):
 
 def train_head(backbone, head, loader, device="cuda"):
     optimizer = torch.optim.SGD(head.parameters(), lr=0.1)
-    head.half()  # expect: TL017
+    head.half()
     for feats, labels in loader:
         with torch.no_grad():
             feats = backbone(feats.to(device)).half()

@@ -31,6 +31,10 @@ def train(args, dataset):
     device = torch.device("cuda", rank)
     model = BiLSTM(args.vocab)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    if args.resume:
+        state = torch.load(args.resume, map_location="cpu")
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
     model = model.to(device)  # expect: TL017
     model = DDP(model, device_ids=[rank])
     warmup = torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=0.1, total_iters=500)

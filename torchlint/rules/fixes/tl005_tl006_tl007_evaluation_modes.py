@@ -89,7 +89,9 @@ def validate(model, loader):
 
     def plan(self, ctx, diagnostic):
         unit = diagnostic.evidence
-        model = _model_of(unit.first_call) if unit is not None else None
+        if unit is None or unit.phase is not None:
+            return None  # the evaluation path of a two-phase function: a switch at its top would hit training too
+        model = _model_of(unit.first_call)
         if model is None or not _in_reach(ctx, unit, model):
             return None
         code = f"{model}.eval()"
@@ -124,8 +126,9 @@ class NoGradEvaluation(RuleFix):
             """
 import torch.nn as nn
 class Trainer:
-    def __init__(self):
+    def __init__(self, state):
         self.model = nn.Linear(4, 2)
+        self.model.load_state_dict(state)
     @staticmethod
     def helper():
         pass
@@ -137,8 +140,9 @@ class Trainer:
 import torch.nn as nn
 import torch
 class Trainer:
-    def __init__(self):
+    def __init__(self, state):
         self.model = nn.Linear(4, 2)
+        self.model.load_state_dict(state)
     @staticmethod
     def helper():
         pass
@@ -178,8 +182,8 @@ def fit(model, train_loader, val_loader, optimizer):
     def plan(self, ctx, diagnostic):
         unit = diagnostic.evidence
         node = getattr(unit, "node", None)
-        if node is None or isinstance(node, ast.AsyncFunctionDef):
-            return None
+        if node is None or isinstance(node, ast.AsyncFunctionDef) or unit.phase is not None:
+            return None  # (a two-phase function: no-grad around all of it would break its training path)
         if isinstance(node, ast.FunctionDef):
             return Fix(
                 "Decorate with `@torch.no_grad()`",

@@ -19,15 +19,15 @@ class ViewToReshape(RuleFix):
         (
             """
 import torch
-def flatten_tokens(feat):
+def rows_of(feat):
     n, c, h, w = feat.shape
-    return feat.permute(0, 2, 3, 1).view(n, h * w, c)  # expect: TL008
+    return feat.permute(0, 2, 3, 1).view(n, h, w * c)  # expect: TL008
 """,
             """
 import torch
-def flatten_tokens(feat):
+def rows_of(feat):
     n, c, h, w = feat.shape
-    return feat.permute(0, 2, 3, 1).reshape(n, h * w, c)  # expect: TL008
+    return feat.permute(0, 2, 3, 1).reshape(n, h, w * c)  # expect: TL008
 """,
         ),
     ]

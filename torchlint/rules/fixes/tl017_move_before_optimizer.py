@@ -24,20 +24,20 @@ class MoveBeforeOptimizer(RuleFix):
         (
             """
 import torch
-def setup(device):
+def setup(device, checkpoint):
     model = torch.nn.Linear(4, 2)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    print(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    optimizer.load_state_dict(checkpoint["optimizer"])
     model = model.to(device)  # expect: TL017
     return model, optimizer
 """,
             """
 import torch
-def setup(device):
+def setup(device, checkpoint):
     model = torch.nn.Linear(4, 2)
     model = model.to(device)  # expect: TL017
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    print(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    optimizer.load_state_dict(checkpoint["optimizer"])
     return model, optimizer
 """,
         ),

@@ -1,0 +1,152 @@
+"""What must be true where a node runs: the branch conditions around it, within its function.
+
+``conditions_at(ctx, node)`` yields ``(test, value)`` pairs: each ``test`` expression is known to
+have evaluated to ``value`` (truthiness) whenever ``node`` runs. They come from
+
+* the ``if``/``while``/conditional expression whose branch holds ``node``;
+* the operands before ``node`` in an ``and``/``or`` (``a and f()`` runs ``f`` only when ``a``);
+* an earlier statement of the same block that leaves the block when its test holds
+  (``if not ready: return`` before ``node``: ``ready`` is true below it).
+
+``implies(test, value, atom)`` says whether ``test`` having that truth value forces the fact
+``atom`` recognises in sub-expressions, through ``not``, ``and`` and ``or``.
+Nothing here knows about PyTorch.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+def conditions_at(ctx: FileContext, node: ast.AST) -> Iterator[tuple[ast.expr, bool]]:
+    """``(test, value)`` pairs that hold wherever ``node`` runs, innermost first, within its scope."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(child, ast.stmt):
+            yield from _early_exits(ancestor, child)
+        if isinstance(ancestor, _SCOPES):
+            return
+        if isinstance(ancestor, (ast.If, ast.IfExp)) and child is not ancestor.test:
+            in_body = child is ancestor.body if isinstance(ancestor, ast.IfExp) else child in ancestor.body
+            yield ancestor.test, in_body
+        elif isinstance(ancestor, ast.While) and child in ancestor.body:
+            yield ancestor.test, True
+        elif isinstance(ancestor, ast.BoolOp):
+            value = isinstance(ancestor.op, ast.And)  # `a and b`: b runs when a is true
+            for operand in ancestor.values:
+                if operand is child:
+                    break
+                yield operand, value
+        child = ancestor
+
+
+def _early_exits(parent: ast.AST, stmt: ast.stmt) -> Iterator[tuple[ast.expr, bool]]:
+    """Tests of earlier sibling ``if`` statements that leave the block on one branch only."""
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and stmt in block:
+            break
+    else:
+        return
+    for earlier in block[: block.index(stmt)]:
+        if not isinstance(earlier, ast.If):
+            continue
+        body_exits, else_exits = _always_exits(earlier.body), _always_exits(earlier.orelse)
+        if body_exits and not else_exits:
+            yield earlier.test, False
+        elif else_exits and not body_exits:
+            yield earlier.test, True
+
+
+def _always_exits(block: list[ast.stmt]) -> bool:
+    return bool(block) and isinstance(block[-1], _EXITS)
+
+
+def consequences(test: ast.AST, value: bool) -> Iterator[tuple[ast.AST, bool]]:
+    """``(expr, value)`` for ``test`` and every sub-expression whose truth ``test`` having truth
+    ``value`` forces, through ``not``, ``and`` and ``or`` (``a and not b`` true: a true, b false)."""
+    yield test, value
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        yield from consequences(test.operand, not value)
+    elif isinstance(test, ast.BoolOp):
+        # `a and b` true: both are; `a or b` false: both are false. Other combinations force nothing.
+        if isinstance(test.op, ast.And) and value or isinstance(test.op, ast.Or) and not value:
+            for operand in test.values:
+                yield from consequences(operand, value)
+
+
+def implies(test: ast.AST, value: bool, atom: Callable[[ast.AST], bool | None]) -> bool:
+    """Whether ``test`` evaluating to ``value`` forces a fact that ``atom`` recognises.
+
+    ``atom(expr)`` is True when ``expr`` being true means the fact holds (``self.training``),
+    False when ``expr`` being *false* means it holds (``device.type != "xla"`` for "on XLA"),
+    None when ``expr`` says nothing about it."""
+    for expr, truth in consequences(test, value):
+        polarity = atom(expr)
+        if polarity is not None and truth == polarity:
+            return True
+    return False
+
+
+_UNKNOWN = object()
+
+
+def truth_under(test: ast.AST, values: dict[str, object]) -> bool | None:
+    """The truth of ``test`` when the names in ``values`` hold those Python values (``mode ==
+    "train"`` with ``mode="val"``: False; ``not train``, ``optimizer is not None``, ``a and b``);
+    None when it depends on anything else."""
+    value = _value_under(test, values)
+    return None if value is _UNKNOWN else bool(value)
+
+
+def _value_under(expr: ast.AST, values: dict[str, object]):
+    if isinstance(expr, ast.Constant):
+        return expr.value
+    if isinstance(expr, ast.Name):
+        return values.get(expr.id, _UNKNOWN)
+    if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+        items = [_value_under(e, values) for e in expr.elts]
+        return _UNKNOWN if any(i is _UNKNOWN for i in items) else tuple(items)
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+        inner = _value_under(expr.operand, values)
+        return _UNKNOWN if inner is _UNKNOWN else not inner
+    if isinstance(expr, ast.BoolOp):
+        # Three-valued: `False and <unknown>` is False, `True or <unknown>` is True.
+        decisive = isinstance(expr.op, ast.Or)
+        unknown = False
+        for operand in expr.values:
+            value = _value_under(operand, values)
+            if value is _UNKNOWN:
+                unknown = True
+            elif bool(value) == decisive:
+                return value
+        return _UNKNOWN if unknown else (not decisive)
+    if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
+        left, right = _value_under(expr.left, values), _value_under(expr.comparators[0], values)
+        if left is _UNKNOWN or right is _UNKNOWN:
+            return _UNKNOWN
+        op = expr.ops[0]
+        try:
+            if isinstance(op, ast.Eq):
+                return left == right
+            if isinstance(op, ast.NotEq):
+                return left != right
+            if isinstance(op, ast.Is):
+                return left is right
+            if isinstance(op, ast.IsNot):
+                return left is not right
+            if isinstance(op, ast.In):
+                return left in right
+            if isinstance(op, ast.NotIn):
+                return left not in right
+        except TypeError:
+            return _UNKNOWN
+    return _UNKNOWN

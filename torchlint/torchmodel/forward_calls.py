@@ -1,0 +1,119 @@
+"""Which calls run a model forward, and where models switch between train and eval mode.
+
+Shared by the evaluation analysis (TL005/TL006) and the restore analysis (TL007).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING
+
+from torchlint.analysis.imports import symbol
+from torchlint.torchmodel.calls import call_events
+from torchlint.torchmodel.events import MODE_KINDS
+from torchlint.torchmodel.roles import Role, object_roles
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+    from torchlint.torchmodel.events import Event
+
+_NOT_MODEL_HOLDER = re.compile(r"tokenizer|processor|config|feature_extractor|image_processor", re.I)
+_MODEL_NAME = re.compile(
+    r"^(?!(get|load|build|create|make|init|setup|save|to|from|is|has|named|set|update|wrap|unwrap|forward|call)_)"
+    r"(([a-z]+_)?(model|net|network)s?(_(ema|ddp|without_ddp|eval|copy|g|d|a|b|\d+|engine|compiled|wrapped))?"
+    r"|net[A-Z]\w*|([a-z]+_)?(backbone|encoder|decoder|classifier|generator|discriminator))$"
+)
+
+
+class ForwardCalls:
+    """Model calls of one file: ``model(x)``, ``self.net(x)``, ``model.forward(x)``."""
+
+    def __init__(self, ctx: FileContext):
+        self.ctx = ctx
+
+    def is_model_call(self, call: ast.Call) -> bool:
+        func = model_expression(call)
+        if not isinstance(func, (ast.Name, ast.Attribute, ast.Subscript)):
+            return False
+        ctx = self.ctx
+        if isinstance(func, ast.Name) and (
+            func.id in ctx.classes or func.id in ctx.functions or func.id in ctx.imports.aliases
+        ):
+            return False
+        if _root(func) in ctx.imports.aliases:
+            return False  # `open_clip.list_models()`, `hub.model(...)`: a library's function or class
+        key = symbol(func)
+        if key is None:
+            return False
+        last = key.rsplit(".", 1)[-1].split("[", 1)[0]
+        if _NOT_MODEL_HOLDER.search(last):
+            return False  # `self.tokenizer(...)`: a from_pretrained object that is no network
+        role = object_roles(ctx).role_of(func, hint=False)
+        if role is not None:
+            return role is Role.MODEL  # what the code shows the object is, whatever its name
+        # Conventional names only when the whole last name says "model" (`self.model`, `net_g`,
+        # `model_ema`, `models[i]`), not a method that mentions one (`load_model`, `named_modules`).
+        return bool(_MODEL_NAME.match(last))
+
+    def within(self, spans: list[tuple[int, int]]) -> list[ast.Call]:
+        """Model calls inside the given line spans (cheap spans first: most files have none)."""
+        if not spans:
+            return []
+        found = []
+        for call in self.ctx.calls:
+            if isinstance(call.func, (ast.Name, ast.Attribute, ast.Subscript)) and _within(call, spans):
+                if self.is_model_call(call):
+                    found.append(call)
+        return found
+
+
+def _root(expr: ast.AST) -> str | None:
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
+def model_expression(call: ast.Call) -> ast.AST:
+    """The model a call runs: ``model`` for ``model(x)`` and ``model.forward(x)``."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "forward":
+        return func.value
+    return func
+
+
+def mode_switches(ctx: FileContext) -> list[Event]:
+    """Every `.eval()`, `.train()`, `.train(False)` call of the file, as events."""
+
+    def build() -> list:
+        found = []
+        for call in ctx.calls:
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr in ("eval", "train"):
+                event = call_events(ctx).classify(call)
+                if event is not None and event.kind in MODE_KINDS:
+                    found.append(event)
+        return found
+
+    return ctx.shared("mode-switches", build)
+
+
+def _norm(target: str | None) -> str | None:
+    if target is None:
+        return None
+    parts = [p for p in target.split(".") if p not in ("self", "module", "_orig_mod")]
+    return ".".join(parts)
+
+
+def same_model(a: str | None, b: str | None) -> bool:
+    """Whether two model symbols may name the same model (`self.model`, `model.module`, `model`;
+    a sub-module and its parent); unknown symbols match anything."""
+    if a is None or b is None:
+        return True
+    a, b = _norm(a), _norm(b)
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".") or not a or not b
+
+
+def _within(node, spans) -> bool:
+    line = node.lineno
+    return any(start <= line <= end for start, end in spans)

@@ -1,0 +1,200 @@
+"""One function for both phases: ``run_epoch(model, loader, optimizer, mode)``,
+``_run_batch(..., train: bool)``.
+
+A function whose backward pass runs only under a condition on one of its parameters (``if mode ==
+"train":``, ``if train:``, ``if optimizer is not None:``) trains on some calls and evaluates on the
+others. Its evaluation phase is a call of this file that passes a value for which that condition
+fails (``run_epoch(model, val_loader, None, "val")``, ``train=False``, or the default). On that path
+the modes come from what the function does with that value: ``model.train(mode == "train")``,
+``model.eval()`` in the other branch, ``torch.set_grad_enabled(train)``, ``torch.no_grad() if not
+train else nullcontext()``. When the function sets a mode nowhere, its caller's mode decides.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from torchlint.analysis.callgraph import call_graph, parameter_default, passes_unknown_arguments
+from torchlint.analysis.conditions import conditions_at, truth_under
+from torchlint.analysis.context import FUNCTION_TYPES
+from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import argument_for, position
+from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS
+from torchlint.torchmodel.forward_calls import model_expression, same_model
+from torchlint.torchmodel.gradmode import grad_effect
+from torchlint.torchmodel.walk import event_walker
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+    from torchlint.torchmodel.forward_calls import ForwardCalls
+
+_TRAINING_KINDS = BACKWARD_KINDS | STEP_KINDS
+_NOT_A_VALUE = object()
+
+
+@dataclass(frozen=True)
+class EvaluationPhase:
+    """The evaluation path of a function that serves both phases."""
+
+    func: ast.AST
+    param: str  # the parameter that selects the phase
+    value: object  # the value the evaluating call gives it
+    site: ast.Call  # the call of this file that runs the evaluation phase
+    model_call: ast.Call  # the first model call on the evaluation path
+
+    @property
+    def label(self) -> str:
+        return (
+            f"the evaluation phase of `{self.func.name}()` "
+            f"(`{self.param}={self.value!r}`, called at line {self.site.lineno})"
+        )
+
+
+class PhaseFunctions:
+    def __init__(self, ctx: FileContext, forward: ForwardCalls):
+        self.ctx = ctx
+        self.forward = forward
+
+    @cached_property
+    def phases(self) -> dict[ast.AST, EvaluationPhase]:
+        """Function -> its evaluation phase, for the functions of this file that serve both phases."""
+        found = {}
+        for func in self._guarded_trainers():
+            phase = self._split(func)
+            if phase is not None:
+                found[func] = phase
+        return found
+
+    def _guarded_trainers(self) -> list[ast.AST]:
+        """Functions with a backward call of their own under an ``if`` (a cheap filter)."""
+        found = []
+        for call in self.ctx.calls:
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr in ("backward", "step"):
+                owner = self.ctx.enclosing_function(call)
+                if owner is not None and owner not in found and any(True for _ in conditions_at(self.ctx, call)):
+                    found.append(owner)
+        return found
+
+    def _split(self, func) -> EvaluationPhase | None:
+        training = [e for e in event_walker(self.ctx).function_events(func) if e.kind in _TRAINING_KINDS]
+        if not training:
+            return None
+        params = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs}
+        for test, branch in training[0].guards:
+            names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)} & params
+            if len(names) != 1 or not isinstance(test, ast.expr):
+                continue
+            param = names.pop()
+            for site in call_graph(self.ctx).callers(func):
+                value = self._value_at(site, func, param)
+                if value is _NOT_A_VALUE or truth_under(test, {param: value}) in (None, branch):
+                    continue
+                if any(self._runs(e.site, param, value) is not False for e in training):
+                    continue  # some training still runs on that path: not an evaluation phase
+                model_call = self._first_model_call(func, param, value)
+                if model_call is not None:
+                    return EvaluationPhase(func, param, value, site, model_call)
+        return None
+
+    def _value_at(self, site: ast.Call, func, param: str):
+        given = argument_for(site, func, param)
+        if given is None:
+            if passes_unknown_arguments(site):
+                return _NOT_A_VALUE
+            given = parameter_default(func, param)
+        if isinstance(given, ast.Constant):
+            return given.value
+        return _NOT_A_VALUE
+
+    def _runs(self, node: ast.AST, param: str, value) -> bool | None:
+        """Whether ``node`` runs on the path where ``param`` holds ``value`` (None: cannot tell)."""
+        verdict = True
+        for test, holds in conditions_at(self.ctx, node):
+            truth = truth_under(test, {param: value})
+            if truth is None:
+                verdict = None
+            elif truth != holds:
+                return False
+        return verdict
+
+    def _first_model_call(self, func, param: str, value) -> ast.Call | None:
+        calls = [
+            c
+            for c in self.ctx.calls
+            if self.ctx.enclosing_function(c) is func and self.forward.is_model_call(c) and self._runs(c, param, value)
+        ]
+        return min(calls, key=position) if calls else None
+
+    # ----- the modes on the evaluation path ------------------------------------------------------------
+    def eval_mode(self, phase: EvaluationPhase) -> bool | None:
+        """True when the path switches the model to eval mode before its model call, False when it
+        leaves or puts it in train mode, None when the function switches nothing on that path."""
+        model = symbol(model_expression(phase.model_call))
+        found = None
+        for call in sorted(self._switches(phase.func), key=position):
+            if position(call) >= position(phase.model_call):
+                break
+            if not same_model(symbol(call.func.value), model):
+                continue
+            runs = self._runs(call, phase.param, phase.value)
+            if runs is False:
+                continue
+            mode = self._switch_mode(call, phase)
+            if runs is None or mode is None:
+                return None  # a switch that may or may not run, or an unknown mode
+            found = mode == "eval"
+        return found
+
+    def _switches(self, func) -> list[ast.Call]:
+        return [
+            c
+            for c in self.ctx.calls
+            if isinstance(c.func, ast.Attribute)
+            and c.func.attr in ("eval", "train")
+            and self.ctx.enclosing_function(c) is func
+        ]
+
+    @staticmethod
+    def _switch_mode(call: ast.Call, phase: EvaluationPhase) -> str | None:
+        if call.func.attr == "eval":
+            return "eval" if not call.args else None
+        mode = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "mode"), None)
+        if mode is None:
+            return "train"
+        truth = truth_under(mode, {phase.param: phase.value})
+        return None if truth is None else "train" if truth else "eval"
+
+    def grad_off(self, phase: EvaluationPhase) -> bool | None:
+        """True when autograd is off at the path's model call, False when it is switched on there,
+        None when the function does not say."""
+        if any(grad_effect(self.ctx, d) is False for d in phase.func.decorator_list):
+            return True
+        for ancestor in self.ctx.ancestors(phase.model_call):
+            if ancestor is phase.func or isinstance(ancestor, FUNCTION_TYPES):
+                break
+            if isinstance(ancestor, (ast.With, ast.AsyncWith)):
+                for item in ancestor.items:
+                    effect = self._context_effect(item.context_expr, phase)
+                    if effect is not None:
+                        return not effect
+        return None
+
+    def _context_effect(self, expr: ast.AST, phase: EvaluationPhase) -> bool | None:
+        """Autograd on (True) or off (False) inside ``with expr:`` on the path; None: no effect known."""
+        if isinstance(expr, ast.IfExp):
+            truth = truth_under(expr.test, {phase.param: phase.value})
+            if truth is None:
+                return None
+            return self._context_effect(expr.body if truth else expr.orelse, phase)
+        if isinstance(expr, ast.Call) and self.ctx.call_qualname(expr) in (
+            "torch.set_grad_enabled",
+            "torch.autograd.set_grad_enabled",
+        ):
+            if expr.args:
+                truth = truth_under(expr.args[0], {phase.param: phase.value})
+                return truth
+        return grad_effect(self.ctx, expr)

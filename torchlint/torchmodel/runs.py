@@ -32,8 +32,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import call_graph
-from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import last_name, name_ids
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.nodes import last_name, name_ids, returns_of
 from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.iterations import iterations
@@ -310,27 +310,15 @@ class Constructions:
             func = ctx.enclosing_function(call)
             if func is None or func in found:
                 continue
-            returned = isinstance(parent, ast.Return) or (
-                isinstance(parent, ast.Assign)
-                and len(parent.targets) == 1
-                and isinstance(parent.targets[0], ast.Name)
-                and parent.targets[0].id in self._returned_names.get(func, ())
+            # What it builds reaches a `return` (`return SGD(...)`, `opt = SGD(...); return opt`).
+            flow = dataflow(ctx)
+            returned = isinstance(parent, ast.Return) or any(
+                call in flow.origins(ret.value) for ret in returns_of(func) if ret.value is not None
             )
             # A `run_epoch()` that builds, trains and returns its model is judged inside, not as a factory.
             if returned and not function_trains(self.ctx, func):
                 found[func] = role
         return found
-
-    @cached_property
-    def _returned_names(self) -> dict[ast.AST, set[str]]:
-        """Function -> the plain names its `return` statements return."""
-        names: dict[ast.AST, set[str]] = {}
-        for ret in self.ctx.nodes(ast.Return):
-            if isinstance(ret.value, ast.Name):
-                func = self.ctx.enclosing_function(ret)
-                if func is not None:
-                    names.setdefault(func, set()).add(ret.value.id)
-        return names
 
     @cached_property
     def _constructions(self) -> list[tuple[ast.Call, str]]:
@@ -472,22 +460,15 @@ class RunAnalysis:
 
     def _loaded_after(self, call: ast.AST, loop) -> bool:
         """The object built by ``call`` gets ``.load_state_dict(...)`` later in the same iteration."""
-        parent = self.ctx.parent(call)
-        if not isinstance(parent, ast.Assign) or len(parent.targets) != 1:
-            return False
-        name = symbol(parent.targets[0])
-        if name is None:
-            return False
-        for node in ast.walk(loop):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "load_state_dict"
-                and symbol(node.func.value) == name
-                and node.lineno >= call.lineno
-            ):
-                return True
-        return False
+        flow = dataflow(self.ctx)
+        return any(
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "load_state_dict"
+            and node.lineno >= call.lineno
+            and call in flow.origins(node.func.value)
+            for node in ast.walk(loop)
+        )
 
     def _optimizes_fresh_copy(self, call: ast.Call, loop) -> bool:
         """The optimizer's parameters are bound earlier in the same iteration: a model copy
@@ -512,14 +493,16 @@ class RunAnalysis:
                 tensor_roots |= {elt.id for elt in arg.elts if isinstance(elt, ast.Name)}
         if not model_roots and not tensor_roots:
             return False
-        for stmt in ast.walk(loop):
-            if not isinstance(stmt, ast.Assign) or stmt.lineno >= call.lineno:
-                continue
-            names = {t.id for t in stmt.targets if isinstance(t, ast.Name)}
-            if names & tensor_roots:
-                return True
-            if names & model_roots and isinstance(stmt.value, ast.Call) and self.built.is_fresh_model(stmt.value):
-                return True
+        # The assignments of those names that reach the optimizer, made in this iteration.
+        flow = dataflow(self.ctx)
+        for name in tensor_roots | model_roots:
+            for binding in flow.reaching(name, call):
+                if binding.kind != "assign" or not self.ctx.is_inside(binding.stmt, loop):
+                    continue
+                if name in tensor_roots:
+                    return True
+                if isinstance(binding.value, ast.Call) and self.built.is_fresh_model(binding.value):
+                    return True
         return False
 
     def _conditional_in(self, node, loop) -> bool:

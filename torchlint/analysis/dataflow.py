@@ -322,6 +322,22 @@ class Dataflow:
             while isinstance(scope, ast.ClassDef):  # class bodies do not enclose their methods
                 scope = self.scope_of(scope)
 
+    def bindings_anywhere(self, name: str) -> list[Binding]:
+        """Every binding of a name or symbol (``self.opt``) in any scope of the file, in source order:
+        what the file ever gives it, for questions that hold across functions (an attribute set in
+        ``__init__`` and used in ``train``)."""
+        return self._bindings_by_name.get(name, [])
+
+    @cached_property
+    def _bindings_by_name(self) -> dict[str, list[Binding]]:
+        table: dict[str, list[Binding]] = {}
+        for scope in self._binding_nodes:
+            for name, bindings in self.flow(scope).bindings.items():
+                table.setdefault(name, []).extend(bindings)
+        for bindings in table.values():
+            bindings.sort(key=lambda b: position(b.stmt))
+        return table
+
     def _comprehension_binding(self, name: str, at: ast.AST) -> Binding | None:
         for ancestor in self.ctx.ancestors(at):
             if isinstance(ancestor, COMPREHENSIONS):

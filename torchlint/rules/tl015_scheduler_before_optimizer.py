@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument
 from torchlint.engine.rule import Message, Rule, register
@@ -157,11 +158,11 @@ def _scheduled_optimizer(ctx, scheduler: str | None) -> str | None:
     if scheduler is None:
         return None
     found = set()
-    for assign in ctx.nodes(ast.Assign):
-        value = assign.value
-        if not isinstance(value, ast.Call) or constructor_role(ctx, value) != Role.SCHEDULER:
+    for binding in dataflow(ctx).bindings_anywhere(scheduler):
+        value = binding.value
+        if binding.kind != "assign" or not isinstance(value, ast.Call):
             continue
-        if not any(symbol(t) == scheduler for t in assign.targets):
+        if constructor_role(ctx, value) != Role.SCHEDULER:
             continue
         arg = argument(value, 0, "optimizer")
         found.add(symbol(arg) if arg is not None else None)

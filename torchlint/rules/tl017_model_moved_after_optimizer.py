@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import dotted_name
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.calls import call_events
@@ -209,13 +210,15 @@ def _stale_after_move(ctx, build: _OptimizerBuild, move: ast.Call, moved: str) -
     if move.lineno <= start or _exclusive_branches(ctx, build.assign, move):
         return None
     scope = ctx.enclosing_function(move)
-    holder = ctx.parent(move)
-    for assign in ctx.nodes(ast.Assign):
-        if start < assign.lineno < move.lineno and assign is not holder and ctx.enclosing_function(assign) is scope:
-            if _exclusive_branches(ctx, build.assign, assign):
-                continue
-            if any(dotted_name(t) == moved or moved in _tuple_names(t) for t in assign.targets):
-                return None  # a different model now
+    for binding in dataflow(ctx).reaching(moved, move):
+        stmt = binding.stmt
+        if (
+            binding.kind in ("assign", "unpack")
+            and start < stmt.lineno
+            and ctx.enclosing_function(stmt) is scope
+            and not _exclusive_branches(ctx, build.assign, stmt)
+        ):
+            return None  # a different model now
     if _makes_new_parameters(ctx, move):
         return _Stale(move, "new-parameters")
     state = _state_before(ctx, build, move, scope)
@@ -294,12 +297,6 @@ def _makes_new_parameters(ctx, move: ast.Call) -> bool:
                 if isinstance(text, str) and "xla" in text.lower():
                     return True
     return False
-
-
-def _tuple_names(target: ast.AST) -> set[str]:
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return {name for elt in target.elts if (name := dotted_name(elt))}
-    return set()
 
 
 def _exclusive_branches(ctx, first: ast.AST, second: ast.AST) -> bool:

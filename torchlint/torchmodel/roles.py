@@ -92,23 +92,12 @@ class ObjectRoles:
     def symbol_role(self, key: str) -> Role | None:
         """The role of what the file assigns to a symbol anywhere (``self.opt``, ``model``): the
         latest assignment that gives a torch role, else ``OTHER`` if one shows another object."""
-        values = self._assigned.get(key)
-        if not values:
+        bindings = [b for b in dataflow(self.ctx).bindings_anywhere(key) if b.kind in ("assign", "unpack")]
+        if not bindings:
             return None
         return self.ctx.shared(
-            ("symbol-role", key), lambda: _RoleFlow.combine(_RoleFlow(self).value(v, 0) for v in reversed(values))
+            ("symbol-role", key), lambda: _RoleFlow.combine(_RoleFlow(self).binding(b, 0) for b in reversed(bindings))
         )
-
-    @cached_property
-    def _assigned(self) -> dict[str, list[ast.AST]]:
-        """Symbol -> the values assigned to it anywhere in the file, in source order (element by
-        element for tuple targets given a tuple or an ``accelerator.prepare(...)`` call)."""
-        found: dict[str, list[ast.AST]] = {}
-        for node in self.ctx.nodes(ast.Assign, ast.AnnAssign):
-            if node.value is not None:
-                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                    _pair(target, node.value, found)
-        return found
 
     def returned_role(self, function: ast.AST, index: int | None = None) -> Role | None:
         """The role of what a function of this file returns (element ``index`` of a returned tuple),
@@ -321,22 +310,6 @@ class _RoleFlow:
         if not roles or any(role is None for role in roles) or len(set(roles)) != 1:
             return None
         return roles[0]
-
-
-def _pair(target: ast.AST, value: ast.AST, found: dict[str, list[ast.AST]]) -> None:
-    if isinstance(target, (ast.Tuple, ast.List)):
-        if isinstance(value, ast.Call) and is_prepare_call(value):
-            elements = value.args
-        elif isinstance(value, (ast.Tuple, ast.List)):
-            elements = value.elts
-        else:
-            return
-        for sub, element in zip(target.elts, elements):
-            _pair(sub, element, found)
-        return
-    key = symbol(target)
-    if key is not None:
-        found.setdefault(key, []).append(value)
 
 
 def _is_mode_switch(call: ast.Call, method: str) -> bool:

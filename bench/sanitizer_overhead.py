@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import statistics
 import time
 
@@ -113,6 +114,7 @@ def bench(name: str, make, rounds: int, steps: int) -> dict[str, float]:
             time_steps(model, optimizer, batch, 3)
     for _ in range(rounds):
         for config, context in CONFIGS.items():
+            gc.collect()  # a collection pending from the previous block must not land in this one
             with context():
                 samples[config].append(time_steps(model, optimizer, batch, steps))
     medians = {config: statistics.median(values) for config, values in samples.items()}

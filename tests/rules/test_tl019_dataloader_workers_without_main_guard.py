@@ -337,3 +337,37 @@ def test_same_cells_without_display_expressions_run_as_a_script(lint):
     source = source.replace("img.shape, label.shape", "print(img.shape, label.shape)")
     source = source.replace("num_workers=4)", "num_workers=4)  # expect: TL019")
     check(lint, source, CODE)
+
+
+def test_notebook_magics_left_as_comments_mark_notebook_code(lint):
+    source = """
+        # %matplotlib inline
+        # !pip install -q torchinfo
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(dataset, batch_size=32, num_workers=2)
+        for x, y in loader:
+            print(x.shape)
+            break
+        """
+    assert lint(source, CODE) == []
+
+
+def test_a_stray_comma_after_a_call_does_not_make_a_script_a_notebook(lint):
+    check(
+        lint,
+        """
+        #!/usr/bin/env python
+        import argparse
+        from torch.utils.data import DataLoader
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--workers", type=int, default=4),
+        args = parser.parse_args()
+        loader = DataLoader(dataset, batch_size=32, num_workers=args.workers)  # expect: TL019
+        for x, y in loader:
+            print(x.shape)
+        """,
+        CODE,
+    )

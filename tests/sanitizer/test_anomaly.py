@@ -7,6 +7,7 @@ Every case trains a real small model on the CPU; the reference line is the one
 
 from __future__ import annotations
 
+import traceback
 import warnings
 
 import pytest
@@ -282,3 +283,16 @@ def test_other_backward_warnings_are_replayed():
         y.register_hook(warn_in_backward)
         with pytest.warns(UserWarning, match="custom backward warning"):
             y.sum().backward()
+
+
+def test_action_raise_stops_at_a_nan_made_in_backward_after_the_backward(mark):
+    torch.manual_seed(0)
+    model = Distances()
+    x = points(1, zero_from=1)
+    with pytest.raises(torchlint.SanitizerError) as info:
+        with torchlint.sanitize(summary=False, action="raise", anomaly="full"):
+            F.mse_loss(model(x), torch.ones(8)).backward()  # raise-backward-line
+    assert info.value.finding.code == "TS101" and info.value.finding.lineno == mark("sqrt-line")
+    assert model.proj.weight.grad is not None  # the backward itself ran to its end, as in plain Python
+    last = traceback.extract_tb(info.value.__traceback__)[-1]
+    assert last.lineno == mark("raise-backward-line")

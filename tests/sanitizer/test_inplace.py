@@ -293,3 +293,22 @@ def test_the_mode_is_off_during_an_optimizer_step_and_back_after():
         handle.remove()
     assert report.findings == []
     assert seen == [0, 0, 1]
+
+
+def test_a_version_error_on_a_cpu_run_switches_the_check_on(mark):
+    """inplace="auto" on the CPU: the first failure is TS101 at the op that saved the tensor;
+    a loop that catches it and goes on gets TS105 at the write from then on."""
+    torch.manual_seed(0)
+    model = Overwrites("direct")
+    failures = 0
+    with torchlint.sanitize(summary=False, action="record") as report:
+        for _ in range(3):
+            try:
+                F.cross_entropy(model(torch.randn(4, 8)), torch.tensor([0, 1, 2, 0])).backward()
+            except RuntimeError:
+                failures += 1  # e.g. a loop that skips the batches it cannot train on
+    assert failures == 3
+    assert [f.lineno for f in report.by_code("TS101")] == [mark("saver-line")]
+    (write,) = report.by_code("TS105")
+    assert write.lineno == mark("direct-line") and write.count == 2
+    assert any("the in-place check (TS105) is on from now on" in note for note in report.notes)

@@ -348,3 +348,14 @@ def test_torch_compile_with_the_inplace_check_keeps_losses_bit_identical(options
     assert graphs == plain_graphs == (1, 0)  # one graph, no graph break, no recompilation
     assert report.findings == []
     assert report.notes == [COMPILED_NOTE]
+
+
+def test_a_compiled_function_is_noted_too():
+    @torch.compile(backend="eager")
+    def step(x, weight):
+        return (x @ weight).relu().sum()
+
+    weight = torch.randn(4, 4, requires_grad=True)
+    with torchlint.sanitize(summary=False, action="record", inplace="always") as report:
+        step(torch.randn(3, 4), weight).backward()
+    assert report.findings == [] and report.notes == [COMPILED_NOTE]

@@ -45,8 +45,10 @@ class DataLoaderWorkersWithoutMainGuard(Rule):
         default). Loaders built in functions that only the guard calls, and
         `num_workers=0`, are fine, and so is notebook code (a `.ipynb`, or notebook
         cells exported to a script, told by bare display expressions such as `device`
-        or `train_dir, test_dir` at module level): a notebook kernel does not re-import
-        its cells in the workers, and the main guard means nothing there.
+        or `train_dir, test_dir` at module level, or by IPython magics and cell markers
+        left as comments: `# %matplotlib inline`, `# !pip install ...`, `# %%`): a
+        notebook kernel does not re-import its cells in the workers, and the main guard
+        means nothing there.
     """
     why = """
         Worker processes are started with the platform's start method. With *spawn* (the

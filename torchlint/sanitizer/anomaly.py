@@ -232,7 +232,8 @@ class AnomalyCheck(Check):
         if "modified by an inplace operation" in error:
             message += (
                 ". A tensor that this op saved for backward was modified in place after it was saved; "
-                "sanitize(inplace='always') reports the line of that write (TS105)"
+                "the in-place check (TS105, on by default on CUDA, sanitize(inplace='always') or "
+                "torchlint run --inplace always on the CPU) reports the line of that write"
             )
         details = {
             "node": node_name,

@@ -44,7 +44,7 @@ except AttributeError:  # torch < 2.3
 def _format_stack() -> list[str]:
     """Replacement of ``torch.fx.traceback.format_stack`` while a recorder runs."""
     global _calls
-    if _full or _fx_traceback.should_preserve_node_meta or _is_compiling():
+    if _full or getattr(_fx_traceback, "should_preserve_node_meta", False) or _is_compiling():
         return _torch_format_stack()
     _calls += 1
     frame = user_frame(sys._getframe(1))

@@ -194,7 +194,7 @@ class InplaceCheck(Check):
         self._saved: dict[int, int] = {}  # storage key -> number of live saved tensors
         self._writes: dict[int, _Write] = {}  # storage key -> latest write while it was saved
         self._seq = 0
-        self._overwritten: list[tuple[_Saved, _Write, str]] = []  # found by unpack in this backward
+        self._overwritten: list[tuple] = []  # (saved, write, node) found by unpack in this backward
         self._mode: _InplaceMode | None = None
         self._hooks = None
         self._accelerators = frozenset(self.options.accelerator_devices)
@@ -265,6 +265,23 @@ class InplaceCheck(Check):
             if tensor.device.type in accelerators:
                 self.activate()
                 return
+
+    def on_finding(self, finding) -> None:
+        # A backward failed on an in-place write the check was not on to see (a CPU
+        # run with inplace="auto"): switch it on, so that the line of the write is
+        # reported if it happens again (a loop that catches the error and goes on).
+        if (
+            finding.code == "TS101"
+            and not self.active
+            and self.options.inplace == "auto"
+            and "modified by an inplace operation" in finding.details.get("error", "")
+            and _stacks() == self._base_stacks
+        ):
+            self.activate()
+            self.session.note(
+                "an in-place write broke a backward pass (TS101): the in-place check (TS105) is on from now on, "
+                "to report the line of the write if it happens again"
+            )
 
     # -- writes -------------------------------------------------------------------------
     def inspect_call(self, func, kind: int, args: tuple, kwargs: dict) -> None:

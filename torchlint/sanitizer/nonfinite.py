@@ -38,7 +38,7 @@ from torch.nn.modules.loss import _Loss
 from .check import BackwardEvent, Check
 from .findings import Location
 from .locations import user_location
-from .tensors import describe, iter_tensors
+from .tensors import describe, iter_tensors, output_tensors
 
 # Queue entries are a device scalar and a weak reference each, so a long
 # gradient-accumulation cycle fits before the queue forces an early sync.
@@ -57,20 +57,6 @@ def _finite_sum(tensor: torch.Tensor) -> torch.Tensor:
 
 def _floating(value) -> bool:
     return isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel() > 0
-
-
-def _outputs(output) -> list[torch.Tensor]:
-    """Floating tensors of a root call's output (nested one level), at most a few."""
-    found, stack = [], [output]
-    while stack and len(found) < _MAX_OUTPUTS:
-        value = stack.pop()
-        if _floating(value):
-            found.append(value)
-        elif isinstance(value, (tuple, list)):
-            stack.extend(reversed(value))
-        elif isinstance(value, dict):
-            stack.extend(reversed(list(value.values())))
-    return found
 
 
 class _Entry:
@@ -155,13 +141,13 @@ class NonfiniteCheck(Check):
         masks = self._masks
         if masks is not None and masks.model() is module:
             self._masks = None
-            if not all(math.isfinite(float(_finite_sum(t))) for t in _outputs(output)):
+            if not all(math.isfinite(float(_finite_sum(t))) for t in output_tensors(output, _floating, _MAX_OUTPUTS)):
                 for entry in masks.entries:
                     self._report(entry.ref(), entry.what, entry.details, entry.location, model_input=True)
         if self._pending and self._pending[-1].kind == "model" and self._pending[-1].model() is module:
             call = self._pending[-1]
             if not call.referee:
-                call.referee = [_finite_sum(t) for t in _outputs(output)]
+                call.referee = [_finite_sum(t) for t in output_tensors(output, _floating, _MAX_OUTPUTS)]
 
     def on_loss_pre(self, fn_name, input, target) -> None:
         # On accelerators the arguments are queued now (no sync), to be judged

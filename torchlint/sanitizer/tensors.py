@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -39,6 +39,23 @@ def _nested(value: Any, path: Path, depth: int) -> Iterator[tuple[Path, torch.Te
             yield (*path, key), item
         elif isinstance(item, (list, tuple, dict)):
             yield from _nested(item, (*path, key), depth + 1)
+
+
+def output_tensors(output: Any, keep: Callable[[torch.Tensor], bool], limit: int = 4) -> list[torch.Tensor]:
+    """The first ``limit`` tensors of a call's output (a tensor, or tuples, lists
+    and dicts of them) for which ``keep`` is true, in order."""
+    found: list[torch.Tensor] = []
+    stack = [output]
+    while stack and len(found) < limit:
+        value = stack.pop()
+        if isinstance(value, torch.Tensor):
+            if keep(value):
+                found.append(value)
+        elif isinstance(value, (tuple, list)):
+            stack.extend(reversed(value))
+        elif isinstance(value, dict):
+            stack.extend(reversed(list(value.values())))
+    return found
 
 
 def describe(path: Path) -> str:

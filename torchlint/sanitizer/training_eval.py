@@ -19,29 +19,11 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 
-import torch
-
 from .findings import Location
+from .tensors import output_tensors
 
 #: Output tensors of one forward pass that get a hook (tuples, dicts...).
 _MAX_OUTPUTS = 4
-
-
-def graph_outputs(output, limit: int = _MAX_OUTPUTS) -> list[torch.Tensor]:
-    """Tensors of ``output`` (nested one level in tuples/lists/dicts) that
-    carry a grad_fn, at most ``limit``."""
-    found: list[torch.Tensor] = []
-    stack = [output]
-    while stack and len(found) < limit:
-        value = stack.pop()
-        if isinstance(value, torch.Tensor):
-            if value.grad_fn is not None:
-                found.append(value)
-        elif isinstance(value, (tuple, list)):
-            stack.extend(reversed(value))
-        elif isinstance(value, dict):
-            stack.extend(reversed(list(value.values())))
-    return found
 
 
 class _Graph:
@@ -63,7 +45,7 @@ class EvalGraphTracker:
         self._unused: list[_Graph] = []
 
     def watch(self, model_name: str, output, location: Location) -> None:
-        tensors = graph_outputs(output)
+        tensors = output_tensors(output, lambda t: t.grad_fn is not None, _MAX_OUTPUTS)
         nodes = {id(t.grad_fn): t.grad_fn for t in tensors}
         if not nodes:
             return

@@ -153,6 +153,8 @@ class ModelProvenance:
             return False
         if isinstance(origin.func, ast.Attribute) and origin.func.attr == "from_pretrained":
             return False
+        if any(isinstance(a, ast.Constant) and a.value is True for a in origin.args):
+            return False  # `resnet18(True)`: the old positional `pretrained`
         for kw in origin.keywords:
             if kw.arg is None:
                 return False  # `Net(**cfg)`: the configuration may ask for pretrained weights

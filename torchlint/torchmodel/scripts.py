@@ -55,14 +55,28 @@ def runs_at_import(ctx: FileContext, node: ast.AST) -> bool:
 _DISPLAY_EXPRESSIONS = (ast.Name, ast.Attribute, ast.Subscript, ast.Compare, ast.BinOp, ast.Tuple, ast.List)
 
 
+# IPython magics and shell escapes left as comments by an export (`# %matplotlib inline`,
+# `# !pip install ...`), and cell markers (`# %%`, `# In[3]:`).
+_NOTEBOOK_COMMENT = re.compile(r"^#\s?(%%|%[A-Za-z]|In\s?\[)|^# ![A-Za-z]", re.M)
+
+
 def written_as_notebook(ctx: FileContext) -> bool:
     """Code that runs as notebook cells, not as a script: a ``.ipynb`` file, or cells exported to a
     ``.py`` file, which show themselves by bare display expressions at module level (``device``,
-    ``model.embedding.weight``, ``train_dir, test_dir``). Notebook kernels do not re-import their
-    code in worker processes, and ``if __name__ == "__main__":`` means nothing there."""
+    ``model.embedding.weight``, ``train_dir, test_dir``) or by IPython magics and cell markers left
+    as comments. Notebook kernels do not re-import their code in worker processes, and
+    ``if __name__ == "__main__":`` means nothing there."""
     if ctx.path.endswith(".ipynb"):
         return True
-    return any(isinstance(stmt, ast.Expr) and isinstance(stmt.value, _DISPLAY_EXPRESSIONS) for stmt in ctx.tree.body)
+    if any(isinstance(stmt, ast.Expr) and _is_display_expression(stmt.value) for stmt in ctx.tree.body):
+        return True
+    return bool(_NOTEBOOK_COMMENT.search(ctx.source))
+
+
+def _is_display_expression(expr: ast.AST) -> bool:
+    """A value computed to be looked at (``device``, ``img.shape, label.shape``): no call in it,
+    since a call may be run for its effect (``parser.add_argument(...),`` with a stray comma)."""
+    return isinstance(expr, _DISPLAY_EXPRESSIONS) and not any(isinstance(n, ast.Call) for n in ast.walk(expr))
 
 
 def _in_list(node: ast.AST, nodes: list) -> bool:

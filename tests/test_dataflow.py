@@ -4,7 +4,8 @@ import ast
 import textwrap
 
 from torchlint.analysis.context import FileContext
-from torchlint.analysis.dataflow import argument, dataflow
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.nodes import argument
 
 
 def _setup(source):
@@ -172,7 +173,7 @@ def test_later_binding_in_the_same_loop_body_overwrites():
 
 
 def test_returns_of_skips_nested_functions():
-    from torchlint.analysis.dataflow import returns_of
+    from torchlint.analysis.nodes import returns_of
 
     func = ast.parse(
         textwrap.dedent(
@@ -191,3 +192,87 @@ def test_returns_of_skips_nested_functions():
         )
     ).body[0]
     assert [r.lineno for r in sorted(returns_of(func), key=lambda r: r.lineno)] == [6, 10, 11]
+
+
+def test_bindings_of_a_scope_are_in_source_order_inside_blocks():
+    ctx, flow = _setup("def f():\n    for x in y:\n        a = 1\n        a = 2\n        if c:\n            a = 3\n")
+    assert [b.stmt.lineno for b in flow.flow(ctx.functions["f"][0]).bindings["a"]] == [3, 4, 6]
+
+
+def test_attribute_and_subscript_targets_are_bindings_named_by_their_text():
+    ctx, flow = _setup(
+        """
+        def step(self, state):
+            self.loss = self.model(x)
+            self.loss /= n
+            state["opt"] = make()
+            a, self.b = pair()
+            return self.loss, state["opt"]
+        """
+    )
+    ret = ctx.nodes(ast.Return)[0]
+    assert [b.kind for b in flow.reaching("self.loss", ret)] == ["augassign"]
+    assert _values(flow.reaching("state['opt']", ret)) == ["make()"]  # named as unparsed
+    ((b,),) = [flow.reaching("self.b", ret)]
+    assert b.kind == "unpack" and b.index == 1 and ast.unparse(b.source) == "pair()"
+
+
+def test_a_with_target_reaches_the_with_body():
+    ctx, flow = _setup(
+        """
+        with amp.scale_loss(loss, opt) as scaled:
+            scaled.backward()
+        """
+    )
+    assert _values(flow.reaching(_use(ctx, "scaled", 3))) == ["amp.scale_loss(loss, opt)"]
+
+
+def test_sole_value_is_the_value_of_a_name_assigned_once_in_its_scope():
+    ctx, flow = _setup(
+        """
+        workers = 4
+        batch = 8
+        batch = 16
+        def f(workers):
+            return workers
+        def g():
+            return workers, batch
+        """
+    )
+    values = [flow.sole_value(_use(ctx, name, line)) for name, line in (("workers", 6), ("workers", 8), ("batch", 8))]
+    assert [ast.unparse(v) if v is not None else None for v in values] == [None, "4", None]
+
+
+def test_visible_bindings_ignore_the_order_of_statements():
+    ctx, flow = _setup(
+        """
+        def train(loader, k):
+            need_update = False
+            for i, x in enumerate(loader):
+                if need_update:
+                    step()
+                need_update = (i + 1) % k == 0
+        """
+    )
+    test = ctx.nodes(ast.If)[0].test
+    assert _values(flow.visible_bindings("need_update", test)) == ["False", "(i + 1) % k == 0"]
+    assert _values(flow.reaching(test)) == ["False"]
+
+
+def test_origins_follow_a_parameter_to_every_call_site_when_asked():
+    ctx, flow = _setup(
+        """
+        import torch.nn as nn
+        def step(net, crit):
+            return crit
+        def main():
+            step(model, nn.CrossEntropyLoss())
+            step(model, crit=make_loss())
+        def unused(crit):
+            return crit
+        """
+    )
+    crit = _use(ctx, "crit", 4)
+    assert flow.origins(crit) == [None]  # a parameter, by default unknown
+    assert [ast.unparse(o) for o in flow.origins(crit, parameters=True)] == ["nn.CrossEntropyLoss()", "make_loss()"]
+    assert flow.origins(_use(ctx, "crit", 9), parameters=True) == [None]  # no call site in this file

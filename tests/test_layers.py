@@ -1,5 +1,6 @@
 """The package's layers, kept by a test: each module imports only from its own layer and the
-layers below it, and never takes a private name from another module.
+layers below it, never takes a private name from another module, and no module imports itself
+back through others (no import cycles).
 
 From the top floor down: ``cli`` -> ``rules`` -> ``engine`` -> ``torchmodel`` -> ``analysis``.
 ``analysis`` is generic Python and knows nothing of PyTorch; ``torchmodel`` holds the PyTorch
@@ -19,9 +20,9 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "torchlint"
 
 # Higher floors may import lower ones.
 FLOORS = {"analysis": 0, "torchmodel": 1, "engine": 2, "rules": 3, "cli": 4, "__main__": 4}
-# The rule registry discovers the rule modules by importing their package: the one arrow
-# that points up, and only inside a function (``engine.rule.all_rules``).
-DISCOVERY = {("torchlint.engine.rule", "torchlint.rules")}
+# The rule and fix registries discover the rule modules by importing their package: the one arrow
+# that points up, and only inside a function (``engine.rule.all_rules``, ``engine.fixers.all_fixes``).
+DISCOVERY = {("torchlint.engine.rule", "torchlint.rules"), ("torchlint.engine.fixers", "torchlint.rules")}
 
 
 def _modules():
@@ -36,10 +37,19 @@ def _layer(module: str) -> str | None:
     return parts[1] if len(parts) > 1 else None
 
 
-def _imports(module: str, path: pathlib.Path):
-    """(imported module, names, line) for every import in the file, relative ones resolved."""
+def _imports(module: str, path: pathlib.Path, typing_only: bool = True):
+    """(imported module, names, line) for every import in the file, relative ones resolved; without
+    ``typing_only``, not the imports under ``if TYPE_CHECKING:`` (they never run)."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    skipped = set()
+    if not typing_only:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+                skipped.update(id(sub) for stmt in node.body for sub in ast.walk(stmt))
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, [], node.lineno
@@ -93,10 +103,72 @@ def test_no_private_names_taken_from_another_module(module):
     assert not private, f"{module} takes private names:\n" + "\n".join(private)
 
 
+def _imported_modules(module: str) -> set[str]:
+    """The package's modules ``module`` imports when it runs (at import time or in a function)."""
+    found = set()
+    for target, names, _ in _imports(module, MODULES[module], typing_only=False):
+        for imported in [f"{target}.{n}" if _is_module(f"{target}.{n}") else target for n in names] or [target]:
+            # The root package (`from torchlint import __version__`) is no cycle: Python imports a
+            # package before any module in it, whatever the module imports.
+            if imported == "torchlint":
+                continue
+            if _is_module(imported) and imported != module and (module, imported) not in DISCOVERY:
+                found.add(imported)
+    return found
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or through others (Tarjan's
+    strongly connected components of more than one module), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def test_no_import_cycles():
+    """A module never imports itself back (even through a function-level import): each one can be
+    read, tested and moved with only what it imports."""
+    cycles = import_cycles({module: _imported_modules(module) for module in MODULES})
+    assert not cycles, "modules that import each other:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_check_sees_a_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert import_cycles(graph) == [["a", "b", "c"]]
+
+
 def test_the_layer_test_sees_a_wrong_import(tmp_path, monkeypatch):
     """The checker itself: an analysis module importing the training model is caught."""
     bad = tmp_path / "bad.py"
-    bad.write_text("from torchlint.torchmodel.training import training_model\nfrom torchlint.engine.files import _x\n")
+    bad.write_text("from torchlint.torchmodel.roles import object_roles\nfrom torchlint.engine.files import _x\n")
     monkeypatch.setitem(MODULES, "torchlint.analysis.bad", bad)
     with pytest.raises(AssertionError, match="torchmodel is above analysis"):
         test_imports_point_down_the_layers("torchlint.analysis.bad")

@@ -1,4 +1,4 @@
-"""The shared model of training code (``training_model(ctx)``): roles, events, iterations, clearing,
+"""The shared model of training code (``torchlint/torchmodel/``): roles, events, iterations, clearing,
 accumulation and loss division -- the facts TL001/TL002/TL009 and other rules build on."""
 
 import ast
@@ -6,18 +6,25 @@ import textwrap
 
 import pytest
 
+from torchlint.analysis.callgraph import resolve_local_call
 from torchlint.analysis.context import FileContext
-from torchlint.torchmodel.training import training_model
+from torchlint.torchmodel.accumulation import gradient_accumulation
+from torchlint.torchmodel.calls import call_events
+from torchlint.torchmodel.clearing import clearing
+from torchlint.torchmodel.division import loss_is_divided
+from torchlint.torchmodel.events import EventKind, guard_key
+from torchlint.torchmodel.iterations import iterations
+from torchlint.torchmodel.roles import Role, object_roles
+from torchlint.torchmodel.walk import MAX_INLINED_CALLS, event_walker
 
 
 def model_of(source):
     source = textwrap.dedent(source)
-    ctx = FileContext("train.py", source, ast.parse(source))
-    return ctx, training_model(ctx)
+    return FileContext("train.py", source, ast.parse(source))
 
 
 def kinds(events):
-    return [e.kind for e in events]
+    return [e.kind.value for e in events]
 
 
 def only(units, owner_type):
@@ -30,7 +37,7 @@ def only(units, owner_type):
 
 
 def test_roles_from_constructors_prepare_and_names():
-    ctx, tm = model_of(
+    ctx = model_of(
         """
         import torch
         from torch.nn.parallel import DistributedDataParallel as DDP
@@ -41,15 +48,18 @@ def test_roles_from_constructors_prepare_and_names():
         model, optimizer = accelerator.prepare(net, opt)
         """
     )
-    assert tm.role_of("net") == "model" and tm.role_of("opt") == "optimizer"
-    assert tm.role_of("sched") == "scheduler" and tm.role_of("scaler") == "scaler"
-    assert tm.role_of("model") == "model" and tm.role_of("optimizer") == "optimizer"
-    assert tm.role_of("self.optimizer_g") == "optimizer" and tm.role_of("optD") == "optimizer"
-    assert tm.role_of("netG") == "model" and tm.role_of("options") is None
+    assert object_roles(ctx).role_of("net") is Role.MODEL and object_roles(ctx).role_of("opt") is Role.OPTIMIZER
+    assert object_roles(ctx).role_of("sched") is Role.SCHEDULER and object_roles(ctx).role_of("scaler") is Role.SCALER
+    assert object_roles(ctx).role_of("model") is Role.MODEL and object_roles(ctx).role_of("optimizer") is Role.OPTIMIZER
+    assert (
+        object_roles(ctx).role_of("self.optimizer_g") is Role.OPTIMIZER
+        and object_roles(ctx).role_of("optD") is Role.OPTIMIZER
+    )
+    assert object_roles(ctx).role_of("netG") is Role.MODEL and object_roles(ctx).role_of("options") is None
 
 
 def test_optimizer_models_from_parameters_argument():
-    ctx, tm = model_of(
+    ctx = model_of(
         """
         import torch
         optD = torch.optim.Adam(netD.parameters())
@@ -57,16 +67,16 @@ def test_optimizer_models_from_parameters_argument():
         opt_any = torch.optim.SGD(param_groups, lr=0.1)
         """
     )
-    assert tm.optimizer_models["optD"] == {"netD"}
-    assert tm.optimizer_models["self.opt"] == {"self.backbone", "self.head"}
-    assert "opt_any" not in tm.optimizer_models
+    assert object_roles(ctx).optimizer_models["optD"] == {"netD"}
+    assert object_roles(ctx).optimizer_models["self.opt"] == {"self.backbone", "self.head"}
+    assert "opt_any" not in object_roles(ctx).optimizer_models
 
 
 # ----- events -------------------------------------------------------------------------------------------
 
 
 def test_events_in_order_with_guards_loops_and_via():
-    ctx, tm = model_of(
+    ctx = model_of(
         """
         import torch
         def update(opt):
@@ -83,17 +93,17 @@ def test_events_in_order_with_guards_loops_and_via():
         """
     )
     loop = ctx.nodes(ast.For)[0]
-    events = tm.loop_events[loop]
+    events = iterations(ctx).loop_events[loop]
     assert kinds(events) == ["backward", "backward", "clear_grad", "step", "zero_grad"]
-    assert [tm.guard_key(g) for g in events[0].guards] == [("amp", True)]
-    assert [tm.guard_key(g) for g in events[1].guards] == [("amp", False)]
+    assert [guard_key(ctx, g) for g in events[0].guards] == [("amp", True)]
+    assert [guard_key(ctx, g) for g in events[1].guards] == [("amp", False)]
     assert events[2].loops == (ctx.nodes(ast.For)[1],)
     assert events[3].via and events[3].via[0].lineno == 12 and events[3].site.lineno == 12
-    assert tm.canonical_target(events[3]) == "optimizer"  # the helper's parameter, mapped to the argument
+    assert clearing(ctx).canonical_target(events[3]) == "optimizer"  # the helper's parameter, mapped to the argument
 
 
 def test_step_closure_runs_inside_the_step_and_defs_in_loop_bodies_resolve():
-    ctx, tm = model_of(
+    ctx = model_of(
         """
         for i in range(10):
             def closure():
@@ -107,24 +117,24 @@ def test_step_closure_runs_inside_the_step_and_defs_in_loop_bodies_resolve():
             _backward(model(x))
         """
     )
-    events = tm.loop_events[ctx.nodes(ast.For)[0]]
+    events = iterations(ctx).loop_events[ctx.nodes(ast.For)[0]]
     assert kinds(events) == ["zero_grad", "backward", "step", "backward"]
     assert events[0].via[0].lineno == 8
 
 
 def test_grad_detach_alone_is_not_clearing():
-    ctx, tm = model_of(
+    ctx = model_of(
         """
         for p in params:
             p.grad.detach_()
             p.grad.zero_()
         """
     )
-    assert kinds(tm.loop_events[ctx.nodes(ast.For)[0]]) == ["clear_grad"]
+    assert kinds(iterations(ctx).loop_events[ctx.nodes(ast.For)[0]]) == ["clear_grad"]
 
 
 def test_guard_key_folds_not_and_repeated_tests():
-    ctx, tm = model_of(
+    ctx = model_of(
         """
         if not self.flag:
             a()
@@ -133,14 +143,14 @@ def test_guard_key_folds_not_and_repeated_tests():
         """
     )
     first, second = ctx.nodes(ast.If)
-    assert tm.guard_key((first.test, True)) == tm.guard_key((second.test, False)) == ("self.flag", False)
+    assert guard_key(ctx, (first.test, True)) == guard_key(ctx, (second.test, False)) == ("self.flag", False)
 
 
 # ----- iterations -----------------------------------------------------------------------------------
 
 
 def test_step_is_judged_by_innermost_loop_with_a_backward():
-    ctx, tm = model_of(
+    ctx = model_of(
         """
         for epoch in range(3):
             for x in loader:
@@ -150,13 +160,13 @@ def test_step_is_judged_by_innermost_loop_with_a_backward():
         """
     )
     epoch_loop, batch_loop, opt_loop = ctx.nodes(ast.For)
-    units = tm.step_units
+    units = iterations(ctx).step_units
     assert [u.owner for u in units] == [batch_loop]
     assert units[0].is_loop and kinds([units[0].events[i] for i in units[0].steps]) == ["step"]
 
 
 def test_per_iteration_functions_are_units_but_tests_and_loss_utilities_are_not():
-    ctx, tm = model_of(
+    ctx = model_of(
         """
         class T:
             def run_step(self):
@@ -172,11 +182,11 @@ def test_per_iteration_functions_are_units_but_tests_and_loss_utilities_are_not(
             opt.step()
         """
     )
-    assert [u.owner.name for u in tm.step_units] == ["run_step"]
+    assert [u.owner.name for u in iterations(ctx).step_units] == ["run_step"]
 
 
 def test_a_step_reached_from_a_loop_is_judged_by_the_loop_not_the_helper():
-    ctx, tm = model_of(
+    ctx = model_of(
         """
         def train_step(batch):
             loss = model(batch)
@@ -186,14 +196,14 @@ def test_a_step_reached_from_a_loop_is_judged_by_the_loop_not_the_helper():
             train_step(batch)
         """
     )
-    assert [type(u.owner).__name__ for u in tm.step_units] == ["For"]
+    assert [type(u.owner).__name__ for u in iterations(ctx).step_units] == ["For"]
 
 
 # ----- clearing -------------------------------------------------------------------------------------
 
 
 def test_clears_judges_each_optimizer_on_its_own():
-    ctx, tm = model_of(
+    ctx = model_of(
         """
         import torch
         optD = torch.optim.Adam(netD.parameters())
@@ -207,16 +217,18 @@ def test_clears_judges_each_optimizer_on_its_own():
             optG.step()
         """
     )
-    unit = tm.step_units[0]
-    stepped = tm.stepped_optimizers(unit)
+    unit = iterations(ctx).step_units[0]
+    stepped = clearing(ctx).stepped_optimizers(unit)
     assert stepped == {"optD", "optG"}
     clear_d, _, step_d, clear_g, _, step_g = unit.events
-    assert tm.clears(clear_d, step_d, stepped) and not tm.clears(clear_d, step_g, stepped)
-    assert tm.clears(clear_g, step_g, stepped, strict=True) and not tm.clears(clear_g, step_d, stepped)
+    assert clearing(ctx).clears(clear_d, step_d, stepped) and not clearing(ctx).clears(clear_d, step_g, stepped)
+    assert clearing(ctx).clears(clear_g, step_g, stepped, strict=True) and not clearing(ctx).clears(
+        clear_g, step_d, stepped
+    )
 
 
 def test_strict_clearing_needs_certainty():
-    ctx, tm = model_of(
+    ctx = model_of(
         """
         for x in loader:
             model(x).backward()
@@ -226,11 +238,15 @@ def test_strict_clearing_needs_certainty():
             optimizer.step()
         """
     )
-    unit = tm.step_units[0]
+    unit = iterations(ctx).step_units[0]
     _, clear_grad, unknown, step = unit.events
-    stepped = tm.stepped_optimizers(unit)
-    assert tm.clears(clear_grad, step, stepped) and not tm.clears(clear_grad, step, stepped, strict=True)
-    assert tm.clears(unknown, step, stepped) and not tm.clears(unknown, step, stepped, strict=True)
+    stepped = clearing(ctx).stepped_optimizers(unit)
+    assert clearing(ctx).clears(clear_grad, step, stepped) and not clearing(ctx).clears(
+        clear_grad, step, stepped, strict=True
+    )
+    assert clearing(ctx).clears(unknown, step, stepped) and not clearing(ctx).clears(
+        unknown, step, stepped, strict=True
+    )
 
 
 # ----- accumulation and loss division ------------------------------------------------------------------
@@ -248,7 +264,7 @@ def test_strict_clearing_needs_certainty():
     ],
 )
 def test_accumulation_tests(test, expected):
-    ctx, tm = model_of(
+    ctx = model_of(
         f"""
         def f(i, step, accum, args, epoch):
             need_update = i == last or (i + 1) % accum == 0
@@ -256,7 +272,7 @@ def test_accumulation_tests(test, expected):
                 pass
         """
     )
-    assert tm.is_accumulation_test(ctx.nodes(ast.If)[0].test) is expected
+    assert gradient_accumulation(ctx).is_accumulation_test(ctx.nodes(ast.If)[0].test) is expected
 
 
 @pytest.mark.parametrize(
@@ -277,17 +293,17 @@ def test_accumulation_tests(test, expected):
 )
 def test_loss_is_divided(lines, divided):
     body = "\n".join("    " + line for line in lines)
-    ctx, tm = model_of(
+    ctx = model_of(
         "def helper():\n    return model(x) / n\n"
         "def helper_pair():\n    l = model(x)\n    l /= n\n    return l, 0\n"
         f"def train(criterion, out, y, n):\n{body}\n"
     )
-    backward = next(e for e in tm.events(ctx.functions["train"][0].body) if e.kind == "backward")
-    assert tm.loss_is_divided(backward) is divided
+    backward = next(e for e in event_walker(ctx).events(ctx.functions["train"][0].body) if e.kind is EventKind.BACKWARD)
+    assert loss_is_divided(ctx, backward) is divided
 
 
 def test_loss_division_followed_through_a_closure_parameter():
-    ctx, tm = model_of(
+    ctx = model_of(
         """
         for i, (x, y) in enumerate(loader):
             def _forward():
@@ -302,15 +318,15 @@ def test_loss_division_followed_through_a_closure_parameter():
                 opt.step()
         """
     )
-    unit = tm.step_units[0]
-    backward = next(e for e in unit.events if e.kind == "backward")
-    assert tm.loss_is_divided(backward)
-    ((found, evidence),) = tm.accumulated_backwards(unit, unit.steps[0])
+    unit = iterations(ctx).step_units[0]
+    backward = next(e for e in unit.events if e.kind is EventKind.BACKWARD)
+    assert loss_is_divided(ctx, backward)
+    ((found, evidence),) = gradient_accumulation(ctx).accumulated_backwards(unit, unit.steps[0])
     assert found is backward and evidence.kind == "guard" and evidence.count() == "accum"
 
 
 def test_accumulation_evidence_kinds():
-    ctx, tm = model_of(
+    ctx = model_of(
         """
         for it in range(iters):
             for micro_step in range(grad_accum):
@@ -330,17 +346,17 @@ def test_accumulation_evidence_kinds():
                 opt.step()
         """
     )
-    micro_unit, exit_unit, skipping_unit = tm.step_units
-    ((_, micro),) = tm.accumulated_backwards(micro_unit, micro_unit.steps[0])
+    micro_unit, exit_unit, skipping_unit = iterations(ctx).step_units
+    ((_, micro),) = gradient_accumulation(ctx).accumulated_backwards(micro_unit, micro_unit.steps[0])
     assert micro.kind == "micro_loop" and micro.count() == "grad_accum"
-    ((_, exit_),) = tm.accumulated_backwards(exit_unit, exit_unit.steps[0])
+    ((_, exit_),) = gradient_accumulation(ctx).accumulated_backwards(exit_unit, exit_unit.steps[0])
     assert exit_.kind == "exit" and isinstance(exit_.node, ast.Continue) and exit_.count() == "k"
     # Cleared on every iteration: steps are skipped, nothing accumulates.
-    assert tm.accumulated_backwards(skipping_unit, skipping_unit.steps[0]) == []
+    assert gradient_accumulation(ctx).accumulated_backwards(skipping_unit, skipping_unit.steps[0]) == []
 
 
 def test_loss_scale_attribute_set_in_another_method():
-    ctx, tm = model_of(
+    ctx = model_of(
         """
         class Trainer:
             def __init__(self, accum):
@@ -350,12 +366,14 @@ def test_loss_scale_attribute_set_in_another_method():
                 loss.backward()
         """
     )
-    backward = next(e for e in tm.function_events(ctx.functions["step"][0]) if e.kind == "backward")
-    assert tm.loss_is_divided(backward)
+    backward = next(
+        e for e in event_walker(ctx).function_events(ctx.functions["step"][0]) if e.kind is EventKind.BACKWARD
+    )
+    assert loss_is_divided(ctx, backward)
 
 
 def test_model_zero_grad_on_wrapped_or_parent_module_clears():
-    ctx, tm = model_of(
+    ctx = model_of(
         """
         import torch
         import torch_xla.core.xla_model as xm
@@ -373,17 +391,17 @@ def test_model_zero_grad_on_wrapped_or_parent_module_clears():
                     self.opt_head.step()
         """
     )
-    unit = tm.step_units[0]
-    stepped = tm.stepped_optimizers(unit)
+    unit = iterations(ctx).step_units[0]
+    stepped = clearing(ctx).stepped_optimizers(unit)
     clear_wrapped, _, step, clear_parent, clear_other, step_head = unit.events
-    assert step.kind == "step" and step.target == "self.opt"
-    assert tm.clears(clear_wrapped, step, stepped, strict=True)
-    assert tm.clears(clear_parent, step_head, stepped, strict=True)
-    assert not tm.clears(clear_other, step, stepped, strict=True)
+    assert step.kind is EventKind.STEP and step.target == "self.opt"
+    assert clearing(ctx).clears(clear_wrapped, step, stepped, strict=True)
+    assert clearing(ctx).clears(clear_parent, step_head, stepped, strict=True)
+    assert not clearing(ctx).clears(clear_other, step, stepped, strict=True)
 
 
 def test_lightning_optimizers_unpacking_takes_parameters_from_configure_optimizers():
-    ctx, tm = model_of(
+    ctx = model_of(
         """
         import torch
         import lightning as L
@@ -396,8 +414,8 @@ def test_lightning_optimizers_unpacking_takes_parameters_from_configure_optimize
                 return [g, d], []
         """
     )
-    assert tm.optimizer_models["opt_g"] == {"self.generator"}
-    assert tm.optimizer_models["opt_d"] == {"self.discriminator"}
+    assert object_roles(ctx).optimizer_models["opt_g"] == {"self.generator"}
+    assert object_roles(ctx).optimizer_models["opt_d"] == {"self.discriminator"}
 
 
 def test_walks_are_bounded_when_helpers_call_many_helpers():
@@ -408,9 +426,9 @@ def test_walks_are_bounded_when_helpers_call_many_helpers():
         + "    x.backward()\n    opt.step()\n"
         for i in range(12)
     )
-    ctx, tm = model_of(helpers + "for x in loader:\n    f0(x)\n")
-    events = tm.loop_events[ctx.nodes(ast.For)[0]]
-    assert 0 < len(events) <= 2 * (tm.MAX_INLINED_CALLS + 1)
+    ctx = model_of(helpers + "for x in loader:\n    f0(x)\n")
+    events = iterations(ctx).loop_events[ctx.nodes(ast.For)[0]]
+    assert 0 < len(events) <= 2 * (MAX_INLINED_CALLS + 1)
 
 
 @pytest.mark.parametrize("parts, divided", [(5, False), (12, False), (200, True)])
@@ -418,23 +436,18 @@ def test_long_reassignment_chains_are_traced_in_bounded_time(parts, divided):
     # A loss summed from parts is traced to its start; a chain longer than the trace depth
     # counts as divided (silence over guessing). Either way in bounded time.
     chain = "".join(f"        loss = loss + part{i}\n" for i in range(parts))
-    ctx, tm = model_of(
+    ctx = model_of(
         "def train(model, loader):\n    for x in loader:\n        loss = model(x)\n"
         + chain
         + "        loss.backward()\n"
     )
-    backward = next(e for e in tm.loop_events[ctx.nodes(ast.For)[0]] if e.kind == "backward")
-    assert tm.loss_is_divided(backward) is divided
-
-
-def test_assignments_are_in_source_order_inside_blocks():
-    ctx, tm = model_of("def f():\n    for x in y:\n        a = 1\n        a = 2\n        if c:\n            a = 3\n")
-    assert [n.lineno for n in tm.assignments(ctx.functions["f"][0])["a"]] == [3, 4, 6]
+    backward = next(e for e in iterations(ctx).loop_events[ctx.nodes(ast.For)[0]] if e.kind is EventKind.BACKWARD)
+    assert loss_is_divided(ctx, backward) is divided
 
 
 @pytest.mark.parametrize("scaled_value, divided", [("loss / accum", True), ("loss", False)])
 def test_loss_bound_by_a_with_statement(scaled_value, divided):
-    ctx, tm = model_of(
+    ctx = model_of(
         f"""
         def train(model, loader, optimizer, accum):
             for i, x in enumerate(loader):
@@ -446,13 +459,13 @@ def test_loss_bound_by_a_with_statement(scaled_value, divided):
                     optimizer.zero_grad()
         """
     )
-    unit = tm.step_units[0]
-    ((backward, evidence),) = tm.accumulated_backwards(unit, unit.steps[0])
-    assert tm.loss_is_divided(backward) is divided
+    unit = iterations(ctx).step_units[0]
+    ((backward, evidence),) = gradient_accumulation(ctx).accumulated_backwards(unit, unit.steps[0])
+    assert loss_is_divided(ctx, backward) is divided
 
 
 def test_cyclic_local_base_classes_terminate():
-    ctx, tm = model_of(
+    ctx = model_of(
         """
         class A(B):
             def f(self):
@@ -465,7 +478,11 @@ def test_cyclic_local_base_classes_terminate():
         """
     )
     call = next(c for c in ctx.calls if getattr(c.func, "attr", None) == "g")
-    assert tm.resolve_local_call(call) is None and tm.step_units == [] and tm.optimizer_models == {}
+    assert (
+        resolve_local_call(ctx, call) is None
+        and iterations(ctx).step_units == []
+        and object_roles(ctx).optimizer_models == {}
+    )
 
 
 def test_train_mode_keyword_false_is_an_eval_switch():
@@ -475,5 +492,5 @@ def test_train_mode_keyword_false_is_an_eval_switch():
 
     source = "model.train(mode=False)\nmodel.train(mode=True)\nmodel.train(False)\nmodel.train(flag)\nmodel.train()\n"
     ctx = FileContext("m.py", source, _ast.parse(source))
-    kinds = [getattr(training_model(ctx).classify_call(c), "kind", None) for c in ctx.calls]
-    assert kinds == ["eval", "train", "eval", None, "train"]
+    kinds = [getattr(call_events(ctx).classify(c), "kind", None) for c in ctx.calls]
+    assert kinds == [EventKind.EVAL, EventKind.TRAIN, EventKind.EVAL, None, EventKind.TRAIN]

@@ -1,6 +1,5 @@
 """TL006 eval-without-no-grad: positives and hard negatives shaped like real training scripts."""
 
-import pytest
 from _expect import check
 
 
@@ -331,7 +330,7 @@ def test_sampling_helper_on_one_validation_batch_is_evaluation(lint):
     check(lint, _SAMPLER, "TL005")
 
 
-# ----- misses that need roles from data flow (the semantic model: strict xfail until it lands) -----
+# ----- reached through roles from data flow (issue 9) -----
 
 _CYCLEGAN = """
     import itertools
@@ -365,9 +364,6 @@ _CYCLEGAN = """
     """
 
 
-@pytest.mark.xfail(
-    strict=True, reason="roles from data flow (issue 9): models named G_AB/Enc1 whose parameters feed an optimizer"
-)
 def test_models_named_by_letters_whose_parameters_feed_an_optimizer(lint):
     check(lint, _CYCLEGAN, "TL006")
 

@@ -1,6 +1,5 @@
 """TL012 softmax-into-cross-entropy: probabilities (or log-probabilities) fed to cross-entropy."""
 
-import pytest
 from _expect import check
 
 CODE = "TL012"
@@ -322,12 +321,9 @@ def test_lightning_training_step_calling_self(lint):
     assert "softmax at line 6" in findings[0].message
 
 
-# ----- misses that need roles from data flow (the semantic model: strict xfail until it lands) -----
-
-_MODEL_PENDING = "roles from data flow (issue 9): a criterion passed in by the caller, a forward's tuple outputs"
+# ----- criteria and heads reached through the data flow (roles from data flow, issue 9) -----
 
 
-@pytest.mark.xfail(strict=True, reason=_MODEL_PENDING)
 def test_criterion_passed_into_the_training_function(lint):
     check(
         lint,
@@ -403,7 +399,6 @@ _ACGAN = """
     """
 
 
-@pytest.mark.xfail(strict=True, reason=_MODEL_PENDING)
 def test_softmax_head_reached_through_a_forward_returning_a_tuple(lint):
     check(lint, _ACGAN.replace("HEAD", "nn.Softmax()"), CODE)
 

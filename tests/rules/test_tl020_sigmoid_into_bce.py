@@ -1,6 +1,5 @@
 """TL020 sigmoid-into-bce: sigmoid output fed to a loss that applies sigmoid itself."""
 
-import pytest
 from _expect import check
 
 CODE = "TL020"
@@ -262,7 +261,7 @@ def test_forward_inherited_from_a_base_class_of_the_file(lint):
     assert lines(findings) == [13]
 
 
-# ----- misses that need roles from data flow (the semantic model: strict xfail until it lands) -----
+# ----- reached through roles from data flow (issue 9) -----
 
 _FIT = """
     import torch
@@ -281,7 +280,6 @@ _FIT = """
     """
 
 
-@pytest.mark.xfail(strict=True, reason="roles from data flow (issue 9): a criterion passed in by the caller")
 def test_bce_with_logits_passed_into_the_training_function(lint):
     check(lint, _FIT.replace("CRITERION", "nn.BCEWithLogitsLoss()"), CODE)
 

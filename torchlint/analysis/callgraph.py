@@ -3,6 +3,9 @@
 Rules that judge a function by the place it runs from (an evaluation helper called
 after ``model.eval()``, an optimizer built in a function called once per epoch) ask
 for the call sites of a function here. The index is built once per file, lazily.
+``parameter_arguments(ctx, function, param)`` is what those call sites pass for one parameter
+(``train(model, nn.CrossEntropyLoss())`` for ``def train(model, criterion)``; ``Trainer(net, opt)``
+for ``Trainer.__init__``).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import copy
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.nodes import argument, argument_for, last_name
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -44,22 +47,6 @@ def find_method(ctx: FileContext, cls: ast.ClassDef, name: str) -> FunctionNode 
     return None
 
 
-def resolve_instance_call(ctx: FileContext, call: ast.Call) -> FunctionNode | None:
-    """The ``__call__`` that ``call`` runs when it calls an instance of a class of this file
-    (``compute_loss = ComputeLoss(); compute_loss(pred, targets)``); None when any value the
-    callee may hold is something else."""
-    origins = dataflow(ctx).origins(call.func)
-    found = None
-    for origin in origins:
-        if not (isinstance(origin, ast.Call) and isinstance(origin.func, ast.Name) and origin.func.id in ctx.classes):
-            return None
-        method = find_method(ctx, ctx.classes[origin.func.id], "__call__")
-        if method is None or (found is not None and method is not found):
-            return None
-        found = method
-    return found
-
-
 def resolve_function_name(ctx: FileContext, name: str, at: ast.AST) -> FunctionNode | None:
     """The function called ``name`` visible from ``at``: nested in an enclosing function, else module level."""
     candidates = ctx.functions.get(name)
@@ -86,22 +73,6 @@ def local_base(ctx: FileContext, cls: ast.ClassDef) -> ast.ClassDef | None:
             found = ctx.classes[base.id]
             base_depth[found] = depth + 1
             return found
-    return None
-
-
-def argument_for(call: ast.Call, func: FunctionNode, name: str) -> ast.AST | None:
-    """The argument expression ``call`` passes for parameter ``name`` of ``func`` (by keyword or
-    position; ``self``/``cls`` skipped for a method call); None when it passes none or cannot be told."""
-    for kw in call.keywords:
-        if kw.arg == name:
-            return kw.value
-    params = [a.arg for a in func.args.posonlyargs + func.args.args]
-    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
-        params = params[1:]
-    if name in params:
-        index = params.index(name)
-        if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
-            return call.args[index]
     return None
 
 
@@ -164,10 +135,8 @@ class CallGraph:
         self._callee: dict[ast.Call, ast.AST] = {}
         functions = ctx.functions
         for call in ctx.calls:
-            func = call.func
             # Cheap pre-filter: only names of functions defined in this file can resolve.
-            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-            if name is None or name not in functions:
+            if last_name(call.func) not in functions:
                 continue
             target = resolve_local_call(ctx, call)
             if target is not None:
@@ -181,6 +150,56 @@ class CallGraph:
     def callee(self, call: ast.Call) -> ast.AST | None:
         return self._callee.get(call)
 
+    def instantiations(self, cls: ast.ClassDef) -> list[ast.Call]:
+        """Calls in this file that build an instance of ``cls`` by its name (``Trainer(model, opt)``)."""
+        classes = self.ctx.classes
+        return [
+            call
+            for call in self.ctx.calls
+            if isinstance(call.func, ast.Name) and call.func.id == cls.name and classes.get(cls.name) is cls
+        ]
+
 
 def call_graph(ctx: FileContext) -> CallGraph:
     return ctx.shared("callgraph", lambda: CallGraph(ctx))
+
+
+def parameter_arguments(ctx: FileContext, function: ast.AST, param: ast.arg) -> list[ast.AST | None]:
+    """What each call site of ``function`` in this file passes for ``param`` (its default when a
+    call leaves it out; None when nothing is passed or the position is hidden in ``*args``), in
+    source order; with no call site, the default alone, or nothing. A method's instantiations
+    count for its ``__init__``."""
+    args = function.args
+    positional = args.posonlyargs + args.args
+    method = isinstance(ctx.parent(function), ast.ClassDef)
+    graph = call_graph(ctx)
+    # (call, how many leading parameters the call binds itself: `self` of `obj.method(...)`)
+    sites = [(site, 1 if method and isinstance(site.func, ast.Attribute) else 0) for site in graph.callers(function)]
+    if method and function.name == "__init__":
+        sites.extend((site, 1) for site in graph.instantiations(ctx.parent(function)))
+    default = parameter_default(function, param.arg)
+    if not sites:
+        return [default] if default is not None else []
+    found = []
+    for site, bound in sorted(sites, key=lambda item: (item[0].lineno, item[0].col_offset)):
+        index = positional.index(param) - bound if param in positional else len(site.args)
+        value = argument(site, index, param.arg) if index >= 0 else None
+        found.append(value if value is not None else default)
+    return found
+
+
+def resolve_callee(ctx: FileContext, call: ast.Call) -> tuple[FileContext, FunctionNode] | None:
+    """The function ``call`` runs, with the parsed file that defines it. The one place that decides
+    where a callee may come from: today a function of this file (``resolve_local_call``); the
+    project phase widens it to the project's other files."""
+    node = resolve_local_call(ctx, call)
+    return (ctx, node) if node is not None else None
+
+
+def resolve_class(ctx: FileContext, expr: ast.AST) -> tuple[FileContext, ast.ClassDef] | None:
+    """The class a name stands for (``Net`` of ``Net(...)``), with the parsed file that defines it:
+    today a class of this file not shadowed by an import; the project phase widens it, as for
+    ``resolve_callee``."""
+    if isinstance(expr, ast.Name) and expr.id in ctx.classes and ctx.qualname(expr) is None:
+        return ctx, ctx.classes[expr.id]
+    return None

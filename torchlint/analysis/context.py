@@ -16,6 +16,7 @@ from functools import cached_property
 from typing import TypeVar
 
 from torchlint.analysis.imports import ImportResolver
+from torchlint.analysis.nodes import CHILD_FIELDS, child_fields, position
 
 N = TypeVar("N", bound=ast.AST)
 
@@ -24,62 +25,6 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
 LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
-
-
-# Fields that never hold a child node of interest: expression contexts and operators are
-# shared singletons in CPython's trees; the rest are plain strings and numbers.
-_SKIPPED_FIELDS = frozenset(
-    {
-        "ctx",
-        "op",
-        "ops",
-        "id",
-        "attr",
-        "arg",
-        "asname",
-        "module",
-        "level",
-        "kind",
-        "type_comment",
-        "conversion",
-        "is_async",
-        "simple",
-        "tag",
-    }
-)
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _child_fields(cls: type) -> tuple[str, ...]:
-    """The fields of ``cls`` that may hold child nodes, in reverse order (for a stack walk)."""
-    fields = tuple(
-        name
-        for name in reversed(cls._fields)
-        if name not in _SKIPPED_FIELDS and not (cls is ast.Constant and name == "value")
-    )
-    _CHILD_FIELDS[cls] = fields
-    return fields
-
-
-def iter_children(node: ast.AST) -> list[ast.AST]:
-    """The child nodes of ``node`` in source order, like ``ast.iter_child_nodes`` but without
-    the shared expression-context and operator singletons, and several times faster."""
-    cls = type(node)
-    fields = _CHILD_FIELDS.get(cls)
-    if fields is None:
-        fields = _child_fields(cls)
-    children = []
-    for name in reversed(fields):
-        value = getattr(node, name, None)
-        if value is None:
-            continue
-        if type(value) is list:
-            for item in value:
-                if isinstance(item, ast.AST):
-                    children.append(item)
-        elif isinstance(value, ast.AST):
-            children.append(value)
-    return children
 
 
 class FileContext:
@@ -105,7 +50,7 @@ class FileContext:
         # across the whole tree, so they have no parent of their own and nothing asks for them.
         parents = self.parents
         by_type = self._by_type
-        fields_of = _CHILD_FIELDS
+        fields_of = CHILD_FIELDS
         stack = [tree]
         pop = stack.pop
         push = stack.append
@@ -116,7 +61,7 @@ class FileContext:
             by_type[cls].append(node)
             fields = fields_of.get(cls)
             if fields is None:
-                fields = _child_fields(cls)
+                fields = child_fields(cls)
             for name in fields:  # already reversed
                 value = getattr(node, name, None)
                 if value is None:
@@ -153,7 +98,7 @@ class FileContext:
             found = []
             for t in types:
                 found.extend(self._by_type.get(t, []))
-            found.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+            found.sort(key=position)
             cache[types] = found
         return found  # type: ignore[return-value]
 

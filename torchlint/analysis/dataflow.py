@@ -1,4 +1,4 @@
-"""Where values come from: reaching assignments inside one function, cheaply.
+"""Where values come from: the one answer to "which assignments reach this use", for every rule and model.
 
 Rules often need to know what produced the value a name holds at some point:
 ``pred = pred.t()`` ... ``correct[:k].view(-1)``, ``probs = F.softmax(out)`` ...
@@ -14,7 +14,9 @@ The model
   parameters, ``import``/``def``/``class`` names, ``except E as x``. Tuple
   unpacking binds each target to the matching element of a literal tuple on the
   right, otherwise to an unknown value (``value is None``), remembering the
-  whole right-hand side in ``source`` and the position in ``index``.
+  whole right-hand side in ``source`` and the position in ``index``. Targets
+  that are attribute chains or subscripts (``self.loss = ...``,
+  ``state["opt"] = ...``) are bindings too, named by their text (``symbol``).
 * :meth:`Dataflow.reaching` gives the bindings of a name that may reach a point,
   latest first: walking back in statement order from the point, it collects
   bindings until one that surely executes before the point (one that is not
@@ -24,6 +26,10 @@ The model
   whose statement contains the point does not reach it (``x = f(x)``: the ``x``
   inside is the previous value). Names not bound in their function resolve to the
   enclosing functions, then to the module (every binding there, latest first).
+* :meth:`Dataflow.visible_bindings` is the flow-insensitive view: every binding
+  of a name in the innermost scope around a point that binds it (a flag set at
+  the end of one loop iteration and read at the start of the next);
+  :meth:`Dataflow.sole_value` the value of a name assigned once in its scope.
 * :meth:`Dataflow.attribute_bindings` gives ``self.attr = ...`` assignments of
   a class, across its methods (how a module's layers are found from ``self.fc``).
 * :meth:`Dataflow.origins` chains the two: the expressions that may have
@@ -44,9 +50,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.context import iter_children
+from torchlint.analysis.callgraph import FunctionNode, find_method, parameter_arguments
+from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import argument, position
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -61,7 +70,7 @@ if hasattr(ast, "TryStar"):  # Python 3.11+
     BRANCHING = BRANCHING + (ast.TryStar,)
 
 
-# The node types _visit binds names for (exact types: the walk checks every node of a scope).
+# The node types _visit binds names for (exact types).
 _BINDING_TYPES = frozenset(
     {
         ast.Assign,
@@ -81,6 +90,14 @@ _BINDING_TYPES = frozenset(
 )
 
 
+# Statements that bind their targets before their body runs (`for x in ...:`, `with m as x:`).
+_HEADER_BINDERS = (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
+
+
+_DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+_FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
 @dataclass(frozen=True)
 class Binding:
     """One place where a name receives a value."""
@@ -98,18 +115,16 @@ def _end(node: ast.AST) -> tuple[int, int]:
     return (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
 
 
-def _start(node: ast.AST) -> tuple[int, int]:
-    return (getattr(node, "lineno", 0) or 0, getattr(node, "col_offset", 0) or 0)
-
-
 class ScopeFlow:
     """The bindings of one scope, by name, in source order (nested scopes excluded)."""
 
-    def __init__(self, scope: ast.AST):
+    def __init__(self, scope: ast.AST, nodes: list[ast.AST]):
+        """``nodes``: the statements and expressions of ``scope`` that bind names (``Dataflow``
+        finds them in the file's index, not by walking the scope)."""
         self.scope = scope
         self.bindings: dict[str, list[Binding]] = {}
         self.declared_outer: set[str] = set()  # global / nonlocal names
-        self._collect(scope)
+        self._collect(scope, nodes)
         for found in self.bindings.values():
             found.sort(key=lambda b: b.position)
 
@@ -117,17 +132,21 @@ class ScopeFlow:
     def _add(self, binding: Binding) -> None:
         self.bindings.setdefault(binding.name, []).append(binding)
 
-    def _bind_target(self, target, kind, stmt, value, source, position, index=None) -> None:
+    def _bind_target(self, target, kind, stmt, value, source, where, index=None) -> None:
         if isinstance(target, ast.Name):
-            self._add(Binding(target.id, kind, stmt, value, source, index, position))
+            self._add(Binding(target.id, kind, stmt, value, source, index, where))
+        elif isinstance(target, (ast.Attribute, ast.Subscript)):
+            key = symbol(target)
+            if key is not None:
+                self._add(Binding(key, kind, stmt, value, source, index, where))
         elif isinstance(target, ast.Starred):
-            self._bind_target(target.value, "unpack", stmt, None, source, position, index)
+            self._bind_target(target.value, "unpack", stmt, None, source, where, index)
         elif isinstance(target, (ast.Tuple, ast.List)):
             literal = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
             starred = any(isinstance(e, ast.Starred) for e in target.elts)
             for i, element in enumerate(target.elts):
                 if literal is not None and not starred and len(literal) == len(target.elts):
-                    self._bind_target(element, kind, stmt, literal[i], source, position)
+                    self._bind_target(element, kind, stmt, literal[i], source, where)
                 else:
                     self._bind_target(
                         element,
@@ -135,46 +154,25 @@ class ScopeFlow:
                         stmt,
                         None,
                         source if kind == "for" else value,
-                        position,
+                        where,
                         i,
                     )
 
-    def _collect(self, scope: ast.AST) -> None:
+    def _collect(self, scope: ast.AST, nodes: list[ast.AST]) -> None:
         if isinstance(scope, FUNCTIONS):
             args = scope.args
             for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
                 if arg is not None:
                     self._add(Binding(arg.arg, "param", arg, None, position=(0, 0)))
-            body = [scope.body] if isinstance(scope, ast.Lambda) else scope.body
-        else:
-            body = scope.body
-        stack = list(reversed(body))
-        visited = _BINDING_TYPES
-        while stack:
-            node = stack.pop()
-            if type(node) in visited:
+        for node in nodes:
+            if type(node) in _DEFINITIONS:
+                self._visit_def(node)
+            else:
                 self._visit(node)
-            for child in iter_children(node):
-                if isinstance(child, (SCOPES, COMPREHENSIONS)):
-                    # Its name (def/class) was bound by _visit; its inside is another scope.
-                    # Comprehensions bind only their own variables, except walrus targets.
-                    if isinstance(child, COMPREHENSIONS):
-                        for inner in ast.walk(child):
-                            if isinstance(inner, ast.NamedExpr):
-                                self._visit(inner)
-                    else:
-                        for decorator in getattr(child, "decorator_list", ()):
-                            stack.append(decorator)
-                        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                            stack.extend(child.args.defaults)
-                            stack.extend(d for d in child.args.kw_defaults if d is not None)
-                        self._visit_def(child)
-                    continue
-                stack.append(child)
 
     def _visit_def(self, node: ast.AST) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            self._add(Binding(node.name, "def", node, node, position=_start(node)))
+            self._add(Binding(node.name, "def", node, node, position=position(node)))
 
     def _visit(self, node: ast.AST) -> None:
         if isinstance(node, ast.Assign):
@@ -184,8 +182,9 @@ class ScopeFlow:
             if node.value is not None:
                 self._bind_target(node.target, "assign", node, node.value, None, _end(node))
         elif isinstance(node, ast.AugAssign):
-            if isinstance(node.target, ast.Name):
-                self._add(Binding(node.target.id, "augassign", node, node, node.value, None, _end(node)))
+            key = node.target.id if isinstance(node.target, ast.Name) else symbol(node.target)
+            if key is not None:
+                self._add(Binding(key, "augassign", node, node, node.value, None, _end(node)))
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             value = None
             self._bind_target(node.target, "for", node, value, node.iter, _end(node.target))
@@ -203,7 +202,7 @@ class ScopeFlow:
                 if name != "*":
                     self._add(Binding(name, "import", node, None, position=_end(node)))
         elif isinstance(node, ast.ExceptHandler) and node.name:
-            self._add(Binding(node.name, "except", node, None, position=_start(node.body[0])))
+            self._add(Binding(node.name, "except", node, None, position=position(node.body[0])))
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             self.declared_outer.update(node.names)
 
@@ -216,7 +215,6 @@ class Dataflow:
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
         self._flows: dict[ast.AST, ScopeFlow] = {}
-        self._attributes: dict[ast.ClassDef, dict[str, list[Binding]]] = {}
 
     # ----- scopes ---------------------------------------------------------------------
     def scope_of(self, node: ast.AST) -> ast.AST:
@@ -229,8 +227,46 @@ class Dataflow:
     def flow(self, scope: ast.AST) -> ScopeFlow:
         found = self._flows.get(scope)
         if found is None:
-            found = self._flows[scope] = ScopeFlow(scope)
+            found = self._flows[scope] = ScopeFlow(scope, self._binding_nodes.get(scope, []))
         return found
+
+    @cached_property
+    def _binding_nodes(self) -> dict[ast.AST, list[ast.AST]]:
+        """Scope -> the nodes in it that bind names (assignments, loop and with targets, walrus,
+        imports, handlers, global/nonlocal, defs), from the file's node index in one pass."""
+        table: dict[ast.AST, list[ast.AST]] = {}
+        for node in self.ctx.nodes(*_BINDING_TYPES, *_DEFINITIONS):
+            table.setdefault(self._binding_scope(node), []).append(node)
+        return table
+
+    def _binding_scope(self, node: ast.AST) -> ast.AST:
+        """The scope a binding node binds in: the innermost function, lambda, class or module whose
+        body holds it (a def's decorators, defaults and bases run in the scope around it; a walrus
+        in a comprehension binds in the comprehension's scope)."""
+        child = node
+        for ancestor in self.ctx.ancestors(node):
+            kind = type(ancestor)
+            if kind is ast.Module:
+                return ancestor
+            if kind is ast.Lambda:
+                if child is ancestor.body:
+                    return ancestor
+            elif kind is ast.ClassDef:
+                if (
+                    child not in ancestor.bases
+                    and child not in ancestor.keywords
+                    and child not in ancestor.decorator_list
+                ):
+                    return ancestor
+            elif kind in _FUNCTION_DEFS:
+                if (
+                    child is not ancestor.args
+                    and child is not ancestor.returns
+                    and child not in ancestor.decorator_list
+                ):
+                    return ancestor
+            child = ancestor
+        return self.ctx.tree
 
     # ----- reaching bindings ----------------------------------------------------------
     def reaching(self, name: str | ast.Name, at: ast.AST | None = None) -> list[Binding]:
@@ -263,6 +299,45 @@ class Dataflow:
             if name in flow.declared_outer:
                 scope = self.ctx.tree
 
+    def sole_value(self, name: ast.Name) -> ast.AST | None:
+        """The value of a name bound exactly once in its scope, by a plain assignment
+        (``workers = 4`` ... ``DataLoader(num_workers=workers)``); None for a name rebound anywhere
+        in its scope (whatever the order), a parameter, a loop variable: a constant, not a guess."""
+        bindings = self.visible_bindings(name.id, name)
+        if len(bindings) == 1 and bindings[0].kind == "assign" and bindings[0].value is not None:
+            return bindings[0].value
+        return None
+
+    def visible_bindings(self, name: str, at: ast.AST) -> list[Binding]:
+        """Every binding of ``name`` in the innermost scope around ``at`` that binds it, in source
+        order, wherever it sits (no flow: a flag may be set at the end of the previous iteration)."""
+        scope = self.scope_of(at)
+        while True:
+            flow = self.flow(scope)
+            if name in flow.bindings and name not in flow.declared_outer:
+                return flow.bindings[name]
+            if isinstance(scope, ast.Module):
+                return []
+            scope = self.ctx.tree if name in flow.declared_outer else self.scope_of(scope)
+            while isinstance(scope, ast.ClassDef):  # class bodies do not enclose their methods
+                scope = self.scope_of(scope)
+
+    def bindings_anywhere(self, name: str) -> list[Binding]:
+        """Every binding of a name or symbol (``self.opt``) in any scope of the file, in source order:
+        what the file ever gives it, for questions that hold across functions (an attribute set in
+        ``__init__`` and used in ``train``)."""
+        return self._bindings_by_name.get(name, [])
+
+    @cached_property
+    def _bindings_by_name(self) -> dict[str, list[Binding]]:
+        table: dict[str, list[Binding]] = {}
+        for scope in self._binding_nodes:
+            for name, bindings in self.flow(scope).bindings.items():
+                table.setdefault(name, []).extend(bindings)
+        for bindings in table.values():
+            bindings.sort(key=lambda b: position(b.stmt))
+        return table
+
     def _comprehension_binding(self, name: str, at: ast.AST) -> Binding | None:
         for ancestor in self.ctx.ancestors(at):
             if isinstance(ancestor, COMPREHENSIONS):
@@ -275,14 +350,14 @@ class Dataflow:
         return None
 
     def _reaching_in(self, bindings: list[Binding], at: ast.AST, scope: ast.AST) -> list[Binding]:
-        point = _start(at)
+        point = position(at)
         at_ancestors = set(map(id, self.ctx.ancestors(at)))
         found: list[Binding] = []
         for binding in reversed(bindings):
             if binding.position > point or id(binding.stmt) in at_ancestors:
                 # Later in the code, or the statement that contains the point (x = f(x)):
-                # except for a loop header, whose target is bound before its body runs.
-                if not (isinstance(binding.stmt, (ast.For, ast.AsyncFor)) and binding.position <= point):
+                # except for a loop or with header, whose target is bound before its body runs.
+                if not (isinstance(binding.stmt, _HEADER_BINDERS) and binding.position <= point):
                     continue
             if self._exclusive(binding.stmt, at_ancestors):
                 continue
@@ -318,7 +393,7 @@ class Dataflow:
             if parent is block_owner:
                 field_earlier = _block_of(block_owner, node)
                 if field_earlier[0] and field_earlier == _block_of(block_owner, later):
-                    return _start(node) < _start(later)
+                    return position(node) < position(later)
                 return False
             node = parent
         return False
@@ -350,36 +425,45 @@ class Dataflow:
         return None
 
     def attribute_bindings(self, cls: ast.ClassDef, attr: str) -> list[Binding]:
-        """``self.attr = value`` (and ``self.attr: T = value``) in the methods of ``cls``, in source order."""
-        table = self._attributes.get(cls)
-        if table is None:
-            table = self._attributes[cls] = self._collect_attributes(cls)
-        return table.get(attr, [])
+        """``self.attr = value`` (and ``self.attr: T = value``, ``self.attr += ...``) in the methods of
+        ``cls`` (and the functions nested in them), in source order."""
+        return self._attribute_table.get(cls, {}).get(attr, [])
 
-    def _collect_attributes(self, cls: ast.ClassDef) -> dict[str, list[Binding]]:
-        table: dict[str, list[Binding]] = {}
-        for method in cls.body:
-            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
+    @cached_property
+    def _attribute_table(self) -> dict[ast.ClassDef, dict[str, list[Binding]]]:
+        """Class -> attribute -> its assignments through the receiver of a method, from one pass over
+        the file's assignments."""
+        tables: dict[ast.ClassDef, dict[str, list[Binding]]] = {}
+        for node in self.ctx.nodes(ast.Assign, ast.AnnAssign, ast.AugAssign):
+            method = self._method_of(node)
+            if method is None:
                 continue
             receiver = method.args.args[0].arg
-            for node in ast.walk(method):
-                if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    value = node.value
-                    for target in targets:
-                        for element, element_value in _pairs(target, value):
-                            if (
-                                isinstance(element, ast.Attribute)
-                                and isinstance(element.value, ast.Name)
-                                and element.value.id == receiver
-                            ):
-                                kind = "augassign" if isinstance(node, ast.AugAssign) else "assign"
-                                table.setdefault(element.attr, []).append(
-                                    Binding(element.attr, kind, node, element_value, None, None, _end(node))
-                                )
-        for found in table.values():
-            found.sort(key=lambda b: b.position)
-        return table
+            table = tables.setdefault(self.ctx.parent(method), {})
+            kind = "augassign" if isinstance(node, ast.AugAssign) else "assign"
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                for element, element_value in _pairs(target, node.value):
+                    if (
+                        isinstance(element, ast.Attribute)
+                        and isinstance(element.value, ast.Name)
+                        and element.value.id == receiver
+                    ):
+                        table.setdefault(element.attr, []).append(
+                            Binding(element.attr, kind, node, element_value, None, None, _end(node))
+                        )
+        for table in tables.values():
+            for found in table.values():
+                found.sort(key=lambda b: b.position)
+        return tables
+
+    def _method_of(self, node: ast.AST) -> ast.AST | None:
+        """The method (with a receiver parameter) whose body holds ``node``, nested functions included."""
+        for ancestor in self.ctx.ancestors(node):
+            if type(ancestor) in _FUNCTION_DEFS and isinstance(self.ctx.parent(ancestor), ast.ClassDef):
+                return ancestor if ancestor.args.args else None
+            if type(ancestor) is ast.ClassDef:
+                return None
+        return None
 
     def self_attribute(self, expr: ast.AST) -> tuple[ast.ClassDef, str] | None:
         """For ``self.attr`` inside a method: (the class, ``attr``); else None."""
@@ -402,28 +486,31 @@ class Dataflow:
         expr: ast.AST,
         through: Callable[[ast.AST], ast.AST | None] | None = None,
         at: ast.AST | None = None,
+        parameters: bool = False,
     ) -> list[ast.AST | None]:
         """Expressions that may have produced the value of ``expr``.
 
         Follows names (reaching plain assignments), ``self.attr`` (every assignment
-        in the class), ``a if c else b`` (both arms), ``typing.cast(T, v)`` (``v``), and ``through(e)`` when it
-        returns a sub-expression to look through. Anything else is an origin itself;
-        ``None`` stands for a value that cannot be told (parameter, loop variable,
-        unpacked call result, augmented assignment, too deep)."""
+        in the class), ``a if c else b`` (both arms), ``typing.cast(T, v)`` (``v``), with
+        ``parameters`` a parameter to the argument every call site of its function in this file
+        passes (``callgraph``), and ``through(e)`` when it returns a sub-expression to look through.
+        Anything else is an origin itself; ``None`` stands for a value that cannot be told
+        (parameter, loop variable, unpacked call result, augmented assignment, too deep)."""
         found: list[ast.AST | None] = []
-        self._origins(expr, through, at, found, set(), 0)
+        self._origins(expr, _Question(through, parameters, found, set()), at, 0)
         return found
 
-    def _origins(self, expr, through, at, found, seen, depth) -> None:
-        if depth > self.MAX_DEPTH or id(expr) in seen:
+    def _origins(self, expr, question: _Question, at, depth) -> None:
+        found = question.found
+        if depth > self.MAX_DEPTH or id(expr) in question.seen:
             found.append(None)
             return
-        seen.add(id(expr))
+        question.seen.add(id(expr))
         if isinstance(expr, ast.NamedExpr):
-            return self._origins(expr.value, through, at, found, seen, depth + 1)
+            return self._origins(expr.value, question, at, depth + 1)
         if isinstance(expr, ast.IfExp):
-            self._origins(expr.body, through, at, found, seen, depth + 1)
-            self._origins(expr.orelse, through, at, found, seen, depth + 1)
+            self._origins(expr.body, question, at, depth + 1)
+            self._origins(expr.orelse, question, at, depth + 1)
             return
         if isinstance(expr, ast.Name) and isinstance(expr.ctx, ast.Load):
             bindings = self.reaching(expr.id, at or expr)
@@ -431,7 +518,9 @@ class Dataflow:
                 found.append(None)
             for binding in bindings:
                 if binding.kind in ("assign", "walrus", "with") and binding.value is not None:
-                    self._origins(binding.value, through, None, found, seen, depth + 1)
+                    self._origins(binding.value, question, None, depth + 1)
+                elif binding.kind == "param" and question.parameters:
+                    self._parameter_origins(binding.stmt, question, depth + 1)
                 else:
                     found.append(None)
             return
@@ -442,18 +531,43 @@ class Dataflow:
                 found.append(None)
             for binding in bindings:
                 if binding.kind == "assign" and binding.value is not None:
-                    self._origins(binding.value, through, None, found, seen, depth + 1)
+                    self._origins(binding.value, question, None, depth + 1)
                 else:
                     found.append(None)
             return
         kept = value_kept(self.ctx, expr)
         if kept is not None:
-            return self._origins(kept, through, at, found, seen, depth + 1)
-        if through is not None:
-            inner = through(expr)
+            return self._origins(kept, question, at, depth + 1)
+        if question.through is not None:
+            inner = question.through(expr)
             if inner is not None:
-                return self._origins(inner, through, None, found, seen, depth + 1)
+                return self._origins(inner, question, None, depth + 1)
         found.append(expr)
+
+    def _parameter_origins(self, param: ast.arg, question: _Question, depth: int) -> None:
+        function = self.ctx.parent(self.ctx.parent(param))
+        values = (
+            parameter_arguments(self.ctx, function, param)
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+            else []
+        )
+        if not values:
+            question.found.append(None)  # no call site in this file: the caller is unknown
+        for value in values:
+            if value is None:
+                question.found.append(None)
+            else:
+                self._origins(value, question, None, depth)
+
+
+@dataclass
+class _Question:
+    """One ``origins`` question: how to look through values, and what was found and seen so far."""
+
+    through: Callable[[ast.AST], ast.AST | None] | None
+    parameters: bool
+    found: list
+    seen: set
 
 
 def _block_of(branching: ast.AST, child: ast.AST) -> tuple[str, ast.AST | None]:
@@ -526,49 +640,22 @@ def value_kept(ctx: FileContext, expr: ast.AST) -> ast.AST | None:
     return argument(expr, position, "val")
 
 
-def dataflow(ctx: FileContext) -> Dataflow:
-    """The file's shared :class:`Dataflow` (built on first use, then reused by every rule)."""
-    return ctx.shared("dataflow", lambda: Dataflow(ctx))
-
-
-# ----- small shared helpers for the value rules ----------------------------------------
-def returns_of(function: ast.AST) -> list[ast.Return]:
-    """``return`` statements of ``function`` itself, not of functions or classes nested in it."""
-    found: list[ast.Return] = []
-    stack = list(function.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        if isinstance(node, ast.Return):
-            found.append(node)
-            continue
-        for child in iter_children(node):
-            if isinstance(child, (ast.stmt, ast.ExceptHandler, ast.match_case)):
-                stack.append(child)
+def resolve_instance_call(ctx: FileContext, call: ast.Call) -> FunctionNode | None:
+    """The ``__call__`` that ``call`` runs when it calls an instance of a class of this file
+    (``compute_loss = ComputeLoss(); compute_loss(pred, targets)``); None when any value the
+    callee may hold is something else."""
+    origins = dataflow(ctx).origins(call.func)
+    found = None
+    for origin in origins:
+        if not (isinstance(origin, ast.Call) and isinstance(origin.func, ast.Name) and origin.func.id in ctx.classes):
+            return None
+        method = find_method(ctx, ctx.classes[origin.func.id], "__call__")
+        if method is None or (found is not None and method is not found):
+            return None
+        found = method
     return found
 
 
-def method_call(expr: ast.AST) -> tuple[str, ast.AST] | None:
-    """For ``obj.meth(...)``: (``meth``, ``obj``); else None."""
-    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
-        return expr.func.attr, expr.func.value
-    return None
-
-
-def keyword(call: ast.Call, name: str) -> ast.keyword | None:
-    for kw in call.keywords:
-        if kw.arg == name:
-            return kw
-    return None
-
-
-def argument(call: ast.Call, position: int, name: str) -> ast.AST | None:
-    """The argument passed for a parameter, by position or by keyword."""
-    kw = keyword(call, name)
-    if kw is not None:
-        return kw.value
-    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
-    if len(positional) == len(call.args) and position < len(call.args):
-        return call.args[position]
-    return None
+def dataflow(ctx: FileContext) -> Dataflow:
+    """The file's shared :class:`Dataflow` (built on first use, then reused by every rule)."""
+    return ctx.shared("dataflow", lambda: Dataflow(ctx))

@@ -1,9 +1,71 @@
-"""Small questions about syntax nodes that every analysis asks: where a node starts, which
-names an expression reads, the last name of a callee."""
+"""Small questions about syntax nodes that every analysis asks: a node's children (fast), where a
+node starts, which names an expression reads, the last name of a callee, walks that stay in one
+scope, a node's source text."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+
+
+# Fields that never hold a child node of interest: expression contexts and operators are
+# shared singletons in CPython's trees; the rest are plain strings and numbers.
+_SKIPPED_FIELDS = frozenset(
+    {
+        "ctx",
+        "op",
+        "ops",
+        "id",
+        "attr",
+        "arg",
+        "asname",
+        "module",
+        "level",
+        "kind",
+        "type_comment",
+        "conversion",
+        "is_async",
+        "simple",
+        "tag",
+    }
+)
+CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def child_fields(cls: type) -> tuple[str, ...]:
+    """The fields of ``cls`` that may hold child nodes, in reverse order (for a stack walk)."""
+    fields = tuple(
+        name
+        for name in reversed(cls._fields)
+        if name not in _SKIPPED_FIELDS and not (cls is ast.Constant and name == "value")
+    )
+    CHILD_FIELDS[cls] = fields
+    return fields
+
+
+def iter_children(node: ast.AST) -> list[ast.AST]:
+    """The child nodes of ``node`` in source order, like ``ast.iter_child_nodes`` but without
+    the shared expression-context and operator singletons, and several times faster."""
+    cls = type(node)
+    fields = CHILD_FIELDS.get(cls)
+    if fields is None:
+        fields = child_fields(cls)
+    children = []
+    for name in reversed(fields):
+        value = getattr(node, name, None)
+        if value is None:
+            continue
+        if type(value) is list:
+            for item in value:
+                if isinstance(item, ast.AST):
+                    children.append(item)
+        elif isinstance(value, ast.AST):
+            children.append(value)
+    return children
 
 
 def position(node: ast.AST) -> tuple[int, int]:
@@ -26,3 +88,88 @@ def last_name(expr: ast.AST) -> str | None:
     if isinstance(expr, ast.Attribute):
         return expr.attr
     return None
+
+
+# Nodes that open a scope of their own: walks "in one scope" stop at them.
+NEW_SCOPES = frozenset({ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+
+
+def walk_no_scopes(node: ast.AST) -> Iterator[ast.AST]:
+    """Like ``ast.walk`` (depth-first, so not in source order), but not into lambdas, nested
+    functions or classes."""
+    # iter_children rather than ast.iter_child_nodes: several times faster, and it leaves out
+    # the shared Load/Store/operator singletons that no caller looks for.
+    stack = [node]
+    pop, push = stack.pop, stack.append
+    while stack:
+        current = pop()
+        yield current
+        for child in iter_children(current):
+            if type(child) not in NEW_SCOPES:
+                push(child)
+
+
+def walk_function_body(func: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function's own body (``walk_no_scopes`` of each statement, nested defs skipped)."""
+    for stmt in func.body:
+        if type(stmt) not in NEW_SCOPES:
+            yield from walk_no_scopes(stmt)
+
+
+def source_text(ctx: FileContext, node: ast.AST) -> str:
+    """``ast.unparse(node)``, shared per node (conditions are compared by their text many times)."""
+    return ctx.shared(("text", node), lambda: ast.unparse(node))
+
+
+# ----- calls and their arguments --------------------------------------------------------------
+def returns_of(function: ast.AST) -> list[ast.Return]:
+    """``return`` statements of ``function`` itself, not of functions or classes nested in it."""
+    found: list[ast.Return] = []
+    stack = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Return):
+            found.append(node)
+            continue
+        for child in iter_children(node):
+            if isinstance(child, (ast.stmt, ast.ExceptHandler, ast.match_case)):
+                stack.append(child)
+    return found
+
+
+def method_call(expr: ast.AST) -> tuple[str, ast.AST] | None:
+    """For ``obj.meth(...)``: (``meth``, ``obj``); else None."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        return expr.func.attr, expr.func.value
+    return None
+
+
+def keyword(call: ast.Call, name: str) -> ast.keyword | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw
+    return None
+
+
+def argument(call: ast.Call, index: int, name: str) -> ast.AST | None:
+    """The argument passed for a parameter, by keyword or by position (not when a ``*args``
+    before it makes the position unknown)."""
+    kw = keyword(call, name)
+    if kw is not None:
+        return kw.value
+    args = call.args
+    if index < len(args) and not any(isinstance(a, ast.Starred) for a in args[: index + 1]):
+        return args[index]
+    return None
+
+
+def argument_for(call: ast.Call, func: ast.AST, name: str) -> ast.AST | None:
+    """The argument expression ``call`` passes for parameter ``name`` of the def ``func``
+    (``self``/``cls`` skipped for a method called on an object)."""
+    params = [a.arg for a in func.args.posonlyargs + func.args.args]
+    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    index = params.index(name) if name in params else len(call.args)
+    return argument(call, index, name)

@@ -66,9 +66,8 @@ def fix_for(code: str) -> RuleFix | None:
 
 
 def all_fixes() -> dict[str, RuleFix]:
-    from torchlint.engine.rule import all_rules
+    from torchlint import rules  # noqa: F401  (importing the rule package imports every rule and its fix)
 
-    all_rules()  # importing the rules imports their fixes
     return dict(sorted(_FIXES.items()))
 
 

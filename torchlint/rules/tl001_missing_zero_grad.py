@@ -5,7 +5,12 @@ from __future__ import annotations
 import ast
 
 from torchlint.engine.rule import Message, Rule, register
-from torchlint.torchmodel.training import CLEAR_KINDS, SCALER, training_model
+from torchlint.torchmodel.accumulation import gradient_accumulation
+from torchlint.torchmodel.calls import call_events
+from torchlint.torchmodel.clearing import clearing
+from torchlint.torchmodel.events import CLEAR_KINDS, guard_key, guard_keys
+from torchlint.torchmodel.iterations import iterations
+from torchlint.torchmodel.roles import Role, object_roles
 
 
 @register
@@ -126,15 +131,14 @@ def train(model, loader, optimizer, scaler, use_amp):
     ]
 
     def check(self, ctx):
-        training = training_model(ctx)
         verdicts: dict[ast.AST, tuple] = {}  # step node -> (cleared?, unit, event)
-        for unit in training.step_units:
-            stepped = training.stepped_optimizers(unit)
+        for unit in iterations(ctx).step_units:
+            stepped = clearing(ctx).stepped_optimizers(unit)
             for index in unit.steps:
                 step = unit.events[index]
-                if _has_opaque_argument(training, step):
+                if _has_opaque_argument(ctx, step):
                     continue
-                ok = _cleared(training, unit, step, stepped)
+                ok = _cleared(ctx, unit, step, stepped)
                 previous = verdicts.get(step.node)
                 if previous is None:
                     verdicts[step.node] = (ok, unit, step)
@@ -147,15 +151,15 @@ def train(model, loader, optimizer, scaler, use_amp):
                     verdicts[step.node] = (ok, unit, step)
         for node, (ok, unit, step) in verdicts.items():
             if not ok:
-                yield self.report(node, self._message(ctx, training, unit, step), evidence=(unit, step))
+                yield self.report(node, self._message(ctx, unit, step), evidence=(unit, step))
 
     @staticmethod
-    def _message(ctx, training, unit, step) -> Message:
+    def _message(ctx, unit, step) -> Message:
         opt = step.target or "optimizer"
         where = f"the loop at line {unit.owner.lineno}" if unit.is_loop else f"`{unit.owner.name}()`"
-        once = any(e.kind in CLEAR_KINDS for e in training.function_events_around(unit)) if unit.is_loop else False
+        once = unit.is_loop and any(e.kind in CLEAR_KINDS for e in iterations(ctx).function_events_around(unit))
         hint = " (clearing once before the loop is not enough)" if once else ""
-        window = _accumulation_window(training, unit, step)
+        window = _accumulation_window(ctx, unit, step)
         if window is None:
             advice = f"call `{opt}.zero_grad()` once per iteration{hint}"
         else:
@@ -171,9 +175,9 @@ def train(model, loader, optimizer, scaler, use_amp):
         )
 
 
-def _accumulation_window(training, unit, step) -> str | None:
+def _accumulation_window(ctx, unit, step) -> str | None:
     """How the iteration accumulates gradients before ``step`` on purpose, in words; None when it does not."""
-    for _, evidence in training.accumulated_backwards(unit, unit.events.index(step)):
+    for _, evidence in gradient_accumulation(ctx).accumulated_backwards(unit, unit.events.index(step)):
         if evidence.kind == "micro_loop":
             return f"micro-step loop at line {evidence.node.lineno}"
         if evidence.test is not None:
@@ -181,19 +185,20 @@ def _accumulation_window(training, unit, step) -> str | None:
     return None
 
 
-def _cleared(training, unit, step, stepped) -> bool:
+def _cleared(ctx, unit, step, stepped) -> bool:
     """Whether, on every path that reaches ``step``, some clear of its optimizer runs in the iteration."""
-    step_keys = training.guard_keys(step)
+    step_keys = guard_keys(ctx, step)
+    accumulation = gradient_accumulation(ctx)
     residuals: set[frozenset] = set()
     for event in unit.events:
-        if event.kind not in CLEAR_KINDS or not training.clears(event, step, stepped):
+        if event.kind not in CLEAR_KINDS or not clearing(ctx).clears(event, step, stepped):
             continue
         # Conditions the clear needs beyond those of the step; accumulation windows
         # (zero at the window's start, step at its end) are the same iterations.
         extra = frozenset(
-            training.guard_key(g)
+            guard_key(ctx, g)
             for g in event.guards
-            if training.guard_key(g) not in step_keys and not training.is_accumulation_test(g[0])
+            if guard_key(ctx, g) not in step_keys and not accumulation.is_accumulation_test(g[0])
         )
         residuals.add(extra)
     return frozenset() in _merge_branches(residuals)
@@ -218,13 +223,13 @@ def _merge_branches(residuals: set[frozenset]) -> set[frozenset]:
     return residuals
 
 
-def _has_opaque_argument(training, step) -> bool:
+def _has_opaque_argument(ctx, step) -> bool:
     """``opt.step(context_id)`` (DistributedOptimizer) or ``opt.step(closure)`` with a closure this
     file does not show: the step manages its gradients in ways the linter cannot see."""
     call = step.node
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "step"):
         return False  # xm.optimizer_step(optimizer)
-    if training.role_of(call.func.value) == SCALER:
+    if object_roles(ctx).role_of(call.func.value) == Role.SCALER:
         return False
     args = list(call.args) + [kw.value for kw in call.keywords if kw.arg == "closure"]
-    return bool(args) and not training.step_closures(call)
+    return bool(args) and not call_events(ctx).step_closures(call)

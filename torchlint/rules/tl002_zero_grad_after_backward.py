@@ -5,7 +5,9 @@ from __future__ import annotations
 import ast
 
 from torchlint.engine.rule import Message, Rule, register
-from torchlint.torchmodel.training import BACKWARD_KINDS, CLEAR_KINDS, exclusive, training_model
+from torchlint.torchmodel.clearing import clearing
+from torchlint.torchmodel.events import BACKWARD_KINDS, CLEAR_KINDS, EventKind, exclusive, guard_keys
+from torchlint.torchmodel.iterations import iterations
 
 
 @register
@@ -90,13 +92,12 @@ class Trainer:
     ]
 
     def check(self, ctx):
-        training = training_model(ctx)
         reported: set[ast.AST] = set()
-        for unit in training.step_units:
-            stepped = training.stepped_optimizers(unit)
+        for unit in iterations(ctx).step_units:
+            stepped = clearing(ctx).stepped_optimizers(unit)
             for index in unit.steps:
                 step = unit.events[index]
-                found = _clear_after_last_backward(training, unit.events, index, stepped)
+                found = _clear_after_last_backward(ctx, unit.events, index, stepped)
                 if found is None:
                     continue
                 clear, backward = found
@@ -133,21 +134,22 @@ def _misordered_call(clear, backward) -> ast.AST:
     return clear.via[common] if len(clear.via) > common else clear.node
 
 
-def _clear_after_last_backward(training, events, index, stepped):
+def _clear_after_last_backward(ctx, events, index, stepped):
     """The clear of the step's optimizer that sits between the last backward before ``events[index]``
     and the step, on every path that reaches the step; with that backward."""
     step = events[index]
-    step_keys = training.guard_keys(step)
+    step_keys = guard_keys(ctx, step)
+    clears = clearing(ctx)
     candidates = []
     for event in reversed(events[:index]):
         if exclusive(event, step):
             continue
         if event.kind in BACKWARD_KINDS:
             for clear in candidates:
-                if training.guard_keys(clear) <= step_keys and training.clears(clear, step, stepped, strict=True):
+                if guard_keys(ctx, clear) <= step_keys and clears.clears(clear, step, stepped, strict=True):
                     return clear, event
             return None
-        if event.kind == "step" and training.canonical_target(event) == training.canonical_target(step):
+        if event.kind is EventKind.STEP and clears.canonical_target(event) == clears.canonical_target(step):
             return None  # an earlier step of the same optimizer: this clear follows it
         if event.kind in CLEAR_KINDS:
             candidates.append(event)

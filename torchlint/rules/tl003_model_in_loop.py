@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 
 from torchlint.engine.rule import Message, Rule, register
+from torchlint.torchmodel.roles import Role
 from torchlint.torchmodel.runs import describe_loop, run_analysis
-from torchlint.torchmodel.training import MODEL
 
 
 @register
@@ -114,7 +114,7 @@ for images, labels in train_loader:
     ]
 
     def check(self, ctx):
-        for call, found in run_analysis(ctx).rebuilt(MODEL):
+        for call, found in run_analysis(ctx).rebuilt(Role.MODEL):
             yield self.report(call, self._message(ctx, call, found), evidence=found)
 
     @staticmethod

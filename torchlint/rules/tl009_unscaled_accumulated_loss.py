@@ -6,8 +6,12 @@ import ast
 import re
 
 from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import last_name
 from torchlint.engine.rule import Message, Rule, register
-from torchlint.torchmodel.training import training_model
+from torchlint.torchmodel.accumulation import gradient_accumulation
+from torchlint.torchmodel.division import loss_is_divided
+from torchlint.torchmodel.iterations import iterations
+from torchlint.torchmodel.roles import Role, object_roles
 
 # Owners of a `.backward(loss)` that divide by the accumulation count themselves.
 _SELF_SCALING_OWNER = re.compile(r"engine|deepspeed", re.I)
@@ -105,20 +109,20 @@ for it in range(max_iters):
     ]
 
     def check(self, ctx):
-        training = training_model(ctx)
+        accumulation = gradient_accumulation(ctx)
         reported: set[ast.AST] = set()
         candidates = []
-        for unit in training.step_units:
+        for unit in iterations(ctx).step_units:
             for index in unit.steps:
                 step = unit.events[index]
-                for backward, evidence in training.accumulated_backwards(unit, index):
+                for backward, evidence in accumulation.accumulated_backwards(unit, index):
                     candidates.append((backward, evidence, step))
-        for opaque, evidence in training.accumulating_opaque_steps():
+        for opaque, evidence in accumulation.accumulating_opaque_steps():
             candidates.append((opaque, evidence, opaque))
         for backward, evidence, step in candidates:
-            if backward.node in reported or _framework_scales(ctx, training, backward, step, evidence):
+            if backward.node in reported or _framework_scales(ctx, backward, step, evidence):
                 continue
-            if training.loss_is_divided(backward):
+            if loss_is_divided(ctx, backward):
                 continue
             reported.add(backward.node)
             yield self.report(backward.node, self._message(ctx, backward, evidence, step))
@@ -147,7 +151,7 @@ for it in range(max_iters):
         )
 
 
-def _framework_scales(ctx, training, backward, step, evidence) -> bool:
+def _framework_scales(ctx, backward, step, evidence) -> bool:
     """`accelerator.backward(loss)` with accumulation configured, DeepSpeed's engine, and the like."""
     if evidence.test is not None and "sync_gradients" in ast.unparse(evidence.test):
         return True  # accelerate decides the window, so accelerate divides (or nothing accumulates)
@@ -164,16 +168,14 @@ def _framework_scales(ctx, training, backward, step, evidence) -> bool:
             for item in withs
         )
         return accumulate or _accelerator_accumulates(ctx)
-    return bool(_SELF_SCALING_OWNER.search(owner)) or training.role_of(call.func.value) == "model"
+    return bool(_SELF_SCALING_OWNER.search(owner)) or object_roles(ctx).role_of(call.func.value) == Role.MODEL
 
 
 def _accelerator_accumulates(ctx) -> bool:
     """An ``Accelerator(gradient_accumulation_steps=...)`` (or ``gradient_accumulation_plugin=``) in the
     file: then ``accelerator.backward`` divides the loss. A local variable of that name is not enough."""
     for call in ctx.calls:
-        func = call.func
-        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-        if name.endswith("Accelerator") and any(
+        if (last_name(call.func) or "").endswith("Accelerator") and any(
             kw.arg in ("gradient_accumulation_steps", "gradient_accumulation_plugin") or kw.arg is None
             for kw in call.keywords
         ):

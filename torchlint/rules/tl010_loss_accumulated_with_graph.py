@@ -5,12 +5,17 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 
-from torchlint.analysis.callgraph import call_graph
-from torchlint.analysis.dataflow import Binding, dataflow, method_call, returns_of
+from torchlint.analysis.callgraph import call_graph, resolve_local_call
+from torchlint.analysis.dataflow import Binding, dataflow
 from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import last_name, method_call, returns_of
 from torchlint.engine.rule import Message, Rule, register
+from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.calls import call_events
+from torchlint.torchmodel.events import BACKWARD_KINDS
 from torchlint.torchmodel.gradmode import lexical_grad_disabler
-from torchlint.torchmodel.training import BACKWARD_METHODS, CRITERION, training_model
+from torchlint.torchmodel.iterations import iterations
+from torchlint.torchmodel.roles import Role, object_roles
 
 # Methods/functions whose result is a plain number or a tensor cut from the graph.
 CONVERTING_METHODS = frozenset({"item", "tolist", "detach", "detach_", "numpy"})
@@ -51,30 +56,6 @@ GRAPH_KEEPING_METHODS = frozenset(
 AGGREGATING_FUNCTIONS = frozenset({"sum", "torch.sum", "torch.stack", "torch.cat", "torch.mean", "torch.add"})
 # What a list of losses is summed or averaged with later.
 LIST_AGGREGATORS = frozenset({"sum", "stack", "cat", "mean", "average", "fsum", "tensor", "nanmean"})
-LOSS_FUNCTION_PREFIX = "torch.nn.functional."
-LOSS_FUNCTION_NAMES = frozenset(
-    {
-        "cross_entropy",
-        "nll_loss",
-        "mse_loss",
-        "l1_loss",
-        "smooth_l1_loss",
-        "huber_loss",
-        "kl_div",
-        "binary_cross_entropy",
-        "binary_cross_entropy_with_logits",
-        "margin_ranking_loss",
-        "cosine_embedding_loss",
-        "triplet_margin_loss",
-        "ctc_loss",
-        "poisson_nll_loss",
-        "gaussian_nll_loss",
-        "soft_margin_loss",
-        "multilabel_soft_margin_loss",
-        "hinge_embedding_loss",
-        "multi_margin_loss",
-    }
-)
 
 
 @register
@@ -180,7 +161,7 @@ def train(model, loader, optimizer):
                 # Only totals kept across training iterations grow without bound; a few
                 # micro-steps summed inside one step (MC samples, closures) do not.
                 if training_loops is None:
-                    training_loops = set(training_model(ctx).training_loops)
+                    training_loops = set(iterations(ctx).training_loops)
                 if not _kept_across_iterations(ctx, node, accumulator, training_loops):
                     continue
                 graph = graphs.of(scope)
@@ -281,18 +262,18 @@ def _plausible_value(expr: ast.AST) -> bool:
 
 def _backward_args_by_scope(ctx) -> dict[ast.AST, list[tuple[ast.AST, ast.AST]]]:
     """(loss expression, call) of every backward (and hidden-backward helper call), by scope."""
-    training = training_model(ctx)
+    calls = call_events(ctx)
     flow = dataflow(ctx)
     found: dict[ast.AST, list] = defaultdict(list)
     for call in ctx.calls:
         func = call.func
-        if isinstance(func, ast.Attribute) and func.attr in BACKWARD_METHODS:
-            event = training.classify_call(call)
+        if isinstance(func, ast.Attribute) and func.attr in torch_names.BACKWARD_METHODS:
+            event = calls.classify(call)
         elif _may_be_opaque_step(call):
-            event = training._opaque_step(call)  # `loss_scaler(loss, optimizer, ...)` hides backward
+            event = calls.opaque_step(call)  # `loss_scaler(loss, optimizer, ...)` hides backward
         else:
             continue
-        if event is not None and event.kind in ("backward", "opaque_step") and event.arg is not None:
+        if event is not None and event.kind in BACKWARD_KINDS and event.arg is not None:
             found[flow.scope_of(call)].append((event.arg, call))
     return found
 
@@ -301,11 +282,8 @@ def _may_be_opaque_step(call: ast.Call) -> bool:
     """Cheap filter before asking the training model: a loss-named argument among several."""
     if len(call.args) + len(call.keywords) < 2:
         return False
-    for arg in [*call.args, *(kw.value for kw in call.keywords)]:
-        name = arg.id if isinstance(arg, ast.Name) else arg.attr if isinstance(arg, ast.Attribute) else ""
-        if name.startswith("loss"):
-            return True
-    return False
+    args = [*call.args, *(kw.value for kw in call.keywords)]
+    return any((last_name(arg) or "").startswith("loss") for arg in args)
 
 
 def _aggregated_later(ctx, flow, scope, accumulator: ast.Name) -> bool:
@@ -313,9 +291,7 @@ def _aggregated_later(ctx, flow, scope, accumulator: ast.Name) -> bool:
     for call in ctx.calls:
         if not call.args or not isinstance(call.args[0], ast.Name) or call.args[0].id != accumulator.id:
             continue
-        func = call.func
-        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-        if name in LIST_AGGREGATORS and flow.scope_of(call) is scope:
+        if last_name(call.func) in LIST_AGGREGATORS and flow.scope_of(call) is scope:
             return True
     return False
 
@@ -450,7 +426,7 @@ class _GraphValues:
 
     def _returns_attached(self, call: ast.Call, depth: int) -> bool:
         """A helper of this file (``loss = train_step(batch)``) that returns a graph-attached loss."""
-        function = training_model(self.ctx).resolve_local_call(call)
+        function = resolve_local_call(self.ctx, call)
         if function is None or function is self.scope or depth > 2:
             return False
         callee = self.graphs.of(function)
@@ -461,10 +437,11 @@ class _GraphValues:
     def _is_loss_call(self, call: ast.Call) -> bool:
         qual = self.ctx.call_qualname(call)
         if qual is not None:
-            return qual.startswith(LOSS_FUNCTION_PREFIX) and qual[len(LOSS_FUNCTION_PREFIX) :] in LOSS_FUNCTION_NAMES
+            prefix = torch_names.FUNCTIONAL
+            return qual.startswith(prefix) and qual[len(prefix) :] in torch_names.FUNCTIONAL_LOSSES
         func = call.func
         if isinstance(func, (ast.Name, ast.Attribute)) and symbol(func):
-            return training_model(self.ctx).role_of(func) == CRITERION
+            return object_roles(self.ctx).role_of(func) == Role.CRITERION
         return False
 
 

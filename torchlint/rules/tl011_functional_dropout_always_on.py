@@ -6,7 +6,7 @@ import ast
 
 from torchlint.analysis.callgraph import passes_unknown_arguments
 from torchlint.analysis.conditions import conditions_at, implies
-from torchlint.analysis.dataflow import argument
+from torchlint.analysis.nodes import argument
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.gradmode import grad_effect
 from torchlint.torchmodel.modules import module_classes

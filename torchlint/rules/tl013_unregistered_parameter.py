@@ -6,10 +6,12 @@ import ast
 from collections.abc import Iterator
 from functools import cached_property
 
-from torchlint.analysis.dataflow import dataflow, keyword, method_call
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.nodes import keyword, method_call
 from torchlint.engine.rule import Message, Rule, register
+from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.modules import imported_layer_class, module_classes
-from torchlint.torchmodel.training import MODEL, training_model
+from torchlint.torchmodel.roles import Role
 
 PARAMETER = "torch.nn.Parameter"
 DEVICE_MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16"})
@@ -276,7 +278,7 @@ class _InitChecker:
         qual = self.ctx.call_qualname(expr)
         if qual in (PARAMETER, "torch.nn.parameter.Parameter"):
             return "parameter"
-        if training_model(self.ctx).constructor_role(expr) == MODEL:
+        if constructor_role(self.ctx, expr) == Role.MODEL:
             if qual in STATELESS_LAYERS:
                 return None  # no parameters, buffers or train/eval behaviour: nothing is lost
             return "module"

@@ -7,8 +7,12 @@ import ast
 from torchlint.analysis.callgraph import in_caller_terms, resolve_local_call
 from torchlint.analysis.imports import dotted_name
 from torchlint.engine.rule import Message, Rule, register
+from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.amp import backward_scaler, scaled_backward
-from torchlint.torchmodel.training import CLIP_FUNCTIONS, MODEL, exclusive, training_model
+from torchlint.torchmodel.calls import call_events
+from torchlint.torchmodel.events import EventKind, exclusive, guard_key
+from torchlint.torchmodel.roles import Role, object_roles
+from torchlint.torchmodel.walk import event_walker
 
 # Clipping helpers that unscale by themselves before clipping (accelerate, Lightning
 # Fabric, Lightning's LightningModule.clip_gradients): never findings.
@@ -119,18 +123,19 @@ class Trainer:
     ]
 
     def check(self, ctx):
-        training = training_model(ctx)
-        names = _CLIP_NAMES | {alias for alias, qual in ctx.imports.aliases.items() if qual in CLIP_FUNCTIONS}
-        clips = [c for c in ctx.calls if _clip_like_name(c, names) and _is_checked_clip(ctx, training, c)]
+        names = _CLIP_NAMES | {
+            alias for alias, qual in ctx.imports.aliases.items() if qual in torch_names.CLIP_FUNCTIONS
+        }
+        clips = [c for c in ctx.calls if _clip_like_name(c, names) and _is_checked_clip(ctx, c)]
         if not clips or not any(_is_scale_call(c) for c in ctx.calls):
             return
         reported: set[ast.AST] = set()
         for scope in _scopes_reaching(ctx, clips):
-            events = training.events(scope.body)
+            events = event_walker(ctx).events(scope.body)
             for index, event in enumerate(events):
-                if event.kind != "clip" or event.node in reported or not _is_checked_clip(ctx, training, event.node):
+                if event.kind is not EventKind.CLIP or event.node in reported or not _is_checked_clip(ctx, event.node):
                     continue
-                backward = _unscaled_scaled_backward(training, events, index)
+                backward = _unscaled_scaled_backward(ctx, events, index)
                 if backward is not None and not _helper_unscales(ctx, event.node):
                     reported.add(event.node)
                     stepped = _stepped_optimizer(events[index + 1 :])
@@ -139,7 +144,7 @@ class Trainer:
 
     @staticmethod
     def _message(ctx, clip, backward, optimizer) -> Message:
-        scaler = dotted_name(backward_scaler(training_model(ctx), backward)) or "scaler"
+        scaler = dotted_name(backward_scaler(ctx, backward)) or "scaler"
         return Message(
             f"`{ctx.segment(clip.func)}` clips gradients that are still scaled by `{scaler}` "
             f"(scaled backward on line {backward.node.lineno})",
@@ -151,7 +156,7 @@ class Trainer:
 def _stepped_optimizer(later_events) -> str | None:
     """The optimizer the next ``scaler.step(opt)`` steps, to name it in the message."""
     for event in later_events:
-        if event.kind == "step" and event.target and isinstance(event.node, ast.Call) and event.node.args:
+        if event.kind is EventKind.STEP and event.target and isinstance(event.node, ast.Call) and event.node.args:
             return event.target
     return None
 
@@ -170,14 +175,14 @@ def _is_scale_call(call: ast.Call) -> bool:
     return isinstance(call.func, ast.Attribute) and call.func.attr == "scale"
 
 
-def _is_checked_clip(ctx, training, call: ast.AST) -> bool:
+def _is_checked_clip(ctx, call: ast.AST) -> bool:
     """torch's clip functions, or ``model.clip_grad_norm_`` (FSDP); not self-unscaling helpers."""
     if not isinstance(call, ast.Call):
         return False
-    event = training.classify_call(call)
-    if event is None or event.kind != "clip":
+    event = call_events(ctx).classify(call)
+    if event is None or event.kind is not EventKind.CLIP:
         return False
-    if ctx.call_qualname(call) in CLIP_FUNCTIONS:
+    if ctx.call_qualname(call) in torch_names.CLIP_FUNCTIONS:
         return True
     func = call.func
     if not isinstance(func, ast.Attribute) or func.attr not in ("clip_grad_norm_", "clip_grad_value_"):
@@ -185,36 +190,39 @@ def _is_checked_clip(ctx, training, call: ast.AST) -> bool:
     owner = dotted_name(func.value) or ""
     if owner.rsplit(".", 1)[-1].lower().startswith(_SELF_UNSCALING_OWNERS):
         return False
-    return training.role_of(func.value) == MODEL
+    return object_roles(ctx).role_of(func.value) == Role.MODEL
 
 
-def _unscaled_scaled_backward(training, events, clip_index):
+# Events that end the search back from a clip: the gradients were unscaled or applied.
+_BEFORE_CLIP_ENDS = frozenset({EventKind.UNSCALE, EventKind.STEP, EventKind.OPAQUE_STEP})
+
+
+def _unscaled_scaled_backward(ctx, events, clip_index):
     """The latest scaled backward that can precede the clip with no unscale or step in between."""
     clip = events[clip_index]
     for event in reversed(events[:clip_index]):
-        if exclusive(event, clip) or _exclusive_through_calls(training, event, clip):
+        if exclusive(event, clip) or _exclusive_through_calls(ctx, event, clip):
             continue
-        if event.kind in ("unscale", "step", "opaque_step"):
+        if event.kind in _BEFORE_CLIP_ENDS:
             return None
-        if event.kind == "backward":
-            if scaled_backward(training, event):
+        if event.kind is EventKind.BACKWARD:
+            if scaled_backward(ctx, event):
                 return event
-            if not event.guards or not _can_be_scaled_elsewhere(training, events, event, clip):
+            if not event.guards or not _can_be_scaled_elsewhere(ctx, events, event, clip):
                 return None
     return None
 
 
-def _exclusive_through_calls(training, a, b) -> bool:
+def _exclusive_through_calls(ctx, a, b) -> bool:
     """Two events on opposite sides of the same condition once the conditions inside called helpers
     are written in the caller's terms (``backward(loss, scaler)`` scales ``if scaler is not None``;
     the clip sits under the caller's ``if scaler is not None: ... else:``)."""
-    keys_a, keys_b = _caller_guard_keys(training, a), _caller_guard_keys(training, b)
+    keys_a, keys_b = _caller_guard_keys(ctx, a), _caller_guard_keys(ctx, b)
     return any((text, not branch) in keys_b for text, branch in keys_a)
 
 
-def _caller_guard_keys(training, event) -> set:
+def _caller_guard_keys(ctx, event) -> set:
     """The event's conditions as ``guard_key``s in the terms of the block the event was walked from."""
-    ctx = training.ctx
     keys = set()
     for test, branch in event.guards:
         if not isinstance(test, ast.expr):
@@ -229,14 +237,14 @@ def _caller_guard_keys(training, event) -> set:
                 break
             home = ctx.enclosing_function(call)
         else:
-            keys.add(training.guard_key((test, branch)))
+            keys.add(guard_key(ctx, (test, branch)))
     return keys
 
 
-def _can_be_scaled_elsewhere(training, events, plain_backward, clip) -> bool:
+def _can_be_scaled_elsewhere(ctx, events, plain_backward, clip) -> bool:
     """A plain backward in one branch (``else: loss.backward()``) does not hide a scaled
     one in the other branch that the clip also follows."""
-    return any(scaled_backward(training, e) and exclusive(e, plain_backward) and not exclusive(e, clip) for e in events)
+    return any(scaled_backward(ctx, e) and exclusive(e, plain_backward) and not exclusive(e, clip) for e in events)
 
 
 def _helper_unscales(ctx, clip: ast.Call) -> bool:
@@ -247,7 +255,7 @@ def _helper_unscales(ctx, clip: ast.Call) -> bool:
         if call.lineno > clip.lineno:
             break
         name = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
-        if name == "unscale_" or training_model(ctx).resolve_local_call(call) is not None:
+        if name == "unscale_" or resolve_local_call(ctx, call) is not None:
             continue  # real unscale_ calls and local helpers are seen by the event model
         if "unscale" in name and ctx.enclosing_function(call) is scope:
             return True
@@ -259,7 +267,7 @@ def _scopes_reaching(ctx, clips):
     the function that holds each clip, and every function of the file that calls it."""
     callers: dict = {}
     for call in ctx.calls:
-        callee = training_model(ctx).resolve_local_call(call)
+        callee = resolve_local_call(ctx, call)
         if callee is not None:
             callers.setdefault(callee, []).append(ctx.enclosing_function(call))
     seen = set()

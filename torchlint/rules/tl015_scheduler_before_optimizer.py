@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import ast
 
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import argument
 from torchlint.engine.rule import Message, Rule, register
-from torchlint.torchmodel.training import SCHEDULER, exclusive, training_model
-
-_STEPS = ("step", "opaque_step")
+from torchlint.torchmodel.calls import call_events
+from torchlint.torchmodel.constructors import constructor_role
+from torchlint.torchmodel.events import STEP_KINDS, EventKind, exclusive
+from torchlint.torchmodel.iterations import iterations
+from torchlint.torchmodel.roles import Role
+from torchlint.torchmodel.walk import event_walker
 
 
 @register
@@ -101,21 +106,21 @@ def train(model, optimizer, lr_scheduler, loader):
     ]
 
     def check(self, ctx):
-        training = training_model(ctx)
-        if not any(_is_plain_sched_step(training, c) for c in ctx.calls):
+        if not any(_is_plain_sched_step(ctx, c) for c in ctx.calls):
             return  # the (costlier) loop events are only needed when a scheduler steps
         reported: set[ast.AST] = set()
-        for loop in training.training_loops:
-            yield from self._check_events(ctx, training.loop_events[loop], reported)
-        for func in _functions_with_both(ctx, training):
-            yield from self._check_events(ctx, training.events(func.body), reported)
+        loops = iterations(ctx)
+        for loop in loops.training_loops:
+            yield from self._check_events(ctx, loops.loop_events[loop], reported)
+        for func in _functions_with_both(ctx):
+            yield from self._check_events(ctx, event_walker(ctx).events(func.body), reported)
 
     def _check_events(self, ctx, events, reported):
         for index, event in enumerate(events):
             if (
-                event.kind != "sched_step"
+                event.kind is not EventKind.SCHED_STEP
                 or event.node in reported
-                or not _is_plain_sched_step(training_model(ctx), event.node)
+                or not _is_plain_sched_step(ctx, event.node)
             ):
                 continue
             steps = _steps_of_scheduled_optimizer(ctx, event, events)
@@ -141,7 +146,7 @@ def _steps_of_scheduled_optimizer(ctx, sched, events) -> set:
     """The optimizer steps that matter for this scheduler: those of the optimizer it was
     built on (``StepLR(optG, ...)`` -> ``optG.step()``) when the file says so and such steps
     are present; otherwise every optimizer step."""
-    steps = [e for e in events if e.kind in _STEPS]
+    steps = [e for e in events if e.kind in STEP_KINDS]
     optimizer = _scheduled_optimizer(ctx, sched.target)
     matching = [e for e in steps if optimizer is not None and e.target == optimizer]
     return set(matching or steps)
@@ -152,42 +157,41 @@ def _scheduled_optimizer(ctx, scheduler: str | None) -> str | None:
     constructions agree."""
     if scheduler is None:
         return None
-    training = training_model(ctx)
     found = set()
-    for assign in ctx.nodes(ast.Assign):
-        value = assign.value
-        if not isinstance(value, ast.Call) or training.constructor_role(value) != SCHEDULER:
+    for binding in dataflow(ctx).bindings_anywhere(scheduler):
+        value = binding.value
+        if binding.kind != "assign" or not isinstance(value, ast.Call):
             continue
-        if not any(symbol(t) == scheduler for t in assign.targets):
+        if constructor_role(ctx, value) != Role.SCHEDULER:
             continue
-        arg = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "optimizer"), None)
+        arg = argument(value, 0, "optimizer")
         found.add(symbol(arg) if arg is not None else None)
     return found.pop() if len(found) == 1 else None
 
 
-def _is_plain_sched_step(training, call: ast.Call) -> bool:
+def _is_plain_sched_step(ctx, call: ast.Call) -> bool:
     """``scheduler.step()`` with no arguments (``step(metric)``/``step(epoch)`` set their own position)."""
     if not (isinstance(call.func, ast.Attribute) and call.func.attr == "step") or call.args or call.keywords:
         return False
-    event = training.classify_call(call)
-    return event is not None and event.kind == "sched_step"
+    event = call_events(ctx).classify(call)
+    return event is not None and event.kind is EventKind.SCHED_STEP
 
 
 def _same_iteration_step(event, sched) -> bool:
     """An optimizer step that runs after ``sched`` in the same iteration of every loop around
     ``sched``: it sits in those same loops (or deeper), not in a sibling loop or branch."""
-    if event.kind not in _STEPS or exclusive(event, sched):
+    if event.kind not in STEP_KINDS or exclusive(event, sched):
         return False
     depth = len(sched.loops)
     return event.loops[:depth] == sched.loops
 
 
-def _functions_with_both(ctx, training):
+def _functions_with_both(ctx):
     """Step functions outside any loop (``def train_step(...)``) that step a scheduler and an
     optimizer directly; loops are already covered by the training loops."""
     sched_funcs = set()
     for call in ctx.calls:
-        if _is_plain_sched_step(training, call) and not ctx.enclosing_loops(call):
+        if _is_plain_sched_step(ctx, call) and not ctx.enclosing_loops(call):
             sched_funcs.add(ctx.enclosing_function(call))
     sched_funcs.discard(None)
     return sorted(sched_funcs, key=lambda f: f.lineno)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import ast
 
 from torchlint.engine.rule import Message, Rule, register
+from torchlint.torchmodel.calls import call_events
+from torchlint.torchmodel.events import EventKind
 from torchlint.torchmodel.gradmode import grad_effect, lexical_grad_disabler
-from torchlint.torchmodel.training import training_model
+from torchlint.torchmodel.walk import event_walker
 
 
 @register
@@ -93,11 +95,10 @@ def run(model, opt, batches):
     ]
 
     def check(self, ctx):
-        training = training_model(ctx)
         reported: set[ast.AST] = set()
         for call in ctx.calls:
-            event = training.classify_call(call)
-            if event is None or event.kind != "backward":
+            event = call_events(ctx).classify(call)
+            if event is None or event.kind is not EventKind.BACKWARD:
                 continue
             disabler = lexical_grad_disabler(ctx, call)
             if disabler is not None:
@@ -105,8 +106,8 @@ def run(model, opt, batches):
                 yield self.report(call, self._message(ctx, call, disabler))
         # A helper that runs backward, called from inside a no-grad block or a no-grad function.
         for body, disabler in _disabled_regions(ctx):
-            for event in training.events(body):
-                if event.kind != "backward" or not event.via or event.node in reported:
+            for event in event_walker(ctx).events(body):
+                if event.kind is not EventKind.BACKWARD or not event.via or event.node in reported:
                     continue
                 if any(grad_effect(ctx, item.context_expr) is True for item in event.withs):
                     continue

@@ -5,16 +5,19 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import dotted_name
 from torchlint.engine.rule import Message, Rule, register
+from torchlint.torchmodel.calls import call_events
+from torchlint.torchmodel.events import STEP_KINDS
+from torchlint.torchmodel.roles import Role, object_roles, role_from_name
 from torchlint.torchmodel.scripts import resolve_value
-from torchlint.torchmodel.training import MODEL, OPTIMIZER, training_model
 
 # Methods that move or cast a module's parameters.
 MOVE_METHODS = frozenset({"to", "cuda", "half", "bfloat16", "double"})
 PARAMETER_METHODS = frozenset({"parameters", "named_parameters"})
 # Events after which an optimizer holds state (its first step creates it).
-_STATE_KINDS = frozenset({"step", "opaque_step"})
+_STATE_KINDS = STEP_KINDS
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,7 @@ def _shorten(text: str, limit: int = 60) -> str:
 
 def _optimizer_builds(ctx) -> dict:
     """Optimizer constructions of the file, by enclosing function (None: module level)."""
-    training = training_model(ctx)
+    roles = object_roles(ctx)
     builds: dict = {}
     for assign in ctx.nodes(ast.Assign, ast.AnnAssign):
         value = assign.value
@@ -150,19 +153,21 @@ def _optimizer_builds(ctx) -> dict:
         name = next((n for n in names if n), None)
         if name is None:
             continue
-        if training.constructor_role(value) != OPTIMIZER and training.role_of(name) != OPTIMIZER:
+        # What the assignment builds (a constructor, a factory of the file), else what its name says.
+        built = roles.value_role(value)
+        if (built if built is not None else role_from_name(name)) is not Role.OPTIMIZER:
             continue
-        sources = _parameter_sources(training, value)
+        sources = _parameter_sources(roles, value)
         if sources:
             builds.setdefault(ctx.enclosing_function(assign), []).append(_OptimizerBuild(assign, name, sources))
     return builds
 
 
-def _parameter_sources(training, call: ast.Call) -> frozenset[str]:
+def _parameter_sources(roles, call: ast.Call) -> frozenset[str]:
     """Modules whose parameters an optimizer-building call receives."""
     found = set()
     func = call.func
-    if isinstance(func, ast.Attribute) and training.role_of(func.value) == MODEL:
+    if isinstance(func, ast.Attribute) and roles.role_of(func.value) == Role.MODEL:
         found.add(dotted_name(func.value))  # model.configure_optimizers(...)
     for arg in list(call.args) + [k.value for k in call.keywords]:
         for node in ast.walk(arg):
@@ -172,7 +177,7 @@ def _parameter_sources(training, call: ast.Call) -> frozenset[str]:
                 and node.func.attr in PARAMETER_METHODS
             ):
                 found.add(dotted_name(node.func.value))
-            elif node is arg and isinstance(node, (ast.Name, ast.Attribute)) and training.role_of(node) == MODEL:
+            elif node is arg and isinstance(node, (ast.Name, ast.Attribute)) and roles.role_of(node) == Role.MODEL:
                 found.add(dotted_name(node))  # create_optimizer_v2(model, ...)
     found.discard(None)
     return frozenset(found)
@@ -182,7 +187,7 @@ def _moves_sources(ctx, moved: str, sources) -> bool:
     for source in sources:
         if moved == source or source.startswith(moved + "."):
             return True  # the module itself, or a module containing it
-        if moved.startswith(source + ".") and training_model(ctx).role_of(moved) == MODEL:
+        if moved.startswith(source + ".") and object_roles(ctx).role_of(moved) == Role.MODEL:
             return True  # a submodule of it (its parameters are among the optimizer's)
     return False
 
@@ -205,13 +210,15 @@ def _stale_after_move(ctx, build: _OptimizerBuild, move: ast.Call, moved: str) -
     if move.lineno <= start or _exclusive_branches(ctx, build.assign, move):
         return None
     scope = ctx.enclosing_function(move)
-    holder = ctx.parent(move)
-    for assign in ctx.nodes(ast.Assign):
-        if start < assign.lineno < move.lineno and assign is not holder and ctx.enclosing_function(assign) is scope:
-            if _exclusive_branches(ctx, build.assign, assign):
-                continue
-            if any(dotted_name(t) == moved or moved in _tuple_names(t) for t in assign.targets):
-                return None  # a different model now
+    for binding in dataflow(ctx).reaching(moved, move):
+        stmt = binding.stmt
+        if (
+            binding.kind in ("assign", "unpack")
+            and start < stmt.lineno
+            and ctx.enclosing_function(stmt) is scope
+            and not _exclusive_branches(ctx, build.assign, stmt)
+        ):
+            return None  # a different model now
     if _makes_new_parameters(ctx, move):
         return _Stale(move, "new-parameters")
     state = _state_before(ctx, build, move, scope)
@@ -230,7 +237,7 @@ def _state_before(ctx, build: _OptimizerBuild, move: ast.Call, scope) -> ast.AST
     holds state: ``optimizer.load_state_dict(...)``, a step, or a call handed the optimizer (a
     checkpoint loader or a training function)."""
     start = build.assign.end_lineno or build.assign.lineno
-    training = training_model(ctx)
+    calls = call_events(ctx)
     for call in ctx.calls:
         if not start < call.lineno < move.lineno or ctx.enclosing_function(call) is not scope:
             continue
@@ -240,7 +247,7 @@ def _state_before(ctx, build: _OptimizerBuild, move: ast.Call, scope) -> ast.AST
         if isinstance(func, ast.Attribute) and func.attr == "load_state_dict":
             if dotted_name(func.value) == build.optimizer:
                 return call
-        event = training.classify_call(call)
+        event = calls.classify(call)
         if event is not None and event.kind in _STATE_KINDS:
             return call
         if any(dotted_name(a) == build.optimizer for a in call.args) or any(
@@ -290,12 +297,6 @@ def _makes_new_parameters(ctx, move: ast.Call) -> bool:
                 if isinstance(text, str) and "xla" in text.lower():
                     return True
     return False
-
-
-def _tuple_names(target: ast.AST) -> set[str]:
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return {name for elt in target.elts if (name := dotted_name(elt))}
-    return set()
 
 
 def _exclusive_branches(ctx, first: ast.AST, second: ast.AST) -> bool:

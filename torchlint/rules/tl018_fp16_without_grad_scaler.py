@@ -6,7 +6,8 @@ import ast
 
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.amp import float16_autocast, scaled_backward, uses_scaler
-from torchlint.torchmodel.training import training_model
+from torchlint.torchmodel.events import EventKind
+from torchlint.torchmodel.walk import event_walker
 
 _STORE_TARGETS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr)
 
@@ -88,7 +89,6 @@ def train(model, opt, loader):
     ]
 
     def check(self, ctx):
-        training = training_model(ctx)
         events_by_scope: dict = {}
         reported: set[ast.AST] = set()
         for with_node in ctx.nodes(ast.With, ast.AsyncWith):
@@ -99,13 +99,13 @@ def train(model, opt, loader):
                 continue
             scope = ctx.enclosing_function(with_node) or ctx.tree
             if scope not in events_by_scope:
-                events_by_scope[scope] = training.events(scope.body)
+                events_by_scope[scope] = event_walker(ctx).events(scope.body)
             events = events_by_scope[scope]
-            if uses_scaler(training, events) or not any(e.kind == "step" for e in events):
+            if uses_scaler(ctx, events) or not any(e.kind is EventKind.STEP for e in events):
                 continue  # scaled, or not a training step (a gradient check, a test of autograd)
             computed = _names_bound_in(with_node)
             for event in events:
-                if event.node in reported or not _is_unscaled_backward(ctx, training, event):
+                if event.node in reported or not _is_unscaled_backward(ctx, event):
                     continue
                 if ctx.is_inside(event.site, with_node) or _loss_names(event) & computed:
                     reported.add(event.node)
@@ -123,9 +123,9 @@ def train(model, opt, loader):
         )
 
 
-def _is_unscaled_backward(ctx, training, event) -> bool:
+def _is_unscaled_backward(ctx, event) -> bool:
     """``loss.backward()`` / ``torch.autograd.backward(loss)``; not scaled, not a framework's backward."""
-    if event.kind != "backward" or scaled_backward(training, event):
+    if event.kind is not EventKind.BACKWARD or scaled_backward(ctx, event):
         return False
     call = event.node
     if not isinstance(call, ast.Call):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 import re
 
-from torchlint.analysis.callgraph import argument_for, call_graph, parameter_default, passes_unknown_arguments
+from torchlint.analysis.callgraph import call_graph, parameter_default, passes_unknown_arguments
 from torchlint.analysis.imports import dotted_name
+from torchlint.analysis.nodes import argument_for
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.scripts import (
     NON_CONSUMING_CALLS,

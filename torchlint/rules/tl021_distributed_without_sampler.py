@@ -7,6 +7,7 @@ import re
 
 from torchlint.analysis.imports import dotted_name
 from torchlint.engine.rule import Message, Rule, register
+from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.scripts import (
     EVAL_WORDS,
     TRAIN_WORDS,
@@ -17,7 +18,6 @@ from torchlint.torchmodel.scripts import (
     names_in,
     resolve_value,
 )
-from torchlint.torchmodel.training import training_model
 
 DISTRIBUTED_SETUP = frozenset(
     {
@@ -139,7 +139,7 @@ def main(model, train_set, opt):
                     yield self.report(loader.call, self._no_sampler_message(ctx, loader))
                 continue
             sampler = is_distributed_sampler(ctx, loader.arg("sampler"))
-            if sampler is not None and not sets_epoch and _shuffles(sampler) and training_model(ctx).training_loops:
+            if sampler is not None and not sets_epoch and _shuffles(sampler) and iterations(ctx).training_loops:
                 yield self.report(loader.call, self._no_set_epoch_message(ctx, sampler))
 
     @staticmethod
@@ -197,7 +197,7 @@ def _loaders_iterated_by_training_loops(ctx) -> set[str]:
     """Symbols iterated by the header of a training loop (``for x in loader`` /
     ``enumerate(self.train_loader)``)."""
     found = set()
-    for loop in training_model(ctx).training_loops:
+    for loop in iterations(ctx).training_loops:
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             for node in ast.walk(loop.iter):
                 name = dotted_name(node) if isinstance(node, (ast.Name, ast.Attribute)) else None

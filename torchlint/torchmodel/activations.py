@@ -21,10 +21,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.dataflow import argument, dataflow, method_call, returns_of
-from torchlint.analysis.nodes import last_name
+from torchlint.analysis.callgraph import call_graph, resolve_callee, resolve_class
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.nodes import argument, last_name, method_call, returns_of
+from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.modules import module_classes
-from torchlint.torchmodel.training import ROLE_PRESERVING_FUNCTIONS, ROLE_PRESERVING_NAMES
+from torchlint.torchmodel.roles import preserved_argument
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -39,27 +41,13 @@ class Activation:
 
 
 ACTIVATIONS = {
-    a.kind: a
-    for a in (
-        Activation(
-            "softmax",
-            frozenset({"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"}),
-            frozenset({"softmax"}),
-            frozenset({"torch.nn.Softmax"}),
-        ),
-        Activation(
-            "log_softmax",
-            frozenset({"torch.log_softmax", "torch.nn.functional.log_softmax", "torch.special.log_softmax"}),
-            frozenset({"log_softmax"}),
-            frozenset({"torch.nn.LogSoftmax"}),
-        ),
-        Activation(
-            "sigmoid",
-            frozenset({"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit"}),
-            frozenset({"sigmoid"}),
-            frozenset({"torch.nn.Sigmoid"}),
-        ),
+    kind: Activation(
+        kind,
+        torch_names.ACTIVATION_FUNCTIONS[kind],
+        torch_names.ACTIVATION_METHODS[kind],
+        torch_names.ACTIVATION_MODULES[kind],
     )
+    for kind in torch_names.ACTIVATION_FUNCTIONS
 }
 
 # Operations that change only shape, dtype, device or range, not what the values mean.
@@ -87,7 +75,6 @@ TRANSPARENT_METHODS = frozenset(
     }
 )
 TRANSPARENT_FUNCTIONS = frozenset({"torch.clamp", "torch.clip", "torch.squeeze", "torch.flatten", "torch.reshape"})
-SEQUENTIAL = "torch.nn.Sequential"
 
 
 @dataclass(frozen=True)
@@ -112,7 +99,7 @@ class ActivationTracker:
     def constructors(self, expr: ast.AST) -> list[str | None]:
         """Qualified class names of the objects ``expr`` may hold (None: unknown)."""
         names: list[str | None] = []
-        for origin in self.flow.origins(expr, self._through_module_moves):
+        for origin in self.flow.origins(expr, self._through_module_moves, parameters=True):
             if isinstance(origin, ast.Call):
                 qual = self.ctx.call_qualname(origin)
                 if qual is None and isinstance(origin.func, ast.Name) and origin.func.id in module_classes(self.ctx):
@@ -125,19 +112,16 @@ class ActivationTracker:
     def _through_module_moves(self, expr: ast.AST) -> ast.AST | None:
         """``net.to(device)``, ``DDP(net)``, ``torch.compile(net)``: the same module."""
         found = method_call(expr)
-        if found is not None and found[0] in ("to", "cuda", "cpu", "train", "eval", "float", "half"):
+        if found is not None and found[0] in torch_names.MODULE_SELF_RETURNING:
             return found[1]
-        if isinstance(expr, ast.Call) and expr.args:
-            if self.ctx.call_qualname(expr) in ROLE_PRESERVING_FUNCTIONS or (
-                isinstance(expr.func, ast.Name) and expr.func.id in ROLE_PRESERVING_NAMES
-            ):
-                return expr.args[0]
+        if isinstance(expr, ast.Call):
+            return preserved_argument(self.ctx, expr)
         return None
 
     def module_output(self, callee: ast.AST, depth: int) -> tuple[str, ast.AST] | None:
         """The activation every object ``callee`` may hold applies last, if any."""
         results = []
-        for origin in self.flow.origins(callee, self._through_module_moves):
+        for origin in self.flow.origins(callee, self._through_module_moves, parameters=True):
             results.append(self._constructed_output(origin, depth) if isinstance(origin, ast.Call) else None)
         return _all_same(results)
 
@@ -147,16 +131,18 @@ class ActivationTracker:
             for activation in ACTIVATIONS.values():
                 if qual in activation.modules:
                     return activation.kind, call
-            if qual == SEQUENTIAL and call.args and not call.keywords:
+            if qual == torch_names.SEQUENTIAL and call.args and not call.keywords:
                 last = call.args[-1]
                 if isinstance(last, ast.Starred):
                     return None
                 if isinstance(last, ast.Call):
                     return self._constructed_output(last, depth + 1)
                 return self.module_output(last, depth + 1)
-            return None
-        if isinstance(call.func, ast.Name) and call.func.id in module_classes(self.ctx):
-            return self.class_output(call.func.id, depth + 1)
+            if qual.startswith("torch."):
+                return None
+        found = resolve_class(self.ctx, call.func)
+        if found is not None and found[1].name in module_classes(found[0]):
+            return activations(found[0]).class_output(found[1].name, depth + 1)
         return None
 
     def class_output(self, class_name: str, depth: int = 0) -> tuple[str, ast.AST] | None:
@@ -202,11 +188,52 @@ class ActivationTracker:
         """(kind, producing node) when every origin of ``expr`` is the same activation's output."""
         if depth > self.MAX_DEPTH:
             return None
+        unpacked = self._unpacked_from(expr)
+        if unpacked is not None:
+            return _all_same([self._element_output(call, index, depth) for call, index in unpacked])
         results = [
             self._origin_activation(origin, depth) if origin is not None else None
-            for origin in self.flow.origins(expr, self._through_transparent)
+            for origin in self.flow.origins(expr, self._through_transparent, parameters=True)
         ]
         return _all_same(results)
+
+    def _unpacked_from(self, expr: ast.AST) -> list[tuple[ast.Call, int]] | None:
+        """``(call, position)`` of every assignment reaching a name when each unpacks a call's result
+        (``real_pred, real_aux = discriminator(imgs)``); None otherwise."""
+        if not isinstance(expr, ast.Name):
+            return None
+        bindings = self.flow.reaching(expr)
+        if not bindings or any(
+            b.kind != "unpack" or not isinstance(b.source, ast.Call) or b.index is None for b in bindings
+        ):
+            return None
+        return [(b.source, b.index) for b in bindings]
+
+    def _element_output(self, call: ast.Call, index: int, depth: int) -> tuple[str, ast.AST] | None:
+        """The activation element ``index`` of what ``call`` returns went through: a module object of
+        the file (its ``forward``) or a function of the project."""
+        callee = resolve_callee(self.ctx, call)
+        if callee is not None:
+            return activations(callee[0]).returned_element(callee[1], index, depth + 1)
+        results = []
+        for origin in self.flow.origins(call.func, self._through_module_moves, parameters=True):
+            found = resolve_class(self.ctx, origin.func) if isinstance(origin, ast.Call) else None
+            forward = activations(found[0])._forward_of(found[1]) if found is not None else None
+            results.append(
+                activations(found[0]).returned_element(forward, index, depth + 1) if forward is not None else None
+            )
+        return _all_same(results)
+
+    def returned_element(self, function: ast.AST, index: int, depth: int) -> tuple[str, ast.AST] | None:
+        """The activation element ``index`` of every tuple a function of this file returns went through."""
+        returns = returns_of(function)
+        if not returns or depth > self.MAX_DEPTH:
+            return None
+        elements = [
+            r.value.elts[index] if isinstance(r.value, (ast.Tuple, ast.List)) and index < len(r.value.elts) else None
+            for r in returns
+        ]
+        return _all_same([self.activation_of(e, depth + 1) if e is not None else None for e in elements])
 
     def _origin_activation(self, origin: ast.AST, depth: int) -> tuple[str, ast.AST] | None:
         if not isinstance(origin, ast.Call):
@@ -216,7 +243,7 @@ class ActivationTracker:
             for activation in ACTIVATIONS.values():
                 if qual in activation.functions:
                     return activation.kind, origin
-            return None
+            return self._function_output(origin, depth)
         found = method_call(origin)
         if found is not None:
             for activation in ACTIVATIONS.values():
@@ -230,7 +257,23 @@ class ActivationTracker:
         output = self.module_output(origin.func, depth + 1)
         if output is not None:
             return output  # the activation inside the module: where the user should look
-        return None
+        return self._function_output(origin, depth)
+
+    def _function_output(self, call: ast.Call, depth: int) -> tuple[str, ast.AST] | None:
+        """What a function of the project that ``call`` runs returns, when every ``return`` gives
+        the same activation's output (``def predict(x): return F.softmax(net(x), 1)``); asked in the
+        function's own file."""
+        callee = resolve_callee(self.ctx, call)
+        if callee is None or depth > self.MAX_DEPTH:
+            return None
+        return activations(callee[0]).returns_output(callee[1], depth + 1)
+
+    def returns_output(self, function: ast.AST, depth: int = 0) -> tuple[str, ast.AST] | None:
+        """The activation everything a function of this file returns goes through, if one does."""
+        returns = returns_of(function)
+        if not returns or any(r.value is None for r in returns) or depth > self.MAX_DEPTH:
+            return None
+        return _all_same([self.activation_of(r.value, depth + 1) for r in returns])
 
     def _called_self(self, call: ast.Call) -> str | None:
         """The module class name when ``call`` is ``self(...)`` in one of its methods."""
@@ -269,17 +312,37 @@ class ActivationTracker:
                 yield call
 
     def _names_bound_to(self, classes: frozenset[str]) -> set[str]:
-        """Last name parts (``criterion``, ``loss_fn``) assigned an instance of ``classes`` anywhere."""
+        """Last name parts (``criterion``, ``loss_fn``) given an instance of ``classes`` anywhere: by an
+        assignment, or as the argument for a parameter of a function of the file (``train(model,
+        nn.CrossEntropyLoss())`` for ``def train(model, crit)``)."""
         names = set()
-        for node in self.ctx.nodes(ast.Assign):
-            value = node.value
-            while method_call(value) is not None and method_call(value)[0] in ("to", "cuda", "cpu"):
-                value = value.func.value
-            if isinstance(value, ast.Call) and self.ctx.call_qualname(value) in classes:
-                for target in node.targets:
-                    name = last_name(target)
-                    if name:
-                        names.add(name)
+        ctx = self.ctx
+        graph = call_graph(ctx)
+        for call in ctx.calls:
+            if ctx.call_qualname(call) not in classes:
+                continue
+            holder: ast.AST = call
+            parent = ctx.parent(holder)
+            while (
+                isinstance(parent, ast.Attribute)
+                and parent.attr in torch_names.DEVICE_DTYPE_MOVES
+                and isinstance(ctx.parent(parent), ast.Call)
+            ):
+                holder = ctx.parent(parent)  # `nn.CrossEntropyLoss().to(device)`
+                parent = ctx.parent(holder)
+            if isinstance(parent, ast.Assign):
+                names.update(filter(None, map(last_name, parent.targets)))
+            elif isinstance(parent, ast.keyword) and parent.arg:
+                names.add(parent.arg)
+            elif isinstance(parent, ast.Call) and holder in parent.args:
+                callee = graph.callee(parent)
+                if callee is not None:
+                    params = [a.arg for a in callee.args.posonlyargs + callee.args.args]
+                    if params and params[0] in ("self", "cls") and isinstance(parent.func, ast.Attribute):
+                        params = params[1:]
+                    index = parent.args.index(holder)
+                    if index < len(params):
+                        names.add(params[index])
         return names
 
     def activation_inputs(

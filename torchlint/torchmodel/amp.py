@@ -22,11 +22,14 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from torchlint.torchmodel.scripts import assignments
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.nodes import argument
+from torchlint.torchmodel.events import EventKind
+from torchlint.torchmodel.roles import Role, object_roles
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
-    from torchlint.torchmodel.training import Event, TrainingModel
+    from torchlint.torchmodel.events import Event
 
 FLOAT16 = "float16"
 BFLOAT16 = "bfloat16"
@@ -65,14 +68,7 @@ class Autocast:
 
 
 def _argument(call: ast.Call, name: str, params: tuple[str, ...]) -> ast.AST | None:
-    for keyword in call.keywords:
-        if keyword.arg == name:
-            return keyword.value
-    if name in params:
-        index = params.index(name)
-        if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
-            return call.args[index]
-    return None
+    return argument(call, params.index(name) if name in params else len(call.args), name)
 
 
 def autocast_of(ctx: FileContext, expr: ast.AST) -> Autocast | None:
@@ -105,63 +101,54 @@ def autocast_of(ctx: FileContext, expr: ast.AST) -> Autocast | None:
 def float16_autocast(ctx: FileContext, item_expr: ast.AST) -> Autocast | None:
     """The float16 autocast a with-item enters, if it certainly is one.
 
-    Follows one level of naming: ``ctx = torch.autocast("cuda")`` then ``with ctx:``
-    (the single assignment in the same function, or at module level).
+    Follows one level of naming: ``ctx = torch.autocast("cuda")`` then ``with ctx:`` (a name
+    assigned once in its scope).
     """
     found = autocast_of(ctx, item_expr)
     if found is None and isinstance(item_expr, ast.Name):
-        value = _single_assignment(ctx, item_expr)
+        value = dataflow(ctx).sole_value(item_expr)
         if value is not None:
             found = autocast_of(ctx, value)
     return found if found is not None and found.is_float16 else None
 
 
-def _single_assignment(ctx: FileContext, name: ast.Name) -> ast.AST | None:
-    scope = ctx.enclosing_function(name)
-    values = [
-        node.value
-        for node in assignments(ctx).get(name.id, ())
-        if len(node.targets) == 1 and ctx.enclosing_function(node) is scope
-    ]
-    return values[0] if len(values) == 1 else None
-
-
-def backward_scaler(training: TrainingModel, event: Event) -> ast.AST | None:
+def backward_scaler(ctx: FileContext, event: Event) -> ast.AST | None:
     """The GradScaler expression of ``scaler.scale(loss).backward()`` (also through
     ``scaled = scaler.scale(loss); scaled.backward()``), or None for any other event."""
-    if event.kind != "backward":
+    if event.kind is not EventKind.BACKWARD:
         return None
     call = event.node
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
         return None
     inner = call.func.value
     if isinstance(inner, ast.Name):
-        inner = _single_assignment(training.ctx, inner) or inner
+        inner = dataflow(ctx).sole_value(inner) or inner
     if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "scale"):
         return None
-    from torchlint.torchmodel.training import SCALER
-
     owner = inner.func.value
-    return owner if training.role_of(owner) == SCALER else None
+    return owner if object_roles(ctx).role_of(owner) == Role.SCALER else None
 
 
-def scaled_backward(training: TrainingModel, event: Event) -> bool:
+def scaled_backward(ctx: FileContext, event: Event) -> bool:
     """Whether a backward event goes through a GradScaler."""
-    return backward_scaler(training, event) is not None
+    return backward_scaler(ctx, event) is not None
 
 
 # Events that show a GradScaler (or a helper wrapping one) is looking after the gradients.
-SCALER_EVENT_KINDS = frozenset({"unscale", "scaler_update", "opaque_step"})
+SCALER_EVENT_KINDS = frozenset({EventKind.UNSCALE, EventKind.SCALER_UPDATE, EventKind.OPAQUE_STEP})
 
 
-def uses_scaler(training: TrainingModel, events) -> bool:
+def uses_scaler(ctx: FileContext, events) -> bool:
     """Whether a run of events goes through a GradScaler somewhere."""
-    from torchlint.torchmodel.training import SCALER
-
+    roles = object_roles(ctx)
     for event in events:
-        if event.kind in SCALER_EVENT_KINDS or scaled_backward(training, event):
+        if event.kind in SCALER_EVENT_KINDS or scaled_backward(ctx, event):
             return True
-        if event.kind == "step" and isinstance(event.node, ast.Call) and isinstance(event.node.func, ast.Attribute):
-            if training.role_of(event.node.func.value) == SCALER:
+        if (
+            event.kind is EventKind.STEP
+            and isinstance(event.node, ast.Call)
+            and isinstance(event.node.func, ast.Attribute)
+        ):
+            if roles.role_of(event.node.func.value) == Role.SCALER:
                 return True
     return False

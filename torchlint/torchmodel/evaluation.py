@@ -31,6 +31,7 @@ from torchlint.analysis.callgraph import call_graph, local_base
 from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.imports import dotted_name
 from torchlint.torchmodel.forward_calls import ForwardCalls, mode_switches, same_model
+from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.modules import module_classes
 from torchlint.torchmodel.phases import EvaluationPhase, PhaseFunctions
 from torchlint.torchmodel.provenance import TENSOR_KEEPING_METHODS, ModeDependence, ModelProvenance
@@ -44,7 +45,6 @@ from torchlint.torchmodel.reaching_modes import (
     TrainEvalMode,
     Verdict,
 )
-from torchlint.torchmodel.training import training_model
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -116,16 +116,15 @@ class EvaluationAnalysis:
 
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
-        self.training = training_model(ctx)
-        self.blocks = BlockEvents(ctx, self.training)
-        self.forward = ForwardCalls(ctx, self.training)
-        self.provenance = ModelProvenance(ctx, self.training)
-        self.modes = ModeDependence(ctx, self.training, self.provenance)
-        self.phases = PhaseFunctions(ctx, self.training, self.forward)
-        self.finder = EvalUnits(ctx, self.training, self.forward, self.blocks, self.provenance, self.phases)
-        chain = CallerChain(ctx, self.training, self.forward, self.blocks, self.provenance)
+        self.blocks = BlockEvents(ctx)
+        self.forward = ForwardCalls(ctx)
+        self.provenance = ModelProvenance(ctx)
+        self.modes = ModeDependence(ctx, self.provenance)
+        self.phases = PhaseFunctions(ctx, self.forward)
+        self.finder = EvalUnits(ctx, self.forward, self.blocks, self.provenance, self.phases)
+        chain = CallerChain(ctx, self.forward, self.blocks, self.provenance)
         self.autograd = AutogradMode(ctx, chain)
-        self.train_eval = TrainEvalMode(ctx, self.training, chain, self.autograd)
+        self.train_eval = TrainEvalMode(ctx, chain, self.autograd)
 
     @property
     def units(self) -> list[EvalUnit]:
@@ -133,7 +132,7 @@ class EvaluationAnalysis:
 
     @property
     def mode_switches(self) -> list:
-        return mode_switches(self.ctx, self.training)
+        return mode_switches(self.ctx)
 
     def is_eval_function(self, func) -> bool:
         return self.finder.is_eval_function(func)
@@ -167,9 +166,8 @@ class EvalUnits:
     """Where a file evaluates a model: functions named for it, loops over evaluation data, and
     functions the training loop calls that run the model over data without training it."""
 
-    def __init__(self, ctx: FileContext, training, forward: ForwardCalls, blocks: BlockEvents, provenance, phases):
+    def __init__(self, ctx: FileContext, forward: ForwardCalls, blocks: BlockEvents, provenance, phases):
         self.ctx = ctx
-        self.training = training
         self.forward = forward
         self.blocks = blocks
         self.provenance = provenance
@@ -347,12 +345,12 @@ class EvalUnits:
     def _is_eval_loop(self, loop) -> bool:
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             return False
-        return bool(_expr_words(loop.iter) & EVAL_WORDS) and not self.training.trains_each_iteration(loop)
+        return bool(_expr_words(loop.iter) & EVAL_WORDS) and not iterations(self.ctx).trains_each_iteration(loop)
 
     def _called_from_training(self, func) -> bool:
         ctx = self.ctx
         for site in call_graph(ctx).callers(func):
-            if any(self.training.trains_each_iteration(loop) for loop in ctx.enclosing_loops(site)):
+            if any(iterations(self.ctx).trains_each_iteration(loop) for loop in ctx.enclosing_loops(site)):
                 return True
         return False
 

@@ -10,11 +10,13 @@ import re
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.imports import symbol
-from torchlint.torchmodel.training import MODEL
+from torchlint.torchmodel.calls import call_events
+from torchlint.torchmodel.events import MODE_KINDS
+from torchlint.torchmodel.roles import Role, object_roles
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
-    from torchlint.torchmodel.training import Event, TrainingModel
+    from torchlint.torchmodel.events import Event
 
 _NOT_MODEL_HOLDER = re.compile(r"tokenizer|processor|config|feature_extractor|image_processor", re.I)
 _MODEL_NAME = re.compile(
@@ -27,9 +29,8 @@ _MODEL_NAME = re.compile(
 class ForwardCalls:
     """Model calls of one file: ``model(x)``, ``self.net(x)``, ``model.forward(x)``."""
 
-    def __init__(self, ctx: FileContext, training: TrainingModel):
+    def __init__(self, ctx: FileContext):
         self.ctx = ctx
-        self.training = training
 
     def is_model_call(self, call: ast.Call) -> bool:
         func = model_expression(call)
@@ -48,8 +49,9 @@ class ForwardCalls:
         last = key.rsplit(".", 1)[-1].split("[", 1)[0]
         if _NOT_MODEL_HOLDER.search(last):
             return False  # `self.tokenizer(...)`: a from_pretrained object that is no network
-        if self.training.roles.get(key) == MODEL:
-            return True
+        role = object_roles(ctx).role_of(func, hint=False)
+        if role is not None:
+            return role is Role.MODEL  # what the code shows the object is, whatever its name
         # Conventional names only when the whole last name says "model" (`self.model`, `net_g`,
         # `model_ema`, `models[i]`), not a method that mentions one (`load_model`, `named_modules`).
         return bool(_MODEL_NAME.match(last))
@@ -80,7 +82,7 @@ def model_expression(call: ast.Call) -> ast.AST:
     return func
 
 
-def mode_switches(ctx: FileContext, training: TrainingModel) -> list[Event]:
+def mode_switches(ctx: FileContext) -> list[Event]:
     """Every `.eval()`, `.train()`, `.train(False)` call of the file, as events."""
 
     def build() -> list:
@@ -88,8 +90,8 @@ def mode_switches(ctx: FileContext, training: TrainingModel) -> list[Event]:
         for call in ctx.calls:
             func = call.func
             if isinstance(func, ast.Attribute) and func.attr in ("eval", "train"):
-                event = training.classify_call(call)
-                if event is not None and event.kind in ("eval", "train"):
+                event = call_events(ctx).classify(call)
+                if event is not None and event.kind in MODE_KINDS:
                     found.append(event)
         return found
 

@@ -6,25 +6,23 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from torchlint.torchmodel import vocabulary as torch_names
+
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
-
-NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode"})
-ENABLE_GRAD = frozenset({"torch.enable_grad"})
-SET_GRAD_ENABLED = "torch.set_grad_enabled"
 
 
 def grad_effect(ctx: FileContext, expr: ast.AST) -> bool | None:
     """False if ``expr`` (a with item or decorator) disables grad, True if it enables it, else None."""
     call = expr if isinstance(expr, ast.Call) else None
     qual = ctx.qualname(call.func if call else expr)
-    if qual in NO_GRAD:
+    if qual in torch_names.NO_GRAD:
         if qual == "torch.inference_mode" and call and call.args and _is_false(call.args[0]):
             return None  # inference_mode(False) leaves grad mode alone
         return False
-    if qual in ENABLE_GRAD:
+    if qual in torch_names.ENABLE_GRAD:
         return True
-    if qual == SET_GRAD_ENABLED and call and call.args:
+    if qual == torch_names.SET_GRAD_ENABLED and call and call.args:
         if _is_false(call.args[0]):
             return False
         if isinstance(call.args[0], ast.Constant) and call.args[0].value is True:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.analysis.dataflow import dataflow, method_call
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.nodes import method_call
 
 # Operations whose result shares storage with a reordered stride layout.
 PERMUTING_METHODS = frozenset({"permute", "transpose", "t", "swapaxes", "swapdims", "movedim", "moveaxis"})

@@ -7,23 +7,10 @@ import re
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.imports import dotted_name
+from torchlint.torchmodel import vocabulary as torch_names
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
-
-# Base classes that make a class a torch module (after alias resolution).
-MODULE_BASES = frozenset(
-    {
-        "torch.nn.Module",
-        "pytorch_lightning.LightningModule",
-        "pytorch_lightning.core.LightningModule",
-        "lightning.LightningModule",
-        "lightning.pytorch.LightningModule",
-        "lightning.pytorch.core.LightningModule",
-        "transformers.PreTrainedModel",
-        "transformers.modeling_utils.PreTrainedModel",
-    }
-)
 
 
 # Package names where projects keep their network building blocks (`fairseq.modules`,
@@ -64,9 +51,9 @@ def _find_module_classes(ctx: FileContext) -> frozenset[str]:
                 qual = ctx.qualname(base)
                 local = dotted_name(base)
                 if (
-                    (qual and qual in MODULE_BASES)
+                    (qual and qual in torch_names.MODULE_BASES)
                     or (local in found)
-                    or (qual is None and local in ("nn.Module", "Module", "LightningModule"))
+                    or (qual is None and local in torch_names.MODULE_BASE_SPELLINGS)
                 ):
                     found.add(name)
                     changed = True

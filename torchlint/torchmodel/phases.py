@@ -17,20 +17,21 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import argument_for, call_graph, parameter_default, passes_unknown_arguments
+from torchlint.analysis.callgraph import call_graph, parameter_default, passes_unknown_arguments
 from torchlint.analysis.conditions import conditions_at, truth_under
 from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import position
+from torchlint.analysis.nodes import argument_for, position
+from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS
 from torchlint.torchmodel.forward_calls import model_expression, same_model
 from torchlint.torchmodel.gradmode import grad_effect
+from torchlint.torchmodel.walk import event_walker
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
     from torchlint.torchmodel.forward_calls import ForwardCalls
-    from torchlint.torchmodel.training import TrainingModel
 
-_TRAINING_KINDS = frozenset({"backward", "step", "opaque_step"})
+_TRAINING_KINDS = BACKWARD_KINDS | STEP_KINDS
 _NOT_A_VALUE = object()
 
 
@@ -53,9 +54,8 @@ class EvaluationPhase:
 
 
 class PhaseFunctions:
-    def __init__(self, ctx: FileContext, training: TrainingModel, forward: ForwardCalls):
+    def __init__(self, ctx: FileContext, forward: ForwardCalls):
         self.ctx = ctx
-        self.training = training
         self.forward = forward
 
     @cached_property
@@ -80,7 +80,7 @@ class PhaseFunctions:
         return found
 
     def _split(self, func) -> EvaluationPhase | None:
-        training = [e for e in self.training.function_events(func) if e.kind in _TRAINING_KINDS]
+        training = [e for e in event_walker(self.ctx).function_events(func) if e.kind in _TRAINING_KINDS]
         if not training:
             return None
         params = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs}

@@ -19,17 +19,22 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import argument_for, call_graph
+from torchlint.analysis.callgraph import call_graph
 from torchlint.analysis.context import FUNCTION_TYPES
-from torchlint.analysis.dataflow import dataflow, method_call
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import dotted_name
+from torchlint.analysis.nodes import argument_for, method_call
+from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.constructors import constructor_role
+from torchlint.torchmodel.events import EventKind
 from torchlint.torchmodel.forward_calls import model_expression
+from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.modules import module_classes
-from torchlint.torchmodel.training import MODEL, ROLE_PRESERVING_METHODS
+from torchlint.torchmodel.roles import Role
+from torchlint.torchmodel.walk import event_walker
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
-    from torchlint.torchmodel.training import TrainingModel
 
 SYNTHETIC_FACTORIES = frozenset(
     "torch." + name
@@ -51,8 +56,8 @@ SYNTHETIC_FACTORIES = frozenset(
 )
 SYNTHETIC_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full"})
 # Methods that hand back their receiver (a model), or a moved, cast or reshaped copy of it (a tensor).
-_KEEPING_MODEL_METHODS = (ROLE_PRESERVING_METHODS - {"train"}) | {"eval"}
-TENSOR_KEEPING_METHODS = (ROLE_PRESERVING_METHODS - {"train"}) | {
+_KEEPING_MODEL_METHODS = torch_names.DEVICE_DTYPE_MOVES | {"eval"}
+TENSOR_KEEPING_METHODS = torch_names.DEVICE_DTYPE_MOVES | {
     "long",
     "int",
     "type",
@@ -82,9 +87,8 @@ _PRETRAINED_KEYWORDS = frozenset({"pretrained", "weights", "checkpoint", "pretra
 
 
 class ModelProvenance:
-    def __init__(self, ctx: FileContext, training: TrainingModel):
+    def __init__(self, ctx: FileContext):
         self.ctx = ctx
-        self.training = training
         self.flow = dataflow(ctx)
 
     # ----- what the call is fed ------------------------------------------------------------------
@@ -145,7 +149,7 @@ class ModelProvenance:
         return name is not None and not self._touched(name, model)
 
     def _fresh_construction(self, origin: ast.AST | None) -> bool:
-        if not isinstance(origin, ast.Call) or self.training.constructor_role(origin) != MODEL:
+        if not isinstance(origin, ast.Call) or constructor_role(self.ctx, origin) != Role.MODEL:
             return False
         if isinstance(origin.func, ast.Attribute) and origin.func.attr == "from_pretrained":
             return False
@@ -186,10 +190,12 @@ class ModelProvenance:
 
     def _in_training_code(self, call: ast.Call) -> bool:
         """Inside a loop whose iterations train, or a function that runs a backward."""
-        if any(self.training.trains_each_iteration(loop) for loop in self.ctx.enclosing_loops(call)):
+        if any(iterations(self.ctx).trains_each_iteration(loop) for loop in self.ctx.enclosing_loops(call)):
             return True
         func = self.ctx.enclosing_function(call)
-        return func is not None and any(e.kind == "backward" for e in self.training.function_events(func))
+        return func is not None and any(
+            e.kind is EventKind.BACKWARD for e in event_walker(self.ctx).function_events(func)
+        )
 
     def _scope_of(self, name: str, at: ast.AST) -> ast.AST:
         """Where uses of ``name`` can be: its function (a local name), its class (``self.x``),
@@ -271,9 +277,8 @@ class ModeDependence:
     """Whether switching a model between train and eval mode changes what it computes: only known
     for models built here from classes of this file and ``torch.nn`` layers."""
 
-    def __init__(self, ctx: FileContext, training: TrainingModel, provenance: ModelProvenance):
+    def __init__(self, ctx: FileContext, provenance: ModelProvenance):
         self.ctx = ctx
-        self.training = training
         self.provenance = provenance
         self._classes: dict[str, bool | None] = {}
 

@@ -18,14 +18,16 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callgraph import call_graph
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name, position
+from torchlint.torchmodel.events import MODE_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.forward_calls import mode_switches, model_expression, same_model
 from torchlint.torchmodel.gradmode import grad_effect, lexical_grad_disabler
-from torchlint.torchmodel.training import MODEL
+from torchlint.torchmodel.iterations import iterations
+from torchlint.torchmodel.roles import Role, object_roles
+from torchlint.torchmodel.walk import event_walker
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
     from torchlint.torchmodel.forward_calls import ForwardCalls
-    from torchlint.torchmodel.training import TrainingModel
 
 REACHED, NOT_REACHED, UNKNOWN = True, False, None
 
@@ -43,29 +45,28 @@ class Verdict:
 class BlockEvents:
     """Training events of one execution of a function, loop or the module, cached per block."""
 
-    def __init__(self, ctx: FileContext, training: TrainingModel):
+    def __init__(self, ctx: FileContext):
         self.ctx = ctx
-        self.training = training
         self._events: dict[ast.AST, list] = {}
 
     def of(self, node) -> list:
         if node not in self._events:
             if node is None:
-                self._events[node] = self.training.events(self.ctx.tree.body)
+                self._events[node] = event_walker(self.ctx).events(self.ctx.tree.body)
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-                self._events[node] = self.training.iteration_events(node)
+                self._events[node] = iterations(self.ctx).iteration_events(node)
             else:
-                self._events[node] = self.training.events(node.body)
+                self._events[node] = event_walker(self.ctx).events(node.body)
         return self._events[node]
 
     def trains(self, node) -> bool:
-        return any(e.kind in ("step", "opaque_step") for e in self.of(node))
+        return any(e.kind in STEP_KINDS for e in self.of(node))
 
     def has_backward(self, func) -> bool:
-        return any(e.kind == "backward" for e in self.of(func))
+        return any(e.kind is EventKind.BACKWARD for e in self.of(func))
 
     def sets_eval_itself(self, func) -> bool:
-        return any(e.kind == "eval" and not e.via for e in self.of(func))
+        return any(e.kind is EventKind.EVAL and not e.via for e in self.of(func))
 
     @cached_property
     def may_train(self) -> bool:
@@ -82,11 +83,8 @@ class CallerChain:
 
     MAX_CALL_DEPTH = 3
 
-    def __init__(
-        self, ctx: FileContext, training: TrainingModel, forward: ForwardCalls, blocks: BlockEvents, provenance
-    ):
+    def __init__(self, ctx: FileContext, forward: ForwardCalls, blocks: BlockEvents, provenance):
         self.ctx = ctx
-        self.training = training
         self.forward = forward
         self.blocks = blocks
         self.provenance = provenance
@@ -145,11 +143,11 @@ class CallerChain:
             return False
         model = symbol(model_expression(node))
         return any(
-            event.kind == "eval"
+            event.kind is EventKind.EVAL
             and same_model(event.target, model)
             and self.ctx.enclosing_function(event.node) is not func
             and self.ctx.is_inside(event.node, cls)
-            for event in mode_switches(self.ctx, self.training)
+            for event in mode_switches(self.ctx)
         )
 
     def _model_from_caller(self, node, func) -> bool:
@@ -158,7 +156,11 @@ class CallerChain:
         if self.forward.is_model_call(node):
             exprs = [model_expression(node)]
         else:
-            exprs = [a for a in list(node.args) + [k.value for k in node.keywords] if self.training.role_of(a) == MODEL]
+            exprs = [
+                a
+                for a in list(node.args) + [k.value for k in node.keywords]
+                if object_roles(self.ctx).role_of(a) == Role.MODEL
+            ]
         owners = _params(func) | {"self"}
         return any(_root_name(e) in owners for e in exprs)
 
@@ -189,9 +191,8 @@ class CallerChain:
 class TrainEvalMode:
     """Whether the model is in eval mode where evaluation code runs it."""
 
-    def __init__(self, ctx: FileContext, training: TrainingModel, chain: CallerChain, autograd: AutogradMode):
+    def __init__(self, ctx: FileContext, chain: CallerChain, autograd: AutogradMode):
         self.ctx = ctx
-        self.training = training
         self.chain = chain
         self.blocks = chain.blocks
         self.autograd = autograd
@@ -213,12 +214,12 @@ class TrainEvalMode:
     def _local_mode(self, node, func) -> bool | None:
         """True/False when a switch in ``func`` (before ``node``) or a context around ``node`` decides the mode."""
         pos = position(node)
-        switches = [(position(e.site), e.kind) for e in self.blocks.of(func) if e.kind in ("eval", "train")]
+        switches = [(position(e.site), e.kind) for e in self.blocks.of(func) if e.kind in MODE_KINDS]
         # `set_eval_mode(model)` imported from elsewhere: take its word for it.
-        switches += [(position(call), "eval") for call in self._foreign_eval_helpers.get(func, ())]
+        switches += [(position(call), EventKind.EVAL) for call in self._foreign_eval_helpers.get(func, ())]
         before = [kind for at, kind in sorted(switches, key=lambda item: item[0]) if at < pos]
         if before:
-            return before[-1] == "eval"
+            return before[-1] is EventKind.EVAL
         for ancestor in self.chain.ancestors_in(node, func):
             if isinstance(ancestor, (ast.With, ast.AsyncWith)):
                 for item in ancestor.items:
@@ -239,7 +240,7 @@ class TrainEvalMode:
             name = last_name(call.func)
             if not name or not _EVAL_HELPER.search(name) or graph.callee(call) is not None:
                 continue
-            if any(self.training.role_of(arg) == MODEL for arg in call.args if symbol(arg)):
+            if any(object_roles(self.ctx).role_of(arg) == Role.MODEL for arg in call.args if symbol(arg)):
                 found.setdefault(self.ctx.enclosing_function(call), []).append(call)
         return found
 
@@ -255,10 +256,10 @@ class TrainEvalMode:
     def _file_sets_eval_once(self) -> bool:
         """An inference script: models are put in eval mode somewhere (or loaded with
         `from_pretrained`, which returns them in eval mode) and never back in train mode."""
-        kinds = {e.kind for e in mode_switches(self.ctx, self.training)}
-        if "train" in kinds or self.blocks.may_train:
+        kinds = {e.kind for e in mode_switches(self.ctx)}
+        if EventKind.TRAIN in kinds or self.blocks.may_train:
             return False  # a file that trains: its models start (and return) in training mode
-        return "eval" in kinds or any(
+        return EventKind.EVAL in kinds or any(
             isinstance(call.func, ast.Attribute) and call.func.attr == "from_pretrained" for call in self.ctx.calls
         )
 

@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.nodes import last_name, name_ids, position
 from torchlint.torchmodel.evaluation import evaluation_analysis
+from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.forward_calls import same_model
-from torchlint.torchmodel.training import training_model
+from torchlint.torchmodel.iterations import iterations
+from torchlint.torchmodel.roles import object_roles
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -55,26 +57,24 @@ _SUBMODULE_WALKS = frozenset({"modules", "children", "named_modules", "named_chi
 class RestoreAnalysis:
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
-        self.training = training_model(ctx)
         self.evaluation = evaluation_analysis(ctx)
 
     @cached_property
     def unrestored(self) -> list[UnrestoredEval]:
         found: dict[ast.AST, UnrestoredEval] = {}
-        training = self.training
-        if not any(e.kind == "eval" for e in self.evaluation.mode_switches):
+        if not any(e.kind is EventKind.EVAL for e in self.evaluation.mode_switches):
             return []  # no `.eval()` / `.train(False)` anywhere in this file (helpers included)
-        loops = training.training_loops
+        loops = iterations(self.ctx).training_loops
         # Innermost training loops first: they judge an eval inside them most precisely.
         ordered = sorted(loops, key=lambda loop: -_depth(self.ctx, loop))
         judged: set[ast.AST] = set()
         for loop in ordered:
-            events = training.loop_events.get(loop, [])
-            trains = [i for i, e in enumerate(events) if e.kind in ("backward", "step", "opaque_step")]
+            events = iterations(self.ctx).loop_events.get(loop, [])
+            trains = [i for i, e in enumerate(events) if e.kind in BACKWARD_KINDS | STEP_KINDS]
             if not trains:
                 continue
             for index, event in enumerate(events):
-                if event.kind != "eval" or event.node in judged:
+                if event.kind is not EventKind.EVAL or event.node in judged:
                     continue
                 judged.add(event.node)
                 if _frozen_copy(event.target) or not self._evaluates(events, index, trains):
@@ -141,10 +141,10 @@ class RestoreAnalysis:
     def _may_be_trained(self, target: str, events) -> bool:
         """False only when every optimizer stepped in the iteration is known to be built from
         models other than ``target`` (`head_opt = SGD(head.parameters())` while `backbone.eval()`)."""
-        built_from = self.training.optimizer_models
+        built_from = object_roles(self.ctx).optimizer_models
         trained: set[str] = set()
         for event in events:
-            if event.kind == "step":
+            if event.kind is EventKind.STEP:
                 models = built_from.get(event.target or "")
                 if not models:
                     return True  # an optimizer whose parameters cannot be told
@@ -156,10 +156,10 @@ class RestoreAnalysis:
         """A `break` or `return` that certainly runs after the switch, leaving the loop."""
         event = events[index]
         for other in events[index + 1 :]:
-            if other.kind == "return" and event.guards[: len(other.guards)] == other.guards:
+            if other.kind is EventKind.RETURN and event.guards[: len(other.guards)] == other.guards:
                 return True
             if (
-                other.kind == "break"
+                other.kind is EventKind.BREAK
                 and other.loops == event.loops
                 and event.guards[: len(other.guards)] == other.guards
             ):
@@ -172,7 +172,7 @@ class RestoreAnalysis:
         if self._training_sets_eval(events, evaluation, first_train):
             return True  # the training code owns the mode: it trains in eval mode on purpose
         for j, other in enumerate(events):
-            if other.kind != "train" or not self._same_model(other, evaluation):
+            if other.kind is not EventKind.TRAIN or not self._same_model(other, evaluation):
                 continue
             if j > index:  # later in the same iteration
                 return True
@@ -187,9 +187,9 @@ class RestoreAnalysis:
         training step (a linear probe's `train()` starting with `model.eval()` to keep the frozen
         backbone's statistics): the step runs in eval mode whatever evaluation did before it."""
         for other in events[:first_train]:
-            if other.kind == "train" and self._same_model(other, evaluation):
+            if other.kind is EventKind.TRAIN and self._same_model(other, evaluation):
                 return False
-            if other.kind == "eval" and other.node is not evaluation.node and not other.guards:
+            if other.kind is EventKind.EVAL and other.node is not evaluation.node and not other.guards:
                 if self._same_model(other, evaluation) and not self._evaluation_switch(other):
                     return True
         return False

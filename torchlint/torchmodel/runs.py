@@ -32,9 +32,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import call_graph
-from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import last_name, name_ids
-from torchlint.torchmodel.training import MODEL, OPTIMIZER, training_model
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.nodes import last_name, name_ids, returns_of
+from torchlint.torchmodel.constructors import constructor_role
+from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
+from torchlint.torchmodel.iterations import iterations
+from torchlint.torchmodel.roles import Role, object_roles
+from torchlint.torchmodel.walk import event_walker
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -241,14 +245,13 @@ class Constructions:
     """What a file builds: calls that construct a model or an optimizer with trainable state,
     directly or through a local factory, and where models or optimizers are (re)built."""
 
-    def __init__(self, ctx: FileContext, training):
+    def __init__(self, ctx: FileContext):
         self.ctx = ctx
-        self.training = training
 
     def built_role(self, call: ast.Call) -> str | None:
-        """MODEL or OPTIMIZER when ``call`` builds one that carries trainable state."""
-        role = self.training.constructor_role(call)
-        if role == MODEL:
+        """Role.MODEL or Role.OPTIMIZER when ``call`` builds one that carries trainable state."""
+        role = constructor_role(self.ctx, call)
+        if role == Role.MODEL:
             qual = self.ctx.call_qualname(call) or ""
             last = qual.rsplit(".", 1)[-1] if qual else (last_name(call.func) or "")
             if qual.startswith("torch.nn.") and last in STATELESS_LAYERS:
@@ -257,20 +260,22 @@ class Constructions:
                 return None
             if qual.startswith(("timm.", "torchvision.")) and last[:1].islower() and _ZOO_HELPER.search(last):
                 return None  # `timm.models.model_parameters(model)`, `load_checkpoint(...)`: helpers, not builders
-            return MODEL
-        if role == OPTIMIZER:
-            return OPTIMIZER
+            return Role.MODEL
+        if role == Role.OPTIMIZER:
+            return Role.OPTIMIZER
         return None
 
     @cached_property
     def _direct(self) -> list[tuple[ast.Call, str]]:
         found = [(call, role) for call in self.ctx.calls if self._may_build(call) and (role := self.built_role(call))]
         # `nn.Sequential(nn.Linear(...), ...)` is one model: keep the outermost constructor.
-        models = {call for call, role in found if role == MODEL}
+        models = {call for call, role in found if role == Role.MODEL}
         return [
             (call, role)
             for call, role in found
-            if role != MODEL or not isinstance(self.ctx.parent(call), ast.Call) or self.ctx.parent(call) not in models
+            if role != Role.MODEL
+            or not isinstance(self.ctx.parent(call), ast.Call)
+            or self.ctx.parent(call) not in models
         ]
 
     def _may_build(self, call: ast.Call) -> bool:
@@ -305,27 +310,15 @@ class Constructions:
             func = ctx.enclosing_function(call)
             if func is None or func in found:
                 continue
-            returned = isinstance(parent, ast.Return) or (
-                isinstance(parent, ast.Assign)
-                and len(parent.targets) == 1
-                and isinstance(parent.targets[0], ast.Name)
-                and parent.targets[0].id in self._returned_names.get(func, ())
+            # What it builds reaches a `return` (`return SGD(...)`, `opt = SGD(...); return opt`).
+            flow = dataflow(ctx)
+            returned = isinstance(parent, ast.Return) or any(
+                call in flow.origins(ret.value) for ret in returns_of(func) if ret.value is not None
             )
             # A `run_epoch()` that builds, trains and returns its model is judged inside, not as a factory.
-            if returned and not function_trains(self.training, func):
+            if returned and not function_trains(self.ctx, func):
                 found[func] = role
         return found
-
-    @cached_property
-    def _returned_names(self) -> dict[ast.AST, set[str]]:
-        """Function -> the plain names its `return` statements return."""
-        names: dict[ast.AST, set[str]] = {}
-        for ret in self.ctx.nodes(ast.Return):
-            if isinstance(ret.value, ast.Name):
-                func = self.ctx.enclosing_function(ret)
-                if func is not None:
-                    names.setdefault(func, set()).add(ret.value.id)
-        return names
 
     @cached_property
     def _constructions(self) -> list[tuple[ast.Call, str]]:
@@ -357,7 +350,7 @@ class Constructions:
 
         def build() -> list[ast.AST]:
             direct = [c for c, r in self.constructions() if r == role]
-            if role == MODEL:
+            if role == Role.MODEL:
                 direct += [c for c in self.ctx.calls if self._refreshes_model(c)]
             sites = list(direct)
             graph = call_graph(self.ctx)
@@ -376,13 +369,13 @@ class Constructions:
         return (
             isinstance(func, ast.Attribute)
             and func.attr in _MODEL_REFRESH_METHODS
-            and (self.training.role_of(func.value) == MODEL)
+            and (object_roles(self.ctx).role_of(func.value) == Role.MODEL)
         )
 
 
-def function_trains(training, func) -> bool:
-    kinds = {e.kind for e in training.function_events(func)}
-    return "backward" in kinds or "step" in kinds or "opaque_step" in kinds
+def function_trains(ctx: FileContext, func) -> bool:
+    """Whether one call of ``func`` runs a backward or an optimizer step."""
+    return any(e.kind in BACKWARD_KINDS | STEP_KINDS for e in event_walker(ctx).function_events(func))
 
 
 class RunAnalysis:
@@ -392,15 +385,14 @@ class RunAnalysis:
 
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
-        self.training = training_model(ctx)
-        self.built = Constructions(ctx, self.training)
+        self.built = Constructions(ctx)
         self._reach_cache: dict = {}
 
     def _trains(self, loop) -> bool:
-        return self.training.trains_each_iteration(loop)
+        return iterations(self.ctx).trains_each_iteration(loop)
 
     def rebuilt(self, role: str) -> list[tuple[ast.Call, RebuiltInLoop]]:
-        """Constructions of ``role`` (MODEL or OPTIMIZER) that run again in every iteration
+        """Constructions of ``role`` (Role.MODEL or Role.OPTIMIZER) that run again in every iteration
         of a loop continuing one training run, with that loop."""
         found = []
         for call, built in self.built.constructions():
@@ -421,13 +413,13 @@ class RunAnalysis:
                 continue  # a loop that trains nothing (building layers, iterating configs)
             if self._conditional_in(node, loop):
                 return None  # built once, when a condition holds (lazy init, a switch at some epoch)
-            if role == OPTIMIZER and not via and self._optimizes_fresh_copy(node, loop):
+            if role == Role.OPTIMIZER and not via and self._optimizes_fresh_copy(node, loop):
                 return None  # an inner optimizer over a model copied this iteration (meta-learning, probes)
             if not via and self._loaded_after(node, loop):
                 return None  # `m = Net(); m.load_state_dict(...)`: a copy to evaluate or a resumed state
             verdict, reason = self.judge(loop, role)
             if verdict == CONTINUING:
-                partner = MODEL if role == OPTIMIZER else OPTIMIZER
+                partner = Role.MODEL if role == Role.OPTIMIZER else Role.OPTIMIZER
                 return RebuiltInLoop(loop, via, reason, self.built.rebuilds(loop, partner))
             return None  # the loop repeats whole runs, and so do the loops around it
         func = ctx.enclosing_function(node)
@@ -435,7 +427,7 @@ class RunAnalysis:
             return None
         sites = call_graph(ctx).callers(func)
         if not self._runs_in_training_loop(func, 0) or (
-            not via and not function_trains(self.training, func) and not _stores_on_self(ctx, node)
+            not via and not function_trains(self.ctx, func) and not _stores_on_self(ctx, node)
         ):
             return None  # e.g. an evaluation helper that builds a model to load a checkpoint into
         for site in sites:
@@ -468,22 +460,15 @@ class RunAnalysis:
 
     def _loaded_after(self, call: ast.AST, loop) -> bool:
         """The object built by ``call`` gets ``.load_state_dict(...)`` later in the same iteration."""
-        parent = self.ctx.parent(call)
-        if not isinstance(parent, ast.Assign) or len(parent.targets) != 1:
-            return False
-        name = symbol(parent.targets[0])
-        if name is None:
-            return False
-        for node in ast.walk(loop):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "load_state_dict"
-                and symbol(node.func.value) == name
-                and node.lineno >= call.lineno
-            ):
-                return True
-        return False
+        flow = dataflow(self.ctx)
+        return any(
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "load_state_dict"
+            and node.lineno >= call.lineno
+            and call in flow.origins(node.func.value)
+            for node in ast.walk(loop)
+        )
 
     def _optimizes_fresh_copy(self, call: ast.Call, loop) -> bool:
         """The optimizer's parameters are bound earlier in the same iteration: a model copy
@@ -508,14 +493,16 @@ class RunAnalysis:
                 tensor_roots |= {elt.id for elt in arg.elts if isinstance(elt, ast.Name)}
         if not model_roots and not tensor_roots:
             return False
-        for stmt in ast.walk(loop):
-            if not isinstance(stmt, ast.Assign) or stmt.lineno >= call.lineno:
-                continue
-            names = {t.id for t in stmt.targets if isinstance(t, ast.Name)}
-            if names & tensor_roots:
-                return True
-            if names & model_roots and isinstance(stmt.value, ast.Call) and self.built.is_fresh_model(stmt.value):
-                return True
+        # The assignments of those names that reach the optimizer, made in this iteration.
+        flow = dataflow(self.ctx)
+        for name in tensor_roots | model_roots:
+            for binding in flow.reaching(name, call):
+                if binding.kind != "assign" or not self.ctx.is_inside(binding.stmt, loop):
+                    continue
+                if name in tensor_roots:
+                    return True
+                if isinstance(binding.value, ast.Call) and self.built.is_fresh_model(binding.value):
+                    return True
         return False
 
     def _conditional_in(self, node, loop) -> bool:
@@ -551,10 +538,10 @@ class RunAnalysis:
         if depths == {0}:
             return CONTINUING, "step"
         # An epoch-like loop with neutral names: follow the data.
-        other = MODEL if role == OPTIMIZER else OPTIMIZER
+        other = Role.MODEL if role == Role.OPTIMIZER else Role.OPTIMIZER
         if self.built.rebuilds(loop, other):
             return INDEPENDENT, "fresh-run"
-        return CONTINUING, "keeps-model" if role == OPTIMIZER else "keeps-optimizer"
+        return CONTINUING, "keeps-model" if role == Role.OPTIMIZER else "keeps-optimizer"
 
     def _inside_epoch_loop(self, loop) -> bool:
         """An enclosing loop of ``loop`` (in its function) named for epochs or steps, with no loop
@@ -571,9 +558,9 @@ class RunAnalysis:
 
     def step_depths(self, loop) -> set[int]:
         """How many loops down, inside one iteration of ``loop``, its optimizer steps run."""
-        events = self.training.iteration_events(loop)
-        depths = {len(e.loops) for e in events if e.kind in ("step", "opaque_step")}
-        return depths or {len(e.loops) for e in events if e.kind == "backward"}
+        events = iterations(self.ctx).iteration_events(loop)
+        depths = {len(e.loops) for e in events if e.kind in STEP_KINDS}
+        return depths or {len(e.loops) for e in events if e.kind is EventKind.BACKWARD}
 
 
 # ----- loop names ------------------------------------------------------------------------------------

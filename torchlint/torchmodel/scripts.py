@@ -11,16 +11,15 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.callgraph import resolve_local_call
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import dotted_name, symbol
-from torchlint.torchmodel.training import training_model
+from torchlint.analysis.nodes import argument
+from torchlint.torchmodel import vocabulary as torch_names
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
 
-DATALOADER = "torch.utils.data.DataLoader"
-DISTRIBUTED_SAMPLER = "torch.utils.data.DistributedSampler"
-# DataLoader's positional parameters, in order.
-DATALOADER_PARAMS = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 # Words that mark a loader as evaluation-only (its order and sharding do not matter for training).
 EVAL_WORDS = re.compile(r"val|test|eval|dev(?!ice)|calib|pred|infer|bench", re.I)
@@ -84,36 +83,14 @@ def _in_list(node: ast.AST, nodes: list) -> bool:
     return any(n is node for n in nodes)
 
 
-# ----- simple assignments -----------------------------------------------------------------------
-def assignments(ctx: FileContext) -> dict[str, list[ast.Assign]]:
-    """``target = value`` statements of the file by target symbol (``loader``, ``self.loader``)."""
-    return ctx.shared("assignments", lambda: _index_assignments(ctx))
-
-
-def _index_assignments(ctx: FileContext) -> dict[str, list[ast.Assign]]:
-    found: dict[str, list[ast.Assign]] = {}
-    for node in ctx.nodes(ast.Assign):
-        for target in node.targets:
-            key = symbol(target)
-            if key:
-                found.setdefault(key, []).append(node)
-    return found
-
-
+# ----- values of names ----------------------------------------------------------------------------
 def resolve_value(ctx: FileContext, expr: ast.AST) -> ast.AST:
-    """The value a plain name stands for, when one assignment in its function (or, failing
-    that, at module level) binds it; ``expr`` itself otherwise."""
+    """The value a plain name stands for when it is assigned once in its scope (its function, or
+    the module); ``expr`` itself otherwise (rebound, a parameter, ...)."""
     if not isinstance(expr, ast.Name):
         return expr
-    scope = ctx.enclosing_function(expr)
-    candidates = assignments(ctx).get(expr.id, [])
-    for wanted in (scope, None) if scope is not None else (None,):
-        values = [a.value for a in candidates if ctx.enclosing_function(a) is wanted]
-        if len(values) == 1:
-            return values[0]
-        if values:
-            return expr  # rebound: no single value
-    return expr
+    value = dataflow(ctx).sole_value(expr)
+    return expr if value is None else value
 
 
 def int_value(ctx: FileContext, expr: ast.AST | None) -> int | None:
@@ -133,14 +110,7 @@ class LoaderCall:
 
     def arg(self, name: str) -> ast.AST | None:
         """The expression given for a DataLoader parameter (keyword or positional), or None."""
-        for keyword in self.call.keywords:
-            if keyword.arg == name:
-                return keyword.value
-        index = DATALOADER_PARAMS.index(name)
-        args = self.call.args
-        if index < len(args) and not any(isinstance(a, ast.Starred) for a in args[: index + 1]):
-            return args[index]
-        return None
+        return argument(self.call, torch_names.DATALOADER_PARAMS.index(name), name)
 
     def given(self, name: str) -> bool:
         """Whether the parameter is given a value other than a literal None."""
@@ -151,7 +121,7 @@ class LoaderCall:
 
 
 def dataloader_calls(ctx: FileContext) -> list[LoaderCall]:
-    return [LoaderCall(c) for c in ctx.calls if ctx.call_qualname(c) == DATALOADER]
+    return [LoaderCall(c) for c in ctx.calls if ctx.call_qualname(c) == torch_names.DATALOADER]
 
 
 def bound_name(ctx: FileContext, call: ast.Call) -> str | None:
@@ -176,7 +146,7 @@ def is_distributed_sampler(ctx: FileContext, expr: ast.AST | None) -> ast.Call |
     value = resolve_value(ctx, expr)
     options = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
     for option in options:
-        if isinstance(option, ast.Call) and ctx.call_qualname(option) == DISTRIBUTED_SAMPLER:
+        if isinstance(option, ast.Call) and ctx.call_qualname(option) == torch_names.DISTRIBUTED_SAMPLER:
             return option
     return None
 
@@ -229,11 +199,10 @@ def import_time_functions(ctx: FileContext, depth: int = 3) -> frozenset:
 
 
 def _import_time_functions(ctx: FileContext, depth: int) -> frozenset:
-    training = training_model(ctx)
     reached: set = set()
     frontier = [c for c in ctx.calls if ctx.enclosing_function(c) is None and runs_at_import(ctx, c)]
     for _ in range(depth):
-        called = {training.resolve_local_call(c) for c in frontier} - {None} - reached
+        called = {resolve_local_call(ctx, c) for c in frontier} - {None} - reached
         if not called:
             break
         reached |= called
@@ -244,15 +213,8 @@ def _import_time_functions(ctx: FileContext, depth: int) -> frozenset:
 def refers_to_global(ctx: FileContext, name: ast.Name) -> bool:
     """Whether a name read inside a function means the module-level binding (it is not one
     of the function's parameters or assigned in it)."""
-    func = ctx.enclosing_function(name)
-    if func is None:
-        return True
-    args = func.args
-    params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
-    params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
-    if name.id in params:
-        return False
-    return not any(ctx.enclosing_function(a) is func for a in assignments(ctx).get(name.id, ()))
+    flow = dataflow(ctx)
+    return all(flow.scope_of(binding.stmt) is ctx.tree for binding in flow.reaching(name))
 
 
 # ----- command-line defaults -------------------------------------------------------------------------

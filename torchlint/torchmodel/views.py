@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.conditions import conditions_at, consequences
-from torchlint.analysis.dataflow import method_call
+from torchlint.analysis.nodes import method_call
 from torchlint.torchmodel.layout import SHAPE_FACTORIES, SHAPE_METHODS, is_minus_one, shape_args
 
 if TYPE_CHECKING:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from torchlint.engine.finding import SAFE, UNSAFE, Fix
 from torchlint.engine.fixers import RuleFix, block_of, in_block, register_fix, root_name, statement_of, visible_at_start
-from torchlint.torchmodel.training import training_model
+from torchlint.torchmodel.accumulation import gradient_accumulation
+from torchlint.torchmodel.clearing import clearing
 
 
 @register_fix
@@ -77,14 +78,13 @@ def train(model, loader, optimizer, accum_steps):
         if not isinstance(evidence, tuple):
             return None
         unit, step = evidence
-        training = training_model(ctx)
-        optimizer = training.canonical_target(step)
+        optimizer = clearing(ctx).canonical_target(step)
         root = root_name(optimizer)
         if root is None or not visible_at_start(ctx, root, unit.owner):
             return None
         clear = f"{optimizer}.zero_grad()"
         index = next(i for i, e in enumerate(unit.events) if e is step)
-        test, _ = training.accumulation_gate(unit.events, index)
+        test, _ = gradient_accumulation(ctx).accumulation_gate(unit.events, index)
         if test is None:
             return Fix(
                 f"Call `{clear}` each iteration", applicability=SAFE, build=lambda e: e.insert_first(unit.owner, clear)

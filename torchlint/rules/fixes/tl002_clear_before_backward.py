@@ -12,7 +12,7 @@ from torchlint.engine.fixers import (
     register_fix,
     statement_of,
 )
-from torchlint.torchmodel.training import BACKWARD_KINDS, exclusive
+from torchlint.torchmodel.events import BACKWARD_KINDS, EventKind, exclusive
 
 
 @register_fix
@@ -81,7 +81,7 @@ def _first_backward(events, clear, step):
     for event in reversed(events[:index]):
         if exclusive(event, clear):
             continue
-        if event.kind == "step" and event.target == step.target:
+        if event.kind is EventKind.STEP and event.target == step.target:
             break
         if event.kind in BACKWARD_KINDS:
             first = event

@@ -18,7 +18,8 @@ from torchlint.engine.fixers import (
     statement_of,
     visible_at_start,
 )
-from torchlint.torchmodel.training import BACKWARD_KINDS, training_model
+from torchlint.torchmodel.events import BACKWARD_KINDS
+from torchlint.torchmodel.iterations import iterations
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -39,11 +40,11 @@ def _in_reach(ctx, unit, name: str | None) -> bool:
 
 def _reached_from_training(ctx, unit) -> bool:
     """The evaluation runs inside a training loop (directly, or its function is called from one)."""
-    training = training_model(ctx)
+    loops = iterations(ctx)
     if isinstance(unit.node, _FUNCTIONS):
         sites = call_graph(ctx).callers(unit.node)
-        return any(training.trains_each_iteration(loop) for site in sites for loop in ctx.enclosing_loops(site))
-    return any(training.trains_each_iteration(loop) for loop in ctx.enclosing_loops(unit.node))
+        return any(loops.trains_each_iteration(loop) for site in sites for loop in ctx.enclosing_loops(site))
+    return any(loops.trains_each_iteration(loop) for loop in ctx.enclosing_loops(unit.node))
 
 
 @register_fix
@@ -300,7 +301,7 @@ def train(model, loader, val_loader, optimizer, epochs):
         if root is None or not visible_at_start(ctx, root, loop):
             return None
         code = f"{model}.train()"
-        events = training_model(ctx).iteration_events(loop)
+        events = iterations(ctx).iteration_events(loop)
         index = next((i for i, e in enumerate(events) if e.site is found.switch or e.node is found.switch), None)
         if index is None:
             return None

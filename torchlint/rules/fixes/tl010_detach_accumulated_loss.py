@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.analysis.dataflow import dataflow, method_call
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.nodes import method_call
 from torchlint.engine.finding import SAFE, Fix
 from torchlint.engine.fixers import RuleFix, register_fix
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.analysis.dataflow import argument, dataflow, method_call
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.nodes import argument, method_call
 from torchlint.engine.finding import SAFE, UNSAFE, Fix
 from torchlint.engine.fixers import RuleFix, register_fix, statement_of
 

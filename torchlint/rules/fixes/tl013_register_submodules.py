@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.analysis.dataflow import method_call
+from torchlint.analysis.nodes import method_call
 from torchlint.engine.finding import SAFE, UNSAFE, Fix
 from torchlint.engine.fixers import RuleFix, register_fix
 

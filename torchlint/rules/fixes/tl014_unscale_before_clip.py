@@ -6,7 +6,7 @@ from torchlint.analysis.imports import dotted_name
 from torchlint.engine.finding import SAFE, UNSAFE, Fix
 from torchlint.engine.fixers import RuleFix, register_fix, root_name, statement_of, visible_at_start
 from torchlint.torchmodel.amp import backward_scaler
-from torchlint.torchmodel.training import training_model
+from torchlint.torchmodel.events import EventKind
 
 
 @register_fix
@@ -55,11 +55,11 @@ def train(model, opt, loader):
         if not isinstance(evidence, tuple):
             return None
         clip, backward, optimizer, later = evidence
-        scaler = dotted_name(backward_scaler(training_model(ctx), backward))
+        scaler = dotted_name(backward_scaler(ctx, backward))
         stmt = statement_of(ctx, clip.node)
         if optimizer is None or scaler is None or clip.via or backward.via or stmt is None:
             return None
-        if any(e.kind == "unscale" for e in later):
+        if any(e.kind is EventKind.UNSCALE for e in later):
             return None
         where = ctx.enclosing_function(stmt) or ctx.tree
         for name in (root_name(scaler), root_name(optimizer)):
@@ -67,7 +67,7 @@ def train(model, opt, loader):
                 where is ctx.tree or visible_at_start(ctx, name, where) or _bound_before(where, name, stmt)
             ):
                 return None
-        stepped = {e.target for e in later if e.kind == "step"}
+        stepped = {e.target for e in later if e.kind is EventKind.STEP}
         code = f"{scaler}.unscale_({optimizer})"
         return Fix(
             f"Call `{code}` before clipping",

@@ -1,0 +1,107 @@
+"""Function summaries, PyTorch side (torchlint.torchmodel.summaries / effects): what a function does
+to what it is handed and what it returns, as the same plain data wherever the function lives."""
+
+import ast
+import textwrap
+
+from torchlint.analysis.context import FileContext
+from torchlint.torchmodel.effects import Effect, events_at_call
+from torchlint.torchmodel.events import EventKind
+from torchlint.torchmodel.roles import Role
+from torchlint.torchmodel.summaries import call_summary, function_summary
+
+HELPERS = """
+import torch
+import torch.nn.functional as F
+
+def zero_grad(model_params):
+    for param in model_params:
+        if param.grad is not None:
+            param.grad.detach_()
+            param.grad.zero_()
+
+def set_eval(model):
+    model.module.eval()
+
+def apply(loss, optimizer, scaler):
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+
+@torch.no_grad()
+def predict(net, x):
+    return F.softmax(net(x), dim=-1)
+
+def build(arch):
+    model = torch.nn.Linear(4, 2)
+    return model
+
+def fit(model, loader, opt):
+    for x, y in loader:
+        zero_grad(model.parameters())
+        apply(F.cross_entropy(model(x), y), opt, scaler)
+"""
+
+
+def summary_of(name):
+    source = textwrap.dedent(HELPERS)
+    ctx = FileContext("helpers.py", source, ast.parse(source))
+    return ctx, function_summary(ctx, ctx.functions[name][0])
+
+
+def test_clearing_the_gradients_of_a_parameter():
+    _, summary = summary_of("zero_grad")
+    assert summary.effects == (Effect(EventKind.CLEAR_GRAD, "model_params"),)
+    assert summary.does(EventKind.CLEAR_GRAD, "model_params")
+
+
+def test_a_mode_switch_on_part_of_a_parameter():
+    _, summary = summary_of("set_eval")
+    assert summary.effects == (Effect(EventKind.EVAL, "model", ".module"),)
+
+
+def test_backward_and_step_of_what_the_caller_passes():
+    _, summary = summary_of("apply")
+    assert summary.effects == (
+        Effect(EventKind.BACKWARD, "loss"),
+        Effect(EventKind.STEP, "optimizer"),
+        Effect(EventKind.SCALER_UPDATE, "scaler"),
+    )
+
+
+def test_no_grad_and_returned_values():
+    _, predict = summary_of("predict")
+    assert predict.runs_without_grad and predict.returns_activation == "softmax" and predict.effects == ()
+    _, build = summary_of("build")
+    assert build.returns is Role.MODEL and not build.runs_without_grad
+
+
+def test_effects_of_helpers_the_function_calls_are_its_own():
+    _, fit = summary_of("fit")
+    kinds = [(e.kind, e.parameter) for e in fit.effects]
+    assert kinds == [
+        (EventKind.CLEAR_GRAD, "model"),  # zero_grad(model.parameters()): the parameters of `model`
+        (EventKind.BACKWARD, None),  # the loss is computed inside
+        (EventKind.STEP, "opt"),
+        (EventKind.SCALER_UPDATE, None),  # `scaler` is not a parameter of fit
+    ]
+
+
+def test_effects_placed_at_a_call_site_name_the_arguments():
+    ctx, apply = summary_of("apply")
+    call = ast.parse("apply(loss / 4, opt_d, grad_scaler)").body[0].value
+    events = events_at_call(call, ctx.functions["apply"][0], apply.effects)
+    assert [(e.kind, e.target, ast.unparse(e.arg) if e.arg else None) for e in events] == [
+        (EventKind.BACKWARD, None, "loss / 4"),
+        (EventKind.STEP, "opt_d", None),
+        (EventKind.SCALER_UPDATE, "grad_scaler", None),
+    ]
+    assert all(e.node is call for e in events)
+
+
+def test_a_call_is_summarised_when_the_linter_can_read_the_function_and_only_then():
+    source = textwrap.dedent(HELPERS) + "set_eval(net)\nprint(net)\n"
+    ctx = FileContext("helpers.py", source, ast.parse(source))
+    set_eval_call, print_call = ctx.calls[-2:]
+    assert call_summary(ctx, set_eval_call).does(EventKind.EVAL, "model")
+    assert call_summary(ctx, print_call) is None

@@ -1,0 +1,173 @@
+"""What one call means to a training step: ``call_events(ctx).classify(call)`` -> an ``Event`` or None.
+
+``optimizer.step()``, ``scaler.step(opt)``, ``loss.backward()``, ``opt.zero_grad()``,
+``p.grad.zero_()``, ``scheduler.step()``, ``model.eval()``... Whose ``.step()`` it is comes from
+the receiver's role (an object of another kind with a ``step`` method is no optimizer step).
+``opaque_step(call)``: a call handed both a loss and an optimizer (``loss_scaler(loss, opt)``),
+which hides a backward and a step. ``step_closures(call)``: the closures an
+``optimizer.step(closure)`` runs.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from torchlint.analysis.callgraph import resolve_function_name, resolve_local_call
+from torchlint.analysis.dataflow import value_kept
+from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import argument
+from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.events import Event, EventKind
+from torchlint.torchmodel.roles import Role, object_roles
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+
+# Methods classify() can turn into an event (any other method call is no event, except
+# torch._foreach_zero_).
+_CLASSIFIED_METHODS = (
+    torch_names.BACKWARD_METHODS
+    | torch_names.CLIP_METHODS
+    | {"step", "zero_grad", "zero_", "update", "unscale_", "eval", "train"}
+)
+
+
+class CallEvents:
+    """The meaning of single calls in one file; get the shared instance with ``call_events(ctx)``."""
+
+    def __init__(self, ctx: FileContext):
+        self.ctx = ctx
+        self.roles = object_roles(ctx)
+
+    def classify(self, call: ast.Call) -> Event | None:
+        """The event a call is, wherever it is written (no place in a block yet), or None."""
+        # Shared per call (events are frozen): the event walks, loops and several rules
+        # classify the same calls again and again.
+        return self.ctx.shared(("call-event", call), lambda: self._classify(call))
+
+    def _classify(self, call: ast.Call) -> Event | None:
+        ctx = self.ctx
+        func = call.func
+        qual = ctx.call_qualname(call)
+        if qual in torch_names.BACKWARD_FUNCTIONS:
+            return Event(EventKind.BACKWARD, call, arg=call.args[0] if call.args else None)
+        if qual in torch_names.CLIP_FUNCTIONS:
+            return Event(EventKind.CLIP, call)
+        if qual == torch_names.XLA_OPTIMIZER_STEP and call.args:
+            return Event(EventKind.STEP, call, target=symbol(call.args[0]))  # xm.optimizer_step(optimizer)
+        if not isinstance(func, ast.Attribute):
+            return None
+        method = func.attr
+        if method not in _CLASSIFIED_METHODS:  # most calls: decided before spelling out the owner
+            if qual == torch_names.FOREACH_ZERO:
+                return Event(EventKind.CLEAR_GRAD, call)
+            return None
+        owner = func.value
+        if method not in ("train", "eval") and self._runs_own_method(call):
+            return None  # `self.zero_grad()` of a trainer class: its body (what it clears) decides
+        owner_key = symbol(owner)
+        if method in torch_names.BACKWARD_METHODS:
+            if call.args:  # accelerator.backward(loss), self.manual_backward(loss)
+                return Event(EventKind.BACKWARD, call, target=owner_key, arg=call.args[0])
+            return Event(EventKind.BACKWARD, call, arg=self._unwrap_scaled(owner))
+        if method == "step":
+            role = self.roles.role_of(owner) if owner_key else None
+            if role == Role.SCALER:
+                target = symbol(call.args[0]) if call.args else None
+                return Event(EventKind.STEP, call, target=target)
+            if role == Role.SCHEDULER:
+                return Event(EventKind.SCHED_STEP, call, target=owner_key)
+            if role == Role.OPTIMIZER:
+                return Event(EventKind.STEP, call, target=owner_key)
+            return None
+        if method == "zero_grad":
+            return Event(EventKind.ZERO_GRAD, call, target=owner_key)
+        if method == "zero_" and isinstance(owner, ast.Attribute) and is_grad_attribute(owner):
+            return Event(EventKind.CLEAR_GRAD, call)  # `p.grad.zero_()` (a bare `detach_()` clears nothing)
+        if qual == torch_names.FOREACH_ZERO:
+            return Event(EventKind.CLEAR_GRAD, call)
+        if method == "update" and owner_key and self.roles.role_of(owner) == Role.SCALER:
+            return Event(EventKind.SCALER_UPDATE, call, target=owner_key)
+        if method == "unscale_":
+            return Event(EventKind.UNSCALE, call, target=symbol(call.args[0]) if call.args else None)
+        if method in torch_names.CLIP_METHODS:
+            return Event(EventKind.CLIP, call, target=owner_key)
+        if method == "eval" and not call.args:
+            return Event(EventKind.EVAL, call, target=owner_key)
+        if method == "train":
+            # model.train(), model.train(True), model.train(False), model.train(mode=False);
+            # a mode held in a variable (model.train(was_training)) could be either.
+            mode = argument(call, 0, "mode")
+            if mode is None or (isinstance(mode, ast.Constant) and mode.value is True):
+                return Event(EventKind.TRAIN, call, target=owner_key)
+            if isinstance(mode, ast.Constant) and mode.value is False:
+                return Event(EventKind.EVAL, call, target=owner_key)
+            return None
+        return None
+
+    def _runs_own_method(self, call: ast.Call) -> bool:
+        """``self.<method>(...)`` where the class (or a base of this file) defines the method: the
+        walk follows its body instead of taking the name's meaning. Mode switches are left out:
+        an overriding ``train()`` still switches the mode (it must call the base's)."""
+        owner = call.func.value
+        return isinstance(owner, ast.Name) and owner.id == "self" and resolve_local_call(self.ctx, call) is not None
+
+    def _unwrap_scaled(self, expr: ast.AST) -> ast.AST:
+        """``scaler.scale(loss)`` -> ``loss`` (also inside ``typing.cast(Tensor, ...)``); anything else unchanged."""
+        kept = value_kept(self.ctx, expr)
+        if kept is not None:
+            return self._unwrap_scaled(kept)
+        if (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr == "scale"
+            and expr.args
+        ):
+            return expr.args[0]
+        return expr
+
+    def opaque_step(self, call: ast.Call) -> Event | None:
+        """A call handed both a loss-like value and an optimizer (``loss_scaler(loss, optimizer)``)."""
+        if len(call.args) + len(call.keywords) < 2:
+            return None
+        args = list(call.args) + [kw.value for kw in call.keywords]
+        # The cheap test first: most calls have no loss-named argument.
+        loss = next((a for a in args if (symbol(a) or "").rsplit(".", 1)[-1].startswith("loss")), None)
+        if loss is None:
+            return None
+        opt = next((symbol(a) for a in args if symbol(a) and self.roles.role_of(a) == Role.OPTIMIZER), None)
+        if opt is None:
+            return None
+        return Event(EventKind.OPAQUE_STEP, call, target=opt, arg=loss)
+
+    def step_closures(self, call: ast.Call) -> list:
+        """The closures an ``optimizer.step(closure)`` call is handed that this file defines
+        (a lambda, or a function by name)."""
+        found = []
+        for arg in list(call.args) + [kw.value for kw in call.keywords if kw.arg == "closure"]:
+            if isinstance(arg, ast.Lambda):
+                found.append(arg)
+            elif isinstance(arg, ast.Name):
+                func = resolve_function_name(self.ctx, arg.id, call)
+                if func is not None:
+                    found.append(func)
+        return found
+
+
+def is_grad_attribute(expr: ast.AST) -> bool:
+    """``p.grad`` or ``p.grad.data``."""
+    if isinstance(expr, ast.Attribute) and expr.attr == "data":
+        expr = expr.value
+    return isinstance(expr, ast.Attribute) and expr.attr == "grad"
+
+
+def clears_with(ctx: FileContext, expr: ast.AST) -> bool:
+    """``None`` or fresh zeros (``torch.zeros_like(p)``): what ``p.grad = ...`` clears with."""
+    if isinstance(expr, ast.Constant) and expr.value is None:
+        return True
+    return isinstance(expr, ast.Call) and ctx.call_qualname(expr) in torch_names.ZEROS_FUNCTIONS
+
+
+def call_events(ctx: FileContext) -> CallEvents:
+    return ctx.shared("call-events", lambda: CallEvents(ctx))

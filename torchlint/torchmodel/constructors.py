@@ -1,0 +1,132 @@
+"""What a call builds: the role of the object a constructor call returns, told from what is called.
+
+``constructor_role(ctx, call)``: ``torch.optim.AdamW(...)`` -> optimizer, ``nn.CrossEntropyLoss()``
+-> criterion, ``timm.create_model(...)`` -> model, a class of the file -> what its bases make it
+(``nn.Module`` -> model, or criterion when the class is named for a loss; ``torch.optim.Optimizer``
+-> optimizer; an LR scheduler base -> scheduler; no torch base at all -> ``Role.OTHER``, so that a
+``WeightEMA`` with a ``step()`` method is not taken for an optimizer). A call this file cannot
+tell (a function, a class imported from elsewhere) is None. ``preserved_argument(ctx, call)``:
+the argument a wrapper (``DDP(model)``, ``torch.compile(model)``) hands back as the same object.
+"""
+
+from __future__ import annotations
+
+import ast
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from torchlint.analysis.callgraph import resolve_class
+from torchlint.analysis.imports import dotted_name
+from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.modules import module_classes
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+
+
+class Role(Enum):
+    """What an object is to the training code."""
+
+    MODEL = "model"
+    OPTIMIZER = "optimizer"
+    SCHEDULER = "scheduler"
+    SCALER = "scaler"
+    CRITERION = "criterion"
+    # An object the code shows is none of the above (an instance of a class of the file with no
+    # torch base): its name is no hint (`ema_optimizer = WeightEMA(...)` is no optimizer).
+    OTHER = "other"
+
+
+def constructor_role(ctx: FileContext, call: ast.Call) -> Role | None:
+    """The role of the object a call constructs, if the call is a known constructor."""
+    # Shared per call: roles, several rules and the run model ask about the same calls.
+    return ctx.shared(("constructor-role", call), lambda: _constructor_role(ctx, call))
+
+
+def _constructor_role(ctx: FileContext, call: ast.Call) -> Role | None:
+    qual = ctx.call_qualname(call)
+    if qual:
+        role = qualified_role(qual)
+        if role is not None:
+            return role
+    func = call.func
+    found = resolve_class(ctx, func)
+    if found is not None:
+        return class_role(*found)
+    if isinstance(func, ast.Attribute) and func.attr == "from_pretrained":
+        base = dotted_name(func.value) or ""
+        if base.rsplit(".", 1)[-1].startswith("Auto") and "Tokenizer" not in base and "Config" not in base:
+            return Role.MODEL
+    return None
+
+
+def qualified_role(qual: str) -> Role | None:
+    """The role of what calling the (canonical) qualified name ``qual`` builds, from the vocabulary."""
+    if qual.startswith("torch.optim.") and not qual.startswith(torch_names.NOT_OPTIMIZER_PACKAGES):
+        if qual.rsplit(".", 1)[-1][:1].isupper():
+            return Role.OPTIMIZER
+    if qual.startswith(torch_names.THIRD_PARTY_OPTIMIZERS):
+        return Role.SCHEDULER if "schedul" in qual.lower() else Role.OPTIMIZER
+    if qual.startswith(torch_names.SCHEDULERS):
+        return Role.SCHEDULER
+    if qual in torch_names.SCALERS:
+        return Role.SCALER
+    if qual.startswith("torch.nn."):
+        last = qual.rsplit(".", 1)[-1]
+        if last.endswith("Loss"):
+            return Role.CRITERION
+        if last[:1].isupper() and qual.count(".") == 2 and last not in torch_names.NOT_MODEL_LAYERS:
+            return Role.MODEL
+    if qual.startswith(torch_names.MODEL_FACTORIES):
+        return Role.MODEL
+    if qual.startswith("transformers.") and qual.endswith(".from_pretrained"):
+        return Role.MODEL
+    return None
+
+
+def class_role(ctx: FileContext, cls: ast.ClassDef) -> Role | None:
+    """What the instances of a class of this file are, from its bases (through bases of the file)."""
+    return ctx.shared(("class-role", cls), lambda: _class_role(ctx, cls, 0))
+
+
+def _class_role(ctx: FileContext, cls: ast.ClassDef, depth: int) -> Role | None:
+    if cls.name in module_classes(ctx):
+        return Role.CRITERION if cls.name.endswith("Loss") else Role.MODEL
+    if depth > 8:
+        return None
+    unknown = False
+    for base in cls.bases:
+        qual = ctx.qualname(base)
+        if qual in torch_names.OPTIMIZER_BASES:
+            return Role.OPTIMIZER
+        if qual is not None and qual.startswith(torch_names.SCHEDULER_BASES):
+            return Role.SCHEDULER
+        if isinstance(base, ast.Name) and base.id in ctx.classes and qual is None:
+            role = _class_role(ctx, ctx.classes[base.id], depth + 1)
+            if role is not Role.OTHER:
+                return role
+        elif not (isinstance(base, ast.Name) and base.id in _PLAIN_BASES):
+            unknown = True  # a base this file does not show: it may be anything
+    return None if unknown else Role.OTHER
+
+
+# Bases that make no torch object (`class WeightEMA(object):`).
+_PLAIN_BASES = frozenset({"object", "ABC", "dict", "list", "Exception"})
+
+
+def preserved_argument(ctx: FileContext, call: ast.Call) -> ast.AST | None:
+    """The argument a wrapping call hands back as the same model (``DDP(model)``,
+    ``torch.compile(model)``), or None when ``call`` is no such wrapper."""
+    if not call.args:
+        return None
+    func = call.func
+    if ctx.call_qualname(call) in torch_names.MODEL_WRAPPERS or (
+        isinstance(func, ast.Name) and func.id in torch_names.MODEL_WRAPPER_NAMES
+    ):
+        return call.args[0]
+    return None
+
+
+def is_prepare_call(call: ast.Call) -> bool:
+    """``accelerator.prepare(a, b)`` and the like: the results are the arguments, in order."""
+    return isinstance(call.func, ast.Attribute) and call.func.attr in torch_names.PREPARE_METHODS

@@ -1,0 +1,216 @@
+"""Loss division: was the loss a backward receives divided before it?
+
+``loss_is_divided(ctx, event)`` for a backward (or opaque step) event:
+``(loss / n).backward()``, ``loss = loss / n``, ``loss /= n``, ``loss.div(n)``, ``loss * (1 / n)``,
+``criterion(out, y) / n``, a helper of this file returning a divided loss, a parameter fed a
+divided value at the call site the event was reached through (through assignments, helpers'
+returns, tuple unpacking and closure parameters). A value that cannot be traced (a parameter of
+an unknown caller) counts as divided, so that the rules stay silent.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING
+
+from torchlint.analysis.callgraph import resolve_local_call
+from torchlint.analysis.dataflow import Binding, dataflow, resolve_instance_call, value_kept
+from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import argument_for, method_call, walk_function_body
+from torchlint.torchmodel import vocabulary as torch_names
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+    from torchlint.torchmodel.events import Event
+
+DIVIDING_METHODS = frozenset({"div", "div_", "divide", "true_divide", "true_divide_"})
+DIVIDING_FUNCTIONS = frozenset({"torch.div", "torch.divide", "torch.true_divide"})
+# Methods whose result keeps a loss's scaling (``loss.mean()``, ``loss.float()``).
+LOSS_KEEPING_METHODS = frozenset(
+    {"mean", "sum", "float", "double", "half", "to", "squeeze", "view", "reshape", "contiguous", "clone"}
+)
+MAX_TRACE_DEPTH = 40  # beyond this the value counts as divided (silence over guessing)
+
+
+def loss_is_divided(ctx: FileContext, event: Event) -> bool:
+    """Whether the loss a backward (or opaque step) receives was divided before it."""
+    if event.arg is None:
+        return True
+    return _Trace(ctx).divided(event.arg, event.node, event.via, 0)
+
+
+class _Trace:
+    """One question "was this loss divided?", traced back through the code, with its memo."""
+
+    def __init__(self, ctx: FileContext):
+        self.ctx = ctx
+        self.memo: dict = {}
+
+    def divided(self, expr: ast.AST, at: ast.AST, via: tuple, depth: int) -> bool:
+        # Memoized per traced backward: sums of partial losses (`loss = loss + aux`) reach
+        # the same definitions along many paths.
+        key = (id(expr), id(at), via)
+        memo = self.memo
+        if key not in memo:
+            memo[key] = True  # a cycle counts as divided until shown otherwise
+            memo[key] = self._divided_uncached(expr, at, via, depth)
+        return memo[key]
+
+    def _divided_uncached(self, expr: ast.AST, at: ast.AST, via: tuple, depth: int) -> bool:
+        if depth > MAX_TRACE_DEPTH:
+            return True
+        if isinstance(expr, ast.BinOp):
+            if isinstance(expr.op, (ast.Div, ast.FloorDiv)):
+                return True
+            if isinstance(expr.op, ast.Mult) and (self._is_batch_size(expr.left) or self._is_batch_size(expr.right)):
+                return True  # `loss * bs`: a sum over the batch, which accumulates into the large batch's sum
+            return self.divided(expr.left, at, via, depth + 1) or self.divided(expr.right, at, via, depth + 1)
+        if isinstance(expr, ast.UnaryOp):
+            return self.divided(expr.operand, at, via, depth + 1)
+        if isinstance(expr, ast.Call):
+            kept = value_kept(self.ctx, expr)
+            if kept is not None:
+                return self.divided(kept, at, via, depth + 1)  # `typing.cast(Tensor, loss / n)`
+            func = expr.func
+            if isinstance(func, ast.Attribute):
+                if func.attr in DIVIDING_METHODS:
+                    return True
+                if func.attr in ("mul", "mul_", "multiply") and any(
+                    self.divided(a, at, via, depth + 1) for a in expr.args
+                ):
+                    return True
+                if self.ctx.call_qualname(expr) in DIVIDING_FUNCTIONS:
+                    return True
+            if self._sum_reduced(expr):
+                return True
+            callee = resolve_local_call(self.ctx, expr) or resolve_instance_call(self.ctx, expr)
+            if callee is not None:
+                return self._returns_divided(callee, None, depth + 1)
+            if isinstance(func, ast.Attribute) and func.attr in LOSS_KEEPING_METHODS:
+                return self.divided(func.value, at, via, depth + 1)
+            if isinstance(func, ast.Attribute) and func.attr in torch_names.LOSS_SCALING_METHODS and expr.args:
+                return self.divided(expr.args[0], at, via, depth + 1)  # apex `amp.scale_loss(loss / n, opt)`
+            return False
+        if isinstance(expr, ast.Subscript):
+            return self.divided(expr.value, at, via, depth + 1)
+        key = symbol(expr)
+        if key is None:
+            return False
+        return self._symbol_divided(key, at, via, depth)
+
+    def _symbol_divided(self, key: str, at: ast.AST, via: tuple, depth: int) -> bool:
+        bindings = dataflow(self.ctx).reaching(key, at)
+        if not bindings:
+            return self._set_in_another_method(key, at, depth)
+        return any(self._binding_divides(binding, key, via, depth) for binding in bindings)
+
+    def _binding_divides(self, binding: Binding, key: str, via: tuple, depth: int) -> bool:
+        """Whether the value ``binding`` gives ``key`` was divided."""
+        kind, node = binding.kind, binding.stmt
+        if kind == "augassign":
+            if isinstance(node.op, (ast.Div, ast.FloorDiv)):
+                return True
+            # `loss *= scale`, `loss += aux`: the update's operand, or the value it updates.
+            return self.divided(node.value, node, via, depth + 1) or self._symbol_divided(key, node, via, depth + 1)
+        if kind == "param":
+            function = self.ctx.parent(self.ctx.parent(node))
+            if via and resolve_local_call(self.ctx, via[-1]) is function:
+                arg = argument_for(via[-1], function, key)
+                if arg is None:
+                    return True
+                return self.divided(arg, via[-1], via[:-1], depth + 1)
+            return True  # fed by a caller that cannot be seen: give it the benefit of the doubt
+        if kind in ("assign", "walrus", "with"):
+            return binding.value is not None and self.divided(binding.value, node, via, depth + 1)
+        if kind == "unpack" and isinstance(binding.source, ast.Call):
+            callee = resolve_local_call(self.ctx, binding.source) or resolve_instance_call(self.ctx, binding.source)
+            return callee is not None and self._returns_divided(callee, binding.index, depth + 1)
+        return False  # a loop variable, an import, ...: not a loss this code divided
+
+    def _set_in_another_method(self, key: str, at: ast.AST, depth: int) -> bool:
+        """``self.scale`` read in a method and set in another one (``self.scale = 1 / accum`` in
+        ``__init__``): divided if one of those settings divides."""
+        if not key.startswith("self."):
+            return False
+        method = self.ctx.enclosing_function(at)
+        while method is not None and not isinstance(self.ctx.parent(method), ast.ClassDef):
+            method = self.ctx.enclosing_function(method)
+        if method is None:
+            return False
+        flow = dataflow(self.ctx)
+        return any(
+            self._binding_divides(binding, key, (), depth + 1)
+            for other in self.ctx.parent(method).body
+            if isinstance(other, (ast.FunctionDef, ast.AsyncFunctionDef)) and other is not method
+            for binding in flow.flow(other).bindings.get(key, ())
+        )
+
+    def _is_batch_size(self, expr: ast.AST, depth: int = 0) -> bool:
+        """``x.size(0)``, ``x.shape[0]``, ``len(x)``, or a name assigned from one (``bs = imgs.shape[0]``);
+        a name that says batch size (``bs``, ``batch_size``) when it is assigned nowhere visible."""
+        if isinstance(expr, ast.Call):
+            if isinstance(expr.func, ast.Name) and expr.func.id == "len" and len(expr.args) == 1:
+                return True
+            found = method_call(expr)
+            return found is not None and found[0] == "size" and len(expr.args) == 1 and _is_zero(expr.args[0])
+        if isinstance(expr, ast.Subscript):
+            inner = expr.value
+            is_shape = isinstance(inner, ast.Attribute) and inner.attr == "shape"
+            return (is_shape or (method_call(inner) or ("",))[0] == "size") and _is_zero(expr.slice)
+        key = symbol(expr)
+        if key is None:
+            return False
+        assigned = list(
+            {b.stmt: None for b in dataflow(self.ctx).visible_bindings(key, expr) if isinstance(b.stmt, ast.Assign)}
+        )
+        if assigned and depth < 2:
+            return all(self._assigns_batch_size(a, key, depth) for a in assigned)
+        return not assigned and bool(BATCH_SIZE_NAME.search(key.rsplit(".", 1)[-1]))
+
+    def _assigns_batch_size(self, assign: ast.Assign, key: str, depth: int) -> bool:
+        """``bs = x.size(0)``, or ``bs, c, h, w = x.shape`` with ``key`` first."""
+        target = assign.targets[0] if len(assign.targets) == 1 else None
+        if isinstance(target, (ast.Tuple, ast.List)):
+            value = assign.value
+            whole_shape = (isinstance(value, ast.Attribute) and value.attr == "shape") or (
+                (method_call(value) or ("",))[0] == "size" and not value.args
+            )
+            return whole_shape and bool(target.elts) and symbol(target.elts[0]) == key
+        return self._is_batch_size(assign.value, depth + 1)
+
+    def _sum_reduced(self, call: ast.Call) -> bool:
+        """A loss call that sums over the batch (``reduction="sum"``, or a criterion built with it):
+        summed losses accumulate into the sum over the large batch, nothing to divide."""
+        if _reduces_by_sum(call):
+            return True
+        return any(
+            isinstance(origin, ast.Call) and _reduces_by_sum(origin) for origin in dataflow(self.ctx).origins(call.func)
+        )
+
+    def _returns_divided(self, func: ast.AST, index: int | None, depth: int) -> bool:
+        for node in walk_function_body(func):
+            if isinstance(node, ast.Return) and node.value is not None:
+                value = node.value
+                if index is not None and isinstance(value, (ast.Tuple, ast.List)) and index < len(value.elts):
+                    value = value.elts[index]
+                if self.divided(value, node, (), depth):
+                    return True
+        return False
+
+
+BATCH_SIZE_NAME = re.compile(r"^(bs|batch_?size|batchsize|n_?batch|num_samples|n_samples)$", re.I)
+
+
+def _is_zero(expr: ast.AST) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value == 0 and type(expr.value) is int
+
+
+def _reduces_by_sum(call: ast.Call) -> bool:
+    """``reduction="sum"`` (or the legacy ``size_average=False``) among a call's keywords."""
+    for kw in call.keywords:
+        if kw.arg == "reduction" and isinstance(kw.value, ast.Constant) and kw.value.value == "sum":
+            return True
+        if kw.arg == "size_average" and isinstance(kw.value, ast.Constant) and kw.value.value is False:
+            return True
+    return False

@@ -1,0 +1,129 @@
+"""What a function does to what its caller hands it: the training events of its body, told in terms
+of its parameters, so that a call can be read without walking the callee again (the callee may
+live in another file).
+
+``effects_of(ctx, function, events)`` turns the events of one execution of a function's body
+(``walk.EventWalker.function_events``) into ``Effect``s: ``opt.step()`` on a parameter ``opt`` is
+"steps parameter ``opt``"; ``for p in params: p.grad = None`` is "clears the gradients of
+parameter ``params``"; ``loss.backward()`` on a parameter is "runs backward on parameter
+``loss``"; ``model.eval()`` is "switches parameter ``model`` to eval mode". An event on anything
+else (``self.optimizer.step()``, a model the function builds) keeps its kind with no parameter:
+the caller learns that it happens, not to what. Branch conditions inside the callee are not kept:
+an effect is something one call may do.
+
+``events_at_call(call, function, effects)`` places those effects at a call site: each becomes an
+``Event`` written at the call, with the argument the call passes for the parameter as its target
+(or, for a backward, as the loss).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from torchlint.analysis.callgraph import resolve_local_call
+from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import argument_for
+from torchlint.torchmodel.events import Event, EventKind
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+
+# Events that say where control goes, not what happens to the training state.
+_CONTROL = frozenset({EventKind.CONTINUE, EventKind.BREAK, EventKind.RETURN})
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One thing a call of the function does: ``kind`` to ``parameter`` (a parameter's name, None when
+    the event applies to something the caller does not pass), reached through ``path`` (``.module``
+    of ``model.module.zero_grad()``)."""
+
+    kind: EventKind
+    parameter: str | None = None
+    path: str = ""
+
+
+def effects_of(ctx: FileContext, function: ast.AST, events: list[Event]) -> tuple[Effect, ...]:
+    """The effects of one execution of ``function``'s body, in order (see the module docstring)."""
+    params = _parameter_names(function)
+    found = []
+    for event in events:
+        if event.kind in _CONTROL:
+            continue
+        found.append(_effect(ctx, event, params))
+    return tuple(found)
+
+
+def _effect(ctx: FileContext, event: Event, params: frozenset[str]) -> Effect:
+    if event.kind is EventKind.BACKWARD:
+        # `loss.backward()`, `accelerator.backward(loss)`: the loss matters.
+        root = _outer(ctx, _root_name(event.arg), event)
+        return Effect(event.kind, root if root in params else None)
+    if event.kind is EventKind.CLEAR_GRAD:
+        root = _outer(ctx, _cleared_name(ctx, event), event)
+        return Effect(event.kind, root if root in params else None)
+    if event.target is None:
+        return Effect(event.kind)
+    head, dot, rest = event.target.partition(".")
+    root = _outer(ctx, head, event)
+    return Effect(event.kind, root, dot + rest) if root in params else Effect(event.kind)
+
+
+def _outer(ctx: FileContext, name: str | None, event: Event) -> str | None:
+    """``name``, read where the event is written, as the name it comes from in the function that was
+    walked: through each call followed to reach the event (``zero_grad(model.parameters())`` makes
+    ``model_params`` of ``zero_grad`` the ``model`` of the caller). None for a local of a callee."""
+    node = event.node
+    for call in reversed(event.via):
+        if name is None:
+            return None
+        function = ctx.enclosing_function(node)
+        if function is None or resolve_local_call(ctx, call) is not function or name not in _parameter_names(function):
+            return None  # a closure run by `optimizer.step(closure)`, or a local of the callee
+        name = _root_name(argument_for(call, function, name))
+        node = call
+    return name
+
+
+def _cleared_name(ctx: FileContext, event: Event) -> str | None:
+    """``for p in params: p.grad = None`` (or ``for p in model.parameters(): p.grad.zero_()``): the
+    name the loop around the clear ranges over, where the clear is written."""
+    node = event.node
+    grad_owner = node.targets[0] if isinstance(node, ast.Assign) else getattr(node.func, "value", None)
+    while isinstance(grad_owner, ast.Attribute):
+        grad_owner = grad_owner.value
+    if not isinstance(grad_owner, ast.Name):
+        return None
+    for loop in ctx.enclosing_loops(node):
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and symbol(loop.target) == grad_owner.id:
+            return _root_name(loop.iter)
+    return None
+
+
+def _root_name(expr: ast.AST | None) -> str | None:
+    """The name an expression starts from (``params`` of ``params``, ``model.parameters()``, ``loss.mean()``)."""
+    while isinstance(expr, (ast.Attribute, ast.Subscript, ast.Call)):
+        expr = expr.func if isinstance(expr, ast.Call) else expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
+def _parameter_names(function: ast.AST) -> frozenset[str]:
+    args = function.args
+    return frozenset(a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs])
+
+
+def events_at_call(call: ast.Call, function: ast.AST, effects: tuple[Effect, ...]) -> list[Event]:
+    """The effects of ``function`` as events written at ``call``: a parameter becomes the argument
+    the call passes for it (an effect on a parameter the call does not visibly pass applies to an
+    unknown target)."""
+    found = []
+    for effect in effects:
+        argument = argument_for(call, function, effect.parameter) if effect.parameter is not None else None
+        if effect.kind is EventKind.BACKWARD:
+            found.append(Event(effect.kind, call, arg=argument))
+            continue
+        key = symbol(argument) if argument is not None else None
+        found.append(Event(effect.kind, call, target=key + effect.path if key is not None else None))
+    return found

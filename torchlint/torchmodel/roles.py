@@ -1,0 +1,348 @@
+"""What an object is in training code (``Role``): a model, an optimizer, a scheduler, a gradient
+scaler, a criterion -- told from how the object is built and used, its name only as a last resort.
+
+``object_roles(ctx).role_of(expr_or_symbol)``, in this order:
+
+1. data flow (``value_role``): the constructor that built the value (``constructors``), through the
+   assignments that reach the use (``analysis.dataflow``), ``self.attr`` set in any method (an
+   attribute set in ``__init__``), wrappers and moves (``DDP(model)``, ``model.cuda()``),
+   ``accelerator.prepare``-style unpacking, what a function of the file returns
+   (``def build(): return Net()``), and for a parameter the argument every call site of its
+   function passes (``train(model, criterion)`` called from ``main()`` with
+   ``nn.CrossEntropyLoss()``; ``Trainer(net, opt)`` for ``__init__``'s parameters);
+2. ``symbol_role``: what the file assigns to the same symbol anywhere (for attribute chains, and
+   names whose value comes from elsewhere in the file);
+3. use (``used_as``): an object whose ``.parameters()`` feed an optimizer, or that is switched with
+   ``.eval()`` / ``.train(False)``, is a model (``G_AB``, ``E1``, ``Enc1``);
+4. the conventional name (``self.optimizer``, ``opt_g``, ``netG``) -- unless the data flow showed
+   an object of another kind (``Role.OTHER``: ``ema_optimizer = WeightEMA(...)``).
+
+``optimizer_models``: optimizer symbol -> the models whose ``.parameters()`` built it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING
+
+from torchlint.analysis.callgraph import local_base, parameter_arguments, resolve_callee
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import argument, last_name, returns_of, walk_function_body, walk_no_scopes
+from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.constructors import Role, constructor_role, is_prepare_call, preserved_argument
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+    from torchlint.analysis.dataflow import Binding
+
+__all__ = ["Role", "ObjectRoles", "object_roles", "role_from_name"]
+
+_NAME_HINTS = (
+    (re.compile(r"(^|_)sched(uler)?s?($|_)|lr_scheduler|scheduler", re.I), Role.SCHEDULER),
+    (re.compile(r"scaler$", re.I), Role.SCALER),
+    (re.compile(r"(^|_)(optim|optimi[sz]er|opt)s?($|_)|optimi[sz]er", re.I), Role.OPTIMIZER),
+    # GAN code names its pairs optG/optD, optimD, netG/netD (case matters: `options` is no optimizer).
+    (re.compile(r"^opt(im)?[A-Z]"), Role.OPTIMIZER),
+    (re.compile(r"(^|_)(model|net|network|module)s?($|_)", re.I), Role.MODEL),
+    (re.compile(r"^net[A-Z]"), Role.MODEL),
+    (re.compile(r"(criterion|loss_fn|loss_func|lossfn)", re.I), Role.CRITERION),
+)
+# How far a value is followed (assignments, parameters to call sites, returns) before it is unknown.
+MAX_FLOW_DEPTH = 8
+
+
+@lru_cache(maxsize=4096)  # a pure function of the name; the same few names are asked about often
+def role_from_name(name: str) -> Role | None:
+    """Guess a role from a conventional name (last attribute only: ``self.optimizer`` -> optimizer)."""
+    last = name.rsplit(".", 1)[-1]
+    for pattern, role in _NAME_HINTS:
+        if pattern.search(last):
+            return role
+    return None
+
+
+class ObjectRoles:
+    """The roles of the objects of one file; get the shared instance with ``object_roles(ctx)``."""
+
+    def __init__(self, ctx: FileContext):
+        self.ctx = ctx
+
+    def role_of(self, expr_or_symbol: ast.AST | str, hint: bool = True) -> Role | None:
+        """The role of an expression (where it is written) or of a symbol (``"self.opt"``): from
+        data flow, then the file's symbol table, then use, then (with ``hint``) the name."""
+        if isinstance(expr_or_symbol, str):
+            key = expr_or_symbol
+            role = None
+        else:
+            key = symbol(expr_or_symbol)
+            role = self.value_role(expr_or_symbol)
+        if role is None and key is not None:
+            role = self.symbol_role(key)
+            if role is None and hint:
+                role = role_from_name(key.split("[", 1)[0])
+        return role
+
+    def value_role(self, expr: ast.AST) -> Role | None:
+        """The role of the value ``expr`` evaluates to, from data flow alone (no names, no uses)."""
+        return self.ctx.shared(("value-role", expr), lambda: _RoleFlow(self).value(expr, 0))
+
+    def symbol_role(self, key: str) -> Role | None:
+        """The role of what the file assigns to a symbol anywhere (``self.opt``, ``model``): the
+        latest assignment that gives a torch role, else ``OTHER`` if one shows another object."""
+        bindings = [b for b in dataflow(self.ctx).bindings_anywhere(key) if b.kind in ("assign", "unpack")]
+        if not bindings:
+            return None
+        return self.ctx.shared(
+            ("symbol-role", key), lambda: _RoleFlow.combine(_RoleFlow(self).binding(b, 0) for b in reversed(bindings))
+        )
+
+    def returned_role(self, function: ast.AST, index: int | None = None) -> Role | None:
+        """The role of what a function of this file returns (element ``index`` of a returned tuple),
+        when every ``return`` agrees: ``def build(): return Net()`` returns a model."""
+        return self.ctx.shared(("returned-role", function, index), lambda: _RoleFlow(self).returned(function, index, 0))
+
+    @cached_property
+    def used_as(self) -> dict[str, Role]:
+        """Symbol -> role shown by use: ``opt = Adam(chain(G_AB.parameters(), G_BA.parameters()))``
+        and ``E1.eval()`` / ``E1.train(False)`` make models."""
+        found: dict[str, Role] = {}
+        for call in self.ctx.calls:
+            func = call.func
+            if isinstance(func, ast.Attribute) and _is_mode_switch(call, func.attr):
+                _mark(found, func.value, Role.MODEL)
+            # Optimizer classes are capitalised (`Adam`, `bnb.optim.AdamW8bit`): a cheap test first.
+            if (last_name(func) or "")[:1].isupper() and constructor_role(self.ctx, call) is Role.OPTIMIZER:
+                for owner in _parameter_owners(call):
+                    _mark(found, owner, Role.MODEL)
+        return found
+
+    # ----- which models feed which optimizer ---------------------------------------------------------
+    @cached_property
+    def optimizer_models(self) -> dict[str, frozenset[str]]:
+        """Optimizer symbol -> symbols of the models whose ``.parameters()`` it was built from
+        (``optimizerD = Adam(netD.parameters())`` -> {"netD"}); absent when it cannot be told."""
+        found: dict[str, frozenset[str]] = {}
+        for node in self.ctx.nodes(ast.Assign):
+            value = node.value
+            if not (
+                isinstance(value, ast.Call)
+                and len(node.targets) == 1
+                and constructor_role(self.ctx, value) == Role.OPTIMIZER
+            ):
+                continue
+            key = symbol(node.targets[0])
+            models = frozenset(filter(None, map(symbol, _parameter_owners(value))))
+            if key is not None and models:
+                found[key] = models
+        self._lightning_optimizer_models(found)
+        return found
+
+    def _lightning_optimizer_models(self, found: dict) -> None:
+        """``opt_g, opt_d = self.optimizers()`` in a LightningModule: the optimizers
+        ``configure_optimizers`` returns, in order (``return [opt_g, opt_d]`` or
+        ``return [opt_g, opt_d], [sched]``), give their parameters to the unpacked names."""
+        for node in self.ctx.nodes(ast.Assign):
+            value = node.value
+            if not (
+                len(node.targets) == 1
+                and isinstance(node.targets[0], (ast.Tuple, ast.List))
+                and isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr == "optimizers"
+                and isinstance(value.func.value, ast.Name)
+                and value.func.value.id == "self"
+            ):
+                continue
+            cls = self.ctx.enclosing(node, ast.ClassDef)
+            while cls is not None:
+                configure = next(
+                    (
+                        f
+                        for f in cls.body
+                        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "configure_optimizers"
+                    ),
+                    None,
+                )
+                if configure is not None:
+                    break
+                cls = local_base(self.ctx, cls)
+            if cls is None:
+                continue
+            for ret in walk_function_body(configure):
+                if not isinstance(ret, ast.Return) or not isinstance(ret.value, (ast.List, ast.Tuple)):
+                    continue
+                elts = ret.value.elts
+                if elts and isinstance(elts[0], (ast.List, ast.Tuple)):
+                    elts = elts[0].elts
+                for target, returned in zip(node.targets[0].elts, elts):
+                    models = found.get(symbol(returned) or "")
+                    key = symbol(target)
+                    if models and key and key not in found:
+                        found[key] = models
+                break
+
+
+class _RoleFlow:
+    """One question "what role does this value have?", followed through the file's data flow.
+    ``active`` holds the functions and nodes being followed (recursion ends there, unknown)."""
+
+    def __init__(self, roles: ObjectRoles):
+        self.roles = roles
+        self.ctx = roles.ctx
+        self.flow = dataflow(roles.ctx)
+        self.active: set = set()
+
+    def value(self, expr: ast.AST, depth: int) -> Role | None:
+        if depth > MAX_FLOW_DEPTH or expr in self.active:
+            return None
+        self.active.add(expr)
+        try:
+            return self._value(expr, depth)
+        finally:
+            self.active.discard(expr)
+
+    def _value(self, expr: ast.AST, depth: int) -> Role | None:
+        ctx = self.ctx
+        if isinstance(expr, ast.Call):
+            role = constructor_role(ctx, expr)
+            if role is not None:
+                return role
+            func = expr.func
+            wrapped = preserved_argument(ctx, expr)
+            if wrapped is not None:
+                return self.value(wrapped, depth + 1)
+            if isinstance(func, ast.Attribute) and func.attr in torch_names.MODULE_SELF_RETURNING:
+                return self.value(func.value, depth + 1)
+            if is_prepare_call(expr) and len(expr.args) == 1:
+                return self.value(expr.args[0], depth + 1)
+            return self.call_returns(expr, None, depth + 1)
+        if isinstance(expr, ast.IfExp):
+            return self.combine(self.value(side, depth + 1) for side in (expr.body, expr.orelse))
+        role = None
+        if isinstance(expr, ast.Name):
+            role = self.combine(self.binding(b, depth + 1) for b in self.flow.reaching(expr))
+        else:
+            owner = self.flow.self_attribute(expr)
+            if owner is not None:
+                role = self.combine(self.binding(b, depth + 1) for b in reversed(self.flow.attribute_bindings(*owner)))
+        if role is None:
+            key = symbol(expr)  # what the object is used as, where its building is not shown
+            role = self.roles.used_as.get(key) if key is not None else None
+        return role
+
+    @staticmethod
+    def combine(roles) -> Role | None:
+        """The latest role a value may have; ``OTHER`` only when no binding gives a torch role."""
+        other = False
+        for role in roles:
+            if role is Role.OTHER:
+                other = True
+            elif role is not None:
+                return role
+        return Role.OTHER if other else None
+
+    def binding(self, binding: Binding, depth: int) -> Role | None:
+        kind = binding.kind
+        if kind in ("assign", "walrus"):
+            value = binding.value
+            if value is None or (isinstance(value, ast.Constant) and value.value is None):
+                return None  # `model = None` until it is built
+            return self.value(value, depth)
+        if kind == "unpack" and isinstance(binding.source, ast.Call) and binding.index is not None:
+            source = binding.source
+            if is_prepare_call(source):
+                return self.value(source.args[binding.index], depth) if binding.index < len(source.args) else None
+            return self.call_returns(source, binding.index, depth)
+        if kind == "param":
+            function = self.ctx.parent(self.ctx.parent(binding.stmt))
+            return self.parameter(function, binding.stmt, depth)
+        return None
+
+    def parameter(self, function: ast.AST, param: ast.arg, depth: int) -> Role | None:
+        """The role every call site of ``function`` in this file gives ``param`` (or its default)."""
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or function in self.active:
+            return None
+        self.active.add(function)
+        try:
+            roles = [
+                self.value(arg, depth + 1) if arg is not None else None
+                for arg in parameter_arguments(self.ctx, function, param)
+            ]
+        finally:
+            self.active.discard(function)
+        if not roles or any(role is None for role in roles) or len(set(roles)) != 1:
+            return None
+        return roles[0]
+
+    def call_returns(self, call: ast.Call, index: int | None, depth: int) -> Role | None:
+        """The role of what the function ``call`` runs returns (element ``index`` of a tuple): a
+        function of this file followed here, one of another file asked in its own file."""
+        callee = resolve_callee(self.ctx, call)
+        if callee is None:
+            return None
+        callee_ctx, function = callee
+        if callee_ctx is self.ctx:
+            return self.returned(function, index, depth)
+        return object_roles(callee_ctx).returned_role(function, index)
+
+    def returned(self, function: ast.AST, index: int | None, depth: int) -> Role | None:
+        """The role of what ``function`` returns (element ``index`` of a returned tuple), when every
+        ``return`` agrees."""
+        if function in self.active:
+            return None
+        self.active.add(function)
+        try:
+            roles = []
+            for ret in returns_of(function):
+                value = ret.value
+                if index is not None:
+                    value = (
+                        value.elts[index]
+                        if isinstance(value, (ast.Tuple, ast.List)) and index < len(value.elts)
+                        else None
+                    )
+                roles.append(self.value(value, depth + 1) if value is not None else None)
+        finally:
+            self.active.discard(function)
+        if not roles or any(role is None for role in roles) or len(set(roles)) != 1:
+            return None
+        return roles[0]
+
+
+def _is_mode_switch(call: ast.Call, method: str) -> bool:
+    """``x.eval()``, ``x.train(False)``, ``x.train(mode=True)``: what only a module does (a bare
+    ``x.train()`` is also a trainer's "run the training")."""
+    if method == "eval":
+        return not call.args and not call.keywords
+    if method == "train":
+        mode = argument(call, 0, "mode")
+        return isinstance(mode, ast.Constant) and isinstance(mode.value, bool)
+    return False
+
+
+def _parameter_owners(call: ast.Call) -> list[ast.AST]:
+    """The objects whose ``.parameters()`` / ``.named_parameters()`` an optimizer call is given."""
+    params = argument(call, 0, "params")
+    if params is None:
+        return []
+    return [
+        sub.func.value
+        for sub in walk_no_scopes(params)
+        if isinstance(sub, ast.Call)
+        and isinstance(sub.func, ast.Attribute)
+        and sub.func.attr in torch_names.PARAMETER_METHODS
+    ]
+
+
+def _mark(found: dict[str, Role], expr: ast.AST, role: Role) -> None:
+    key = symbol(expr)
+    if key is not None and key not in ("self", "cls"):
+        found.setdefault(key, role)
+
+
+def object_roles(ctx: FileContext) -> ObjectRoles:
+    """The file's object roles, built the first time a rule asks and then shared."""
+    return ctx.shared("roles", lambda: ObjectRoles(ctx))

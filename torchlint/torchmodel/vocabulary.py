@@ -1,0 +1,255 @@
+"""PyTorch's names, as data: the one place that says which classes, functions and methods mean what.
+
+Every model of ``torchmodel`` and every rule takes its PyTorch names from here, so that a
+name added once (a new optimizer package, a new wrapper) is seen by all of them. Qualified
+names are canonical (``analysis.imports.canonical``: ``torch.nn.modules.loss.MSELoss`` is
+``torch.nn.MSELoss``). Prefixes end with a dot when they name a package, and without one when
+they name a class or function that may be followed by an attribute.
+
+Where two lists look alike but differ, the difference is meant and said next to them.
+"""
+
+from __future__ import annotations
+
+# ----- optimizers, schedulers, scalers ------------------------------------------------------------
+# `torch.optim.<Capitalised>` is an optimizer, except what lives in these packages.
+NOT_OPTIMIZER_PACKAGES = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
+# Optimizer classes of other libraries (a scheduler among them is told by its name: "schedul").
+THIRD_PARTY_OPTIMIZERS = (
+    "transformers.AdamW",
+    "transformers.Adafactor",
+    "transformers.optimization.AdamW",
+    "transformers.optimization.Adafactor",
+    "timm.optim.",
+    "bitsandbytes.optim.",
+    "bnb.optim.",
+    "apex.optimizers.",
+    "torch_optimizer.",
+    "deepspeed.ops.adam.",
+    "deepspeed.ops.lamb.",
+    "lion_pytorch.Lion",
+    "schedulefree.",
+)
+# Base classes that make a class of the project an optimizer / a learning-rate scheduler.
+OPTIMIZER_BASES = frozenset({"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"})
+SCHEDULER_BASES = ("torch.optim.lr_scheduler.",)
+SCHEDULERS = (
+    "torch.optim.lr_scheduler.",
+    "transformers.get_",
+    "transformers.optimization.get_",
+    "timm.scheduler.",
+    "diffusers.optimization.get_",
+)
+SCALERS = frozenset({"torch.amp.GradScaler", "torch.GradScaler"})
+
+# ----- models ---------------------------------------------------------------------------------------
+# Base classes that make a class a torch module (its instances are models).
+MODULE_BASES = frozenset(
+    {
+        "torch.nn.Module",
+        "pytorch_lightning.LightningModule",
+        "pytorch_lightning.core.LightningModule",
+        "lightning.LightningModule",
+        "lightning.pytorch.LightningModule",
+        "lightning.pytorch.core.LightningModule",
+        "transformers.PreTrainedModel",
+        "transformers.modeling_utils.PreTrainedModel",
+    }
+)
+# The same bases spelled without an import the linter can resolve (`class Net(nn.Module)` in a
+# snippet that imports nothing).
+MODULE_BASE_SPELLINGS = frozenset({"nn.Module", "Module", "LightningModule"})
+# Factories and zoos whose calls build a model.
+MODEL_FACTORIES = ("torchvision.models.", "timm.create_model", "timm.models.")
+# `torch.nn.<Capitalised>` builds a model (a layer is a module), except these containers of
+# tensors and the two that hold no weights of their own.
+NOT_MODEL_LAYERS = frozenset({"Parameter", "ParameterList", "ParameterDict", "Module", "Identity"})
+# Calls that hand back their (first) argument wrapped, compiled or converted: the result is the
+# same model (`DDP(model)`, `torch.compile(model)`).
+MODEL_WRAPPERS = frozenset(
+    {
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.compile",
+        "torch.jit.script",
+        "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
+    }
+)
+# The same wrappers by their bare names (imported from places the linter does not resolve:
+# `from fairscale... import FSDP`, a project's `DDP = DistributedDataParallel`).
+MODEL_WRAPPER_NAMES = frozenset({"DDP", "DistributedDataParallel", "DataParallel", "FSDP"})
+# Methods that move or convert a module (or a tensor) to a device or dtype and return it:
+# the result holds what the receiver held.
+DEVICE_DTYPE_MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16"})
+# Methods of a module that return the module itself: the moves, and the mode switches.
+MODULE_SELF_RETURNING = DEVICE_DTYPE_MOVES | {"train", "eval"}
+# `a, b = accelerator.prepare(a, b)`: frameworks whose setup call returns its arguments, wrapped, in order.
+PREPARE_METHODS = frozenset({"prepare", "setup", "initialize", "prepare_model", "setup_module"})
+# Methods whose result is a module's trainable tensors (what an optimizer is built from).
+PARAMETER_METHODS = frozenset({"parameters", "named_parameters"})
+
+# ----- layers -----------------------------------------------------------------------------------------
+# torch.nn layers without weights or buffers: building one costs nothing and keeping one in a plain
+# list loses no state.
+WEIGHTLESS_LAYERS = frozenset(
+    {
+        "ReLU",
+        "ReLU6",
+        "LeakyReLU",
+        "PReLU_",
+        "ELU",
+        "SELU",
+        "CELU",
+        "GELU",
+        "SiLU",
+        "Mish",
+        "Sigmoid",
+        "Tanh",
+        "Hardtanh",
+        "Hardswish",
+        "Hardsigmoid",
+        "Softplus",
+        "Softsign",
+        "Softmax",
+        "LogSoftmax",
+        "Softmin",
+        "Softmax2d",
+        "Tanhshrink",
+        "Softshrink",
+        "Hardshrink",
+        "Threshold",
+        "GLU",
+        "LogSigmoid",
+        "Dropout",
+        "Dropout1d",
+        "Dropout2d",
+        "Dropout3d",
+        "AlphaDropout",
+        "FeatureAlphaDropout",
+        "MaxPool1d",
+        "MaxPool2d",
+        "MaxPool3d",
+        "AvgPool1d",
+        "AvgPool2d",
+        "AvgPool3d",
+        "AdaptiveAvgPool1d",
+        "AdaptiveAvgPool2d",
+        "AdaptiveAvgPool3d",
+        "AdaptiveMaxPool1d",
+        "AdaptiveMaxPool2d",
+        "AdaptiveMaxPool3d",
+        "LPPool1d",
+        "LPPool2d",
+        "MaxUnpool1d",
+        "MaxUnpool2d",
+        "MaxUnpool3d",
+        "Flatten",
+        "Unflatten",
+        "Upsample",
+        "UpsamplingNearest2d",
+        "UpsamplingBilinear2d",
+        "PixelShuffle",
+        "PixelUnshuffle",
+        "ChannelShuffle",
+        "ZeroPad1d",
+        "ZeroPad2d",
+        "ZeroPad3d",
+        "ConstantPad1d",
+        "ConstantPad2d",
+        "ConstantPad3d",
+        "ReflectionPad1d",
+        "ReflectionPad2d",
+        "ReflectionPad3d",
+        "ReplicationPad1d",
+        "ReplicationPad2d",
+        "ReplicationPad3d",
+        "CircularPad1d",
+        "CircularPad2d",
+        "CircularPad3d",
+        "Fold",
+        "Unfold",
+        "CosineSimilarity",
+        "PairwiseDistance",
+        "Identity",
+    }
+)
+# Layers that behave differently in train and eval mode (dropout; normalisation with running
+# statistics). Weightless dropout is still not "stateless": `model.eval()` must reach it.
+DROPOUT_LAYERS = frozenset({"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"})
+# Wrappers that hold the wrapped model's weights, not new ones (built per iteration, they cost nothing).
+WRAPPING_LAYERS = frozenset({"DataParallel", "DistributedDataParallel", "SyncBatchNorm"})
+
+# ----- losses and activations -------------------------------------------------------------------------
+# `torch.nn.<Name>Loss` is a criterion class; these are the functional losses (torch.nn.functional.<name>).
+FUNCTIONAL_LOSSES = frozenset(
+    {
+        "cross_entropy",
+        "nll_loss",
+        "mse_loss",
+        "l1_loss",
+        "smooth_l1_loss",
+        "huber_loss",
+        "kl_div",
+        "binary_cross_entropy",
+        "binary_cross_entropy_with_logits",
+        "margin_ranking_loss",
+        "cosine_embedding_loss",
+        "triplet_margin_loss",
+        "ctc_loss",
+        "poisson_nll_loss",
+        "gaussian_nll_loss",
+        "soft_margin_loss",
+        "multilabel_soft_margin_loss",
+        "hinge_embedding_loss",
+        "multi_margin_loss",
+    }
+)
+FUNCTIONAL = "torch.nn.functional."
+CROSS_ENTROPY_FUNCTIONS = frozenset({"torch.nn.functional.cross_entropy"})
+CROSS_ENTROPY_MODULES = frozenset({"torch.nn.CrossEntropyLoss"})
+BCE_WITH_LOGITS_FUNCTIONS = frozenset({"torch.nn.functional.binary_cross_entropy_with_logits"})
+BCE_WITH_LOGITS_MODULES = frozenset({"torch.nn.BCEWithLogitsLoss"})
+# Output activations, by kind: (functions taking the tensor first, tensor methods, module classes).
+ACTIVATION_FUNCTIONS = {
+    "softmax": frozenset({"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"}),
+    "log_softmax": frozenset({"torch.log_softmax", "torch.nn.functional.log_softmax", "torch.special.log_softmax"}),
+    "sigmoid": frozenset({"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit"}),
+}
+ACTIVATION_METHODS = {
+    "softmax": frozenset({"softmax"}),
+    "log_softmax": frozenset({"log_softmax"}),
+    "sigmoid": frozenset({"sigmoid"}),
+}
+ACTIVATION_MODULES = {
+    "softmax": frozenset({"torch.nn.Softmax"}),
+    "log_softmax": frozenset({"torch.nn.LogSoftmax"}),
+    "sigmoid": frozenset({"torch.nn.Sigmoid"}),
+}
+SEQUENTIAL = "torch.nn.Sequential"
+
+# ----- the training step --------------------------------------------------------------------------------
+BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
+BACKWARD_METHODS = frozenset({"backward", "manual_backward"})  # accelerator/fabric .backward(loss)
+STEP_METHODS = frozenset({"step", "optimizer_step"})  # opt.step(), xm.optimizer_step(opt)
+XLA_OPTIMIZER_STEP = "torch_xla.core.xla_model.optimizer_step"
+CLIP_FUNCTIONS = frozenset(
+    {"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grad_norm"}
+)
+CLIP_METHODS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_gradients"})
+FOREACH_ZERO = "torch._foreach_zero_"
+# What `p.grad = ...` clears with, besides None.
+ZEROS_FUNCTIONS = frozenset({"torch.zeros_like", "torch.zeros"})
+# Mixed-precision calls whose result is their first argument, scaled (`scaler.scale(loss)`, apex's `amp.scale_loss`).
+LOSS_SCALING_METHODS = frozenset({"scale", "scale_loss"})
+
+# ----- autograd mode -------------------------------------------------------------------------------------
+NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode"})
+ENABLE_GRAD = frozenset({"torch.enable_grad"})
+SET_GRAD_ENABLED = "torch.set_grad_enabled"
+
+# ----- data ------------------------------------------------------------------------------------------------
+DATALOADER = "torch.utils.data.DataLoader"
+DISTRIBUTED_SAMPLER = "torch.utils.data.DistributedSampler"
+# DataLoader's positional parameters, in order.
+DATALOADER_PARAMS = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers")

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from torchlint.engine.rule import Message, Rule, register
+from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.activations import activations
-
-CROSS_ENTROPY_FUNCTIONS = frozenset({"torch.nn.functional.cross_entropy"})
-CROSS_ENTROPY_MODULES = frozenset({"torch.nn.CrossEntropyLoss"})
 
 
 @register
@@ -96,7 +94,9 @@ def step(logits, y):
     def check(self, ctx):
         tracker = activations(ctx)
         kinds = frozenset({"softmax", "log_softmax"})
-        for found in tracker.activation_inputs(kinds, CROSS_ENTROPY_FUNCTIONS, CROSS_ENTROPY_MODULES):
+        for found in tracker.activation_inputs(
+            kinds, torch_names.CROSS_ENTROPY_FUNCTIONS, torch_names.CROSS_ENTROPY_MODULES
+        ):
             yield self.report(found.loss, self._message(ctx, found), evidence=found)
 
     @staticmethod

@@ -9,60 +9,17 @@ from functools import cached_property
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.nodes import keyword, method_call
 from torchlint.engine.rule import Message, Rule, register
+from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.modules import imported_layer_class, module_classes
 from torchlint.torchmodel.roles import Role
 
 PARAMETER = "torch.nn.Parameter"
-DEVICE_MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16"})
 CONTAINER_LITERALS = (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp, ast.Set, ast.SetComp)
 EMPTY_CONTAINER_CALLS = frozenset({"list", "dict", "tuple", "OrderedDict", "collections.OrderedDict"})
 # Layers with no parameters, no buffers and the same behaviour in train and eval mode:
 # keeping them in a plain list loses nothing. (Dropout and normalisation layers are not here.)
-STATELESS_LAYERS = frozenset(
-    "torch.nn." + name
-    for name in (
-        "ReLU",
-        "ReLU6",
-        "LeakyReLU",
-        "GELU",
-        "SiLU",
-        "Mish",
-        "ELU",
-        "SELU",
-        "CELU",
-        "Tanh",
-        "Sigmoid",
-        "Hardswish",
-        "Hardsigmoid",
-        "Hardtanh",
-        "Softplus",
-        "Softmax",
-        "LogSoftmax",
-        "Identity",
-        "Flatten",
-        "Unflatten",
-        "MaxPool1d",
-        "MaxPool2d",
-        "MaxPool3d",
-        "AvgPool1d",
-        "AvgPool2d",
-        "AvgPool3d",
-        "AdaptiveAvgPool1d",
-        "AdaptiveAvgPool2d",
-        "AdaptiveAvgPool3d",
-        "AdaptiveMaxPool1d",
-        "AdaptiveMaxPool2d",
-        "AdaptiveMaxPool3d",
-        "Upsample",
-        "PixelShuffle",
-        "PixelUnshuffle",
-        "ZeroPad2d",
-        "ConstantPad2d",
-        "ReflectionPad2d",
-        "ReplicationPad2d",
-    )
-)
+STATELESS_LAYERS = frozenset("torch.nn." + name for name in torch_names.WEIGHTLESS_LAYERS - torch_names.DROPOUT_LAYERS)
 # Calls that register their arguments (or whatever the class stores by hand).
 REGISTERING_METHODS = frozenset({"add_module", "register_module", "register_parameter"})
 # Builtins that only look at a container: passing `self.blocks` to them registers nothing.
@@ -249,7 +206,7 @@ class _InitChecker:
     def _trainable_tensor(self, value: ast.AST) -> str | None:
         # `torch.randn(n, requires_grad=True).to(device)`: look inside device/dtype moves.
         found = method_call(value)
-        if found is not None and found[0] in DEVICE_MOVES:
+        if found is not None and found[0] in torch_names.DEVICE_DTYPE_MOVES:
             inner = self._trainable_tensor(found[1])
             if inner:
                 return inner
@@ -263,7 +220,7 @@ class _InitChecker:
         if requires_grad is None or not _is_true(requires_grad.value):
             return None
         qual = self.ctx.call_qualname(value)
-        if qual == PARAMETER or qual == "torch.nn.parameter.Parameter":
+        if qual in torch_names.PARAMETER_CLASSES:
             return None
         if (qual and qual.startswith("torch.")) or (found is not None and found[0].startswith("new_")):
             return "requires_grad=True"
@@ -276,7 +233,7 @@ class _InitChecker:
         if not isinstance(expr, ast.Call):
             return None
         qual = self.ctx.call_qualname(expr)
-        if qual in (PARAMETER, "torch.nn.parameter.Parameter"):
+        if qual in torch_names.PARAMETER_CLASSES:
             return "parameter"
         if constructor_role(self.ctx, expr) == Role.MODEL:
             if qual in STATELESS_LAYERS:

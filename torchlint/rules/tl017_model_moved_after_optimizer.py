@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import dotted_name
 from torchlint.engine.rule import Message, Rule, register
+from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.events import STEP_KINDS
 from torchlint.torchmodel.roles import Role, object_roles, role_from_name
@@ -15,7 +16,6 @@ from torchlint.torchmodel.scripts import resolve_value
 
 # Methods that move or cast a module's parameters.
 MOVE_METHODS = frozenset({"to", "cuda", "half", "bfloat16", "double"})
-PARAMETER_METHODS = frozenset({"parameters", "named_parameters"})
 # Events after which an optimizer holds state (its first step creates it).
 _STATE_KINDS = STEP_KINDS
 
@@ -174,7 +174,7 @@ def _parameter_sources(roles, call: ast.Call) -> frozenset[str]:
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
-                and node.func.attr in PARAMETER_METHODS
+                and node.func.attr in torch_names.PARAMETER_METHODS
             ):
                 found.add(dotted_name(node.func.value))
             elif node is arg and isinstance(node, (ast.Name, ast.Attribute)) and roles.role_of(node) == Role.MODEL:

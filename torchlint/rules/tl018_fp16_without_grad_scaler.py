@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.engine.rule import Message, Rule, register
+from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.amp import float16_autocast, scaled_backward, uses_scaler
 from torchlint.torchmodel.events import EventKind
 from torchlint.torchmodel.walk import event_walker
@@ -134,7 +135,7 @@ def _is_unscaled_backward(ctx, event) -> bool:
         if isinstance(call.func.value, ast.Name) and _bound_by_with(ctx, call.func.value):
             return False  # `with amp.scale_loss(loss, opt) as scaled: scaled.backward()` (apex)
         return not call.args  # accelerator.backward(loss) / engine.backward(loss) scale for you
-    return ctx.call_qualname(call) == "torch.autograd.backward"
+    return ctx.call_qualname(call) in torch_names.BACKWARD_FUNCTIONS
 
 
 def _bound_by_with(ctx, name: ast.Name) -> bool:

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 from torchlint.engine.rule import Message, Rule, register
+from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.activations import activations
-
-BCE_WITH_LOGITS_FUNCTIONS = frozenset(
-    {"torch.nn.functional.binary_cross_entropy_with_logits", "torch.binary_cross_entropy_with_logits"}
-)
-BCE_WITH_LOGITS_MODULES = frozenset({"torch.nn.BCEWithLogitsLoss"})
 
 
 @register
@@ -86,7 +82,7 @@ def step(logits, y):
     def check(self, ctx):
         tracker = activations(ctx)
         for found in tracker.activation_inputs(
-            frozenset({"sigmoid"}), BCE_WITH_LOGITS_FUNCTIONS, BCE_WITH_LOGITS_MODULES
+            frozenset({"sigmoid"}), torch_names.BCE_WITH_LOGITS_FUNCTIONS, torch_names.BCE_WITH_LOGITS_MODULES
         ):
             yield self.report(found.loss, self._message(ctx, found), evidence=found)
 

@@ -22,7 +22,7 @@ def grad_effect(ctx: FileContext, expr: ast.AST) -> bool | None:
         return False
     if qual in torch_names.ENABLE_GRAD:
         return True
-    if qual == torch_names.SET_GRAD_ENABLED and call and call.args:
+    if qual in torch_names.SET_GRAD_ENABLED and call and call.args:
         if _is_false(call.args[0]):
             return False
         if isinstance(call.args[0], ast.Constant) and call.args[0].value is True:

@@ -22,6 +22,7 @@ from torchlint.analysis.conditions import conditions_at, truth_under
 from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument_for, position
+from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS
 from torchlint.torchmodel.forward_calls import model_expression, same_model
 from torchlint.torchmodel.gradmode import grad_effect
@@ -190,10 +191,7 @@ class PhaseFunctions:
             if truth is None:
                 return None
             return self._context_effect(expr.body if truth else expr.orelse, phase)
-        if isinstance(expr, ast.Call) and self.ctx.call_qualname(expr) in (
-            "torch.set_grad_enabled",
-            "torch.autograd.set_grad_enabled",
-        ):
+        if isinstance(expr, ast.Call) and self.ctx.call_qualname(expr) in torch_names.SET_GRAD_ENABLED:
             if expr.args:
                 truth = truth_under(expr.args[0], {phase.param: phase.value})
                 return truth

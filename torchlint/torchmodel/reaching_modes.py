@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callgraph import call_graph
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name, position
+from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.events import MODE_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.forward_calls import mode_switches, model_expression, same_model
 from torchlint.torchmodel.gradmode import grad_effect, lexical_grad_disabler
@@ -33,7 +34,6 @@ REACHED, NOT_REACHED, UNKNOWN = True, False, None
 
 _EVAL_HELPER = re.compile(r"(^|_)(set|to|switch|put|make)_?(to_)?eval(_mode)?$|^eval_mode$", re.I)
 _EVAL_CONTEXT = re.compile(r"eval|inference_context|evaluating", re.I)
-_SET_GRAD = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
 
 
 @dataclass(frozen=True)
@@ -330,7 +330,7 @@ class AutogradMode:
         return [
             c
             for c in self.ctx.calls
-            if isinstance(self.ctx.parent(c), ast.Expr) and self.ctx.call_qualname(c) in _SET_GRAD
+            if isinstance(self.ctx.parent(c), ast.Expr) and self.ctx.call_qualname(c) in torch_names.SET_GRAD_ENABLED
         ]
 
 

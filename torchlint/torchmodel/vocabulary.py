@@ -97,7 +97,6 @@ WEIGHTLESS_LAYERS = frozenset(
         "ReLU",
         "ReLU6",
         "LeakyReLU",
-        "PReLU_",
         "ELU",
         "SELU",
         "CELU",
@@ -208,7 +207,9 @@ FUNCTIONAL_LOSSES = frozenset(
 FUNCTIONAL = "torch.nn.functional."
 CROSS_ENTROPY_FUNCTIONS = frozenset({"torch.nn.functional.cross_entropy"})
 CROSS_ENTROPY_MODULES = frozenset({"torch.nn.CrossEntropyLoss"})
-BCE_WITH_LOGITS_FUNCTIONS = frozenset({"torch.nn.functional.binary_cross_entropy_with_logits"})
+BCE_WITH_LOGITS_FUNCTIONS = frozenset(
+    {"torch.nn.functional.binary_cross_entropy_with_logits", "torch.binary_cross_entropy_with_logits"}
+)
 BCE_WITH_LOGITS_MODULES = frozenset({"torch.nn.BCEWithLogitsLoss"})
 # Output activations, by kind: (functions taking the tensor first, tensor methods, module classes).
 ACTIVATION_FUNCTIONS = {
@@ -246,7 +247,10 @@ LOSS_SCALING_METHODS = frozenset({"scale", "scale_loss"})
 # ----- autograd mode -------------------------------------------------------------------------------------
 NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode"})
 ENABLE_GRAD = frozenset({"torch.enable_grad"})
-SET_GRAD_ENABLED = "torch.set_grad_enabled"
+SET_GRAD_ENABLED = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
+
+# `nn.Parameter(...)`, by both of its spellings.
+PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
 # ----- data ------------------------------------------------------------------------------------------------
 DATALOADER = "torch.utils.data.DataLoader"

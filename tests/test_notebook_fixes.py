@@ -431,3 +431,23 @@ def test_fixed_notebook_is_valid_for_nbformat(tmp_path):
     path = tutorial(tmp_path)
     run_cli(["check", path.name, "--fix", "--unsafe-fixes"])
     nbformat.validate(nbformat.read(str(path), as_version=4))
+
+
+@pytest.mark.parametrize(
+    "text, code, warning",
+    [
+        ('{"cells": [', "TL000", ""),
+        (
+            notebook_json("import torch", VIEW_CELL).replace('"metadata": {}', '"metadata": {"scale": NaN}', 1),
+            "TL008",
+            "torchlint: warning: nb.ipynb: not fixed: its JSON holds values (NaN, Infinity?) that cannot be rewritten\n",
+        ),
+    ],
+)
+def test_a_notebook_that_cannot_be_rewritten_is_reported_and_left_alone(tmp_path, text, code, warning):
+    path = tmp_path / "nb.ipynb"
+    path.write_text(text)
+    run = run_cli(["check", "nb.ipynb", "--fix", "-q"])
+    assert run.code == 1 and path.read_text() == text
+    assert run.out.startswith("nb.ipynb:") and f" {code} " in run.out
+    assert run.err == warning

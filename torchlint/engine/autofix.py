@@ -107,28 +107,30 @@ class _ParseCheck:
 
     def __init__(self, source: str, path: str, top_level_await: bool = False):
         self.path = path
-        # Notebook cells may `await` at top level (IPython runs them in an event loop).
-        self.flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if top_level_await else 0
-        self._compiles = self._compile(source)
-
-    def _compile(self, text: str, only_ast: bool = False) -> bool:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                compile(text, self.path, "exec", self.flags | (ast.PyCF_ONLY_AST if only_ast else 0), dont_inherit=True)
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-            self.error = exc
-            return False
-        return True
+        self.top_level_await = top_level_await
+        self._compiles = compile_error(source, path, top_level_await) is None
 
     def check(self, text: str) -> None:
-        if not self._compile(text, only_ast=not self._compiles):
-            raise FixError(
-                f"the fixed file would not {'compile' if self._compiles else 'parse'} ({self.error})"
-            ) from None
+        error = compile_error(text, self.path, self.top_level_await, only_ast=not self._compiles)
+        if error is not None:
+            raise FixError(f"the fixed file would not {'compile' if self._compiles else 'parse'} ({error})")
 
 
-def _line_starts(text: str) -> list[int]:
+def compile_error(text: str, path: str, top_level_await: bool = False, only_ast: bool = False) -> Exception | None:
+    """Why ``text`` does not compile (or parse, ``only_ast``), or None. Notebook cells may
+    `await` at top level (IPython runs them in an event loop)."""
+    flags = (ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if top_level_await else 0) | (ast.PyCF_ONLY_AST if only_ast else 0)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, path, "exec", flags, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return exc
+    return None
+
+
+def line_starts(text: str) -> list[int]:
+    """The offset where each line of ``text`` starts (and one past a final newline)."""
     starts = [0]
     at = text.find("\n")
     while at >= 0:
@@ -139,7 +141,7 @@ def _line_starts(text: str) -> list[int]:
 
 def spans(text: str, edits: Sequence[Edit]) -> list[tuple[int, int, str]]:
     """Edits as (start, end, text) character offsets into ``text``."""
-    starts = _line_starts(text)
+    starts = line_starts(text)
     return [(starts[e.line - 1] + e.column - 1, starts[e.end_line - 1] + e.end_column - 1, e.text) for e in edits]
 
 

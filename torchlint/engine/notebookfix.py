@@ -6,7 +6,7 @@ are positions in that program. :class:`CellMapper` turns each edit into an edit 
 in the cell's own lines and columns (the way findings are located), or refuses the fix with the
 reason: an edit may not span two cells, put code into a cell that is not Python (``%%bash``, a
 cell that does not parse), change a line of IPython syntax (``%matplotlib inline`` stays as it
-is; a statement after ``%time`` may change), or leave a cell that no longer parses on its own.
+is; a statement after ``%time`` may change), or leave a cell that does not compile on its own.
 Where an insertion falls between two cells, it goes into the cell of the statement it was
 placed before or after.
 
@@ -19,16 +19,14 @@ counts, indentation, key order, the final newline) stays byte for byte.
 
 from __future__ import annotations
 
-import ast
 import bisect
 import difflib
 import json
 import re
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from torchlint.engine.autofix import apply_spans, spans
+from torchlint.engine.autofix import apply_spans, compile_error, line_starts, spans
 from torchlint.engine.finding import Edit, FixError
 from torchlint.engine.notebook import CellSpan, NotebookIndex, cell_text, is_source_path, parse_notebook, walk_json
 
@@ -45,10 +43,6 @@ class _Cell:
     end: int
 
 
-def _line_starts(text: str) -> list[int]:
-    return [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
-
-
 class CellMapper:
     """Maps the edits of fixes made on a notebook's program (``program``, indexed by ``index``)
     to edits of its cells."""
@@ -56,7 +50,7 @@ class CellMapper:
     def __init__(self, index: NotebookIndex, program: str):
         self.index = index
         self.program = program
-        self.starts = _line_starts(program)
+        self.starts = line_starts(program)
         self.cells = []
         for span in index.cells:
             start = self.starts[span.first_line - 1]
@@ -141,8 +135,9 @@ class CellMapper:
         for cell in {id(c): c for c, *_ in placed}.values():
             text = self.program[cell.start : cell.end]
             fixed = apply_spans(text, [(start, end, new) for c, start, end, new in placed if c is cell])
-            compiles = _compile_error(text) is None  # else only parsing is asked of the fixed cell
-            error = _compile_error(fixed, only_ast=not compiles)
+            # A cell that compiled must still compile; of one that did not, only parsing is asked.
+            compiles = compile_error(text, "<cell>", top_level_await=True) is None
+            error = compile_error(fixed, "<cell>", top_level_await=True, only_ast=not compiles)
             if error is not None:
                 where = f" (line {error.lineno})" if isinstance(error, SyntaxError) and error.lineno else ""
                 message = error.msg if isinstance(error, SyntaxError) else str(error)
@@ -166,7 +161,7 @@ class CellMapper:
                 start, end = start - 1, end - 1
             else:
                 end -= 1
-        starts = _line_starts(program_text)
+        starts = line_starts(program_text)
         line, column = _position(starts, start)
         end_line, end_column = _position(starts, end)
         for number in range(line, min(end_line, cell.span.line_count) + 1):
@@ -190,18 +185,6 @@ class CellMapper:
                 continue
             raise FixError(f"it would change `{original.strip()}` (IPython syntax) in cell {cell.span.cell}")
         return Edit(line, column, end_line, end_column, text, cell=cell.span.cell)
-
-
-def _compile_error(text: str, only_ast: bool = False) -> Exception | None:
-    """Why a cell's text does not compile (cells may `await` at top level), or None."""
-    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT | (ast.PyCF_ONLY_AST if only_ast else 0)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(text, "<cell>", "exec", flags, dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        return exc
-    return None
 
 
 def _position(starts: list[int], offset: int) -> tuple[int, int]:
@@ -333,7 +316,7 @@ class NotebookDocument:
         self._parsed: tuple[str, dict[int, _Source]] | None = None
         program = parse_notebook(text)
         self._broken = len(program.broken_cells)
-        self._compiles = _compile_error(program.source) is None
+        self._compiles = compile_error(program.source, path, top_level_await=True) is None
         self._sources(text)
 
     def _sources(self, text: str) -> dict[int, _Source]:
@@ -376,7 +359,7 @@ class NotebookDocument:
             raise FixError(f"the fixed notebook would not be valid ({exc})") from None
         if len(program.broken_cells) > self._broken:
             raise FixError("a cell of the fixed notebook would not parse")
-        error = _compile_error(program.source, only_ast=not self._compiles)
+        error = compile_error(program.source, self.path, top_level_await=True, only_ast=not self._compiles)
         if error is not None:
             raise FixError(f"the fixed notebook's cells would not {'compile' if self._compiles else 'parse'} ({error})")
 

@@ -264,15 +264,3 @@ def test_fix_on_excluded_stdin_gives_the_source_back_unchanged(tmp_path):
         cwd=tmp_path,
     )
     assert (run.returncode, run.stdout) == (0, VIEW.encode())
-
-
-def test_notebooks_are_linted_but_not_fixed(tmp_path):
-    from notebook_helpers import write_notebook
-
-    path = write_notebook(tmp_path / "nb.ipynb", VIEW)
-    before = path.read_bytes()
-    run = run_cli(["nb.ipynb", "--fix", "--unsafe-fixes"])
-    assert run.code == 1 and path.read_bytes() == before
-    assert "nb.ipynb:cell 1:4:12: TL008 [view-after-permute]" in run.out  # no [*]: no fix offered
-    data = json.loads(run_cli(["nb.ipynb", "--format", "json"]).out)
-    assert data[0]["fix"] is None

@@ -1,10 +1,13 @@
 """The bundled buggy examples go through the real `torchlint --fix --unsafe-fixes`, and the fixed
-scripts train for a few steps on the CPU: they run, and the bugs are gone -- each optimizer step
+scripts (and the tutorial notebook's cells, run in order as a kernel runs them) train for a few
+steps on the CPU: they run, and the bugs are gone -- each optimizer step
 applies freshly computed gradients, the model is in eval mode without autograd while it is
 validated and back in training mode when it trains, the scheduler steps after the optimizer.
 The same checks on the unfixed scripts show the bugs, so the checks can fail."""
 
 import importlib.util
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -33,7 +36,8 @@ def fixed_copy(tmp_path, name):
     )
     assert run.returncode in (0, 1), run.stderr
     assert "Fixed" in run.stdout and "warning" not in run.stderr, run.stdout + run.stderr
-    compile(path.read_text(), str(path), "exec")
+    if path.suffix == ".py":
+        compile(path.read_text(), str(path), "exec")
     return path
 
 
@@ -185,3 +189,62 @@ def test_fixed_ddp_script_compiles_and_keeps_only_unfixable_findings(tmp_path):
     path = fixed_copy(tmp_path, "ddp_buggy.py")
     run = subprocess.run([sys.executable, "-m", "torchlint", "-q", str(path)], capture_output=True, text=True)
     assert sorted({line.split(": ")[1].split()[0] for line in run.stdout.splitlines()}) == ["TL018", "TL021"]
+
+
+def fake_torchvision(monkeypatch):
+    """The tutorial notebook's torchvision: MNIST is 16 random images, transforms do nothing."""
+    stub = types.ModuleType("torchvision")
+    stub.transforms = types.SimpleNamespace(
+        Compose=lambda steps: None, ToTensor=lambda: None, Normalize=lambda *a: None
+    )
+
+    def mnist(root, train=True, download=False, transform=None):
+        return TensorDataset(torch.randn(16, 1, 28, 28), torch.randint(0, 10, (16,)))
+
+    stub.datasets = types.SimpleNamespace(MNIST=mnist)
+    monkeypatch.setitem(sys.modules, "torchvision", stub)
+
+
+# Lines that only IPython runs: `!pip ...`, `%matplotlib ...`, `model?`; a `%%time` line.
+_IPYTHON_LINE = re.compile(r"^(\s*)([!%].*|\S+\?)$")
+
+
+def run_notebook(path, monkeypatch):
+    """Run a notebook's code cells in order as a kernel would (IPython-only lines skipped),
+    watching the optimizer steps and every forward of the model; the cells' namespace."""
+    fake_torchvision(monkeypatch)
+    torch.manual_seed(0)
+    namespace = {"__name__": "__main__"}
+    calls = None
+    with Steps() as steps, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            lines = "".join(cell["source"]).split("\n")
+            code = "\n".join(_IPYTHON_LINE.sub(r"\1pass", line) for line in lines)
+            exec(compile(code, str(path), "exec"), namespace)
+            if "Net" in namespace and calls is None:
+                calls = record_modes(namespace["Net"], monkeypatch)
+    return namespace, steps, calls
+
+
+def test_fixed_tutorial_notebook_trains_and_its_bugs_are_gone(tmp_path, monkeypatch):
+    namespace, steps, calls = run_notebook(fixed_copy(tmp_path, "mnist_tutorial_buggy.ipynb"), monkeypatch)
+    assert steps.steps == 3 and steps.stale == 0  # TL001: cleared every iteration
+    assert isinstance(namespace["running_loss"], float)  # TL010: a number, not a graph
+    training, evaluation = calls[:3], calls[3:]
+    assert training == [(True, True)] * 3
+    assert evaluation == [(False, False)]  # TL005, TL006
+    model, x = namespace["model"], torch.randn(2, 1, 28, 28)
+    assert torch.equal(model(x), model(x))  # TL011: no dropout in eval mode
+    assert not torch.allclose(model(x).sum(dim=1), torch.ones(2))  # TL012: logits for the loss
+
+
+def test_unfixed_tutorial_notebook_shows_the_bugs(tmp_path, monkeypatch):
+    path = tmp_path / "nb.ipynb"
+    shutil.copy(EXAMPLES / "mnist_tutorial_buggy.ipynb", path)
+    namespace, steps, calls = run_notebook(path, monkeypatch)
+    assert steps.stale > 0
+    assert isinstance(namespace["running_loss"], torch.Tensor)
+    assert calls[3:] == [(True, True)]

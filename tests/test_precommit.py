@@ -143,3 +143,20 @@ def test_pre_commit_hook_with_fix_fails_once_with_the_files_fixed(tmp_path, hook
     code, output = run_hook(project, hook, "train.py")
     assert code == 0, output
     assert "Passed" in output
+
+
+def test_pre_commit_hook_with_fix_fixes_a_staged_notebook(tmp_path, hook):
+    """`args: [--fix]` on a staged notebook: the first run rewrites the cell that needs it and
+    fails (the file was modified), leaving every other byte of the notebook as it was; the next
+    run passes."""
+    project = new_project(tmp_path / "project", hook, args=("--fix",))
+    flatten = "def flatten(feat):\n    n, c, h, w = feat.shape\n    return feat.permute(0, 2, 3, 1).view(n, h, w * c)"
+    notebook = write_notebook(project / "explore.ipynb", markdown("# Explore"), "import torch", flatten)
+    before = notebook.read_text()
+    code, output = run_hook(project, hook, "explore.ipynb")
+    assert code == 1, output
+    assert "files were modified by this hook" in output
+    assert notebook.read_text() == before.replace(".view(n, h, w * c)", ".reshape(n, h, w * c)")
+    code, output = run_hook(project, hook, "explore.ipynb")
+    assert code == 0, output
+    assert "Passed" in output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import textwrap
@@ -193,3 +194,32 @@ def test_file_and_finding_paths_are_absolute_as_under_python(tmp_path, monkeypat
     (finding,) = json.loads((tmp_path / "report.json").read_text())["findings"]
     assert finding["filename"] == str(tmp_path / "where.py")
     capsys.readouterr()
+
+
+def test_sigterm_publishes_the_report_then_dies_by_the_signal(script, tmp_path):
+    """torchrun stops the surviving ranks with SIGTERM when one fails: what they
+    found must still reach the summary and the report, and the exit status is
+    the one the plain run would have had."""
+    slow = tmp_path / "slow.py"
+    slow.write_text(
+        "import time, torch\n"
+        "try:\n"
+        "    torch.nn.Linear(3, 2)(torch.randn(2, 3, dtype=torch.float64))\n"
+        "except RuntimeError:\n"
+        "    pass\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    report = tmp_path / "report.json"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "torchlint", "run", "--no-anomaly", "--report", str(report), str(slow)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout.readline() == "ready\n"
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == -signal.SIGTERM
+    assert [f["code"] for f in json.loads(report.read_text())["findings"]] == ["TS103"]
+    assert "torchlint.sanitize: 1 finding" in err

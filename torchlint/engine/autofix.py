@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from torchlint.engine.finding import Edit, Finding
+from torchlint.engine.finding import Edit, Finding, FixError, location
 
 # Rounds before giving up on a file whose fixes keep changing it (a fix that does not remove its
 # finding would otherwise loop forever).
@@ -43,13 +43,15 @@ class FixOptions:
 # ----- edits ----------------------------------------------------------------------------------------
 
 
-def make_edits(ctx, findings: list[Finding], wanted: Callable[[Finding], bool] | None) -> tuple[list, list]:
+def make_edits(ctx, findings: list[Finding], wanted: Callable[[Finding], bool] | None, cells=None) -> tuple[list, list]:
     """The findings with the edits of the fixes ``wanted`` made and every ``build`` dropped (a
-    result must pickle); and one-line problems for the fixes that could not be made."""
+    result must pickle); and one-line problems for the fixes that could not be made. ``cells``:
+    for a notebook, the ``notebookfix.CellMapper`` that turns edits of its program into edits
+    of its cells."""
     problems: list[str] = []
     out = []
     cstmap = None
-    checker = _ParseCheck(ctx.source, ctx.path)
+    checker = _ParseCheck(ctx.source, ctx.path, top_level_await=cells is not None)
     for finding in findings:
         fix = finding.fix
         if fix is None or fix.build is None:
@@ -67,23 +69,29 @@ def make_edits(ctx, findings: list[Finding], wanted: Callable[[Finding], bool] |
             fix.build(editor)
             edits = _unique(editor.edits)
             if not edits:
-                raise cstedit.FixError("it would change nothing")
+                raise FixError("it would change nothing")
             if _overlapping(spans(ctx.source, edits)):
-                raise cstedit.FixError("its edits overlap")
+                raise FixError("its edits overlap")
+            # In a notebook, each cell first (a problem is then said in the cells' terms).
+            in_cells = cells.cell_edits(edits, editor.anchors) if cells is not None else None
             checker.check(apply_edits(ctx.source, edits))
-        except cstedit.FixError as exc:
-            problems.append(f"{ctx.path}:{finding.line}: {finding.code} fix skipped: {exc}")
+            edits = in_cells or edits
+        except FixError as exc:
+            problems.append(f"{_where(finding)}: {finding.code} fix skipped: {exc}")
             out.append(replace(finding, fix=None))
             continue
         except Exception as exc:  # a bug in a fix must not cost the finding or the run
             problems.append(
-                f"{ctx.path}:{finding.line}: {finding.code} fix crashed ({type(exc).__name__}: {exc}); "
-                "please report this bug"
+                f"{_where(finding)}: {finding.code} fix crashed ({type(exc).__name__}: {exc}); please report this bug"
             )
             out.append(replace(finding, fix=None))
             continue
         out.append(replace(finding, fix=replace(fix, edits=edits, build=None)))
     return out, problems
+
+
+def _where(finding: Finding) -> str:
+    return location(finding.path, finding.cell, finding.line)
 
 
 def _unique(edits: Sequence[Edit]) -> tuple[Edit, ...]:
@@ -97,35 +105,32 @@ def _unique(edits: Sequence[Edit]) -> tuple[Edit, ...]:
 class _ParseCheck:
     """Whether a fixed text still parses, and still compiles when the original did."""
 
-    def __init__(self, source: str, path: str):
+    def __init__(self, source: str, path: str, top_level_await: bool = False):
         self.path = path
-        self._compiles = _compiles(source, path)
+        self.top_level_await = top_level_await
+        self._compiles = compile_error(source, path, top_level_await) is None
 
     def check(self, text: str) -> None:
-        from torchlint.engine.cstedit import FixError
-
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                if self._compiles:
-                    compile(text, self.path, "exec", dont_inherit=True)
-                else:
-                    ast.parse(text, self.path)
-        except (SyntaxError, ValueError) as exc:
-            raise FixError(f"the fixed file would not {'compile' if self._compiles else 'parse'} ({exc})") from None
+        error = compile_error(text, self.path, self.top_level_await, only_ast=not self._compiles)
+        if error is not None:
+            raise FixError(f"the fixed file would not {'compile' if self._compiles else 'parse'} ({error})")
 
 
-def _compiles(source: str, path: str) -> bool:
+def compile_error(text: str, path: str, top_level_await: bool = False, only_ast: bool = False) -> Exception | None:
+    """Why ``text`` does not compile (or parse, ``only_ast``), or None. Notebook cells may
+    `await` at top level (IPython runs them in an event loop)."""
+    flags = (ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if top_level_await else 0) | (ast.PyCF_ONLY_AST if only_ast else 0)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compile(source, path, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
+            compile(text, path, "exec", flags, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return exc
+    return None
 
 
-def _line_starts(text: str) -> list[int]:
+def line_starts(text: str) -> list[int]:
+    """The offset where each line of ``text`` starts (and one past a final newline)."""
     starts = [0]
     at = text.find("\n")
     while at >= 0:
@@ -136,7 +141,7 @@ def _line_starts(text: str) -> list[int]:
 
 def spans(text: str, edits: Sequence[Edit]) -> list[tuple[int, int, str]]:
     """Edits as (start, end, text) character offsets into ``text``."""
-    starts = _line_starts(text)
+    starts = line_starts(text)
     return [(starts[e.line - 1] + e.column - 1, starts[e.end_line - 1] + e.end_column - 1, e.text) for e in edits]
 
 
@@ -180,14 +185,33 @@ class FixOutcome:
     problems: list[str] = field(default_factory=list)
 
 
-def choose(text: str, findings: Sequence[Finding], options: FixOptions) -> tuple[list[Finding], list]:
+class PythonDocument:
+    """What the fix rounds work on for a Python file: its text, which edits address by line and
+    column. (A notebook's is ``notebookfix.NotebookDocument``: edits address its cells.)"""
+
+    def __init__(self, source: str, path: str):
+        self._checker = _ParseCheck(source, path)
+
+    def spans(self, text: str, edits: Sequence[Edit]) -> list:
+        """Edits as (start, end, text), with starts and ends that order as positions do."""
+        return spans(text, edits)
+
+    def apply(self, text: str, found: Sequence) -> str:
+        return apply_spans(text, found)
+
+    def check(self, text: str) -> None:
+        """Raise FixError when the fixed text is not acceptable (it does not parse)."""
+        self._checker.check(text)
+
+
+def choose(text: str, findings: Sequence[Finding], options: FixOptions, document) -> tuple[list[Finding], list]:
     """The wanted fixes of one round that do not overlap one another (in source order), with their spans."""
-    taken: list[tuple[int, int, str]] = []
+    taken: list = []
     chosen = []
     candidates = [f for f in findings if options.allows(f) and f.fix.edits]
-    candidates.sort(key=lambda f: (f.fix.edits[0].line, f.fix.edits[0].column, f.line, f.column, f.code))
+    candidates.sort(key=lambda f: (_first_place(f.fix.edits), f.cell or 0, f.line, f.column, f.code))
     for finding in candidates:
-        mine = spans(text, finding.fix.edits)
+        mine = document.spans(text, finding.fix.edits)
         if any(_conflict(a, b) for a in mine for b in taken):
             continue
         chosen.append(finding)
@@ -195,40 +219,40 @@ def choose(text: str, findings: Sequence[Finding], options: FixOptions) -> tuple
     return chosen, taken
 
 
-def fix_text(source: str, path: str, lint: Callable, options: FixOptions) -> FixOutcome:
+def _first_place(edits: Sequence[Edit]) -> tuple[int, int, int]:
+    return min((edit.cell or 0, edit.line, edit.column) for edit in edits)
+
+
+def fix_text(source: str, path: str, lint: Callable, options: FixOptions, document=None) -> FixOutcome:
     """Apply the allowed fixes to ``source`` in rounds. ``lint(text, wanted)`` lints a text, making
-    the edits of the fixes ``wanted`` says, and returns its FileResult."""
+    the edits of the fixes ``wanted`` says, and returns its FileResult. ``document``: how edits
+    address the text (default: a Python file's, :class:`PythonDocument`). The problems reported
+    are those of the last lint, on the text as written: a fix skipped in every round is said
+    once, at the place it has in the fixed file."""
     outcome = FixOutcome(source, None)
-    checker = _ParseCheck(source, path)
+    document = document or PythonDocument(source, path)
     for _ in range(MAX_ROUNDS):
         result = lint(outcome.text, options.allows)
-        _note(outcome, result.problems)
-        chosen, taken = choose(outcome.text, result.findings, options)
+        chosen, taken = choose(outcome.text, result.findings, options, document)
         if not chosen:
-            outcome.result = result
-            return outcome
-        fixed = apply_spans(outcome.text, taken)
+            break
+        fixed = document.apply(outcome.text, taken)
         try:
-            checker.check(fixed)
+            document.check(fixed)
         except Exception:  # each fix parses alone but not together: take the first one this round
             chosen = chosen[:1]
-            fixed = apply_edits(outcome.text, chosen[0].fix.edits)
+            fixed = document.apply(outcome.text, document.spans(outcome.text, chosen[0].fix.edits))
         outcome.text = fixed
         outcome.fixed.update(f.code for f in chosen)
-    result = lint(outcome.text, options.allows)
-    _note(outcome, result.problems)
+    else:
+        result = lint(outcome.text, options.allows)
+        if choose(outcome.text, result.findings, options, document)[0]:
+            result.problems.append(
+                f"{path}: fixes kept changing the file after {MAX_ROUNDS} rounds, stopped (a bug in a fix, please report it)"
+            )
     outcome.result = result
-    if choose(outcome.text, result.findings, options)[0]:
-        outcome.problems.append(
-            f"{path}: fixes kept changing the file after {MAX_ROUNDS} rounds, stopped (a bug in a fix, please report it)"
-        )
+    outcome.problems = list(dict.fromkeys(result.problems))
     return outcome
-
-
-def _note(outcome: FixOutcome, problems: list[str]) -> None:
-    for problem in problems:
-        if problem not in outcome.problems:
-            outcome.problems.append(problem)
 
 
 # ----- files ----------------------------------------------------------------------------------------

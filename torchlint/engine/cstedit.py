@@ -24,12 +24,7 @@ with warnings.catch_warnings():  # libcst 1.0 imports a deprecated mypy_extensio
     warnings.simplefilter("ignore", DeprecationWarning)
     import libcst as cst
 
-from torchlint.engine.finding import Edit
-
-
-class FixError(Exception):
-    """This fix cannot be made here; the message says why (the engine reports it and skips the fix)."""
-
+from torchlint.engine.finding import Edit, FixError
 
 # ----- positions ------------------------------------------------------------------------------------
 
@@ -321,14 +316,19 @@ class Editor:
         self.offsets = cstmap.offsets
         self.source = ctx.source
         self.edits: list[Edit] = []
+        # Edit -> the line of the statement it puts code before or after: where an insertion
+        # falls between two notebook cells, it goes into that statement's cell.
+        self.anchors: dict[Edit, int] = {}
         self._original = cstmap.module.code
 
     # --- recording
-    def _record(self, module: cst.Module, start: int, end: int, within: bool = False) -> None:
+    def _record(
+        self, module: cst.Module, start: int, end: int, within: bool = False, next_to: ast.stmt | None = None
+    ) -> None:
         """Turn the rendered ``module`` into one edit anchored at [start, end) of the original: it
         begins at ``start`` at the latest and ends at ``end`` at the earliest (so an insertion next
         to identical text lands where it was meant), or, ``within``, as tight as the change inside
-        the span allows."""
+        the span allows. ``next_to``: the statement the new code goes before or after."""
         old, new = self._original, module.code
         if old == new:
             return
@@ -346,12 +346,16 @@ class Editor:
             first = min(prefix, start)
             last = max(len(old) - suffix, end, first)
         delta = len(new) - len(old)
-        self._add(first, last, new[first : last + delta])
+        edit = self._add(first, last, new[first : last + delta])
+        if next_to is not None:
+            self.anchors.setdefault(edit, next_to.lineno)
 
-    def _add(self, start: int, end: int, text: str) -> None:
+    def _add(self, start: int, end: int, text: str) -> Edit:
         line, column = self.offsets.position(start)
         end_line, end_column = self.offsets.position(end)
-        self.edits.append(Edit(line, column, end_line, end_column, text))
+        edit = Edit(line, column, end_line, end_column, text)
+        self.edits.append(edit)
+        return edit
 
     def _replace_expression(self, node: ast.AST, build) -> None:
         found, path = self.map.expression(node)
@@ -462,7 +466,7 @@ class Editor:
                 raise FixError("cannot put a compound statement on a line shared with others")
             new = [small for line in new for small in line.body]
         spliced = [member, *new] if after else [*new, member]
-        self._record(_rebuild(path, member, spliced), *self._insertion_point(stmt, after))
+        self._record(_rebuild(path, member, spliced), *self._insertion_point(stmt, after), next_to=stmt)
 
     def _insertion_point(self, stmt: ast.stmt, after: bool) -> tuple[int, int]:
         if after:
@@ -502,7 +506,7 @@ class Editor:
         if not isinstance(path[-1], (cst.IndentedBlock, cst.Module)):
             raise FixError("cannot move a statement onto a line shared with others")
         spliced = [member, moved] if after else [moved, member]
-        self._record(_rebuild(path, member, spliced), *self._insertion_point(anchor, after))
+        self._record(_rebuild(path, member, spliced), *self._insertion_point(anchor, after), next_to=anchor)
 
     def _detached(self, stmt: ast.stmt) -> cst.BaseStatement:
         """``stmt`` as a statement line of its own, keeping its comments but not blank lines above it."""
@@ -516,7 +520,7 @@ class Editor:
         node, path = self.map.statement(func)
         new = node.with_changes(decorators=[*node.decorators, cst.Decorator(_expression(decorator))])
         at = self.offsets.line_start(self.offsets.start(func))
-        self._record(_rebuild(path, node, new), at, at)
+        self._record(_rebuild(path, node, new), at, at, next_to=func)
 
     def wrap_with(self, stmt: ast.stmt, item: str) -> None:
         """Put ``stmt`` inside ``with item:`` (its comments stay above the ``with``)."""

@@ -36,13 +36,20 @@ APPLICABILITIES = (SAFE, UNSAFE)
 @dataclass(frozen=True)
 class Edit:
     """Replace the source between two positions (1-based lines and columns, end exclusive) with ``text``.
-    An insertion has equal start and end."""
+    An insertion has equal start and end. In a notebook, ``cell`` is the cell (counted as findings
+    count them) and the positions are lines and columns of that cell's source."""
 
     line: int
     column: int
     end_line: int
     end_column: int
     text: str
+    cell: int | None = None
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        cell = data.pop("cell")
+        return data if cell is None else {"cell": cell, **data}  # a plain file's edits have no cell
 
 
 @dataclass(frozen=True)
@@ -67,8 +74,12 @@ class Fix:
         return {
             "description": self.description,
             "applicability": self.applicability,
-            "edits": [asdict(edit) for edit in self.edits],
+            "edits": [edit.to_dict() for edit in self.edits],
         }
+
+
+class FixError(Exception):
+    """A fix cannot be made here; the message says why (the engine reports it and skips the fix)."""
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,8 @@ class RuleFix:
     applicabilities: ClassVar[tuple[str, ...]]
     summary: ClassVar[str]  # what the fix does
     safety: ClassVar[str]  # why it is safe, and when it is not
+    # Why the fix is not offered in notebooks, for a fix that makes no sense there; "" when it is.
+    not_in_notebooks: ClassVar[str] = ""
     # (source with `# expect: CODE` markers, the source after `--fix --unsafe-fixes`)
     EXAMPLES: ClassVar[Sequence[tuple[str, str]]] = ()
 
@@ -39,7 +41,10 @@ class RuleFix:
     def docs(cls) -> str:
         """What the fix does, and (after "Safe:", "Unsafe:" or "Safe or unsafe:") why."""
         kinds = " or ".join(cls.applicabilities).capitalize()
-        return f"{' '.join(cls.summary.split())}\n\n{kinds}: {' '.join(cls.safety.split())}"
+        docs = f"{' '.join(cls.summary.split())}\n\n{kinds}: {' '.join(cls.safety.split())}"
+        if cls.not_in_notebooks:
+            docs += f"\n\nNot offered in notebooks: {' '.join(cls.not_in_notebooks.split())}"
+        return docs
 
 
 _FIXES: dict[str, RuleFix] = {}

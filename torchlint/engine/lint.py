@@ -22,10 +22,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from torchlint.analysis.context import FileContext
-from torchlint.engine.autofix import FixOptions, TextFormat, fix_text, make_edits, unified_diff
+from torchlint.engine.autofix import FixOptions, FixOutcome, TextFormat, fix_text, make_edits, unified_diff
 from torchlint.engine.finding import Finding, Message
 from torchlint.engine.fixers import fix_for
 from torchlint.engine.notebook import NotebookError, NotebookIndex, code_cell_count, parse_notebook
+from torchlint.engine.notebookfix import CellMapper, NotebookDocument, notebook_diff
 from torchlint.engine.rule import Rule, all_rules
 from torchlint.engine.suppress import Suppressions
 
@@ -92,10 +93,10 @@ def lint_text(
 ) -> FileResult:
     """Lint decoded source text. ``rules=None`` runs every registered rule (TL000 included).
     ``rule_budget``: CPU seconds each rule may spend on this file (None: no limit).
-    ``notebook``: the source is a notebook's joined code cells (see lint_notebook_text).
+    ``notebook``: the source is a notebook's joined code cells (see lint_notebook_text); fixes
+    then edit cells (``Edit.cell``), and fixes that make no sense in a notebook are not offered.
     ``edits``: make the edits of the fixes of the findings it accepts (True: all of them), for
-    --fix, --diff and the JSON/SARIF reports; otherwise fixes carry their description only.
-    Notebooks are not fixed: their findings carry no fix."""
+    --fix, --diff and the JSON/SARIF reports; otherwise fixes carry their description only."""
     rule_classes = list(all_rules().values()) if rules is None else list(rules)
     report_unparsable = rules is None or any(r.code == SYNTAX_CODE for r in rule_classes)
     result = FileResult(path, line_count=source.count("\n") + (not source.endswith("\n") and bool(source)))
@@ -112,23 +113,32 @@ def lint_text(
                         continue
                     _run_rule(rule_cls, ctx, result, limit, rule_budget)
             _finish(result, source, notebook)
+            if notebook is not None:
+                result.findings = [f if _offered_in_notebooks(f) else replace(f, fix=None) for f in result.findings]
             if any(f.fix is not None for f in result.findings):
-                if notebook is not None:
-                    result.findings = [replace(f, fix=None) for f in result.findings]
-                    return result
                 wanted = (lambda f: True) if edits is True else edits or None
-                result.findings, problems = make_edits(ctx, result.findings, wanted)
+                cells = CellMapper(notebook, source) if notebook is not None and wanted is not None else None
+                result.findings, problems = make_edits(ctx, result.findings, wanted, cells)
                 result.problems.extend(problems)
             return result
     return _finish(result, source, notebook)
 
 
+def _offered_in_notebooks(finding: Finding) -> bool:
+    fixer = fix_for(finding.code) if finding.fix is not None else None
+    return fixer is None or not fixer.not_in_notebooks
+
+
 def lint_notebook_text(
-    text: str, path: str, rules: Iterable[type[Rule]] | None = None, rule_budget: float | None = None
+    text: str,
+    path: str,
+    rules: Iterable[type[Rule]] | None = None,
+    rule_budget: float | None = None,
+    edits: Callable[[Finding], bool] | bool | None = None,
 ) -> FileResult:
     """Lint a notebook's JSON text: its code cells as one program, findings located by cell.
     Invalid JSON is a TL000 finding; a notebook of another language or without code cells
-    is a warning (a problem), not a finding."""
+    is a warning (a problem), not a finding. ``edits`` as for lint_text."""
     rule_classes = list(all_rules().values()) if rules is None else list(rules)
     report_unparsable = any(r.code == SYNTAX_CODE for r in rule_classes)
     try:
@@ -141,7 +151,7 @@ def lint_notebook_text(
         )
     if not code_cell_count(program):
         return FileResult(path, problems=[f"{path}: no code cells to lint"])
-    result = lint_text(program.source, path, rule_classes, rule_budget, notebook=program.index)
+    result = lint_text(program.source, path, rule_classes, rule_budget, notebook=program.index, edits=edits)
     if report_unparsable:
         for cell, line, column, message in program.broken_cells:
             finding = syntax_finding(path, line, column, f"{message} (this cell is left out of the analysis)")
@@ -368,7 +378,7 @@ def lint_bytes(
         report = rules is None or any(r.code == SYNTAX_CODE for r in rules)
         return FileResult(path, findings=[failure] if report else [], line_count=data.count(b"\n"))
     if is_notebook(path):
-        return lint_notebook_text(text, path, rules, rule_budget)
+        return lint_notebook_text(text, path, rules, rule_budget, edits)
     return lint_text(text, path, rules, rule_budget, edits=edits)
 
 
@@ -438,20 +448,23 @@ def fix_bytes(
     fixes applied and, as asked, the unified diff or the fixed text; ``write`` writes a changed
     file back at ``path`` in its own encoding and line endings."""
     text, _ = decode(data, path)
-    if text is None or is_notebook(path):  # not fixed: a notebook's findings carry no fix
+    if text is None:
         result = lint_bytes(data, path, rules, rule_budget)
         if keep_text:
-            result.fixed_text = text if text is not None else data.decode("utf-8", "replace")
+            result.fixed_text = data.decode("utf-8", "replace")
         return result
-    outcome = fix_text(
-        text, path, lambda source, wanted: lint_text(source, path, rules, rule_budget, edits=wanted), options
-    )
+    if is_notebook(path):
+        outcome = _fix_notebook(text, path, rules, options, rule_budget)
+    else:
+        outcome = fix_text(
+            text, path, lambda source, wanted: lint_text(source, path, rules, rule_budget, edits=wanted), options
+        )
     result = outcome.result
     result.problems = outcome.problems
     result.fixed = dict(Counter(outcome.fixed))
     changed = outcome.text != text
     if diff and changed:
-        result.diff = unified_diff(path, text, outcome.text)
+        result.diff = (notebook_diff if is_notebook(path) else unified_diff)(path, text, outcome.text)
     if keep_text:
         result.fixed_text = outcome.text
     if write and changed:
@@ -462,6 +475,23 @@ def fix_bytes(
             result.problems.append(f"{path}: cannot write the fixed file: {exc.strerror or exc}")
             result.fixed = {}
     return result
+
+
+def _fix_notebook(text: str, path: str, rules, options: FixOptions, rule_budget: float | None):
+    """Fix rounds on a notebook's text; one that is not a notebook we can lint is only linted."""
+
+    def lint(current: str, wanted) -> FileResult:
+        return lint_notebook_text(current, path, rules, rule_budget, edits=wanted)
+
+    try:
+        document = NotebookDocument(text, path)
+    except (NotebookError, ValueError, IndexError) as exc:
+        result = lint(text, None)  # a text that is no notebook: its TL000 finding says why
+        problems = list(result.problems)
+        if not isinstance(exc, NotebookError):
+            problems.append(f"{path}: not fixed: its JSON holds values (NaN, Infinity?) that cannot be rewritten")
+        return FixOutcome(text, result, problems=problems)
+    return fix_text(text, path, lint, options, document)
 
 
 def fix_file(

@@ -19,10 +19,9 @@ source line sits in the ``.ipynb`` JSON text.
 from __future__ import annotations
 
 import ast
-import bisect
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 
 # Cell magics whose body is Python that the kernel runs (the first line is the magic).
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "memit", "debug", "pdb"})
@@ -44,6 +43,11 @@ class CellSpan:
     cell: int  # 1-based, counting every cell of the notebook
     first_line: int  # the program line of the cell's first line
     line_count: int
+    # The cell's source ends with a newline (in the program every line does; fixes keep the cell's way).
+    newline_at_end: bool = False
+    # False for a cell left out of the program (`%%bash`, a cell that does not parse): only blank
+    # lines stand for it, and no fix may put code there.
+    python: bool = True
 
 
 @dataclass
@@ -55,15 +59,17 @@ class NotebookIndex:
     column_shifts: dict[int, int] = field(default_factory=dict)
     # program line -> the cell's own text, for the lines neutralisation changed
     original_lines: dict[int, str] = field(default_factory=dict)
-    # (cell, line in cell) -> (line in the .ipynb text, column of the line's first character there)
-    raw_positions: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
+    # (cell, line in cell) -> anchors (column in the cell's line, line and column in the .ipynb
+    # text) in order: one where each JSON string holding part of the line starts, and one after
+    # each escaped character (`\"`, `\t`, `\u00e9`), so any column maps exactly to the file.
+    raw_anchors: dict[tuple[int, int], list[tuple[int, int, int]]] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
-            "cells": [[span.cell, span.first_line, span.line_count] for span in self.cells],
+            "cells": [list(astuple(span)) for span in self.cells],
             "column_shifts": [[line, shift] for line, shift in self.column_shifts.items()],
             "original_lines": [[line, text] for line, text in self.original_lines.items()],
-            "raw_positions": [[*key, *value] for key, value in self.raw_positions.items()],
+            "raw_anchors": [[*key, [list(anchor) for anchor in value]] for key, value in self.raw_anchors.items()],
         }
 
     @classmethod
@@ -72,7 +78,7 @@ class NotebookIndex:
             [CellSpan(*span) for span in data["cells"]],
             {line: shift for line, shift in data["column_shifts"]},
             {line: text for line, text in data["original_lines"]},
-            {(cell, line): (raw_line, raw_column) for cell, line, raw_line, raw_column in data["raw_positions"]},
+            {(cell, line): [tuple(anchor) for anchor in anchors] for cell, line, anchors in data["raw_anchors"]},
         )
 
     def locate(self, line: int) -> tuple[int, int]:
@@ -105,8 +111,20 @@ class NotebookIndex:
 
     def raw_position(self, cell: int, line: int, column: int) -> tuple[int, int]:
         """Line and column in the ``.ipynb`` file of a position in a cell (GitHub annotates the file)."""
-        raw_line, raw_column = self.raw_positions.get((cell, line), (1, 1))
-        return raw_line, raw_column + column - 1
+        return self.exact_raw_position(cell, line, column) or (1, 1)
+
+    def exact_raw_position(self, cell: int, line: int, column: int) -> tuple[int, int] | None:
+        """The same, or None when the file's text could not be followed (not plain JSON)."""
+        anchors = self.raw_anchors.get((cell, line))
+        if not anchors:
+            return None
+        anchor = anchors[0]
+        for candidate in anchors:  # the last anchor at or before the column
+            if candidate[0] > column:
+                break
+            anchor = candidate
+        anchor_column, raw_line, raw_column = anchor
+        return raw_line, raw_column + column - anchor_column
 
 
 @dataclass
@@ -120,10 +138,10 @@ class NotebookProgram:
     language: str = "python"
 
 
-def parse_notebook(text: str) -> NotebookProgram:
+def parse_notebook(text_of_file: str) -> NotebookProgram:
     """The program of a notebook's text; NotebookError when it is not a notebook at all."""
     try:
-        data = json.loads(text)
+        data = json.loads(text_of_file)
     except json.JSONDecodeError as exc:
         raise NotebookError(f"not a valid notebook: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
@@ -133,15 +151,19 @@ def parse_notebook(text: str) -> NotebookProgram:
     for number, cell in enumerate(data["cells"], 1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        cell_lines = _cell_lines(cell.get("source", ""), number)
+        text = cell_text(cell.get("source", ""), number)
+        cell_lines = text.split("\n")
+        if cell_lines[-1] == "":
+            cell_lines.pop()
         code, shifts, broken = _neutralise(cell_lines)
+        python = broken is None and not _foreign(cell_lines)
         if broken is not None:
             program.broken_cells.append((number, *broken))
             code = [""] * len(cell_lines)
         if not code:
             continue
         first = len(lines) + 1
-        program.index.cells.append(CellSpan(number, first, len(code)))
+        program.index.cells.append(CellSpan(number, first, len(code), text.endswith("\n"), python))
         for offset, shift in shifts.items():
             program.index.column_shifts[first + offset] = shift
         for offset, (original, neutral) in enumerate(zip(cell_lines, code)):
@@ -149,7 +171,7 @@ def parse_notebook(text: str) -> NotebookProgram:
                 program.index.original_lines[first + offset] = original
         lines.extend(code)
     program.source = "\n".join(lines) + ("\n" if lines else "")
-    program.index.raw_positions = _raw_source_positions(text)
+    program.index.raw_anchors = _raw_source_anchors(text_of_file)
     return program
 
 
@@ -168,16 +190,22 @@ def _language(data: dict) -> str:
     return "python"
 
 
-def _cell_lines(source, number: int) -> list[str]:
+def cell_text(source, number: int) -> str:
+    """A cell's source as one text with ``\\n`` line ends (nbformat allows a list of lines or one string)."""
     if isinstance(source, list) and all(isinstance(part, str) for part in source):
         source = "".join(source)
     if not isinstance(source, str):
         raise NotebookError(f"not a valid notebook: cell {number} has a `source` that is not text")
-    source = source.replace("\r\n", "\n").replace("\r", "\n")
-    lines = source.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
+    return source.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _foreign(lines: list[str]) -> bool:
+    """A cell whose first line is a cell magic that runs something other than Python (`%%bash`)."""
+    first = lines[0].strip() if lines else ""
+    if not first.startswith("%%"):
+        return False
+    match = _MAGIC_NAME.match(first)
+    return not match or match.group(1) not in PYTHON_CELL_MAGICS
 
 
 def _parses(lines: list[str]) -> SyntaxError | None:
@@ -195,11 +223,9 @@ def _neutralise(lines: list[str]) -> tuple[list[str], dict[int, int], tuple[int,
     not Python even then, its lines and the (line, column, message) of the syntax error."""
     if not lines:
         return [], {}, None
-    first = lines[0].strip()
-    if first.startswith("%%"):
-        match = _MAGIC_NAME.match(first)
-        if not match or match.group(1) not in PYTHON_CELL_MAGICS:
-            return [""] * len(lines), {}, None  # %%bash, %%writefile, ...: not Python
+    if _foreign(lines):
+        return [""] * len(lines), {}, None  # %%bash, %%writefile, ...: not Python
+    if lines[0].strip().startswith("%%"):  # %%time, %%capture: the body is Python
         lines = [""] + lines[1:]
     if _parses(lines) is None:
         return list(lines), {}, None
@@ -238,72 +264,110 @@ def _neutralise_line(line: str) -> tuple[str, int]:
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _SCALAR = re.compile(r"-?[0-9][0-9.eE+-]*|true|false|null")
+# An escape inside a JSON string: `\uXXXX` (a surrogate pair is two of them) or `\` and one character.
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
 
 
-def _raw_source_positions(text: str) -> dict[tuple[int, int], tuple[int, int]]:
-    """(cell, line in cell) -> (line, column) in ``text`` where that source line's characters
-    start. A small JSON walk that keeps offsets (the json module does not). A source string
-    holding several lines maps each of them to that string's position."""
-    line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
-
-    def where(offset: int) -> tuple[int, int]:
-        row = bisect.bisect_right(line_starts, offset) - 1
-        return row + 1, offset - line_starts[row] + 1
-
-    recorder = _SourceRecorder(where)
+def _raw_source_anchors(text: str) -> dict[tuple[int, int], list[tuple[int, int, int]]]:
+    """The anchors of :attr:`NotebookIndex.raw_anchors`, found by a small JSON walk that keeps
+    offsets (the json module does not); empty when the text is not plain JSON."""
+    recorder = _SourceRecorder(text)
     try:
-        _walk(text, 0, (), recorder)
+        walk_json(text, recorder.value)
     except (ValueError, IndexError):
         return {}
-    return recorder.positions
+    # Offsets to lines and columns in one pass (a notebook is mostly saved outputs: megabytes).
+    where, line, last = {}, 1, 0
+    for offset in sorted({offset for found in recorder.anchors.values() for _, offset in found}):
+        line += text.count("\n", last, offset)
+        where[offset] = (line, offset - text.rfind("\n", 0, offset))
+        last = offset
+    return {key: [(column, *where[offset]) for column, offset in found] for key, found in recorder.anchors.items()}
 
 
 class _SourceRecorder:
-    """Collects the positions of the strings at ("cells", i, "source"[, j])."""
+    """Follows the strings at ("cells", i, "source"[, j]) character by character."""
 
-    def __init__(self, where):
-        self.where = where
-        self.positions: dict[tuple[int, int], tuple[int, int]] = {}
-        self.next_line: dict[int, int] = {}  # cell -> the cell line the next source part starts
+    def __init__(self, text: str):
+        self.text = text
+        self.anchors: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        self.at: dict[int, tuple[int, int]] = {}  # cell -> (line, column) where its next source part starts
 
-    def string(self, path: tuple, value: str, start: int) -> None:
-        if len(path) < 3 or path[0] != "cells" or not isinstance(path[1], int) or path[2] != "source":
-            return
-        if len(path) == 4 and not isinstance(path[3], int):
+    def value(self, path: tuple, start: int, end: int) -> None:
+        if not is_source_path(path) or self.text[start] != '"':
             return
         cell = path[1] + 1
-        first = self.next_line.get(cell, 1)
-        # The lines that start in this string: a final newline ends a line, it starts none.
-        starts = value.count("\n", 0, len(value) - 1 if value.endswith("\n") else len(value)) + 1
-        for line in range(first, first + starts):
-            self.positions.setdefault((cell, line), self.where(start))
-        self.next_line[cell] = first + value.count("\n")
+        line, column = self.at.get(cell, (1, 1))
+        self._anchor(cell, line, column, start + 1)
+        plain = start + 1  # where the run of unescaped characters since the last escape began
+        for match in _ESCAPE.finditer(self.text, start + 1, end - 1):
+            if match.start() < plain:  # the low half of a surrogate pair, already taken
+                continue
+            column += match.start() - plain
+            plain = match.end()
+            escaped = match.group(0)[1]
+            if escaped == "u" and 0xD800 <= int(match.group(1), 16) < 0xDC00:
+                pair = _ESCAPE.match(self.text, plain, end - 1)
+                if pair and pair.group(1) and 0xDC00 <= int(pair.group(1), 16) < 0xE000:
+                    plain = pair.end()
+            if escaped == "r" and self.text.startswith("\\n", plain):
+                continue  # \r\n is one line end: the \n ends the line
+            if escaped in "nr":
+                line, column = line + 1, 1
+            else:
+                column += 1
+            self._anchor(cell, line, column, plain)
+        self.at[cell] = (line, column + end - 1 - plain)
+
+    def _anchor(self, cell: int, line: int, column: int, offset: int) -> None:
+        found = self.anchors.setdefault((cell, line), [])
+        while found and found[-1][0] == column:  # a later string holding the same place wins
+            found.pop()
+        found.append((column, offset))
 
 
-def _walk(text: str, pos: int, path: tuple, recorder: _SourceRecorder) -> int:
-    """Skip the JSON value at ``pos`` (recording the cells' source strings); return its end."""
+def is_source_path(path: tuple) -> bool:
+    """Whether a JSON path is a cell's `source`, or one of its strings."""
+    if len(path) < 3 or path[0] != "cells" or not isinstance(path[1], int) or path[2] != "source":
+        return False
+    return len(path) == 3 or (len(path) == 4 and isinstance(path[3], int))
+
+
+def walk_json(text: str, visit) -> None:
+    """Walk the JSON document ``text``, calling ``visit(path, start, end)`` with the offsets of
+    every value (``path`` holds the keys and list indices that lead to it). Raises ValueError or
+    IndexError when the text is not plain JSON."""
+    end = _walk(text, 0, (), visit)
+    if text[end:].strip():
+        raise ValueError("text after the document")
+
+
+def _walk(text: str, pos: int, path: tuple, visit) -> int:
+    """Skip the JSON value at ``pos`` (visiting it and what it holds); return its end."""
     pos = _WHITESPACE.match(text, pos).end()
-    char = text[pos]
+    start, char = pos, text[pos]
     if char in "{[":
         closing, pos, index = ("}" if char == "{" else "]"), pos + 1, 0
         while True:
             pos = _WHITESPACE.match(text, pos).end()
             if text[pos] == closing:
+                visit(path, start, pos + 1)
                 return pos + 1
             if char == "{":
                 key, pos = json.decoder.scanstring(text, pos + 1)
                 pos = _WHITESPACE.match(text, pos).end() + 1  # the colon
             else:
                 key, index = index, index + 1
-            pos = _walk(text, pos, (*path, key), recorder)
+            pos = _walk(text, pos, (*path, key), visit)
             pos = _WHITESPACE.match(text, pos).end()
             if text[pos] == ",":
                 pos += 1
     if char == '"':
-        value, end = json.decoder.scanstring(text, pos + 1)
-        recorder.string(path, value, pos + 1)
-        return end
-    match = _SCALAR.match(text, pos)
-    if not match:
-        raise ValueError(f"unexpected {char!r} at {pos}")
-    return match.end()
+        _, end = json.decoder.scanstring(text, pos + 1)
+    else:
+        match = _SCALAR.match(text, pos)
+        if not match:
+            raise ValueError(f"unexpected {char!r} at {pos}")
+        end = match.end()
+    visit(path, start, end)
+    return end

@@ -7,6 +7,7 @@ statistics for them go to stderr.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -217,9 +218,8 @@ def write_statistics(results: Sequence[FileResult], stream: TextIO) -> None:
 def report_json(results: Sequence[FileResult], stream: TextIO, options: ReportOptions) -> None:
     """A JSON array of findings; each has path, line, column, end_line, end_column (1-based,
     end exclusive), code, name, severity, message and fix (null, or {description, applicability
-    ("safe" or "unsafe"), edits: [{line, column, end_line, end_column, text}]})."""
-    import json
-
+    ("safe" or "unsafe"), edits: [{line, column, end_line, end_column, text}], each edit in a
+    notebook with its ``cell`` first)."""
     json.dump([f.to_dict() for f in all_findings(results)], stream, indent=2, ensure_ascii=False)
     stream.write("\n")
 
@@ -311,8 +311,9 @@ def sarif_document(results: Sequence[FileResult], rules: Sequence[type]) -> dict
                 result["properties"] = {"cell": f.cell, "cellLine": f.line, "cellColumn": f.column}
             if f.code in rule_index:
                 result["ruleIndex"] = rule_index[f.code]
-            if f.fix is not None and f.fix.edits:
-                result["fixes"] = [_sarif_fix(f)]
+            fix = _sarif_fix(file_result, f) if f.fix is not None and f.fix.edits else None
+            if fix is not None:
+                result["fixes"] = [fix]
             sarif_results.append(result)
     return {
         "$schema": SARIF_SCHEMA,
@@ -337,34 +338,40 @@ def sarif_document(results: Sequence[FileResult], rules: Sequence[type]) -> dict
     }
 
 
-def _sarif_fix(f: Finding) -> dict:
-    """A SARIF fix: the edits as replacements of regions of the finding's file."""
+def _sarif_fix(file_result: FileResult, f: Finding) -> dict | None:
+    """A SARIF fix: the edits as replacements of regions of the finding's file. In a notebook the
+    regions are those of the ``.ipynb`` text and the inserted text is written as it stands inside
+    a JSON string there (the cell's own positions and text are in each replacement's properties);
+    None when the file's text could not be followed."""
+    replacements = []
+    for e in f.fix.edits:
+        region = {"startLine": e.line, "startColumn": e.column, "endLine": e.end_line, "endColumn": e.end_column}
+        replacement = {"deletedRegion": region, "insertedContent": {"text": e.text}}
+        if e.cell is not None:
+            index = file_result.notebook
+            start = index.exact_raw_position(e.cell, e.line, e.column) if index is not None else None
+            end = index.exact_raw_position(e.cell, e.end_line, e.end_column) if index is not None else None
+            if start is None or end is None:
+                return None
+            replacement = {
+                "deletedRegion": {
+                    "startLine": start[0],
+                    "startColumn": start[1],
+                    "endLine": end[0],
+                    "endColumn": end[1],
+                },
+                "insertedContent": {"text": json.dumps(e.text, ensure_ascii=False)[1:-1]},
+                "properties": {"cell": e.cell, "cellRegion": region, "cellText": e.text},
+            }
+        replacements.append(replacement)
     return {
         "description": {"text": f.fix.description},
-        "artifactChanges": [
-            {
-                "artifactLocation": _artifact_uri(f.path),
-                "replacements": [
-                    {
-                        "deletedRegion": {
-                            "startLine": e.line,
-                            "startColumn": e.column,
-                            "endLine": e.end_line,
-                            "endColumn": e.end_column,
-                        },
-                        "insertedContent": {"text": e.text},
-                    }
-                    for e in f.fix.edits
-                ],
-            }
-        ],
+        "artifactChanges": [{"artifactLocation": _artifact_uri(f.path), "replacements": replacements}],
         "properties": {"applicability": f.fix.applicability},
     }
 
 
 def report_sarif(results: Sequence[FileResult], stream: TextIO, options: ReportOptions, rules=()) -> None:
-    import json
-
     json.dump(sarif_document(results, rules), stream, indent=2, ensure_ascii=False)
     stream.write("\n")
 

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 from .anomaly import AnomalyCheck
 from .check import Check
+from .constant_loss import ConstantLossCheck
+from .ddp_gradients import DDPGradientCheck
 from .devices import DeviceCheck
 from .dtypes import DtypeCheck
 from .inplace import InplaceCheck
+from .loss_inputs import LossInputCheck
 from .loss_scale import LossScaleCheck
 from .nonfinite import NonfiniteCheck
 from .notices import CompiledNotice
+from .sampler_epochs import SamplerEpochCheck
 from .training import TrainingChecks
+from .validation_mode import ValidationModeCheck
 
 BUILTIN_CHECKS: tuple[type[Check], ...] = (
     CompiledNotice,
@@ -28,4 +33,10 @@ BUILTIN_CHECKS: tuple[type[Check], ...] = (
     InplaceCheck,
     TrainingChecks,
     LossScaleCheck,
+    # Silent training bugs (TS115-TS118) and distributed runs (TS119-TS120).
+    ValidationModeCheck,
+    LossInputCheck,
+    ConstantLossCheck,
+    SamplerEpochCheck,
+    DDPGradientCheck,
 )

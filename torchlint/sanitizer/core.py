@@ -73,7 +73,7 @@ from typing import Any
 
 import torch
 
-from . import locations
+from . import locations, ranks
 from .check import _EVENTS, BackwardEvent, Check, _registered_checks, register_check
 from .findings import Location, Report, SanitizerError, SanitizerWarning
 from .hooks import _CALL_IMPL_CODE, _SESSIONS, _shared_hooks
@@ -119,8 +119,17 @@ class Session:
         self._roots: dict[int, weakref.ref] = {}  # root models seen, for parameter_name()
         self._saved_state: dict[str, Any] = {}
         self._finding_depth = 0
-        #: Set at exit: the body of the block raised (checks judge a crashed run less).
-        self.failed = False
+        self._rank_reports: ranks.RankReports | None = None  # distributed runs: per-rank report files
+        self._outermost = True
+        #: The exception that ended the run, when there was one (``torchlint run``
+        #: catches the script's own to print it; it sets this for the report).
+        self.failure: BaseException | None = None
+
+    @property
+    def failed(self) -> bool:
+        """The run ended with an exception: the block raised, or ``torchlint run`` caught
+        the script's own (checks judge a crashed run less)."""
+        return self.failure is not None
 
     @property
     def module_stack(self) -> list[torch.nn.Module]:
@@ -141,8 +150,12 @@ class Session:
             raise RuntimeError("this sanitize() session is already active; create a new one with sanitize()")
         self.report = Report()
         self._stacks = {}
+        self._rank_reports = None
+        self.failure = None
         self._save_global_state()
         classes = self._check_classes if self._check_classes is not None else _check_classes()
+        self._outermost = not _SESSIONS
+        self._attach_rank()
         _SESSIONS.append(self)
         self._active = True
         try:
@@ -180,8 +193,9 @@ class Session:
         self._subscribe(check)
 
     def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc is not None:
+            self.failure = exc
         pending: SanitizerError | None = None
-        self.failed = exc_type is not None
         if exc is not None:
             cleaned(exc)  # the traceback the user sees ends in their code, not ours
         try:
@@ -253,10 +267,26 @@ class Session:
         if errors and os.environ.get("TORCHLINT_SANITIZER_STRICT"):
             raise errors[0]
 
+    def _attach_rank(self) -> None:
+        """In a distributed run, stamp the rank on the report; the outermost session
+        keeps this rank's report file (see :mod:`torchlint.sanitizer.ranks`)."""
+        info = ranks.detect()
+        if info is None:
+            return
+        self.report.rank, self.report.world_size = info.rank, info.world_size
+        if self._outermost:
+            self._rank_reports = ranks.RankReports(info, self.options.report, self.options.gather_timeout)
+            self._rank_reports.write(self.report, finished=False)
+
     def _publish(self) -> None:
         """Summary on stderr, JSON report, and hand findings to an enclosing session."""
         if _SESSIONS:
             _SESSIONS[-1].report.merge(self.report)
+        if self._rank_reports is not None:
+            stream = sys.stderr
+            color = bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
+            self._rank_reports.publish(self.report, self.options.summary, color, self.failure)
+            return
         if self.options.summary:
             stream = sys.stderr
             color = bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
@@ -331,8 +361,12 @@ class Session:
         ``action="raise"`` leaves raising to the caller."""
         if location is None:
             location = locations.user_location(sys._getframe(1))
+        if self.report.rank is None and self._active:
+            self._attach_rank()  # the process group may have been created since the session started
         finding, is_new = self.report.add(code, name, message, location, details)
         self._announce(finding)
+        if is_new and self._rank_reports is not None:
+            self._rank_reports.write(self.report, finished=False)
         action = self.options.action
         if explains is not None:
             explains.torchlint_explained = True
@@ -522,6 +556,7 @@ def sanitize(
     grad_explosion_factor: float = 1e3,
     stall_backwards: int = 20,
     accelerator_devices: Iterable[str] = ("cuda", "xpu", "mps"),
+    gather_timeout: float = 30.0,
     **check_options: Any,
 ) -> Session:
     """Run PyTorch code under the runtime sanitizer.
@@ -544,6 +579,8 @@ def sanitize(
     training_checks, update_window, grad_explosion_factor, stall_backwards: TS106-TS112.
     accelerator_devices: device types treated like CUDA (inplace "auto", batched
         non-finite checks); pass ("cpu",) to exercise those paths on a CPU.
+    gather_timeout: distributed runs: how long the gathering rank waits at exit
+        for the other ranks' report files (see torchlint/sanitizer/ranks.py).
     check_options: options declared by plug-in checks (``Check.option_defaults``).
     """
     classes = _check_classes()
@@ -569,6 +606,7 @@ def sanitize(
         grad_explosion_factor=grad_explosion_factor,
         stall_backwards=stall_backwards,
         accelerator_devices=tuple(accelerator_devices),
+        gather_timeout=gather_timeout,
         extra=extra,
     )
     return Session(options, classes)

@@ -19,7 +19,8 @@ _FLOAT_CONSUMERS: tuple[type, ...] = (
     nn.GroupNorm,
     nn.RNNBase,
 )
-_INDEX_TARGET_LOSSES = ("cross_entropy", "nll_loss")
+#: Losses whose target holds class indices (or, with the same shape as the input, probabilities).
+INDEX_TARGET_LOSSES = ("cross_entropy", "nll_loss")
 
 
 def _autocast_on(device_type: str) -> bool:
@@ -85,7 +86,7 @@ class DtypeCheck(Check):
                 return
 
     def on_loss_pre(self, fn_name, input, target) -> None:
-        if fn_name not in _INDEX_TARGET_LOSSES:
+        if fn_name not in INDEX_TARGET_LOSSES:
             return
         if not (isinstance(input, torch.Tensor) and isinstance(target, torch.Tensor)):
             return

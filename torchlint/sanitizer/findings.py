@@ -27,6 +27,12 @@ CHECK_NAMES: dict[str, str] = {
     "TS111": "nonfinite-grad",
     "TS112": "optimizer-not-stepped",
     "TS113": "loss-scale-collapse",
+    "TS115": "validation-in-train-mode",
+    "TS116": "loss-shape-broadcast",
+    "TS117": "loss-target-float64",
+    "TS118": "loss-constant-no-gradient",
+    "TS119": "sampler-epoch-not-set",
+    "TS120": "ddp-parameter-without-gradient",
 }
 
 
@@ -62,19 +68,37 @@ class Finding:
     count: int = 1
     details: dict[str, Any] = field(default_factory=dict)
     function: str = "<unknown>"
+    #: The distributed rank of the process that saw it (None outside distributed runs).
+    rank: int | None = None
+    #: In a report gathered from several ranks: rank -> count there (empty otherwise).
+    count_by_rank: dict[int, int] = field(default_factory=dict)
 
     @property
     def location(self) -> Location:
         return Location(self.filename, self.lineno, self.function)
 
+    @property
+    def ranks(self) -> list[int]:
+        """The ranks that saw it: those of a gathered report, else this process's own."""
+        if self.count_by_rank:
+            return sorted(self.count_by_rank)
+        return [] if self.rank is None else [self.rank]
+
+    def rank_label(self) -> str:
+        """``[rank 1] `` / ``[ranks 0,1] `` in front of messages; empty outside distributed runs."""
+        ranks = self.ranks
+        if not ranks:
+            return ""
+        return f"[rank{'s' if len(ranks) > 1 else ''} {','.join(map(str, ranks))}] "
+
     def format(self) -> str:
         times = f" (seen {self.count}x)" if self.count > 1 else ""
-        return f"{self.filename}:{self.lineno}: {self.code} {self.name}: {self.message}{times}"
+        return f"{self.filename}:{self.lineno}: {self.rank_label()}{self.code} {self.name}: {self.message}{times}"
 
     __str__ = format
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "code": self.code,
             "name": self.name,
             "message": self.message,
@@ -82,15 +106,36 @@ class Finding:
             "lineno": self.lineno,
             "function": self.function,
             "count": self.count,
+            "rank": self.rank,
             "details": _jsonable(self.details),
         }
+        if self.count_by_rank:
+            data["ranks"] = self.ranks
+            data["count_by_rank"] = {str(r): n for r, n in sorted(self.count_by_rank.items())}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Finding:
+        """The inverse of :meth:`to_dict` (details come back as JSON values)."""
+        return cls(
+            code=data["code"],
+            name=data["name"],
+            message=data["message"],
+            filename=data["filename"],
+            lineno=int(data["lineno"]),
+            count=int(data.get("count", 1)),
+            details=dict(data.get("details") or {}),
+            function=data.get("function", "<unknown>"),
+            rank=data.get("rank"),
+            count_by_rank={int(r): int(n) for r, n in (data.get("count_by_rank") or {}).items()},
+        )
 
 
 class SanitizerWarning(UserWarning):
     """Issued once per distinct finding and location when ``action="warn"``."""
 
     def __init__(self, finding: Finding):
-        super().__init__(f"{finding.code} {finding.name}: {finding.message}")
+        super().__init__(f"{finding.rank_label()}{finding.code} {finding.name}: {finding.message}")
         self.finding = finding
 
 
@@ -111,6 +156,10 @@ class Report:
 
     def __init__(self) -> None:
         self.findings: list[Finding] = []
+        #: This process's distributed rank and the world size (None outside
+        #: distributed runs); new findings carry the rank.
+        self.rank: int | None = None
+        self.world_size: int | None = None
         #: Informational lines that are not findings (e.g. "compiled regions
         #: are not inspected").
         self.notes: list[str] = []
@@ -141,6 +190,7 @@ class Report:
             count=count,
             details=dict(details or {}),
             function=location.function,
+            rank=self.rank,
         )
         self._by_key[key] = finding
         self.findings.append(finding)
@@ -169,35 +219,57 @@ class Report:
 
     # -- output -----------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "tool": "torchlint.sanitize",
-            "version": 1,
-            "findings": [f.to_dict() for f in self.findings],
-            "notes": list(self.notes),
-        }
+        data: dict[str, Any] = {"tool": "torchlint.sanitize", "version": 1}
+        if self.rank is not None:
+            data["rank"] = self.rank
+            data["world_size"] = self.world_size
+        data["findings"] = [f.to_dict() for f in self.findings]
+        data["notes"] = list(self.notes)
+        return data
 
     def write_json(self, path: str | os.PathLike) -> None:
         with open(path, "w", encoding="utf-8") as fh:
             json.dump(self.to_dict(), fh, indent=2)
             fh.write("\n")
 
+    def scope(self) -> str:
+        """`` [rank 1 of 2]`` after the tool's name in a distributed run's summary."""
+        if self.rank is None:
+            return ""
+        return f" [rank {self.rank} of {self.world_size}]" if self.world_size else f" [rank {self.rank}]"
+
     def format_summary(self, color: bool = False) -> str:
-        """The table printed on stderr at exit: code, name, count, first location."""
+        """The table printed on stderr at exit: code, name, (ranks,) count, first location."""
         bold, red, dim, reset = ("\x1b[1m", "\x1b[31m", "\x1b[2m", "\x1b[0m") if color else ("",) * 4
         lines = []
+        title = f"torchlint.sanitize{self.scope()}"
         if not self.findings:
-            lines.append(f"{bold}torchlint.sanitize:{reset} no findings")
+            lines.append(f"{bold}{title}:{reset} no findings")
         else:
             n = len(self.findings)
-            lines.append(f"{bold}torchlint.sanitize: {n} finding{'s' if n != 1 else ''}{reset}")
-            rows = [(f.code, f.name, str(f.count), f"{f.filename}:{f.lineno}", f.message) for f in self.findings]
-            header = ("code", "name", "count", "first location", "")
-            widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
-            fmt = "  {{:<{}}}  {{:<{}}}  {{:>{}}}  {{:<{}}}".format(*widths)
-            lines.append(dim + fmt.format(*header[:4]) + reset)
+            lines.append(f"{bold}{title}: {n} finding{'s' if n != 1 else ''}{reset}")
+            # A report gathered from several ranks says which ranks saw each finding.
+            by_rank = any(f.count_by_rank for f in self.findings)
+            rows = [
+                (
+                    f.code,
+                    f.name,
+                    *([",".join(map(str, f.ranks))] if by_rank else []),
+                    str(f.count),
+                    f"{f.filename}:{f.lineno}",
+                    f.message,
+                )
+                for f in self.findings
+            ]
+            header = ("code", "name", *(["ranks"] if by_rank else []), "count", "first location", "")
+            columns = len(header) - 1
+            widths = [max(len(r[i]) for r in [header, *rows]) for i in range(columns)]
+            aligns = ["<", "<", *(["<"] if by_rank else []), ">", "<"]
+            fmt = "  ".join(f"{{:{a}{w}}}" for a, w in zip(aligns, widths))
+            lines.append(dim + "  " + fmt.format(*header[:columns]) + reset)
             for row in rows:
-                lines.append(red + fmt.format(*row[:4]).rstrip() + reset)
-                lines.append(f"      {dim}{_shorten(row[4])}{reset}")
+                lines.append(red + "  " + fmt.format(*row[:columns]).rstrip() + reset)
+                lines.append(f"      {dim}{_shorten(row[-1])}{reset}")
         for note in self.notes:
             lines.append(f"  note: {note}")
         return "\n".join(lines)

@@ -99,6 +99,10 @@ def _is_user(code: CodeType) -> bool:
     return decision
 
 
+#: Whether a code object is the user's (cached per code object).
+is_user_code = _is_user
+
+
 def user_frame(start: FrameType | None = None) -> FrameType | None:
     """The innermost frame that belongs to the user's code, or None."""
     frame = start if start is not None else sys._getframe(1)

@@ -35,6 +35,8 @@ class SanitizerOptions:
     # Device types treated like CUDA: they switch inplace="auto" on, and their
     # non-finite checks are batched on the device (one host sync per step).
     accelerator_devices: tuple[str, ...] = ("cuda", "xpu", "mps")
+    # Distributed runs: how long the gathering rank waits for the others' reports.
+    gather_timeout: float = 30.0
     # Options declared by plug-in checks (Check.option_defaults).
     extra: dict[str, Any] = field(default_factory=dict)
 

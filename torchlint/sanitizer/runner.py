@@ -14,8 +14,12 @@ from __future__ import annotations
 import argparse
 import os
 import runpy
+import signal
 import sys
+import threading
 import traceback
+
+from .ranks import Terminated
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -114,6 +118,43 @@ def _run_as_main(target: str, code) -> None:
         sys.modules["__main__"] = saved
 
 
+class _SigtermGuard:
+    """While the script runs, SIGTERM raises :class:`Terminated` in it; once the
+    session is publishing, SIGTERM only asks for the signal to be re-sent after
+    (so that the summary and the report are complete).  Installed only where
+    SIGTERM still does its default (nobody chose otherwise) and on the main thread."""
+
+    def __init__(self) -> None:
+        self.installed = False
+        self.armed = False
+        self.requested = False
+
+    def _handler(self, signum, frame) -> None:
+        self.requested = True
+        if self.armed:
+            self.armed = False  # a second SIGTERM while unwinding only re-asks
+            raise Terminated(signum)
+
+    def __enter__(self) -> _SigtermGuard:
+        if threading.current_thread() is threading.main_thread() and (
+            signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        ):
+            signal.signal(signal.SIGTERM, self._handler)
+            self.installed = self.armed = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.armed = False
+        if self.installed and signal.getsignal(signal.SIGTERM) == self._handler:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    def die_if_requested(self) -> None:
+        """Die by SIGTERM as the plain run would have (its exit status included)."""
+        if self.requested:
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     try:
@@ -150,23 +191,28 @@ def main(argv: list[str] | None = None) -> int:
     sys.argv = [script, *options.args]
     sys.path.insert(0, target if os.path.isdir(target) else os.path.dirname(target))
     status = 0
+    guard = _SigtermGuard()
     try:
-        with session:
+        with guard, session:
             try:
                 _run_as_main(target, code)
             except SystemExit as exc:
                 status = _exit_code(exc.code)
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, Terminated) as exc:
+                session.failure = exc
                 status = 130
             except Exception as exc:
+                session.failure = exc
                 _print_script_traceback(exc, target)
                 status = 1
+            guard.armed = False  # the session publishes next: let it finish
     except Exception:  # a finding raised at session exit with --raise
         traceback.print_exc()
         status = status or 1
     finally:
         sys.argv = saved_argv
         sys.path[:] = saved_path
+    guard.die_if_requested()
     return status
 
 

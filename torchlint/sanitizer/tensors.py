@@ -65,8 +65,17 @@ def describe(path: Path) -> str:
     return text + "".join(f"[{key!r}]" for key in rest)
 
 
-def shape_of(tensor: torch.Tensor) -> str:
-    return "(" + ", ".join(str(s) for s in tensor.shape) + ")"
+def local_shard(tensor: torch.Tensor) -> torch.Tensor:
+    """The part of a distributed tensor (a DTensor: FSDP2, tensor parallelism)
+    that this process holds; any other tensor unchanged.  Checks of values
+    (non-finite, zero) look at what this rank has."""
+    to_local = getattr(tensor, "to_local", None)
+    return to_local() if callable(to_local) else tensor
+
+
+def shape_of(value: torch.Tensor | tuple[int, ...]) -> str:
+    """``(32, 1)`` / ``(32,)`` for a tensor or a shape, as Python writes the tuple."""
+    return str(tuple(int(s) for s in getattr(value, "shape", value)))
 
 
 # Lazy modules (nn.LazyLinear...) hold these until their first call; they have

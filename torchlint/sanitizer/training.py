@@ -37,7 +37,7 @@ from .check import Check
 from .findings import CHECK_NAMES, Location
 from .hooks import closure_of
 from .locations import frame_locals, name_in_frame, user_frame
-from .tensors import iter_tensors
+from .tensors import iter_tensors, local_shard
 from .training_eval import EvalGraphTracker
 from .training_norms import GradNormMonitor
 from .training_params import (
@@ -576,7 +576,7 @@ class TrainingChecks(Check):
         if opt.steps == 0:
             # Found by the heap scan: name it as the code around this backward does.
             opt.label = name_in_frame(opt.optimizer, user_frame()) or opt.label
-        grads = [p.grad for p in opt.params() if p.grad is not None and not p.grad.is_sparse]
+        grads = [local_shard(p.grad) for p in opt.params() if p.grad is not None and not p.grad.is_sparse]
         nonfinite = bool(grads) and not bool(torch.stack([torch.isfinite(g).all() for g in grads]).all())
         step = f"{opt.label}.step()"
         since = "never ran" if opt.steps == 0 else "did not run in between"

@@ -16,6 +16,8 @@ from statistics import median
 
 import torch
 
+from .tensors import local_shard
+
 #: How many recent total norms form the baseline of the explosion test, and
 #: how many are needed before it is trusted.
 HISTORY = 50
@@ -92,6 +94,7 @@ class GradNormMonitor:
         """None when the gradients look healthy; ``grads`` are dense."""
         if not grads:
             return None
+        grads = [local_shard(g) for g in grads]  # FSDP2's DTensor gradients: this rank's shard
         total = _total_norm(grads)
         if not math.isfinite(total):
             nan, inf = _nonfinite(grads)

@@ -28,19 +28,19 @@ import torch
 from torch import nn
 
 from .locations import frame_locals, name_in_frame, user_frame
-
-# Layers whose behaviour differs between train() and eval().  InstanceNorm
-# only when it keeps running statistics.
-_MODE_DEPENDENT = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
+from .tensors import local_shard
 
 
 def mode_dependent_layers(model: nn.Module) -> list[str]:
-    """Qualified names of the Dropout / BatchNorm-like layers inside ``model``."""
+    """Qualified names of the layers inside ``model`` that compute differently in
+    train() and eval(): dropout with p > 0, batch/instance norm that keeps running
+    statistics (without them it normalises with batch statistics in both modes)."""
     names = []
     for name, module in model.named_modules():
         if (
-            isinstance(module, _MODE_DEPENDENT)
-            or isinstance(module, nn.modules.instancenorm._InstanceNorm)
+            isinstance(module, nn.modules.dropout._DropoutNd)
+            and module.p > 0
+            or isinstance(module, (nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm))
             and module.track_running_stats
             or isinstance(module, nn.MultiheadAttention)
             and module.dropout > 0
@@ -263,7 +263,7 @@ class ParamRegistry:
             if not state.step_since_grad:
                 return
             if grad is not None and ref is not None and ref() is grad and grad._version == state.grad_version:
-                state.evidence = grad.detach().ne(0).any()
+                state.evidence = local_shard(grad).detach().ne(0).any()
             else:
                 state.evidence = None
 

@@ -19,7 +19,7 @@ class HoistConstructor(RuleFix):
         it reads is assigned inside the loop (so it would build the same thing every time).
     """
     safety = """
-        unsafe: that the loop continues one training run rather than starting a new one each
+        that the loop continues one training run rather than starting a new one each
         iteration is read from names and from what the loop does, and the fix changes what every
         iteration after the first trains.
     """

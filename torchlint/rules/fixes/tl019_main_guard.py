@@ -23,10 +23,15 @@ class MainGuard(RuleFix):
         functions read stay module globals (`global` in `main`).
     """
     safety = """
-        unsafe: importing the script no longer runs it, which is the point, but code that imports it
+        importing the script no longer runs it, which is the point, but code that imports it
         for a name the moved statements set (`from train import model`) no longer finds it. Not offered
         when a definition that stays needs such a name when it is defined (a default argument, a class
         body), when the file already has a main guard, or when a moved statement cannot live in a function.
+    """
+    not_in_notebooks = """
+        a notebook's cells run in the kernel's `__main__`, where the guard is always true and
+        DataLoader workers never re-import the cells, so there is no script to guard; and the fix
+        would move code out of every cell into a function after the last one.
     """
     EXAMPLES = [
         (

@@ -101,8 +101,9 @@ def _class_role(ctx: FileContext, cls: ast.ClassDef, depth: int) -> Role | None:
             return Role.OPTIMIZER
         if qual is not None and qual.startswith(torch_names.SCHEDULER_BASES):
             return Role.SCHEDULER
-        if isinstance(base, ast.Name) and base.id in ctx.classes and qual is None:
-            role = _class_role(ctx, ctx.classes[base.id], depth + 1)
+        found = resolve_class(ctx, base)
+        if found is not None:  # a class of the project: what its own bases make it
+            role = _class_role(*found, depth + 1)
             if role is not Role.OTHER:
                 return role
         elif not (isinstance(base, ast.Name) and base.id in _PLAIN_BASES):

@@ -92,12 +92,23 @@ class ObjectRoles:
     def symbol_role(self, key: str) -> Role | None:
         """The role of what the file assigns to a symbol anywhere (``self.opt``, ``model``): the
         latest assignment that gives a torch role, else ``OTHER`` if one shows another object."""
+        if key not in self._assigned_symbols:
+            return None  # the common case, told without building every scope's bindings
         bindings = [b for b in dataflow(self.ctx).bindings_anywhere(key) if b.kind in ("assign", "unpack")]
         if not bindings:
             return None
         return self.ctx.shared(
             ("symbol-role", key), lambda: _RoleFlow.combine(_RoleFlow(self).binding(b, 0) for b in reversed(bindings))
         )
+
+    @cached_property
+    def _assigned_symbols(self) -> frozenset[str]:
+        """The symbols some assignment of the file targets (a cheap filter for ``symbol_role``)."""
+        found = set()
+        for node in self.ctx.nodes(ast.Assign, ast.AnnAssign):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                found.update(filter(None, (symbol(t) for t in _target_elements(target))))
+        return frozenset(found)
 
     def returned_role(self, function: ast.AST, index: int | None = None) -> Role | None:
         """The role of what a function of this file returns (element ``index`` of a returned tuple),
@@ -310,6 +321,14 @@ class _RoleFlow:
         if not roles or any(role is None for role in roles) or len(set(roles)) != 1:
             return None
         return roles[0]
+
+
+def _target_elements(target: ast.AST) -> list[ast.AST]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [e for elt in target.elts for e in _target_elements(elt)]
+    if isinstance(target, ast.Starred):
+        return _target_elements(target.value)
+    return [target]
 
 
 def _is_mode_switch(call: ast.Call, method: str) -> bool:

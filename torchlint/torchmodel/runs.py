@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callgraph import call_graph
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.nodes import last_name, name_ids, returns_of
+from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.iterations import iterations

@@ -12,7 +12,9 @@ Prints, on a small residual CNN and a small GPT-style Transformer:
    is one finding counted once, a mask hiding every position is reported;
 3. an in-place write through ``.data`` into a saved tensor, which the CUDA
    default reports (TS105) at the line of the write;
-4. NaN made in backward (sqrt at 0): ``anomaly="auto"`` pins the op one step
+4. a double backward (gradient penalty), whose nodes CUDA creates on threads
+   without a Python frame: no crash, no finding;
+5. NaN made in backward (sqrt at 0): ``anomaly="auto"`` pins the op one step
    later, ``anomaly="full"`` at once, with the time of each run.
 
     python bench/gpu_check.py                 # on cuda:0
@@ -255,6 +257,19 @@ def nan_in_backward() -> None:
         print(f"  anomaly={anomaly!r}: {where}; {seconds * 1e3:.0f} ms for 8 steps")
 
 
+def double_backward() -> None:
+    """A WGAN-GP gradient penalty: backward creates autograd nodes on CUDA's device threads,
+    which have no Python frame (the forward-line recorder must cope)."""
+    torch.manual_seed(0)
+    critic = nn.Sequential(nn.Linear(16, 64), nn.LeakyReLU(0.2), nn.Linear(64, 1)).to(DEVICE)
+    with torchlint.sanitize(summary=False, action="record", **OPTIONS) as report:
+        for _ in range(3):
+            x = torch.randn(32, 16, device=DEVICE, requires_grad=True)
+            (grad,) = torch.autograd.grad(critic(x).sum(), x, create_graph=True)
+            ((grad.norm(2, dim=1) - 1) ** 2).mean().backward()
+    print(f"\ndouble backward (gradient penalty) under the defaults: findings {[f.code for f in report.findings]}")
+
+
 def main() -> None:
     global DEVICE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -274,6 +289,7 @@ def main() -> None:
     overhead("GPT-style Transformer, 4 layers, width 128, batch 16x64", gpt_task, args.rounds, args.steps)
     ts104_accelerator_path()
     ts105_default()
+    double_backward()
     nan_in_backward()
     print(f"\ntotal {time.perf_counter() - start:.0f} s")
 

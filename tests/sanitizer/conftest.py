@@ -76,6 +76,7 @@ def snapshot_global_state():
         "optimizer_post_hooks": list(optimizer_hooks._global_optimizer_post_hooks),
         "backward": torch.autograd.backward,
         "grad_fn": torch.autograd.grad,
+        "zero_grad": torch.optim.Optimizer.zero_grad,
         "cross_entropy": F.cross_entropy,
         "mse_loss": F.mse_loss,
         "function_modes": torch._C._len_torch_function_stack(),

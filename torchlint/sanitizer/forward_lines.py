@@ -47,7 +47,11 @@ def _format_stack() -> list[str]:
     if _full or getattr(_fx_traceback, "should_preserve_node_meta", False) or _is_compiling():
         return _torch_format_stack()
     _calls += 1
-    frame = user_frame(sys._getframe(1))
+    try:
+        caller = sys._getframe(1)
+    except ValueError:  # a node made on a thread without Python frames (double backward on CUDA)
+        return []
+    frame = user_frame(caller)
     if frame is None:
         return []
     key = (frame.f_code, frame.f_lineno)

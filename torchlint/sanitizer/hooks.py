@@ -104,6 +104,20 @@ def _entry_point(function: Callable) -> Callable:
     return entry
 
 
+def _without_own_mode(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        mode = _take_own_mode_off() if OWN_MODES else None
+        try:
+            return original(*args, **kwargs)
+        finally:
+            if mode is not None:
+                torch._C._push_on_torch_function_stack(mode)
+
+    call.__torchlint_original__ = original
+    return call
+
+
 def _deliver(method: Callable, *args: Any) -> Any:
     """Call an event method of the innermost session, with the sanitizer's own
     function mode off meanwhile."""
@@ -194,6 +208,9 @@ class _SharedHooks:
         # attribute, so patching the function covers both spellings.
         self._patch(torch.autograd, "backward", lambda orig: _wrap_backward(orig, "backward"))
         self._patch(torch.autograd, "grad", lambda orig: _wrap_backward(orig, "grad"))
+        # zero_grad() sets .grad attributes one by one: each a torch call the
+        # in-place mode would see, and none of them the user's forward pass.
+        self._patch(torch.optim.Optimizer, "zero_grad", _without_own_mode)
         functional = torch.nn.functional
         for name in LOSS_FUNCTIONS:
             if hasattr(functional, name):

@@ -32,7 +32,10 @@ def _misplaced_frame(message: warnings.WarningMessage) -> FrameType | None:
     """The sanitizer's frame the warning was attributed to, on the current stack."""
     if not is_own_file(message.filename):
         return None
-    frame = sys._getframe(2)
+    try:
+        frame = sys._getframe(2)
+    except ValueError:  # shown from a thread without Python frames
+        return None
     while frame is not None:
         code = frame.f_code
         if frame.f_lineno == message.lineno and code.co_filename == message.filename:

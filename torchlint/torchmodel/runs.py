@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callgraph import call_graph
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.nodes import last_name, name_ids, returns_of
+from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.iterations import iterations
@@ -134,93 +135,8 @@ RUN_TOKENS = frozenset(
 # looked at when they are the loop variable itself.
 _NAMESPACE_TOKENS = frozenset({"config", "configs", "cfg", "cfgs", "setting", "settings", "args", "hparams"})
 
-# torch.nn layers without weights or state: building one per iteration costs nothing.
-STATELESS_LAYERS = frozenset(
-    {
-        "ReLU",
-        "ReLU6",
-        "LeakyReLU",
-        "PReLU_",
-        "ELU",
-        "SELU",
-        "CELU",
-        "GELU",
-        "SiLU",
-        "Mish",
-        "Sigmoid",
-        "Tanh",
-        "Hardtanh",
-        "Hardswish",
-        "Hardsigmoid",
-        "Softplus",
-        "Softsign",
-        "Softmax",
-        "LogSoftmax",
-        "Softmin",
-        "Softmax2d",
-        "Tanhshrink",
-        "Softshrink",
-        "Hardshrink",
-        "Threshold",
-        "GLU",
-        "LogSigmoid",
-        "Dropout",
-        "Dropout1d",
-        "Dropout2d",
-        "Dropout3d",
-        "AlphaDropout",
-        "FeatureAlphaDropout",
-        "MaxPool1d",
-        "MaxPool2d",
-        "MaxPool3d",
-        "AvgPool1d",
-        "AvgPool2d",
-        "AvgPool3d",
-        "AdaptiveAvgPool1d",
-        "AdaptiveAvgPool2d",
-        "AdaptiveAvgPool3d",
-        "AdaptiveMaxPool1d",
-        "AdaptiveMaxPool2d",
-        "AdaptiveMaxPool3d",
-        "LPPool1d",
-        "LPPool2d",
-        "MaxUnpool1d",
-        "MaxUnpool2d",
-        "MaxUnpool3d",
-        "Flatten",
-        "Unflatten",
-        "Upsample",
-        "UpsamplingNearest2d",
-        "UpsamplingBilinear2d",
-        "PixelShuffle",
-        "PixelUnshuffle",
-        "ChannelShuffle",
-        "ZeroPad1d",
-        "ZeroPad2d",
-        "ZeroPad3d",
-        "ConstantPad1d",
-        "ConstantPad2d",
-        "ConstantPad3d",
-        "ReflectionPad1d",
-        "ReflectionPad2d",
-        "ReflectionPad3d",
-        "ReplicationPad1d",
-        "ReplicationPad2d",
-        "ReplicationPad3d",
-        "CircularPad1d",
-        "CircularPad2d",
-        "CircularPad3d",
-        "Fold",
-        "Unfold",
-        "CosineSimilarity",
-        "PairwiseDistance",
-        "Identity",
-        # Wrappers: they hold the wrapped model's weights, not new ones.
-        "DataParallel",
-        "DistributedDataParallel",
-        "SyncBatchNorm",
-    }
-)
+# torch.nn layers that carry no trainable state of their own: building one per iteration costs nothing.
+STATELESS_LAYERS = torch_names.WEIGHTLESS_LAYERS | torch_names.WRAPPING_LAYERS
 _ZOO_HELPER = re.compile(r"param|checkpoint|load|resume|save|name|state|list_|register|^is_|^has_|utils|weight|adapt")
 _NOT_A_MODEL_CLASS = re.compile(r"(Loss|Criterion|Metric|Metrics)$")
 # Calls that give the iteration a fresh model without a constructor.

@@ -419,10 +419,14 @@ def test_one_string_sources_and_crlf_files_are_written_back_the_same_way(tmp_pat
 
 
 def test_plain_lint_of_a_notebook_imports_no_libcst(tmp_path):
+    """Neither libcst nor the notebook fix machinery is loaded to mark a notebook's fixes."""
     write_notebook(tmp_path / "nb.ipynb", "import torch", VIEW_CELL)
-    code = "import sys\nfrom torchlint.cli import main\nrc = main(['check', 'nb.ipynb'])\nprint(rc, 'libcst' in sys.modules)\n"
+    code = (
+        "import sys\nfrom torchlint.cli import main\nrc = main(['check', 'nb.ipynb'])\n"
+        "print(rc, 'libcst' in sys.modules, 'torchlint.engine.notebookfix' in sys.modules)\n"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
-    assert run.stdout.strip().endswith("1 False"), run.stdout + run.stderr
+    assert run.stdout.strip().endswith("1 False False"), run.stdout + run.stderr
     assert "TL008 [*]" in run.stdout
 
 

@@ -51,7 +51,7 @@ def make_edits(ctx, findings: list[Finding], wanted: Callable[[Finding], bool] |
     problems: list[str] = []
     out = []
     cstmap = None
-    checker = _ParseCheck(ctx.source, ctx.path, top_level_await=cells is not None)
+    checker = None  # compiles the file: only once a fix is made (a plain lint makes none)
     for finding in findings:
         fix = finding.fix
         if fix is None or fix.build is None:
@@ -74,6 +74,7 @@ def make_edits(ctx, findings: list[Finding], wanted: Callable[[Finding], bool] |
                 raise FixError("its edits overlap")
             # In a notebook, each cell first (a problem is then said in the cells' terms).
             in_cells = cells.cell_edits(edits, editor.anchors) if cells is not None else None
+            checker = checker or _ParseCheck(ctx.source, ctx.path, top_level_await=cells is not None)
             checker.check(apply_edits(ctx.source, edits))
             edits = in_cells or edits
         except FixError as exc:

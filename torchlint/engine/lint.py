@@ -26,7 +26,6 @@ from torchlint.engine.autofix import FixOptions, FixOutcome, TextFormat, fix_tex
 from torchlint.engine.finding import Finding, Message
 from torchlint.engine.fixers import fix_for
 from torchlint.engine.notebook import NotebookError, NotebookIndex, code_cell_count, parse_notebook
-from torchlint.engine.notebookfix import CellMapper, NotebookDocument, notebook_diff
 from torchlint.engine.rule import Rule, all_rules
 from torchlint.engine.suppress import Suppressions
 
@@ -117,7 +116,11 @@ def lint_text(
                 result.findings = [f if _offered_in_notebooks(f) else replace(f, fix=None) for f in result.findings]
             if any(f.fix is not None for f in result.findings):
                 wanted = (lambda f: True) if edits is True else edits or None
-                cells = CellMapper(notebook, source) if notebook is not None and wanted is not None else None
+                cells = None
+                if notebook is not None and wanted is not None:
+                    from torchlint.engine.notebookfix import CellMapper  # only when a notebook's fixes are made
+
+                    cells = CellMapper(notebook, source)
                 result.findings, problems = make_edits(ctx, result.findings, wanted, cells)
                 result.problems.extend(problems)
             return result
@@ -464,7 +467,12 @@ def fix_bytes(
     result.fixed = dict(Counter(outcome.fixed))
     changed = outcome.text != text
     if diff and changed:
-        result.diff = (notebook_diff if is_notebook(path) else unified_diff)(path, text, outcome.text)
+        if is_notebook(path):
+            from torchlint.engine.notebookfix import notebook_diff
+
+            result.diff = notebook_diff(path, text, outcome.text)
+        else:
+            result.diff = unified_diff(path, text, outcome.text)
     if keep_text:
         result.fixed_text = outcome.text
     if write and changed:
@@ -479,6 +487,7 @@ def fix_bytes(
 
 def _fix_notebook(text: str, path: str, rules, options: FixOptions, rule_budget: float | None):
     """Fix rounds on a notebook's text; one that is not a notebook we can lint is only linted."""
+    from torchlint.engine.notebookfix import NotebookDocument  # not loaded by a plain lint
 
     def lint(current: str, wanted) -> FileResult:
         return lint_notebook_text(current, path, rules, rule_budget, edits=wanted)

@@ -8,22 +8,9 @@ from torchlint.analysis.callgraph import passes_unknown_arguments
 from torchlint.analysis.conditions import conditions_at, implies
 from torchlint.analysis.nodes import argument
 from torchlint.engine.rule import Message, Rule, register
+from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.gradmode import grad_effect
 from torchlint.torchmodel.modules import module_classes
-
-# Functional dropouts and the position of their `training` parameter.
-DROPOUT_FUNCTIONS = {
-    "torch.nn.functional.dropout": (2, "training"),
-    "torch.nn.functional.dropout1d": (2, "training"),
-    "torch.nn.functional.dropout2d": (2, "training"),
-    "torch.nn.functional.dropout3d": (2, "training"),
-    "torch.nn.functional.alpha_dropout": (2, "training"),
-    "torch.nn.functional.feature_alpha_dropout": (2, "training"),
-    "torch.dropout": (2, "train"),
-    "torch.alpha_dropout": (2, "train"),
-    "torch.feature_dropout": (2, "train"),
-    "torch.feature_alpha_dropout": (2, "train"),
-}
 
 
 @register
@@ -99,7 +86,7 @@ class Block(nn.Module):
             return
         for call in ctx.calls:
             qual = ctx.call_qualname(call)
-            spec = DROPOUT_FUNCTIONS.get(qual) if qual else None
+            spec = torch_names.DROPOUT_FUNCTIONS.get(qual) if qual else None
             if spec is None:
                 continue
             position, parameter = spec

@@ -232,45 +232,8 @@ class ModelProvenance:
 
 
 # ----- whether train and eval mode differ for a model ----------------------------------------------
-# torch.nn layers that behave differently in train and eval mode (dropout; batch-norm statistics;
-# recurrent and attention layers whose `dropout` applies in training only).
-MODE_DEPENDENT_LAYERS = frozenset(
-    "torch.nn." + name
-    for name in (
-        "Dropout",
-        "Dropout1d",
-        "Dropout2d",
-        "Dropout3d",
-        "AlphaDropout",
-        "FeatureAlphaDropout",
-        "BatchNorm1d",
-        "BatchNorm2d",
-        "BatchNorm3d",
-        "LazyBatchNorm1d",
-        "LazyBatchNorm2d",
-        "LazyBatchNorm3d",
-        "SyncBatchNorm",
-        "RNN",
-        "LSTM",
-        "GRU",
-        "MultiheadAttention",
-        "Transformer",
-        "TransformerEncoder",
-        "TransformerDecoder",
-        "TransformerEncoderLayer",
-        "TransformerDecoderLayer",
-    )
-)
-_MODE_FUNCTIONS = frozenset(
-    {
-        "torch.nn.functional.dropout",
-        "torch.nn.functional.dropout1d",
-        "torch.nn.functional.dropout2d",
-        "torch.nn.functional.dropout3d",
-        "torch.nn.functional.alpha_dropout",
-        "torch.nn.functional.batch_norm",
-    }
-)
+# Functions whose result depends on the mode they are told: the functional dropouts and batch norm.
+_MODE_FUNCTIONS = frozenset({*torch_names.DROPOUT_FUNCTIONS, "torch.nn.functional.batch_norm"})
 
 
 class ModeDependence:
@@ -323,7 +286,7 @@ class ModeDependence:
         return None
 
     def _torch_layer(self, call: ast.Call, qual: str) -> bool | None:
-        if qual in MODE_DEPENDENT_LAYERS:
+        if qual in torch_names.MODE_DEPENDENT_LAYERS:
             return True
         if qual.rsplit(".", 1)[-1] in ("Sequential", "ModuleList", "ModuleDict"):
             parts = [self._part(a) for a in call.args]

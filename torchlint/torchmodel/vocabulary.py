@@ -173,9 +173,46 @@ WEIGHTLESS_LAYERS = frozenset(
         "Identity",
     }
 )
-# Layers that behave differently in train and eval mode (dropout; normalisation with running
-# statistics). Weightless dropout is still not "stateless": `model.eval()` must reach it.
+# Dropout layers: weightless, yet not "stateless": they behave differently in train and eval mode,
+# so `model.eval()` must reach them.
 DROPOUT_LAYERS = frozenset({"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"})
+# torch.nn layers (qualified) whose output depends on train/eval mode: dropout, batch-norm statistics,
+# recurrent and attention layers whose `dropout` applies in training only.
+MODE_DEPENDENT_LAYERS = frozenset(
+    "torch.nn." + name
+    for name in DROPOUT_LAYERS
+    | {
+        "BatchNorm1d",
+        "BatchNorm2d",
+        "BatchNorm3d",
+        "LazyBatchNorm1d",
+        "LazyBatchNorm2d",
+        "LazyBatchNorm3d",
+        "SyncBatchNorm",
+        "RNN",
+        "LSTM",
+        "GRU",
+        "MultiheadAttention",
+        "Transformer",
+        "TransformerEncoder",
+        "TransformerDecoder",
+        "TransformerEncoderLayer",
+        "TransformerDecoderLayer",
+    }
+)
+# Functional dropouts, with the position and name of the parameter that says whether it applies.
+DROPOUT_FUNCTIONS = {
+    "torch.nn.functional.dropout": (2, "training"),
+    "torch.nn.functional.dropout1d": (2, "training"),
+    "torch.nn.functional.dropout2d": (2, "training"),
+    "torch.nn.functional.dropout3d": (2, "training"),
+    "torch.nn.functional.alpha_dropout": (2, "training"),
+    "torch.nn.functional.feature_alpha_dropout": (2, "training"),
+    "torch.dropout": (2, "train"),
+    "torch.alpha_dropout": (2, "train"),
+    "torch.feature_dropout": (2, "train"),
+    "torch.feature_alpha_dropout": (2, "train"),
+}
 # Wrappers that hold the wrapped model's weights, not new ones (built per iteration, they cost nothing).
 WRAPPING_LAYERS = frozenset({"DataParallel", "DistributedDataParallel", "SyncBatchNorm"})
 

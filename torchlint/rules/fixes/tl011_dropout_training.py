@@ -6,7 +6,7 @@ import ast
 
 from torchlint.engine.finding import SAFE, Fix
 from torchlint.engine.fixers import RuleFix, register_fix
-from torchlint.rules.tl011_functional_dropout_always_on import DROPOUT_FUNCTIONS
+from torchlint.torchmodel import vocabulary as torch_names
 
 
 @register_fix
@@ -70,7 +70,7 @@ class Block(nn.Module):
 
     def plan(self, ctx, diagnostic):
         call = diagnostic.node
-        spec = DROPOUT_FUNCTIONS.get(ctx.call_qualname(call))
+        spec = torch_names.DROPOUT_FUNCTIONS.get(ctx.call_qualname(call))
         method = _method_of(ctx, call)
         if spec is None or method is None or not method.args.args:
             return None

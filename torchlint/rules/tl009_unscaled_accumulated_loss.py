@@ -42,9 +42,11 @@ class UnscaledAccumulatedLoss(Rule):
     """
     why = """
         Gradients add up over the micro-steps, so each update is the *sum* of N mean-batch
-        gradients: N times the gradient of the large batch you meant to emulate. The
-        effective learning rate silently grows with the accumulation count, so changing
-        `accum_steps` changes the training dynamics (and often diverges).
+        gradients: N times the gradient of the large batch you meant to emulate. With SGD the
+        step is N times too large (the effective learning rate grows with the accumulation
+        count, and training often diverges). Adam-style optimizers mostly normalise the scale
+        away, but gradient clipping thresholds, coupled weight decay and `eps` still act on
+        N-times-larger gradients, so changing `accum_steps` changes the training dynamics.
     """
     example = """
         for i, (x, y) in enumerate(loader):
@@ -146,7 +148,7 @@ for it in range(max_iters):
         return Message(
             f"`{ctx.segment(backward.node)}` accumulates gradients, but `{loss}` is not divided by the number "
             "of accumulated steps",
-            why=f"{how}, so each update sums the gradients of several micro-batches and is that many times too large",
+            why=f"{how}, so each update sums the gradients of several micro-batches: N times the mean, which SGD steps N times too far and clipping, weight decay and Adam's eps see at the wrong scale",
             help=f"use `{loss} = {loss} / {count}` before the backward",
         )
 

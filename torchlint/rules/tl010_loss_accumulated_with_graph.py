@@ -180,8 +180,8 @@ def train(model, loader, optimizer):
             value = value[:37] + "..."
         if isinstance(node, ast.Call):
             return Message(
-                f"`{ctx.segment(node)}` stores a tensor still attached to the autograd graph in a list that is "
-                "summed later",
+                f"`{ctx.segment(node)}` keeps a tensor still attached to the autograd graph in a list that "
+                "grows across iterations",
                 why="every iteration's graph stays alive and memory grows",
                 help=f"append `{value}.item()` (or `{value}.detach()`) instead",
             )

@@ -227,7 +227,9 @@ def cpu_budget(seconds: float | None):
 
     @contextmanager
     def limit():
-        signal.setitimer(signal.ITIMER_PROF, seconds)
+        # Re-armed every ``seconds``: should one signal be lost (it lands while the rule is inside
+        # a C call that clears pending signals), the next one still stops the rule.
+        signal.setitimer(signal.ITIMER_PROF, seconds, seconds)
         try:
             yield
         finally:

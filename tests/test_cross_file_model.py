@@ -197,3 +197,57 @@ def test_the_files_a_lint_read_are_its_dependencies(tmp_path):
     result = lint_file(str(tmp_path / "train.py"), projects=Projects())
     assert result.findings == []
     assert [pathlib.Path(p).name for p in result.dependencies] == ["fp16_util.py"]
+
+
+QNET = """
+    from torch import nn
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Sequential(nn.Conv2d(4, 32, 8, stride=4), nn.ReLU())
+            self.head = nn.Linear(512, 4)
+
+        def forward(self, obs):
+            return self.head(self.conv(obs).flatten(1))
+"""
+
+ACTING = """
+    import torch
+    from qnet import Model
+
+    class Trainer:
+        def __init__(self):
+            self.model = Model()
+            self.optimizer = torch.optim.Adam(self.model.parameters(), lr=2.5e-4)
+
+        def sample(self, env):
+            with torch.no_grad():
+                for t in range(128):
+                    env.step(self.model(env.obs).argmax(-1))
+
+        def train(self, obs, target):
+            loss = (self.model(obs) - target).pow(2).mean()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+
+        def run(self, env):
+            for update in range(1000):
+                self.sample(env)
+                self.train(env.obs, env.target)
+"""
+
+
+@NEEDS_PROJECT
+def test_a_class_of_a_sibling_module_made_of_mode_independent_layers_is_the_same_in_both_modes(tmp_path):
+    # The class's mode dependence is read from its file (ModeDependence resolving the class across
+    # files, through callgraph.resolve_class once the project phase is on main).
+    write(tmp_path, {"pyproject.toml": "", "qnet.py": QNET, "train.py": ACTING})
+    assert both_ways(tmp_path, "qnet.py", "train.py") == []
+
+
+def test_a_class_of_a_sibling_module_with_dropout_depends_on_the_mode(tmp_path):
+    qnet = QNET.replace("nn.ReLU())", "nn.ReLU(), nn.Dropout(0.1))")
+    write(tmp_path, {"pyproject.toml": "", "qnet.py": qnet, "train.py": ACTING})
+    assert both_ways(tmp_path, "qnet.py", "train.py") == [("train.py", 13, "TL005")]

@@ -731,3 +731,114 @@ def test_model_without_dropout_or_batch_norm_is_the_same_in_both_modes(lint):
     )
     assert lint(source, "TL005") == []
     assert [f.line for f in lint(source, "TL006")] == expected_lines(_PHASES, "TL006")
+
+
+# A model's mode dependence is computed from what it is built of, wherever it was built: in a loop
+# and kept in a list the evaluation iterates, with a layer chosen by a condition, or a class whose
+# forward builds a distribution (no layer). Twins with a dropout layer stay reported.
+_ENSEMBLE = """
+    import torch
+    import torch.nn as nn
+
+    models = list()
+    criterion = torch.nn.MSELoss()
+    for mod in range(10):
+        model = nn.Sequential(
+            nn.Linear(1, 100),
+            nn.ReLU() if mod < 5 else nn.Tanh(),
+            nn.Linear(100, 1),
+        )
+        models.append(model)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        for t in range(1000):
+            loss = criterion(model(X), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+    relu_models = models[:5]
+    tanh_models = models[5:]
+
+
+    def dense_prediction(models, zoom):
+        outputs = []
+        for model in models:
+            with torch.no_grad():
+                outputs.append(model(X_test))  # expect: TL005
+        return outputs
+
+
+    dense_prediction(relu_models, 1)
+    dense_prediction(tanh_models, 10)
+    """
+
+_ACTOR_CRITIC = """
+    import torch
+    from torch import nn
+    from torch.distributions import Categorical
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(4, 32, 8, stride=4)
+            self.lin = nn.Linear(512, 4)
+            self.value = nn.Linear(512, 1)
+            self.activation = nn.ReLU()
+
+        def forward(self, obs):
+            h = self.activation(self.conv(obs)).flatten(1)
+            pi = Categorical(logits=self.lin(h))
+            return pi, self.value(h).reshape(-1)
+
+
+    class Trainer:
+        def __init__(self, env):
+            self.env = env
+            self.model = Model()
+            self.optimizer = torch.optim.Adam(self.model.parameters(), lr=2.5e-4)
+
+        def sample(self):
+            with torch.no_grad():
+                for t in range(128):
+                    pi, v = self.model(torch.as_tensor(self.env.obs))  # expect: TL005
+                    self.env.step(pi.sample())
+
+        def train(self, samples):
+            pi, value = self.model(samples["obs"])
+            loss = -pi.log_prob(samples["actions"]).mean() + value.pow(2).mean()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+
+        def run(self):
+            for update in range(1000):
+                self.train(self.sample())
+    """
+
+
+def test_models_kept_in_a_list_are_judged_by_what_they_are_built_of(lint):
+    assert lint(_ENSEMBLE, "TL005") == []
+    with_dropout = _ENSEMBLE.replace("nn.ReLU() if mod < 5", "nn.Dropout(0.2) if mod < 5")
+    findings = check(lint, with_dropout, "TL005")
+    assert "`dense_prediction()`, called at line 33" in findings[0].message
+
+
+def test_layers_unpacked_from_a_list_into_sequential_are_followed(lint):
+    source = _ENSEMBLE.replace(
+        "model = nn.Sequential(\n",
+        "layers = [nn.Linear(1, 100)]\n        layers += [nn.ReLU()]\n        model = nn.Sequential(\n            *layers,\n",
+    )
+    assert lint(source, "TL005") == []
+    assert len(lint(source.replace("[nn.ReLU()]", "[nn.ReLU(), nn.Dropout(0.1)]"), "TL005")) == 1
+
+
+def test_a_distribution_built_in_forward_is_no_layer(lint):
+    assert lint(_ACTOR_CRITIC, "TL005") == []
+    with_dropout = _ACTOR_CRITIC.replace(
+        "self.activation = nn.ReLU()", "self.activation = nn.Sequential(nn.ReLU(), nn.Dropout(0.1))"
+    )
+    check(lint, with_dropout, "TL005")
+    # A class from elsewhere built in forward may be a layer: unknown, still reported.
+    unknown = _ACTOR_CRITIC.replace("from torch.distributions import Categorical", "from policies import Categorical")
+    check(lint, unknown, "TL005")

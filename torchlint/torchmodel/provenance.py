@@ -20,6 +20,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import call_graph
+from torchlint.analysis.containers import element_origins
 from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import dotted_name
@@ -248,8 +249,14 @@ class ModeDependence:
     def of_expression(self, expr: ast.AST, depth: int = 0) -> bool | None:
         """True/False for the model ``expr`` holds when every value it may hold is known; a parameter
         is followed to the arguments its function's call sites pass (a few calls up)."""
+        elements = self._loop_elements(expr)
+        if elements is not None:
+            return self._of_origins(elements, expr, depth)
+        return self._of_origins(self.provenance.flow.origins(expr, self.provenance._through_model_keeping), expr, depth)
+
+    def _of_origins(self, origins, expr: ast.AST, depth: int) -> bool | None:
         verdicts = set()
-        for origin in self.provenance.flow.origins(expr, self.provenance._through_model_keeping):
+        for origin in origins:
             if origin is None:
                 verdicts.add(self._from_callers(expr, depth))
             else:
@@ -257,6 +264,16 @@ class ModeDependence:
             if True in verdicts or None in verdicts:
                 return None if None in verdicts and True not in verdicts else True
         return False if verdicts == {False} else None
+
+    def _loop_elements(self, expr: ast.AST) -> list | None:
+        """What a loop variable (``for model in models:``) may hold: the elements of what the loop
+        iterates; None when ``expr`` is not only a loop variable."""
+        if not isinstance(expr, ast.Name):
+            return None
+        bindings = self.provenance.flow.reaching(expr)
+        if not bindings or any(b.kind != "for" or b.index is not None or b.source is None for b in bindings):
+            return None
+        return [e for b in bindings for e in element_origins(self.ctx, b.source)]
 
     def _from_callers(self, expr: ast.AST, depth: int) -> bool | None:
         func = self.ctx.enclosing_function(expr)
@@ -280,6 +297,8 @@ class ModeDependence:
         qual = self.ctx.call_qualname(origin)
         if qual is not None and qual.startswith("torch.nn."):
             return self._torch_layer(origin, qual)
+        if qual is not None and torch_names.builds_no_module(qual):
+            return False
         func = origin.func
         if isinstance(func, ast.Name) and func.id in self.ctx.classes:
             return self._class_depends(func.id)
@@ -299,12 +318,12 @@ class ModeDependence:
         return isinstance(tracks, ast.Constant) and tracks.value is True
 
     def _part(self, expr: ast.AST) -> bool | None:
-        if isinstance(expr, ast.Starred):
-            return None
-        if isinstance(expr, (ast.List, ast.Tuple)):
-            parts = [self._part(e) for e in expr.elts]
-            return True if True in parts else None if None in parts else False
-        return self._of_construction(expr) if isinstance(expr, ast.Call) else None
+        """A layer handed to ``Sequential``/``ModuleList``: built there (``nn.ReLU() if c else
+        nn.Tanh()``), named, or unpacked from a container (``*layers``)."""
+        if isinstance(expr, (ast.Starred, ast.List, ast.Tuple)):
+            container = expr.value if isinstance(expr, ast.Starred) else expr
+            return self._of_origins(element_origins(self.ctx, container), container, depth=3)
+        return self.of_expression(expr)
 
     def _class_depends(self, name: str) -> bool | None:
         if name in self._classes:
@@ -338,6 +357,8 @@ class ModeDependence:
                 return True
             if qual is not None and qual.startswith("torch.nn.") and qual.count(".") == 2:
                 verdict = self._torch_layer(node, qual)
+            elif qual is not None and torch_names.builds_no_module(qual):
+                continue  # `Categorical(logits=...)` in a forward: a distribution, not a layer
             elif isinstance(node.func, ast.Name) and node.func.id in self.ctx.classes:
                 verdict = self._class_depends(node.func.id) if node.func.id in module_classes(self.ctx) else False
             elif isinstance(node.func, (ast.Name, ast.Attribute)) and (

@@ -173,6 +173,17 @@ WEIGHTLESS_LAYERS = frozenset(
         "Identity",
     }
 )
+# Packages of torch whose classes may be nn.Modules; any other class of torch (a distribution,
+# `torch.Size`, `torch.Generator`, a dataset or loader, an optimizer) builds no submodule.
+MODULE_PACKAGES = ("torch.nn.", "torch.ao.nn.", "torch.jit.", "torch.fx.", "torch.export.", "torch.hub.")
+
+
+def builds_no_module(qual: str) -> bool:
+    """Whether the torch name ``qual`` is a class that surely builds no ``nn.Module`` (functions such
+    as ``torch.compile`` may return one)."""
+    return qual.startswith("torch.") and qual.rsplit(".", 1)[-1][:1].isupper() and not qual.startswith(MODULE_PACKAGES)
+
+
 # Dropout layers: weightless, yet not "stateless": they behave differently in train and eval mode,
 # so `model.eval()` must reach them.
 DROPOUT_LAYERS = frozenset({"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"})

@@ -1,0 +1,127 @@
+"""What a list, tuple or set may hold: the expressions that may have produced its elements.
+
+A container is followed through its bindings (``models = list()``, a parameter to what every call
+site passes), literals (``[a, b]``, ``[*xs, c]``), slices (``models[:k]``), what a function of the file returns, copies (``list(xs)``,
+``sorted(xs)``), comprehensions (their element), and what is added to it by name in the scope
+that binds it (``models.append(m)``, ``models.extend(ms)``, ``models.insert(i, m)``), or
+``models += [m]``. Each element is then followed with ``Dataflow.origins``. ``None`` among the
+results stands for an element that cannot be told (a container from a call, an attribute, a
+parameter with no call site in the file); callers treat it as unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.analysis.callgraph import parameter_arguments, resolve_local_call
+from torchlint.analysis.context import FileContext
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.nodes import returns_of
+
+# Builtins whose result holds the elements of their (only) iterable argument.
+_COPYING_BUILTINS = frozenset({"list", "tuple", "set", "frozenset", "sorted", "reversed"})
+# Methods that add one element (``append``/``insert``: the last argument) or many (``extend``).
+_ADDING_ONE = frozenset({"append", "add", "insert"})
+_ADDING_MANY = frozenset({"extend", "update"})
+_MAX_DEPTH = 8
+
+
+def element_origins(ctx: FileContext, container: ast.AST, depth: int = 0) -> list[ast.AST | None]:
+    """The expressions that may have produced the elements of ``container``; ``None`` for an
+    element that cannot be told. An empty list means the container is known to be empty."""
+    if depth > _MAX_DEPTH:
+        return [None]
+    if isinstance(container, ast.Name):
+        return _of_name(ctx, container, depth)
+    if isinstance(container, (ast.List, ast.Tuple, ast.Set)):
+        found: list[ast.AST | None] = []
+        for element in container.elts:
+            if isinstance(element, ast.Starred):
+                found += element_origins(ctx, element.value, depth + 1)
+            else:
+                found += dataflow(ctx).origins(element, parameters=True)
+        return found
+    if isinstance(container, ast.Subscript) and isinstance(container.slice, ast.Slice):
+        return element_origins(ctx, container.value, depth + 1)
+    if isinstance(container, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+        return dataflow(ctx).origins(container.elt, parameters=True)
+    if isinstance(container, ast.IfExp):
+        return element_origins(ctx, container.body, depth + 1) + element_origins(ctx, container.orelse, depth + 1)
+    if isinstance(container, ast.Call) and _is_builtin(ctx, container.func, _COPYING_BUILTINS):
+        if not container.args and not container.keywords:
+            return []
+        if len(container.args) == 1 and not container.keywords:
+            return element_origins(ctx, container.args[0], depth + 1)
+    if isinstance(container, ast.Call):
+        return _returned(ctx, container, depth)
+    return [None]
+
+
+def _returned(ctx: FileContext, call: ast.Call, depth: int) -> list[ast.AST | None]:
+    """The elements of what a function of this file returns (``models = fit_ensemble(X, y)``)."""
+    function = resolve_local_call(ctx, call)
+    returns = returns_of(function) if function is not None else []
+    if not returns or any(r.value is None for r in returns):
+        return [None]
+    return [e for r in returns for e in element_origins(ctx, r.value, depth + 1)]
+
+
+def _is_builtin(ctx: FileContext, func: ast.AST, names: frozenset[str]) -> bool:
+    """``func`` names one of the builtins ``names``, not shadowed by a binding of the file."""
+    return isinstance(func, ast.Name) and func.id in names and not dataflow(ctx).reaching(func)
+
+
+def _of_name(ctx: FileContext, name: ast.Name, depth: int, at: ast.AST | None = None) -> list[ast.AST | None]:
+    flow = dataflow(ctx)
+    bindings = flow.reaching(name.id, at or name)
+    if not bindings or depth > _MAX_DEPTH:
+        return [None]
+    found: list[ast.AST | None] = []
+    for binding in bindings:
+        if binding.kind == "assign" and binding.value is not None:
+            found += element_origins(ctx, binding.value, depth + 1)
+        elif binding.kind == "param":
+            found += _of_parameter(ctx, binding.stmt, depth)
+        elif binding.kind == "augassign" and isinstance(binding.stmt, ast.AugAssign):
+            # `layers += [...]`: what it held before, and what is added
+            found += element_origins(ctx, binding.stmt.value, depth + 1)
+            found += _of_name(ctx, name, depth + 1, at=binding.stmt.value)
+        else:
+            return [None]
+    return found + _added(ctx, name, flow.scope_of(bindings[0].stmt), depth)
+
+
+def _of_parameter(ctx: FileContext, param: ast.arg, depth: int) -> list[ast.AST | None]:
+    function = ctx.parent(ctx.parent(param))
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [None]
+    values = parameter_arguments(ctx, function, param)
+    if not values:
+        return [None]  # no call site in this file: the caller is unknown
+    found: list[ast.AST | None] = []
+    for value in values:
+        found += [None] if value is None else element_origins(ctx, value, depth + 1)
+    return found
+
+
+def _added(ctx: FileContext, name: ast.Name, scope: ast.AST, depth: int) -> list[ast.AST | None]:
+    """What the scope that binds ``name`` adds to it by that name."""
+    flow = dataflow(ctx)
+    found: list[ast.AST | None] = []
+    for node in ctx.nodes(ast.Call):
+        func = node.func
+        if not (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == name.id
+            and func.attr in _ADDING_ONE | _ADDING_MANY
+            and flow.scope_of(node) is scope
+        ):
+            continue
+        if not node.args:
+            found.append(None)
+        elif func.attr in _ADDING_ONE:
+            found += flow.origins(node.args[-1], parameters=True)
+        else:
+            found += element_origins(ctx, node.args[0], depth + 1)
+    return found

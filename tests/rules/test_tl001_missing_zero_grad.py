@@ -699,3 +699,59 @@ def test_loop_without_accumulation_keeps_the_per_iteration_advice(lint):
     )
     assert [f.line for f in findings] == [5]
     assert findings[0].message.endswith("call `optimizer.zero_grad()` once per iteration")
+
+
+# Each iteration builds a fresh module and an optimizer over its parameters: gradients start empty
+# and no optimizer state is lost, whatever the loop iterates (a unit test's cases, a product of
+# settings). A model that outlives the iteration, or a wrapper of one, still carries gradients over.
+# The markers are the findings of the variant that builds the module once, before the loop.
+_CASES_TEST = """
+    import itertools
+    import unittest
+    from copy import deepcopy
+
+    import torch
+    from onmt.modules import CopyGenerator
+
+
+    class TestCopyGenerator(unittest.TestCase):
+        def test_trainable_params_update(self):
+            for params, init_case in itertools.product(self.PARAMS, self.INIT_CASES):
+                cgen = CopyGenerator(**init_case)
+                trainable = {n: p for n, p in cgen.named_parameters() if p.requires_grad}
+                old = deepcopy(trainable)
+                cgen(*self.dummy_inputs(params, init_case)).sum().backward()
+                dummy_optim = torch.optim.SGD(trainable.values(), 1)  # expect: TL004
+                dummy_optim.step()  # expect: TL001
+                for name in old:
+                    self.assertTrue(trainable[name].ne(old[name]).any())
+    """
+
+
+def test_an_iteration_that_builds_its_own_model_and_optimizer_is_a_run_of_its_own(lint):
+    assert lint(_CASES_TEST, "TL001") == [] and lint(_CASES_TEST, "TL004") == []
+    # Parameter groups and a filter over the fresh module's parameters: the same.
+    groups = _CASES_TEST.replace(
+        "torch.optim.SGD(trainable.values(), 1)",
+        'torch.optim.SGD([{"params": filter(lambda p: p.requires_grad, cgen.parameters())}], 1)',
+    )
+    assert lint(groups, "TL001") == [] and lint(groups, "TL004") == []
+
+
+def test_an_optimizer_rebuilt_over_a_model_that_outlives_the_iteration_is_reported(lint):
+    outer = _CASES_TEST.replace(
+        "            for params, init_case in itertools.product(self.PARAMS, self.INIT_CASES):\n"
+        "                cgen = CopyGenerator(**init_case)\n",
+        "            cgen = CopyGenerator(**self.INIT_CASES[0])\n"
+        "            for params, init_case in itertools.product(self.PARAMS, self.INIT_CASES):\n"
+        "                pass\n",
+    )
+    findings = check(lint, outer, "TL001")
+    assert "never cleared in the loop at line" in findings[0].message
+    check(lint, outer, "TL004")
+    # A wrapper built each iteration around that model shares its parameters (and their .grad).
+    wrapped = outer.replace(
+        "trainable = {n: p for n, p in cgen.named_parameters() if p.requires_grad}",
+        "trainable = {n: p for n, p in torch.nn.DataParallel(cgen).named_parameters()}",
+    )
+    check(lint, wrapped, "TL001")

@@ -9,6 +9,7 @@ from torchlint.torchmodel.accumulation import gradient_accumulation
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.clearing import clearing
 from torchlint.torchmodel.events import CLEAR_KINDS, guard_key, guard_keys
+from torchlint.torchmodel.fresh_runs import steps_fresh_optimizer
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.roles import Role, object_roles
 
@@ -138,6 +139,8 @@ def train(model, loader, optimizer, scaler, use_amp):
                 step = unit.events[index]
                 if _has_opaque_argument(ctx, step):
                     continue
+                if unit.is_loop and steps_fresh_optimizer(ctx, step.node, unit.owner):
+                    continue  # a fresh model and optimizer each iteration: no gradient carries over
                 ok = _cleared(ctx, unit, step, stepped)
                 previous = verdicts.get(step.node)
                 if previous is None:

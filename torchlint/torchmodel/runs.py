@@ -37,6 +37,7 @@ from torchlint.analysis.nodes import last_name, name_ids, returns_of
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
+from torchlint.torchmodel.fresh_runs import builds_fresh_run
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.roles import Role, object_roles
 from torchlint.torchmodel.walk import event_walker
@@ -444,6 +445,11 @@ class RunAnalysis:
         if self._inside_epoch_loop(loop):
             # `for epoch ...: for shard_id ...:` -- a loop repeated every epoch is part of one run.
             return CONTINUING, "epoch"
+        optimizers = [c for c, r in self.built.constructions() if r == Role.OPTIMIZER]
+        if builds_fresh_run(self.ctx, loop, optimizers):
+            # `for case in cases: net = Net(**case); opt = SGD(net.parameters())`: nothing carries
+            # over from one iteration to the next, whatever the loop iterates.
+            return INDEPENDENT, "fresh-run"
         if _over_literal_settings(loop):
             # `for device in ["cpu", "cuda"]:`, `for lr in (0.1, 0.01):` -- a sweep over settings
             # written out in the code, not data or time: each value gets a run of its own.

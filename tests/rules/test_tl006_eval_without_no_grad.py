@@ -399,3 +399,80 @@ def test_objects_named_by_letters_that_nothing_trains_are_not_models(lint):
         )
         == []
     )
+
+
+# Unit tests and manual checks are told by data and reachability: a helper that only test methods
+# call is part of the test; a model run once on a collection of values written in the code (two
+# sentences, a literal tensor) is a manual check, not evaluation on data. Twins that reach the
+# helper from a script, or feed data the code selects or reads, stay reported.
+_DETECTOR_TESTS = """
+    import unittest
+
+    import torch
+    from maskrcnn_benchmark.modeling.detector import build_detection_model
+    from maskrcnn_benchmark.structures.image_list import to_image_list
+
+
+    def create_model(cfg, device):
+        return build_detection_model(cfg).to(device)
+
+
+    def _test_run_selected_detectors(self, cfg_files, device):
+        for cfg_file in cfg_files:
+            cfg = load_config(cfg_file)
+            model = create_model(cfg, device)
+            inputs = to_image_list([torch.rand(3, s, s) for s in cfg.INPUT.MIN_SIZE_TRAIN], cfg.SIZE_DIVISIBILITY)
+            model.eval()
+            output = model(inputs)  # expect: TL006
+            self.assertEqual(len(output), len(inputs.image_sizes))
+
+
+    class TestDetectors(unittest.TestCase):
+        def test_run_selected_detectors(self):
+            _test_run_selected_detectors(self, CONFIG_FILES, "cpu")
+
+        def test_run_selected_detectors_cuda(self):
+            _test_run_selected_detectors(self, CONFIG_FILES, "cuda")
+    """
+
+
+def test_a_helper_that_only_unit_tests_call_is_part_of_the_test(lint):
+    assert lint(_DETECTOR_TESTS, "TL006") == []
+    # Reached from a script too: the helper is no longer test code.
+    script = (
+        _DETECTOR_TESTS
+        + "\n    if __name__ == '__main__':\n        _test_run_selected_detectors(None, CONFIG_FILES, 'cpu')\n"
+    )
+    check(lint, script, "TL006")
+
+
+_BERT_CHECK = """
+    import torch
+    from transformers import BertModel, BertTokenizer
+
+
+    def _test():
+        tokenizer = BertTokenizer.from_pretrained("bert-base-uncased")
+        model = BertModel.from_pretrained("bert-base-uncased")
+        text = ["Replace me by any text you'd like.", "Second sentence"]
+        encoded = tokenizer(text, return_tensors="pt", padding=True)
+        output = model(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"])  # expect: TL006
+        print(output["last_hidden_state"].shape)
+
+
+    if __name__ == "__main__":
+        _test()
+    """
+
+
+def test_a_pretrained_model_run_once_on_literal_sentences_is_a_manual_check(lint):
+    assert lint(_BERT_CHECK, "TL006") == []
+    # Sentences read from a file are data: the same call evaluates.
+    from_file = _BERT_CHECK.replace(
+        'text = ["Replace me by any text you\'d like.", "Second sentence"]',
+        'text = open("sentences.txt").read().splitlines()',
+    )
+    check(lint, from_file, "TL006")
+    # A lone constant selects data (`get_batch("val")`, a file name): not a literal input.
+    selected = _BERT_CHECK.replace("tokenizer(text,", 'tokenizer(load_split("test"),')
+    check(lint, selected, "TL006")

@@ -29,13 +29,16 @@ class EvalWithoutEvalMode(Rule):
         earlier in the function, not in a context manager around it, and not before
         the calls into it in this file. Evaluation runs a model trained or loaded in
         this program on data: a call on synthetic input only (`net(torch.randn(2, 3,
-        32, 32))`, a shape probe or warm-up) and a freshly built model that nothing
-        trains, loads or hands on are not evaluation, nor are unit tests (`test_*`
-        functions that assert, `unittest.TestCase` classes and their mixins), whatever
-        the file's path. A model from `X.from_pretrained(...)` that nothing trains here
+        32, 32))`, a shape probe or warm-up; or on a collection of values written in
+        the code, such as a tokenizer's encoding of two literal sentences) and a
+        freshly built model that nothing trains, loads or hands on are not
+        evaluation, nor are unit tests (`test_*` functions that assert,
+        `unittest.TestCase` classes and their mixins, helpers that only they call),
+        whatever the file's path. A model from `X.from_pretrained(...)` that nothing trains here
         is in eval mode; one from `torch.hub.load(...)` is the hub entry point's
-        business. A model known to behave the same in both modes (built here from
-        layers without dropout or batch norm) is not reported. Lightning's
+        business. A model known to behave the same in both modes (built here, in a
+        loop or a list too, from layers without dropout or batch norm) is not
+        reported. Lightning's
         `validation_step`/`test_step` and other framework hooks
         are not reported: the framework switches modes. A function that receives its
         model from a caller outside this file is not judged.

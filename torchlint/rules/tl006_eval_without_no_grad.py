@@ -30,9 +30,12 @@ class EvalWithoutNoGrad(Rule):
         saliency maps or adversarial examples) is not reported, nor are
         Lightning's `validation_step`/`test_step`, which the framework runs under
         no-grad. Evaluation runs a model trained or loaded in this program on data:
-        shape probes and warm-ups on synthetic input (`torch.randn(...)`), freshly
-        built models nothing trains or loads, unit tests (`test_*` functions that
-        assert, `unittest.TestCase` classes), and models from `torch.hub.load(...)`
+        shape probes and warm-ups on synthetic input (`torch.randn(...)`), manual
+        checks on a collection of values written in the code (a tokenizer's encoding
+        of two literal sentences, `torch.tensor([[0.1, 0.9]])`), freshly built models
+        nothing trains or loads, unit tests (`test_*` functions that assert,
+        `unittest.TestCase` classes, helpers that only they call), and models from
+        `torch.hub.load(...)`
         (whose entry point may wrap them in its own no-grad) are not reported,
         whatever the file's path.
     """

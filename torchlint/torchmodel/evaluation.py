@@ -305,14 +305,25 @@ class EvalUnits:
             return False
         return bool(_words(func.name) & EVAL_WORDS)
 
-    def _is_excluded_function(self, func) -> bool:
+    def _is_excluded_function(self, func, depth: int = 0) -> bool:
         """Framework hooks, and unit tests: a ``test_*`` function that asserts on what it computes
         checks the code's behaviour, not the model's metrics (told by what it does, not by the path
-        of its file)."""
+        of its file); so does a helper that only unit tests call (``_run_detectors(self, cfgs)``
+        called from a ``TestCase``'s methods)."""
         name = func.name
         if _HOOK.search(name):
             return True
-        return (name.startswith("test") and _asserts(func)) or self._in_test_case(func)
+        if (name.startswith("test") and _asserts(func)) or self._in_test_case(func):
+            return True
+        return depth < 3 and self._only_called_by_tests(func, depth)
+
+    def _only_called_by_tests(self, func, depth: int) -> bool:
+        sites = call_graph(self.ctx).callers(func)
+        callers = [self.ctx.enclosing_function(site) for site in sites]
+        return bool(callers) and all(
+            caller is not None and not _HOOK.search(caller.name) and self._is_excluded_function(caller, depth + 1)
+            for caller in callers
+        )
 
     def _in_test_case(self, func) -> bool:
         cls = self.ctx.parent(func)

@@ -113,6 +113,8 @@ class ModelProvenance:
             return self._synthetic(expr.left, depth + 1) and self._synthetic(expr.right, depth + 1)
         if isinstance(expr, ast.UnaryOp):
             return self._synthetic(expr.operand, depth + 1)
+        if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
+            return self._synthetic(expr.value, depth + 1)  # `encoded["input_ids"]` of a literal's encoding
         if isinstance(expr, ast.Call):
             if self.ctx.call_qualname(expr) in SYNTHETIC_FACTORIES:
                 return True
@@ -121,11 +123,29 @@ class ModelProvenance:
                 return True
             if found is not None and found[0] in TENSOR_KEEPING_METHODS and self.ctx.call_qualname(expr) is None:
                 return self._synthetic(found[1], depth + 1)
-            return False
+            return self._derived_from_literals(expr, depth)
         if isinstance(expr, ast.Name):
             origins = self.flow.origins(expr)
             return bool(origins) and all(o is not None and self._synthetic(o, depth + 1) for o in origins)
         return False
+
+    def _derived_from_literals(self, call: ast.Call, depth: int) -> bool:
+        """A call handed a collection of values written in the code (``tokenizer(["a sentence",
+        "another"])``, ``torch.tensor([[1.0, 2.0]])``) and otherwise only constants or synthetic
+        tensors computes from no data. A lone constant (``get_batch("val")``, a file name) selects
+        data, so it does not count as the literal input."""
+        inputs = [*call.args, *(k.value for k in call.keywords)]
+        return any(self._literal_collection(a) for a in inputs) and all(self._synthetic(a, depth + 1) for a in inputs)
+
+    def _literal_collection(self, expr: ast.AST) -> bool:
+        if isinstance(expr, ast.Name):
+            origins = self.flow.origins(expr)
+            return bool(origins) and all(o is not None and self._literal_collection(o) for o in origins)
+        return (
+            isinstance(expr, (ast.List, ast.Tuple, ast.Set))
+            and bool(expr.elts)
+            and all(isinstance(e, ast.Constant) or self._literal_collection(e) for e in expr.elts)
+        )
 
     # ----- where the model comes from ------------------------------------------------------------
     def origins(self, call: ast.Call) -> list[ast.AST | None]:

@@ -420,3 +420,241 @@ def test_total_kept_on_self_by_a_per_batch_method(lint):
 
 def test_detached_total_on_self_and_totals_that_do_not_outlive_the_step_are_silent(lint):
     assert lint(_STEP_METHOD.replace("+= LOSS", "+= loss.item()"), "TL010") == []
+
+
+# ----- what carries a graph is told from data flow (torchmodel/graphs.py) ------------------------
+
+_PPO = """
+    from dataclasses import dataclass
+
+    import torch
+    import torch.nn as nn
+    import tyro
+
+
+    @dataclass
+    class Args:
+        num_envs: int = 4
+        num_steps: int = 128
+        ent_coef: float = 0.01
+        vf_coef: float = 0.5
+
+
+    class Agent(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.actor = nn.Linear(4, 2)
+            self.critic = nn.Linear(4, 1)
+
+        def get_action_and_value(self, x):
+            logits = self.actor(x)
+            probs = torch.distributions.Categorical(logits=logits)
+            action = probs.sample()
+            return action, probs.log_prob(action), probs.entropy(), self.critic(x)
+
+
+    args = tyro.cli(Args)
+    agent = Agent()
+    optimizer = torch.optim.Adam(agent.parameters(), lr=3e-4)
+    global_step = 0
+    episodes = 0
+    running_loss = 0.0
+    for iteration in range(1, 100):
+        for step in range(args.num_steps):
+            global_step += args.num_envs
+            global_step += 1 * args.num_envs
+            episodes = episodes + len(range(args.num_envs))
+        for epoch in range(4):
+            obs = torch.randn(args.num_steps, 4)
+            _, newlogprob, entropy, newvalue = agent.get_action_and_value(obs)
+            pg_loss = -newlogprob.mean()
+            v_loss = 0.5 * (newvalue**2).mean()
+            loss = pg_loss - args.ent_coef * entropy.mean() + v_loss * args.vf_coef
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            running_loss += LOSS
+"""
+
+
+def test_counters_of_config_values_are_not_attached_because_the_loss_reads_the_config(lint):
+    # The loss is built from `args.ent_coef * ...`: that says nothing about `args.num_envs`, an
+    # option of an opaque namespace (unknown, never taken for attached), added to an int counter.
+    check(lint, _PPO.replace("+= LOSS", "+= loss.item()"), CODE)
+
+
+def test_the_loss_of_the_same_program_is_still_attached(lint):
+    findings = check(lint, _PPO.replace("+= LOSS", "+= loss  # expect: TL010"), CODE)
+    assert "`running_loss` accumulates `loss`" in findings[0].message
+
+
+def test_graph_carried_through_tensor_ops_and_fields_of_a_model_output(lint):
+    check(
+        lint,
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def train(model, loader, optimizer, cfg):
+            total = aux_total = weighted = 0.0
+            for batch in loader:
+                outputs = model(**batch)
+                optimizer.zero_grad()
+                outputs.loss.backward()
+                optimizer.step()
+                total += outputs.loss  # expect: TL010
+                aux_total += torch.max(F.l1_loss(outputs.logits, batch["y"]), outputs.loss)  # expect: TL010
+                weighted += cfg.loss_weight * outputs.loss  # expect: TL010
+        """,
+        CODE,
+    )
+
+
+def test_values_that_carry_no_graph_or_are_unknown_are_silent(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        def train(model, loader, optimizer, criterion, opts, scorer):
+            seen = tokens = part_total = val_total = 0
+            for x, y in loader:
+                optimizer.zero_grad()
+                out = model(x)
+                loss = criterion(out, y)
+                part = scorer.penalty(x)
+                (loss + part).backward()
+                optimizer.step()
+                seen += x.shape[0] * opts.world_size
+                tokens += torch.numel(y) + len(y)
+                part_total += part
+                with torch.no_grad():
+                    val = criterion(model(x), y)
+                val_total += val
+        """,
+        CODE,
+    )
+
+
+def test_a_field_proved_attached_by_backward_is_so_only_for_the_object_it_was_read_from(lint):
+    # `outputs.loss` of the training batch was backpropagated; the evaluation's `outputs` comes from
+    # a forward under no_grad, so its `.loss` carries no graph. A field of an opaque result that
+    # was itself sent to backward is attached.
+    check(
+        lint,
+        """
+        import torch
+
+        def train(model, loader, eval_loader, accelerator, optimizer, compute):
+            for epoch in range(3):
+                model.train()
+                parts = 0.0
+                for batch in loader:
+                    outputs = model(**batch)
+                    loss = outputs.loss
+                    accelerator.backward(loss)
+                    optimizer.step()
+                    optimizer.zero_grad()
+                    terms = compute(batch)
+                    terms["total"].backward()
+                    parts += terms["total"]  # expect: TL010
+                model.eval()
+                losses = []
+                for batch in eval_loader:
+                    with torch.no_grad():
+                        outputs = model(**batch)
+                    loss = outputs.loss
+                    losses.append(loss)
+                print(torch.cat(losses).mean())
+        """,
+        CODE,
+    )
+
+
+def test_a_loss_divided_by_a_helper_of_the_file_is_attached(lint):
+    # Proving what the backward carries asks what `count_tokens` returns (a plain int): the
+    # function's own file is asked while its backward calls are being read.
+    check(
+        lint,
+        """
+        import torch.nn.functional as F
+
+        def count_tokens(batches):
+            return sum(int((b["labels"] != -100).sum()) for b in batches)
+
+        def train(model, loader, optimizer, epochs):
+            for epoch in range(epochs):
+                total = 0.0
+                for window in loader:
+                    optimizer.zero_grad()
+                    loss = F.cross_entropy(model(window[0]), window[1], reduction="sum") / count_tokens(window)
+                    loss.backward()
+                    optimizer.step()
+                    total += loss  # expect: TL010
+        """,
+        CODE,
+    )
+
+
+def test_values_stacked_into_the_loss_of_their_episode_are_silent(lint):
+    # REINFORCE keeps each step's value estimate with its graph on purpose: the list is stacked
+    # into the episode's loss and backpropagated, then rebuilt.
+    check(
+        lint,
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def run(env, policy, optimizer, episodes):
+            for episode in range(episodes):
+                obs, done = env.reset(), False
+                values, rewards = [], []
+                while not done:
+                    logits, value = policy(torch.as_tensor(obs))
+                    obs, reward, done = env.step(logits.argmax().item())
+                    values.append(value)
+                    rewards.append(reward)
+                values = torch.stack(values)
+                value_loss = F.smooth_l1_loss(values, torch.tensor(rewards))
+                optimizer.zero_grad()
+                value_loss.backward()
+                optimizer.step()
+        """,
+        CODE,
+    )
+
+
+def test_elements_of_a_returned_tuple_are_judged_one_by_one(lint):
+    # The step helper returns the losses (attached) with the batch size (an int) in one tuple,
+    # or None while it only caches features; the caller unpacks it through a name.
+    check(
+        lint,
+        """
+        import torch
+
+        def train_step(model, batch, cache, optimizer, args):
+            if len(cache) < args.accum_freq:
+                cache.append(batch)
+                return None
+            optimizer.zero_grad()
+            losses = model(**batch)
+            total = sum(losses.values())
+            total.backward()
+            optimizer.step()
+            return losses, len(batch["input_ids"]), cache
+
+        def train_one_epoch(model, loader, optimizer, args, state):
+            cache = []
+            num_samples = 0
+            running = 0.0
+            for batch in loader:
+                result = train_step(model, batch, cache, optimizer, args)
+                if result is None:
+                    continue
+                losses, step_batch_size, cache = result
+                num_samples += step_batch_size * args.world_size
+                state.samples_seen += step_batch_size * args.world_size
+                running += losses["loss"]  # expect: TL010
+        """,
+        CODE,
+    )

@@ -351,3 +351,54 @@ def test_moved_between_two_training_runs_of_a_stateful_optimizer(lint):
         """,
         CODE,
     )
+
+
+_AFTER_TRAINING = """
+    import torch
+
+    def train_model(model, loader, optimizer, device):
+        for x, y in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x.to(device)), y.to(device)).backward()
+            optimizer.step()
+
+    model = Net()
+    model.to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=4e-4, weight_decay=0.1)
+    train_model(model, train_loader, optimizer, device)
+    model.to(torch.device("cpu"))MARK
+    model.eval()
+    print(generate(model, prompt))
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, "ckpt.pth")
+    optimizer.zero_grad()
+    checkpoint = torch.load("ckpt.pth")
+    model = Net()
+    model.load_state_dict(checkpoint["model"])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-4, weight_decay=0.1)
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    LATER
+"""
+
+
+def test_move_after_training_when_the_optimizer_never_steps_again_is_silent(lint):
+    # After the move the first optimizer is only saved and cleared; the name is then rebound to a
+    # new optimizer (on a new model) whose load_state_dict casts the state to its parameters.
+    source = _AFTER_TRAINING.replace("MARK", "").replace("LATER", "train_model(model, train_loader, optimizer, device)")
+    check(lint, source, CODE)
+
+
+@pytest.mark.parametrize(
+    "later",
+    [
+        "train_model(model, train_loader, optimizer, device)  # the same optimizer trains again",
+        "optimizer.step()",
+    ],
+)
+def test_move_after_training_when_the_optimizer_steps_again_is_reported(lint, later):
+    # The state the first run gave the optimizer stays on the old device while training goes on.
+    source = _AFTER_TRAINING.replace("MARK", "  # expect: TL017")
+    source = source.replace(
+        "    model = Net()\n    model.load_state_dict",
+        "    " + later + "\n    model = Net()\n    model.load_state_dict",
+    )
+    check(lint, source.replace("LATER", ""), CODE)

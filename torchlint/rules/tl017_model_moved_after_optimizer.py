@@ -40,8 +40,10 @@ class ModelMovedAfterOptimizer(Rule):
         groups built from `model.encoder.parameters()`, `model.configure_optimizers(...)`)
         in the same function or script, when the move leaves the optimizer stale: the
         optimizer already holds state on that path (`optimizer.load_state_dict(...)`, or a
-        call handed the optimizer, such as a checkpoint loader, with the optimizer used
-        after the move), or the move is to an XLA device. A move right after building an
+        call handed the optimizer, such as a checkpoint loader or a training function,
+        with the optimizer stepped or handed on again after the move -- saving its
+        `state_dict()`, clearing its gradients or loading a new state is no step), or
+        the move is to an XLA device. A move right after building an
         optimizer that has no state yet is not reported: `Module.to` and the casts keep
         the Parameter objects on CPU and CUDA, and the first step creates the state on
         the new device; nor is plain SGD without momentum, whose state holds no tensors.
@@ -226,8 +228,9 @@ def _stale_after_move(ctx, build: _OptimizerBuild, move: ast.Call, moved: str) -
         return None
     loaded = isinstance(state.func, ast.Attribute) and state.func.attr == "load_state_dict"
     # State from training (a step, a trainer handed the optimizer) matters only if training goes on:
-    # a model cast to half for export after training leaves an optimizer nobody uses.
-    if loaded or _used_after(ctx, build.optimizer, move, scope):
+    # a model cast to half for export, or moved for inference, after training leaves an optimizer
+    # that never steps again.
+    if loaded or _steps_after(ctx, build, move, scope):
         return _Stale(state, "state")
     return None
 
@@ -267,19 +270,35 @@ def _keeps_no_tensors(ctx, call: ast.AST) -> bool:
     return momentum is None or (isinstance(momentum, ast.Constant) and momentum.value == 0)
 
 
-def _used_after(ctx, optimizer: str, move: ast.Call, scope) -> bool:
-    """The optimizer is read after the move (stepped, handed on, returned), or, kept on ``self``, by
-    another method of the class: it goes on training."""
+# What reading an optimizer without stepping it looks like: saving or inspecting its state, clearing
+# gradients, or loading a state (which casts the state to the parameters' current device).
+_NON_STEPPING_USES = frozenset({"state_dict", "load_state_dict", "zero_grad", "param_groups", "state", "defaults"})
+
+
+def _steps_after(ctx, build: _OptimizerBuild, move: ast.Call, scope) -> bool:
+    """The optimizer built by ``build`` may step after the move: it is stepped, handed on (to a
+    training function, a trainer, a caller) or, kept on ``self``, read by another method of the
+    class. Saving or inspecting its state, clearing its gradients or loading a state is no step,
+    and a use of the name rebound to another optimizer is no use of this one."""
+    optimizer = build.optimizer
     end = move.end_lineno or move.lineno
     cls = ctx.enclosing(move, ast.ClassDef) if optimizer.startswith("self.") else None
+    flow = dataflow(ctx)
     for node in ctx.nodes(ast.Name, ast.Attribute):
         if not isinstance(node.ctx, ast.Load) or dotted_name(node) != optimizer:
             continue
         where = ctx.enclosing_function(node)
-        if node.lineno > end and (where is scope or scope is None):
-            return True
-        if cls is not None and where is not scope and ctx.is_inside(node, cls):
-            return True
+        later = node.lineno > end and (where is scope or scope is None)
+        if not later and not (cls is not None and where is not scope and ctx.is_inside(node, cls)):
+            continue
+        if isinstance(node, ast.Name):
+            reaching = flow.reaching(node.id, node)
+            if reaching and all(b.stmt is not build.assign for b in reaching):
+                continue  # the name holds another optimizer by now
+        parent = ctx.parent(node)
+        if isinstance(parent, ast.Attribute) and parent.value is node and parent.attr in _NON_STEPPING_USES:
+            continue
+        return True
     return False
 
 

@@ -379,3 +379,58 @@ def test_imported_non_layer_objects_in_plain_lists_are_silent(lint):
         )
         == []
     )
+
+
+# ----- a plain dict of candidates whose chosen entry is registered ------------------------------
+
+_CANDIDATES = """
+    import torch.nn as nn
+    import torchvision.models as models
+
+
+    class SimCLR(nn.Module):
+        def __init__(self, base_model, out_dim):
+            super().__init__()
+            self.resnet_dict = {MARK
+                "resnet18": models.resnet18(num_classes=out_dim),
+                "resnet50": models.resnet50(num_classes=out_dim),
+            }
+            self.backbone = self._get_basemodel(base_model)
+            dim_mlp = self.backbone.fc.in_features
+            self.backbone.fc = nn.Sequential(nn.Linear(dim_mlp, dim_mlp), nn.ReLU(), self.backbone.fc)
+            self.heads = {MARK
+                "proj": nn.Linear(out_dim, out_dim),
+                "pred": nn.Linear(out_dim, out_dim),
+            }
+            head = self.heads["proj"] if out_dim > 64 else self.heads["pred"]
+            self.head = head
+
+        def _get_basemodel(self, model_name):
+            try:
+                model = self.resnet_dict[model_name]
+            except KeyError:
+                raise ValueError(f"{model_name} is none of {sorted(self.resnet_dict)}")
+            else:
+                return model
+
+        def extra_repr(self):
+            return f"{len(self.heads)} heads, backbones: {list(self.resnet_dict.keys())}"
+
+        def forward(self, x):
+            USE
+            return self.head(self.backbone(x))
+"""
+
+
+def test_candidates_whose_chosen_entry_is_stored_in_a_registered_attribute_are_silent(lint):
+    # The dict is a lookup table: the module picked from it becomes `self.backbone` (through a
+    # method's return) or `self.head` (through a local), which registers it.
+    check(lint, _CANDIDATES.replace("MARK", "").replace("USE", "pass"), CODE)
+
+
+def test_candidates_also_used_straight_from_the_dict_are_reported(lint):
+    # forward runs a module read from the dict itself (and iterates the other one): those reads
+    # are stored nowhere, so the parameters they use are not the model's.
+    source = _CANDIDATES.replace("MARK", "  # expect: TL013")
+    source = source.replace("USE", 'x = self.resnet_dict["resnet18"](x) + sum(h(x) for h in self.heads.values())')
+    check(lint, source, CODE)

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from functools import cached_property
 
 from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.destinations import stored_into
 from torchlint.analysis.nodes import keyword, method_call
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel import vocabulary as torch_names
@@ -20,6 +21,10 @@ EMPTY_CONTAINER_CALLS = frozenset({"list", "dict", "tuple", "OrderedDict", "coll
 # Layers with no parameters, no buffers and the same behaviour in train and eval mode:
 # keeping them in a plain list loses nothing. (Dropout and normalisation layers are not here.)
 STATELESS_LAYERS = frozenset("torch.nn." + name for name in torch_names.WEIGHTLESS_LAYERS - torch_names.DROPOUT_LAYERS)
+# Builtins that look at a container without reaching its entries (whatever its kind).
+_SIZE_BUILTINS = frozenset({"len", "print", "isinstance", "repr", "str"})
+# Methods that fill a container (not reads of what it holds).
+_FILLING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault"})
 # Calls that register their arguments (or whatever the class stores by hand).
 REGISTERING_METHODS = frozenset({"add_module", "register_module", "register_parameter"})
 # Builtins that only look at a container: passing `self.blocks` to them registers nothing.
@@ -187,9 +192,14 @@ class _InitChecker:
         if fresh is None and self._is_empty_container(value):
             fresh = self._appended_modules(attr)
             filled = " (filled later in `__init__`)"
-        if not fresh or self._registers_by_hand or self._wrapped_later(attr):
-            return None
         kind = _container_kind(value)
+        if (
+            not fresh
+            or self._registers_by_hand
+            or self._wrapped_later(attr)
+            or self._only_picked_into_registered(attr, kind)
+        ):
+            return None
         if fresh == "parameter":
             replacement = "nn.ParameterDict" if kind == "dict" else "nn.ParameterList"
             what = "parameters"
@@ -328,6 +338,46 @@ class _InitChecker:
                     return True
         return False
 
+    def _only_picked_into_registered(self, attr: str, kind: str) -> bool:
+        """``self.attr`` is a lookup table of candidates: every read of it picks one entry
+        (``self.attr[key]``, ``self.attr.get(key)``) that is then stored in another attribute of the
+        module (directly, through a local or a method's return), which registers it. Filling the
+        container, and looking at its size or, for a dict, its keys (``len``, ``sorted(table)``,
+        ``key in table``, ``.keys()``) reach no entry; any other read (iterating a list or the
+        values, calling an entry straight from it) leaves the entries it reaches unregistered."""
+        reads = 0
+        for node in ast.walk(self.cls):
+            if not (
+                isinstance(node, ast.Attribute)
+                and node.attr == attr
+                and isinstance(node.value, ast.Name)
+                and node.value.id == self.receiver
+                and isinstance(node.ctx, ast.Load)
+            ):
+                continue
+            parent = self.ctx.parent(node)
+            if isinstance(parent, ast.Attribute) and parent.attr in _FILLING_METHODS:
+                continue
+            if _reaches_no_entry(node, parent, kind):
+                continue
+            if isinstance(parent, ast.Subscript) and parent.value is node:
+                entry = parent
+                if not isinstance(entry.ctx, ast.Load):
+                    continue  # `self.attr[key] = module`: filling it
+            elif isinstance(parent, ast.Attribute) and parent.attr == "get":
+                entry = self.ctx.parent(parent)
+                if not isinstance(entry, ast.Call):
+                    return False
+            else:
+                return False
+            if not any(
+                isinstance(target, ast.Attribute) and self._self_attribute(target) not in (None, attr)
+                for target in stored_into(self.ctx, entry)
+            ):
+                return False
+            reads += 1
+        return reads > 0
+
     def _is_registering_call(self, call: ast.Call) -> bool:
         found = method_call(call)
         if found is not None and found[0] in REGISTERING_METHODS:
@@ -338,6 +388,17 @@ class _InitChecker:
         if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == self.receiver:
             return expr.attr
         return None
+
+
+def _reaches_no_entry(node: ast.AST, parent: ast.AST, kind: str) -> bool:
+    """Whether reading the container ``node`` this way looks at no entry: its size, its printout,
+    a membership test, or (a dict) its keys."""
+    if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and node in parent.args:
+        looks = INSPECTING_BUILTINS if kind == "dict" else _SIZE_BUILTINS
+        return parent.func.id in looks
+    if isinstance(parent, ast.Compare) and node in parent.comparators:
+        return all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops)
+    return kind == "dict" and isinstance(parent, ast.Attribute) and parent.attr == "keys"
 
 
 def _container_kind(value: ast.AST) -> str:

@@ -658,3 +658,36 @@ def test_elements_of_a_returned_tuple_are_judged_one_by_one(lint):
         """,
         CODE,
     )
+
+
+def test_only_a_python_number_in_the_loss_proves_the_other_operand_attached(lint):
+    # A buffer filled in place and a list filled by appends are no numbers: the backward of
+    # `buffer.sum() * weight` or `sum(parts) / count` says nothing about `weight` or `count`
+    # (data of the batch here). `loss / 4` does prove `loss` attached.
+    check(
+        lint,
+        """
+        import torch
+
+        def train(model, loader, optimizer, compute, n_tasks):
+            seen = counted = 0
+            total = 0.0
+            for batch in loader:
+                per_task = torch.zeros(n_tasks)
+                parts = []
+                for t in range(n_tasks):
+                    per_task[t] = compute(model, batch, t)
+                    parts.append(compute(model, batch, t))
+                weight, count = batch["weight"], batch["count"]
+                optimizer.zero_grad()
+                (per_task.sum() * weight).backward()
+                (sum(parts) / count).backward()
+                step_loss = compute(model, batch, 0)
+                (step_loss / 4).backward()
+                optimizer.step()
+                seen += weight
+                counted += count
+                total += step_loss  # expect: TL010
+        """,
+        CODE,
+    )

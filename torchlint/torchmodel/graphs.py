@@ -84,6 +84,9 @@ CONVERTING_METHODS = frozenset(
 CONVERTING_FUNCTIONS = frozenset(
     {"float", "int", "bool", "round", "len", "math.fsum", "range", "str", "time.time", "time.perf_counter"}
 )
+# Calls whose result is a Python number (not a tensor that may have been filled in place).
+_NUMBER_METHODS = frozenset({"item", "size", "dim", "numel", "nelement", "element_size"})
+_NUMBER_FUNCTIONS = frozenset({"len", "int", "float", "round"})
 # Methods whose result stays on the graph of their receiver.
 GRAPH_KEEPING_METHODS = frozenset(
     {
@@ -251,10 +254,13 @@ class GraphValues:
             return self._join((expr.body, expr.orelse), at, depth)
         if isinstance(expr, ast.BoolOp):
             return self._join(expr.values, at, depth)
-        if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+        if isinstance(expr, ast.Tuple):
             return self._join(expr.elts, at, depth)
-        if isinstance(expr, ast.Dict):
-            return self._join(expr.values, at, depth)
+        if isinstance(expr, (ast.List, ast.Set, ast.Dict)):
+            # A mutable container may be filled later (`losses = []`, then appends): what it is
+            # written with says whether it carries a graph, never that it does not.
+            elements = expr.values if isinstance(expr, ast.Dict) else expr.elts
+            return Graph.ATTACHED if self._join(elements, at, depth) is Graph.ATTACHED else Graph.UNKNOWN
         if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
             return self.state(expr.elt, expr.elt, depth + 1)
         if isinstance(expr, (ast.BinOp, ast.UnaryOp, ast.Call)) and lexical_grad_disabler(self.ctx, expr) is not None:
@@ -443,11 +449,11 @@ class GraphValues:
         elif isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
             self._prove(expr.operand, at, depth + 1)
         elif isinstance(expr, ast.BinOp):
-            # ``loss / accum_steps``, ``weight * loss``: the graph is in the operand that is not plain.
-            left, right = self.state(expr.left, at), self.state(expr.right, at)
-            if right is Graph.PLAIN and left is not Graph.PLAIN:
+            # ``loss / 4``, ``loss * x.size(0)``: a Python number carries no graph, so the other
+            # operand does. (A plain tensor might have been filled in place; it proves nothing.)
+            if self._number(expr.right, at, depth) and not self._number(expr.left, at, depth):
                 self._prove(expr.left, at, depth + 1)
-            elif left is Graph.PLAIN and right is not Graph.PLAIN:
+            elif self._number(expr.left, at, depth) and not self._number(expr.right, at, depth):
                 self._prove(expr.right, at, depth + 1)
         elif isinstance(expr, ast.Call):
             kept = value_kept(self.ctx, expr)
@@ -458,6 +464,36 @@ class GraphValues:
                 self._prove(found[1], at, depth + 1)
             elif self._aggregating(expr) and len(expr.args) == 1:
                 self._prove(expr.args[0], at, depth + 1)  # the container holds what carries the graph
+
+    def _number(self, expr: ast.AST, at: ast.AST, depth: int) -> bool:
+        """Whether ``expr`` is a Python number by construction: a numeric literal, ``len()``,
+        ``int()``/``float()``/``round()``, ``.item()``, a size (``x.size(0)``, ``x.shape[1]``,
+        ``.numel()``), arithmetic of those, or a name only ever bound to one."""
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(expr, ast.Constant):
+            return isinstance(expr.value, (int, float)) and not isinstance(expr.value, bool)
+        if isinstance(expr, ast.UnaryOp):
+            return self._number(expr.operand, at, depth + 1)
+        if isinstance(expr, ast.BinOp):
+            return self._number(expr.left, at, depth + 1) and self._number(expr.right, at, depth + 1)
+        if isinstance(expr, ast.Subscript):  # ``x.shape[0]``, ``x.size()[0]``
+            inner = expr.value
+            return (isinstance(inner, ast.Attribute) and inner.attr == "shape") or (
+                (method_call(inner) or ("",))[0] == "size"
+            )
+        if isinstance(expr, ast.Call):
+            found = method_call(expr)
+            if found is not None and self.ctx.call_qualname(expr) is None:
+                return found[0] in _NUMBER_METHODS
+            return isinstance(expr.func, ast.Name) and expr.func.id in _NUMBER_FUNCTIONS
+        if isinstance(expr, ast.Name):
+            bindings = self.flow.reaching(expr.id, at)
+            return bool(bindings) and all(
+                b.kind == "assign" and b.value is not None and self._number(b.value, b.stmt, depth + 1)
+                for b in bindings
+            )
+        return False
 
     def _new_bindings(self, name: str, at: ast.AST, marked: set) -> list[Binding]:
         """The bindings of ``name`` reaching ``at`` not in ``marked`` yet, now marked."""

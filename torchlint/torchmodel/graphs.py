@@ -36,6 +36,7 @@ from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.events import BACKWARD_KINDS
 from torchlint.torchmodel.forward_calls import ForwardCalls
 from torchlint.torchmodel.gradmode import lexical_grad_disabler
+from torchlint.torchmodel.provenance import SYNTHETIC_FACTORIES
 from torchlint.torchmodel.roles import Role, object_roles
 
 if TYPE_CHECKING:
@@ -129,26 +130,13 @@ PLAIN_ATTRIBUTES = frozenset(
 AGGREGATING_FUNCTIONS = frozenset({"sum", "torch.sum", "torch.stack", "torch.cat", "torch.mean", "torch.add"})
 # Torch functions that build a fresh tensor (no graph unless asked with requires_grad=True) or
 # return plain numbers, indices or booleans.
-_FRESH_TENSOR_FUNCTIONS = frozenset(
+_FRESH_TENSOR_FUNCTIONS = SYNTHETIC_FACTORIES | frozenset(
     "torch." + name
     for name in (
         "tensor",
-        "zeros",
-        "ones",
-        "empty",
-        "full",
         "arange",
         "linspace",
-        "randn",
-        "rand",
-        "randint",
         "randperm",
-        "zeros_like",
-        "ones_like",
-        "empty_like",
-        "full_like",
-        "randn_like",
-        "rand_like",
         "argmax",
         "argmin",
         "numel",

@@ -33,11 +33,12 @@ import warnings
 import torch
 
 from . import warning_locations
-from .autograd_graph import NanWatch, failing_nodes, graph_roots
+from .autograd_graph import NanWatch, all_finite, failing_nodes, graph_roots
 from .check import BackwardEvent, Check
 from .findings import Finding, Location
 from .forward_lines import StackRecorder, forward_location
 from .locations import user_frames_from_traceback
+from .values import readable
 
 _FORWARD_TRACE_MARK = "Traceback of forward call that caused the error"
 _NODE_NAME = re.compile(r"Error detected in (\w+)")
@@ -161,11 +162,9 @@ class AnomalyCheck(Check):
         if not self.check_nan or (not self.full and self.escalation is None):
             return None
         roots = graph_roots(event.tensors)
-        if not roots:
-            return None
-        if self.escalation is not None and not all(
-            bool(torch.isfinite(t.detach()).all()) for t in event.tensors if isinstance(t, torch.Tensor)
-        ):
+        if not roots or any(readable(t) is None for t in event.tensors if isinstance(t, torch.Tensor)):
+            return None  # no graph, or no values to watch (a meta or fake loss)
+        if self.escalation is not None and not all_finite(event.tensors):
             self.escalation.skipped += 1  # the NaN is already in the loss: nothing to pin here
             return None
         return NanWatch(roots)

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 import torch
 
 from .locations import frame_locals
+from .values import can_be_nonfinite, readable
 
 _AccumulateGrad = "AccumulateGrad"
 _NAMED_NODE = re.compile(r"\b(?:Function\s+)?(\w+Backward\w*)\b")
@@ -42,10 +43,13 @@ def walk(roots: Iterable) -> Iterator:
                 pending.append(child)
 
 
-def _all_finite(tensors) -> bool:
+def all_finite(tensors) -> bool:
+    """Whether no tensor among ``tensors`` holds NaN/Inf in its readable values
+    (tensors without data count as finite: there is nothing to pin there)."""
     for tensor in tensors:
-        if isinstance(tensor, torch.Tensor) and (tensor.is_floating_point() or tensor.is_complex()):
-            if tensor.numel() and not bool(torch.isfinite(tensor).all()):
+        if isinstance(tensor, torch.Tensor) and can_be_nonfinite(tensor):
+            values = readable(tensor)
+            if values is not None and values.numel() and not bool(torch.isfinite(values).all()):
                 return False
     return True
 
@@ -66,7 +70,7 @@ class NanWatch:
 
     def _after_node(self, grad_inputs, grad_outputs) -> None:
         # grad_outputs: the gradients flowing into the node; grad_inputs: what it computed.
-        if self.culprit is None and not _all_finite(grad_inputs) and _all_finite(grad_outputs):
+        if self.culprit is None and not all_finite(grad_inputs) and all_finite(grad_outputs):
             self.culprit = _current_node()
 
     def remove(self) -> None:

@@ -15,6 +15,11 @@ What counts:
   non-finite are the consequence of the update that wrote them (TS111), not new
   events.
 
+Floating and complex tensors are judged on the values this process can read
+(values.readable: this rank's shard of a DTensor, a sparse tensor's stored
+values, a nested tensor's values); tensors without any (meta, fake, inside a
+torch.func transform) are skipped, integer and bool ones cannot hold NaN.
+
 CPU tensors are checked on the spot: one ``sum()`` per tensor (NaN and Inf
 propagate through a sum; a sum of ``-inf`` and finite values is ``-inf``), and
 an exact count only when that sum is not finite.  Tensors on accelerators
@@ -39,24 +44,44 @@ from .check import BackwardEvent, Check
 from .findings import Location
 from .locations import user_location
 from .tensors import describe, iter_tensors, output_tensors
+from .values import can_be_nonfinite, finite_sum, readable
 
 # Queue entries are a device scalar and a weak reference each, so a long
 # gradient-accumulation cycle fits before the queue forces an early sync.
 _MAX_PENDING = 1024
-_LOW_PRECISION = (torch.float16, torch.bfloat16)
 _MAX_OUTPUTS = 4  # output tensors of a root call that judge its -inf inputs
 
 
-def _finite_sum(tensor: torch.Tensor) -> torch.Tensor:
-    # Accumulate half precision in float32 so large-but-finite data cannot overflow the sum.
-    data = tensor.detach()
-    if data.dtype in _LOW_PRECISION:
-        return data.sum(dtype=torch.float32)
-    return data.sum()
+def _judged(value) -> torch.Tensor | None:
+    """The values TS104 judges in ``value``: those of a non-empty floating or
+    complex tensor that this process can read (see values.readable), else None."""
+    if not isinstance(value, torch.Tensor) or not can_be_nonfinite(value):
+        return None
+    values = readable(value)
+    if values is None or not values.numel():
+        return None
+    return values
 
 
-def _floating(value) -> bool:
-    return isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel() > 0
+def _has_values(value) -> bool:
+    return _judged(value) is not None
+
+
+def _output_values(output) -> list[torch.Tensor]:
+    """The values of the first output tensors of a root call that TS104 judges."""
+    return [_judged(t) for t in output_tensors(output, _has_values, _MAX_OUTPUTS)]
+
+
+def _stored(tensor: torch.Tensor) -> str:
+    """The word " stored" for a sparse tensor, whose counts are of its stored values."""
+    return " stored" if tensor.layout is not torch.strided and not tensor.is_nested else ""
+
+
+def _finite(values: torch.Tensor) -> bool:
+    """Immediate check (CPU): one op for a real scalar, a sum otherwise."""
+    if values.numel() == 1 and not values.is_complex():
+        return math.isfinite(values.item())  # a scalar loss: one op, no graph
+    return math.isfinite(float(finite_sum(values)))
 
 
 class _Entry:
@@ -118,16 +143,17 @@ class NonfiniteCheck(Check):
         call = None
         name = None
         for path, tensor in iter_tensors(args):
-            if not _floating(tensor):
+            values = _judged(tensor)
+            if values is None:
                 continue
             if name is None:
                 name = self.session.module_name(module)
             what, details = f"{describe(path)} of {name}", {"module": name, "argument": describe(path)}
             if tensor.device.type in self._deferred_types:
                 call = call or self._queue_call("model", module)
-                self._queue(call, tensor, what, details)
+                self._queue(call, tensor, values, what, details)
                 continue
-            total = float(_finite_sum(tensor))
+            total = float(finite_sum(values))
             if total == -math.inf:  # -inf and finite values only: a mask, unless the output says otherwise
                 if self._masks is None:
                     self._masks = _Call("model", weakref.ref(module))
@@ -141,41 +167,50 @@ class NonfiniteCheck(Check):
         masks = self._masks
         if masks is not None and masks.model() is module:
             self._masks = None
-            if not all(math.isfinite(float(_finite_sum(t))) for t in output_tensors(output, _floating, _MAX_OUTPUTS)):
+            if not all(math.isfinite(float(finite_sum(v))) for v in _output_values(output)):
                 for entry in masks.entries:
                     self._report(entry.ref(), entry.what, entry.details, entry.location, model_input=True)
         if self._pending and self._pending[-1].kind == "model" and self._pending[-1].model() is module:
             call = self._pending[-1]
             if not call.referee:
-                call.referee = [_finite_sum(t) for t in output_tensors(output, _floating, _MAX_OUTPUTS)]
+                call.referee = [finite_sum(v) for v in _output_values(output)]
 
     def on_loss_pre(self, fn_name, input, target) -> None:
         # On accelerators the arguments are queued now (no sync), to be judged
         # with the loss.  On the CPU they are examined only if the loss comes out
         # non-finite (on_loss_post).
-        if not any(_floating(v) and v.device.type in self._deferred_types for v in (input, target)):
+        judged = [(argument, value, _judged(value)) for argument, value in (("input", input), ("target", target))]
+        if not any(values is not None and value.device.type in self._deferred_types for _, value, values in judged):
             return
         call = self._open_loss = self._queue_call("loss", self._model)
-        for argument, value in (("input", input), ("target", target)):
-            if _floating(value):
-                self._queue(call, value, f"the {argument} of {fn_name}", {"loss": fn_name, "argument": argument})
+        for argument, value, values in judged:
+            if values is not None:
+                what, details = f"the {argument} of {fn_name}", {"loss": fn_name, "argument": argument}
+                self._queue(call, value, values, what, details)
 
     def on_loss_post(self, fn_name, input, target, loss) -> None:
-        if not _floating(loss):
+        values = _judged(loss)
+        if values is None:
             return
         self._last_loss_id = id(loss)
         if loss.device.type in self._deferred_types:
             call, self._open_loss = self._open_loss, None
             if call is None or call not in self._pending:
                 call = self._queue_call("loss", self._model)
-            call.referee = [_finite_sum(loss)]
-            self._queue(call, loss, f"the loss returned by {fn_name}", {"loss": fn_name, "argument": "loss"})
+            call.referee = [finite_sum(values)]
+            what, details = f"the loss returned by {fn_name}", {"loss": fn_name, "argument": "loss"}
+            self._queue(call, loss, values, what, details)
             return
-        if self._finite(loss):
+        if _finite(values):
             return
         blamed = False
         for argument, value in (("input", input), ("target", target)):
-            if _floating(value) and value.device.type not in self._deferred_types and not self._finite(value):
+            argument_values = _judged(value)
+            if (
+                argument_values is not None
+                and value.device.type not in self._deferred_types
+                and not _finite(argument_values)
+            ):
                 self._report(value, f"the {argument} of {fn_name}", {"loss": fn_name, "argument": argument}, None)
                 blamed = True
         if not blamed:
@@ -183,14 +218,17 @@ class NonfiniteCheck(Check):
 
     def on_backward(self, event: BackwardEvent) -> None:
         for tensor in event.tensors:
-            if not _floating(tensor) or id(tensor) == self._last_loss_id:
-                continue  # not a float, or already checked where the loss function returned it
+            if id(tensor) == self._last_loss_id:
+                continue  # already checked where the loss function returned it
+            values = _judged(tensor)
+            if values is None:
+                continue  # no values: an integer tensor, or no data (meta, fake...)
             what, details = "the loss passed to backward()", {"argument": "loss"}
             if tensor.device.type in self._deferred_types:
                 call = self._queue_call("loss", self._model)
-                self._queue(call, tensor, what, details, event.location)
+                self._queue(call, tensor, values, what, details, event.location)
                 call.referee = [call.entries[-1].sum]  # the loss judges itself
-            elif not self._finite(tensor):
+            elif not _finite(values):
                 self._report(tensor, what, details, event.location)
         # What the next loss carries is a new event, also in loops without a root model.
         self._forward_pass += 1
@@ -213,10 +251,10 @@ class NonfiniteCheck(Check):
         self._pending.append(call)
         return call
 
-    def _queue(self, call: _Call, tensor, what: str, details: dict, location: Location | None = None) -> None:
+    def _queue(self, call: _Call, tensor, values, what: str, details: dict, location: Location | None = None) -> None:
         if location is None:
             location = self.session.model_call_location() if call.kind == "model" else user_location(sys._getframe(2))
-        call.entries.append(_Entry(_finite_sum(tensor), tensor, what, location, details, self._forward_pass))
+        call.entries.append(_Entry(finite_sum(values), tensor, what, location, details, self._forward_pass))
         self._queued += 1
         if self._queued >= _MAX_PENDING:
             self.flush()
@@ -259,13 +297,6 @@ class NonfiniteCheck(Check):
                 )
 
     # -- reporting --------------------------------------------------------------
-    @staticmethod
-    def _finite(tensor: torch.Tensor) -> bool:
-        """Immediate check (CPU): one op for a scalar, a sum otherwise."""
-        if tensor.numel() == 1:
-            return math.isfinite(tensor.item())  # a scalar loss: one op, no graph
-        return math.isfinite(float(_finite_sum(tensor)))
-
     def _weights_nonfinite(self) -> bool:
         """Whether the latest root model's parameters hold NaN/Inf (only asked on the NaN path)."""
         model = self._model() if self._model is not None else None
@@ -273,8 +304,8 @@ class NonfiniteCheck(Check):
             return False
         if id(model) in self._poisoned:
             return True
-        params = [p.detach() for p in model.parameters() if p.is_floating_point() and p.numel()]
-        if params and not bool(torch.stack([_finite_sum(p) for p in params]).isfinite().all()):
+        params = [values for values in map(_judged, model.parameters()) if values is not None]
+        if params and not bool(torch.stack([finite_sum(values) for values in params]).isfinite().all()):
             self._poisoned.add(id(model))
             return True
         return False
@@ -312,7 +343,9 @@ class NonfiniteCheck(Check):
             )
             self.emit("TS104", message, {**details, "nan": None, "inf": None, "numel": None}, location)
             return
-        data = tensor.detach()
+        data = _judged(tensor)
+        if data is None:
+            return
         nan = int(torch.isnan(data).sum())
         inf = int(torch.isinf(data).sum())
         if nan + inf == 0:
@@ -321,7 +354,7 @@ class NonfiniteCheck(Check):
         if inf:
             parts.append(f"{inf} Inf")
         message = (
-            f"{what} contains {' and '.join(parts)} of {data.numel()} elements; "
+            f"{what} contains {' and '.join(parts)} of {data.numel()}{_stored(tensor)} elements; "
             f"find where they come from (bad sample, log(0), division by zero, too high a learning rate) "
             f"before they reach the weights"
         )

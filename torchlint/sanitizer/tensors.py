@@ -65,14 +65,6 @@ def describe(path: Path) -> str:
     return text + "".join(f"[{key!r}]" for key in rest)
 
 
-def local_shard(tensor: torch.Tensor) -> torch.Tensor:
-    """The part of a distributed tensor (a DTensor: FSDP2, tensor parallelism)
-    that this process holds; any other tensor unchanged.  Checks of values
-    (non-finite, zero) look at what this rank has."""
-    to_local = getattr(tensor, "to_local", None)
-    return to_local() if callable(to_local) else tensor
-
-
 def shape_of(value: torch.Tensor | tuple[int, ...]) -> str:
     """``(32, 1)`` / ``(32,)`` for a tensor or a shape, as Python writes the tuple."""
     return str(tuple(int(s) for s in getattr(value, "shape", value)))
@@ -80,17 +72,17 @@ def shape_of(value: torch.Tensor | tuple[int, ...]) -> str:
 
 # Lazy modules (nn.LazyLinear...) hold these until their first call; they have
 # no dtype yet, and global pre-hooks run before the lazy module materialises them.
-_UNINITIALIZED = (torch.nn.parameter.UninitializedParameter, torch.nn.parameter.UninitializedBuffer)
+UNINITIALIZED = (torch.nn.parameter.UninitializedParameter, torch.nn.parameter.UninitializedBuffer)
 
 
 def first_param(module: torch.nn.Module) -> torch.Tensor | None:
     """The module's own first parameter, else its first buffer (no recursion: cheap)."""
     for tensor in module._parameters.values():
         if tensor is not None:
-            return None if isinstance(tensor, _UNINITIALIZED) else tensor
+            return None if isinstance(tensor, UNINITIALIZED) else tensor
     for tensor in module._buffers.values():
         if tensor is not None:
-            return None if isinstance(tensor, _UNINITIALIZED) else tensor
+            return None if isinstance(tensor, UNINITIALIZED) else tensor
     return None
 
 
@@ -98,7 +90,7 @@ def first_float_param(module: torch.nn.Module) -> torch.Tensor | None:
     for tensor in module._parameters.values():
         if tensor is None:
             continue
-        if isinstance(tensor, _UNINITIALIZED):
+        if isinstance(tensor, UNINITIALIZED):
             return None
         if tensor.is_floating_point():
             return tensor

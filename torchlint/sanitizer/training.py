@@ -37,7 +37,7 @@ from .check import Check
 from .findings import CHECK_NAMES, Location
 from .hooks import closure_of
 from .locations import frame_locals, name_in_frame, user_frame
-from .tensors import iter_tensors, local_shard
+from .tensors import iter_tensors
 from .training_eval import EvalGraphTracker
 from .training_norms import GradNormMonitor
 from .training_params import (
@@ -47,6 +47,7 @@ from .training_params import (
     guess_module_path,
     parameter_names_in_frame,
 )
+from .values import can_be_nonfinite, finite_sum, readable, real_values
 
 #: Parameter names listed in one message before "and N more".
 _MAX_NAMES = 6
@@ -76,7 +77,7 @@ def _plural(n: int, word: str) -> str:
 
 def _any_nonfinite(tensors: list[torch.Tensor]) -> bool:
     """Whether any tensor holds NaN/Inf (one reduction each, one sync; asked on the NaN path only)."""
-    sums = [t.detach().sum(dtype=torch.float32) for t in tensors if t.is_floating_point() and t.numel()]
+    sums = [finite_sum(values) for t in tensors if can_be_nonfinite(t) and (values := readable(t)) is not None]
     return bool(sums) and not bool(torch.stack(sums).isfinite().all())
 
 
@@ -347,9 +348,14 @@ class TrainingChecks(Check):
     # -- TS106 / TS111: the gradients the step is about to use ------------------------
     def _check_gradients(self, opt: OptimizerState, states: list[ParamState]) -> None:
         self._check_stale(opt, states)
-        # Sparse gradients (sparse embeddings) have no fused norm; skip them.
-        with_grad = [s for s in states if s.param.grad is not None and not s.param.grad.is_sparse]
-        grads = [s.param.grad for s in with_grad]
+        # Gradients without readable values (a dry run on the meta device) are not judged.
+        with_grad, grads = [], []
+        for state in states:
+            grad = state.param.grad
+            values = None if grad is None else real_values(grad)
+            if values is not None:
+                with_grad.append(state)
+                grads.append(values)
         if not grads:
             return
         if opt.norms is None:
@@ -576,7 +582,7 @@ class TrainingChecks(Check):
         if opt.steps == 0:
             # Found by the heap scan: name it as the code around this backward does.
             opt.label = name_in_frame(opt.optimizer, user_frame()) or opt.label
-        grads = [local_shard(p.grad) for p in opt.params() if p.grad is not None and not p.grad.is_sparse]
+        grads = [values for p in opt.params() if p.grad is not None and (values := readable(p.grad)) is not None]
         nonfinite = bool(grads) and not bool(torch.stack([torch.isfinite(g).all() for g in grads]).all())
         step = f"{opt.label}.step()"
         since = "never ran" if opt.steps == 0 else "did not run in between"

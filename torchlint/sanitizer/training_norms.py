@@ -16,8 +16,6 @@ from statistics import median
 
 import torch
 
-from .tensors import local_shard
-
 #: How many recent total norms form the baseline of the explosion test, and
 #: how many are needed before it is trusted.
 HISTORY = 50
@@ -91,10 +89,11 @@ class GradNormMonitor:
         self.history: deque[float] = deque(maxlen=HISTORY)
 
     def check(self, grads: list[torch.Tensor]) -> NormCheck | None:
-        """None when the gradients look healthy; ``grads`` are dense."""
+        """None when the gradients look healthy; ``grads`` are their readable
+        values as real tensors (values.real_values: this rank's shard of a
+        DTensor, the values of a sparse gradient)."""
         if not grads:
             return None
-        grads = [local_shard(g) for g in grads]  # FSDP2's DTensor gradients: this rank's shard
         total = _total_norm(grads)
         if not math.isfinite(total):
             nan, inf = _nonfinite(grads)

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from .locations import frame_locals, name_in_frame, user_frame
-from .tensors import local_shard
+from .values import readable
 
 
 def mode_dependent_layers(model: nn.Module) -> list[str]:
@@ -263,7 +263,8 @@ class ParamRegistry:
             if not state.step_since_grad:
                 return
             if grad is not None and ref is not None and ref() is grad and grad._version == state.grad_version:
-                state.evidence = local_shard(grad).detach().ne(0).any()
+                values = readable(grad)
+                state.evidence = None if values is None else values.detach().ne(0).any()
             else:
                 state.evidence = None
 

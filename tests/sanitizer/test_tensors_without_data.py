@@ -1,0 +1,294 @@
+"""Tensors whose values cannot be read (meta, fake, torch.func, lazy, quantized)
+and tensors whose values are not plain (sparse, complex, nested, empty): checks
+of values skip what they cannot read and go on judging the real tensors of the
+session, checks of metadata (TS102) look at every tensor and count one event
+once.  Small real models trained on the CPU; the suite's strict mode turns any
+internal error of a check into a failure, and the notes are checked too."""
+
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from _training_helpers import one_thread  # noqa: E402,F401  (an autouse fixture)
+from torch import nn  # noqa: E402
+from torch.nn import functional as F  # noqa: E402
+
+import torchlint  # noqa: E402
+from torchlint.sanitizer.values import readable  # noqa: E402
+
+OPTION_SETS = [{}, {"anomaly": "full"}, {"inplace": "always"}]
+
+
+def sanitized(train, **options):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with torchlint.sanitize(action="record", summary=False, **options) as report:
+            train()
+    internal = [str(w.message) for w in caught if "internal error" in str(w.message)]
+    assert internal == [] and not [n for n in report.notes if "internal error" in n]
+    return report
+
+
+def found(report):
+    return [(f.code, f.lineno) for f in report.findings]
+
+
+def mlp():
+    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+
+
+def step(model, opt, x, y):
+    loss = F.mse_loss(model(x), y)  # forward
+    opt.zero_grad()
+    loss.backward()
+    opt.step()  # step
+
+
+def train_then_nan(model, opt):
+    """Three clean steps of a real model, then a NaN batch (the finding every test expects)."""
+    for _ in range(3):
+        step(model, opt, torch.randn(3, 4), torch.zeros(3, 2))
+    step(model, opt, torch.full((3, 4), float("nan")), torch.zeros(3, 2))
+
+
+def assert_nan_batch_found(report, mark, model_name="model"):
+    assert found(report)[:1] == [("TS104", mark("forward"))]
+    assert f"argument 0 of {model_name} contains 12 NaN of 12 elements" in report.by_code("TS104")[0].message
+    [ts111] = report.by_code("TS111")
+    assert ts111.lineno == mark("step") and f"{model_name}.0.weight" in ts111.message
+
+
+# -- the helper itself -------------------------------------------------------------
+def test_plain_tensors_are_returned_as_they_are():
+    tensor, param = torch.randn(2, 3), nn.Parameter(torch.randn(3))
+    assert readable(tensor) is tensor and readable(param) is param
+    assert readable(torch.randn(0)).numel() == 0
+
+
+def test_tensors_without_data_have_no_values():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        fake = torch.randn(3)
+    seen = {}
+    torch.vmap(lambda x: seen.setdefault("vmap", readable(x)) or x.sum())(torch.randn(2, 3))
+    torch.func.grad(lambda x: seen.setdefault("grad", readable(x)) or x.sum())(torch.randn(3))
+    torch.func.functionalize(lambda x: seen.setdefault("functionalize", readable(x)) or x + 1)(torch.randn(3))
+    quantized = torch.quantize_per_tensor(torch.randn(3), 0.1, 0, torch.quint8)
+    assert readable(torch.randn(3, device="meta")) is None
+    assert readable(fake) is None
+    assert readable(nn.LazyLinear(3).weight) is None
+    assert readable(quantized) is None
+    assert seen == {"vmap": None, "grad": None, "functionalize": None}
+
+
+def test_a_users_dispatch_mode_never_sees_the_sanitizers_reads():
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        assert readable(torch.randn(4, 4)) is None
+        torch.mm(torch.randn(4, 4), torch.randn(4, 4))
+    assert counter.get_total_flops() == 128  # the user's matmul only
+
+
+def test_values_of_sparse_nested_complex_and_subclass_tensors():
+    coo = torch.sparse_coo_tensor([[0, 0, 2]], [1.0, 2.0, float("nan")], (3,))  # uncoalesced: index 0 twice
+    assert readable(coo).tolist()[:1] == [3.0] and readable(coo).isnan().sum() == 1
+    csr = torch.tensor([[0.0, 1.0], [2.0, 0.0]]).to_sparse_csr()
+    assert readable(csr).tolist() == [1.0, 2.0]
+    jagged = torch.nested.nested_tensor([torch.ones(2, 3), torch.ones(4, 3)], layout=torch.jagged)
+    assert readable(jagged).shape == (6, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the strided nested layout is a prototype
+        strided = torch.nested.nested_tensor([torch.ones(2, 3), torch.ones(4, 3)]).transpose(1, 2)
+    assert readable(strided).numel() == 18
+    complex_values = torch.randn(3, dtype=torch.cfloat)
+    assert readable(complex_values) is complex_values
+
+    class Tagged(torch.Tensor):
+        pass
+
+    tagged = torch.randn(3).as_subclass(Tagged)
+    values = readable(tagged)
+    assert type(values) is torch.Tensor and values.data_ptr() == tagged.data_ptr()  # a view, no copy
+
+
+# -- checks of values skip what has no data, and keep judging the real tensors -----------------
+@pytest.mark.parametrize("options", OPTION_SETS, ids=["default", "anomaly-full", "inplace"])
+def test_a_dry_run_on_the_meta_device_then_a_nan_batch(options, mark):
+    def train():
+        with torch.device("meta"):
+            dry = mlp()
+        dry_opt = torch.optim.SGD(dry.parameters(), lr=0.1)
+        for _ in range(3):  # shape inference with a backward and a step: legal, no values
+            F.mse_loss(dry(torch.randn(3, 4, device="meta")), torch.zeros(3, 2, device="meta")).backward()
+            dry_opt.step()
+            dry_opt.zero_grad()
+        train_then_nan(model, torch.optim.SGD(model.parameters(), lr=0.1))
+
+    model = mlp()
+    report = sanitized(train, **options)
+    assert_nan_batch_found(report, mark)
+    assert {f.code for f in report.findings} <= {"TS101", "TS104", "TS111"}
+
+
+@pytest.mark.parametrize("options", OPTION_SETS, ids=["default", "anomaly-full", "inplace"])
+def test_fake_tensor_mode_then_a_nan_batch(options, mark):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    def train():
+        with FakeTensorMode():
+            fake = mlp()
+            fake_opt = torch.optim.Adam(fake.parameters())
+            for _ in range(2):
+                step(fake, fake_opt, torch.randn(3, 4), torch.zeros(3, 2))
+        train_then_nan(model, torch.optim.Adam(model.parameters()))
+
+    model = mlp()
+    report = sanitized(train, **options)
+    assert_nan_batch_found(report, mark)
+
+
+@pytest.mark.parametrize("options", OPTION_SETS[:2], ids=["default", "anomaly-full"])
+def test_per_sample_gradients_with_vmap_and_grad(options, mark):
+    """torch.func's per-sample gradients: batched tensors have no values to read,
+    the gradients they produce do."""
+    from torch.func import functional_call, grad, vmap
+
+    def sample_loss(params, x, y):
+        return F.mse_loss(functional_call(model, params, (x.unsqueeze(0),)), y.unsqueeze(0))
+
+    def train():
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for n in range(3):
+            x = torch.randn(5, 4)
+            if n == 2:
+                x[1, 1] = float("nan")  # only in one sample, seen inside vmap
+            params = {k: v.detach() for k, v in model.named_parameters()}
+            per_sample = vmap(grad(sample_loss), in_dims=(None, 0, 0))(params, x, torch.zeros(5, 2))
+            for name, param in model.named_parameters():
+                param.grad = per_sample[name].mean(0)
+            opt.step()  # per-sample step
+
+    model = mlp()
+    report = sanitized(train, **options)
+    [ts111] = report.by_code("TS111")
+    assert ts111.lineno == mark("per-sample step") and "NaN gradients in 4 parameters" in ts111.message
+    assert report.by_code("TS104") == []  # the NaN input was only ever seen batched
+
+
+def test_lazy_modules_before_their_first_call(mark):
+    def train():
+        lazy_opt = torch.optim.SGD(lazy.parameters(), lr=0.1)  # created before materialisation: torch warns
+        step(lazy, lazy_opt, torch.randn(3, 4), torch.zeros(3, 2))
+        model(torch.randn(3, 4))  # materialises model's parameters under the sanitizer
+        train_then_nan(model, torch.optim.SGD(model.parameters(), lr=0.1))
+
+    lazy = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(2))
+    model = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(2))
+    report = sanitized(train)
+    assert_nan_batch_found(report, mark)
+
+
+# -- values that are not plain floats ---------------------------------------------------
+def test_a_complex_model_is_judged_on_its_complex_values(mark):
+    def train():
+        opt = torch.optim.Adam(model.parameters())
+        for n in range(8):
+            x = torch.randn(3, 4, dtype=torch.cfloat)
+            if n == 7:
+                x[0, 0] = complex(float("nan"), 0.0)
+            loss = model(x).abs().pow(2).mean()  # complex forward
+            opt.zero_grad()
+            loss.backward()
+            opt.step()  # complex step
+
+    model = nn.Sequential(nn.Linear(4, 8, dtype=torch.cfloat), nn.Linear(8, 2, dtype=torch.cfloat))
+    report = sanitized(train)
+    assert found(report) == [("TS104", mark("complex forward")), ("TS111", mark("complex step"))]
+    assert "argument 0 of model contains 1 NaN of 12 elements" in report.findings[0].message
+
+
+def test_sparse_gradients_and_sparse_inputs(mark):
+    class SparseInput(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(5, 2))
+
+        def forward(self, adjacency):
+            return torch.sparse.mm(adjacency, self.weight)
+
+    def train():
+        emb_opt = torch.optim.SGD(emb.parameters(), lr=0.1)
+        for n in range(6):
+            scale = float("inf") if n == 5 else 1.0
+            loss = emb(torch.randint(0, 10, (6,))).pow(2).sum() * scale  # sparse-grad loss
+            emb_opt.zero_grad()
+            loss.backward()
+            emb_opt.step()  # sparse-grad step
+        graph_opt = torch.optim.SGD(graph.parameters(), lr=0.1)
+        for n in range(3):
+            values = torch.tensor([1.0, 2.0, float("nan") if n == 2 else 3.0])
+            adjacency = torch.sparse_coo_tensor([[0, 1, 2], [1, 2, 3]], values, (3, 5))
+            loss = graph(adjacency).sum()  # sparse forward
+            graph_opt.zero_grad()
+            loss.backward()
+            graph_opt.step()
+        graph(torch.randn(3, 5).relu().to_sparse_csr())
+
+    emb, graph = nn.Embedding(10, 4, sparse=True), SparseInput()
+    report = sanitized(train)
+    assert [(f.code, f.lineno) for f in report.by_code("TS111")][:1] == [("TS111", mark("sparse-grad step"))]
+    assert "Inf gradients in 1 parameter: emb.weight" in report.by_code("TS111")[0].message
+    sparse_input = [f for f in report.by_code("TS104") if f.lineno == mark("sparse forward")]
+    assert len(sparse_input) == 1
+    assert "argument 0 of graph contains 1 NaN of 3 stored elements" in sparse_input[0].message
+
+
+def test_integer_bool_quantized_and_empty_tensors_make_no_finding():
+    class Masked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed, self.head = nn.Embedding(10, 4), nn.Linear(12, 2)
+
+        def forward(self, tokens, padding):
+            return self.head(self.embed(tokens).masked_fill(padding.unsqueeze(-1), 0.0).flatten(1))
+
+    def train():
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(3):
+            tokens = torch.randint(0, 10, (6, 3))
+            loss = F.cross_entropy(model(tokens, tokens == 0), torch.randint(0, 2, (6,)))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        empty_opt = torch.optim.SGD(regressor.parameters(), lr=0.1)
+        for _ in range(3):  # an empty batch (the last of a filtered loader)
+            loss = F.mse_loss(regressor(torch.randn(0, 4)), torch.zeros(0, 2), reduction="sum")
+            empty_opt.zero_grad()
+            loss.backward()
+            empty_opt.step()
+        quantized(torch.quantize_per_tensor(torch.randn(3, 4), 0.1, 0, torch.quint8))
+        dynamic(torch.randn(3, 4))
+
+    model, regressor = Masked(), mlp()
+    quantized, dynamic = torch.ao.nn.quantized.Linear(4, 2), torch.ao.nn.quantized.dynamic.Linear(4, 2)
+    assert sanitized(train).findings == []
+
+
+def test_nested_inputs(mark):
+    def train():
+        opt = torch.optim.SGD(layer.parameters(), lr=0.1)
+        for n in range(3):
+            first = torch.full((2, 3), float("nan")) if n == 2 else torch.randn(2, 3)
+            batch = torch.nested.nested_tensor([first, torch.randn(4, 3)], layout=torch.jagged)
+            loss = layer(batch).values().pow(2).mean()  # nested forward
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    layer = nn.Linear(3, 2)
+    report = sanitized(train)
+    assert found(report)[0] == ("TS104", mark("nested forward"))
+    assert "argument 0 of layer contains 6 NaN of 18 elements" in report.findings[0].message

@@ -292,3 +292,71 @@ def test_nested_inputs(mark):
     report = sanitized(train)
     assert found(report)[0] == ("TS104", mark("nested forward"))
     assert "argument 0 of layer contains 6 NaN of 18 elements" in report.findings[0].message
+
+
+# -- TS102: one wrong-device input is one event --------------------------------------------
+class TextCNN(nn.Module):
+    """The shape of graykode/nlp-tutorial's TextCNN: a bias of the root's own,
+    an embedding, one convolution per filter size, max-pooling built in forward."""
+
+    def __init__(self, conv1d, vocab=20, embed=6, length=5, filters=3, sizes=(2, 3), classes=2):
+        super().__init__()
+        self.conv1d, self.length, self.sizes = conv1d, length, sizes
+        self.embedding = nn.Embedding(vocab, embed)
+        if conv1d:
+            self.convs = nn.ModuleList([nn.Conv1d(embed, filters, size) for size in sizes])
+        else:
+            self.convs = nn.ModuleList([nn.Conv2d(1, filters, (size, embed)) for size in sizes])
+        self.weight = nn.Linear(filters * len(sizes), classes, bias=False)
+        self.bias = nn.Parameter(torch.ones(classes))
+
+    def forward(self, tokens):
+        embedded = self.embedding(tokens)
+        embedded = embedded.transpose(1, 2) if self.conv1d else embedded.unsqueeze(1)
+        pooled = []
+        for size, conv in zip(self.sizes, self.convs):
+            hidden = F.relu(conv(embedded))
+            if self.conv1d:
+                pooled.append(nn.MaxPool1d(self.length - size + 1)(hidden).flatten(1))
+            else:
+                pooled.append(nn.MaxPool2d((self.length - size + 1, 1))(hidden).flatten(1))
+        return self.weight(torch.cat(pooled, 1)) + self.bias
+
+
+@pytest.mark.parametrize("conv1d", [False, True], ids=["conv2d", "conv1d"])
+@pytest.mark.parametrize(("model_device", "input_device"), [("meta", "cpu"), ("cpu", "meta")])
+def test_textcnn_input_on_the_wrong_device_is_one_event_per_step(conv1d, model_device, input_device, mark):
+    model = TextCNN(conv1d).to(model_device)
+    opt = torch.optim.Adam(model.parameters())
+
+    def train():
+        for _ in range(3):
+            logits = model(torch.randint(0, 20, (4, 5), device=input_device))  # textcnn forward
+            if model_device == "meta":
+                F.cross_entropy(logits, torch.randint(0, 2, (4,), device="meta")).backward()
+                opt.step()
+                opt.zero_grad()
+
+    report = sanitized(train)
+    [finding] = report.findings
+    assert (finding.code, finding.lineno, finding.count) == ("TS102", mark("textcnn forward"), 3)
+    assert finding.message.startswith(
+        f"argument 0 of model (TextCNN) is on {input_device} but the module's parameters are on {model_device}"
+    )
+
+
+def test_two_different_device_mismatches_in_one_call_are_two_events():
+    class TwoTables(nn.Module):
+        """Embeddings on two devices (the only layer torch lets take indices from another one)."""
+
+        def __init__(self):
+            super().__init__()
+            self.first, self.second = nn.Embedding(10, 4), nn.Embedding(4, 2).to("meta")
+
+        def forward(self, tokens):
+            return self.second(self.first(tokens).argmax(-1))
+
+    model = TwoTables()
+    report = sanitized(lambda: model(torch.randint(0, 10, (3,), device="meta")))
+    [finding] = report.findings  # one line, two events: meta indices into cpu, then cpu indices into meta
+    assert finding.count == 2 and finding.message.startswith("argument 0 of model.first (Embedding) is on meta")

@@ -1,4 +1,12 @@
-"""TS102 device-mismatch: module inputs and optimizer state on the wrong device."""
+"""TS102 device-mismatch: module inputs and optimizer state on the wrong device.
+
+One event is reported once.  An input on the wrong device meets module after
+module inside one call of the root model: the root itself (when it has
+parameters of its own), the submodule that takes it, and the submodules that
+take what is computed from it (on the meta device, or wherever torch let it
+through).  So within one root-model call, each pair (input device, module
+device) is reported once; the next root call is a new event.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +31,11 @@ class DeviceCheck(Check):
     def install(self) -> None:
         # optimizer -> fingerprint of the state last found consistent
         self._checked_state: dict[int, tuple] = {}
+        # (input device, module device) pairs reported in the current root-model call
+        self._reported: set[tuple[torch.device, torch.device]] = set()
+
+    def on_root_pre(self, module, args) -> None:
+        self._reported.clear()
 
     # -- module inputs ------------------------------------------------------
     def on_module_pre(self, module, args) -> None:
@@ -53,6 +66,9 @@ class DeviceCheck(Check):
                 return
 
     def _report_input(self, module, argument: str, got: torch.device, expected: torch.device) -> None:
+        if (got, expected) in self._reported:
+            return  # the same input (or what the model computed from it) met another module
+        self._reported.add((got, expected))
         name = self.session.module_name(module)
         message = (
             f"{argument} of {name} ({type(module).__name__}) is on {got} but the module's parameters are "

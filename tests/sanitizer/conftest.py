@@ -81,6 +81,7 @@ def snapshot_global_state():
         "mse_loss": F.mse_loss,
         "function_modes": torch._C._len_torch_function_stack(),
         "saved_tensor_hooks": torch._C._autograd._top_saved_tensors_default_hooks(False),
+        "disable_saved_tensors_hooks": torch.autograd.graph.disable_saved_tensors_hooks,
         "warning_filters": list(warnings.filters),
     }
 

@@ -312,3 +312,20 @@ def test_a_version_error_on_a_cpu_run_switches_the_check_on(mark):
     (write,) = report.by_code("TS105")
     assert write.lineno == mark("direct-line") and write.count == 2
     assert any("the in-place check (TS105) is on from now on" in note for note in report.notes)
+
+
+def test_torch_func_transforms_run_under_the_check_and_it_comes_back_after(mark):
+    """torch.func.grad raises under any saved-tensor hooks: the check's step aside
+    for the transform (which Python alone runs) and are back for the next write."""
+    model = Overwrites("data")
+    x = torch.randn(4, 8)
+
+    def loss_of(params):
+        return torch.func.functional_call(model, params, (x,)).sum()
+
+    with torchlint.sanitize(inplace="always", anomaly=False, action="record", summary=False) as report:
+        params = {name: p.detach() for name, p in model.named_parameters()}
+        grads = torch.func.grad(loss_of)(params)
+        model(x).sum().backward()
+    assert set(grads) == {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}
+    assert [(f.code, f.lineno) for f in report.findings] == [("TS105", mark("data-line"))]

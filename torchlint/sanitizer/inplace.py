@@ -36,6 +36,7 @@ the check only switches on once a tensor on an accelerator (CUDA) is seen.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import sys
 
@@ -152,11 +153,12 @@ def _version_error(packed: _Saved) -> str:
     )
 
 
+def _top_saved_tensors_hooks():
+    return torch._C._autograd._top_saved_tensors_default_hooks(False)
+
+
 def _stacks() -> tuple:
-    return (
-        torch._C._len_torch_function_stack(),
-        torch._C._autograd._top_saved_tensors_default_hooks(False),
-    )
+    return (torch._C._len_torch_function_stack(), _top_saved_tensors_hooks())
 
 
 class _InplaceMode(TorchFunctionMode):
@@ -203,10 +205,40 @@ class InplaceCheck(Check):
         # top of a user's own `with SomeMode():` or `saved_tensors_hooks`
         # block, whose exit would otherwise pop ours instead of theirs.
         self._base_stacks = _stacks()
+        self._patch_transforms()
         if self.options.inplace == "always":
             self.activate()
 
+    def _patch_transforms(self) -> None:
+        """torch.func's grad, vjp, jacrev and hessian refuse to run under any
+        saved-tensor hooks (they call ``disable_saved_tensors_hooks``, which
+        raises when one is set): ours step aside for the transform, and come
+        back after it.  In-place writes inside the transform are not seen."""
+        graph = torch.autograd.graph
+        original = self._original_disable = graph.disable_saved_tensors_hooks
+        check = self
+
+        @contextlib.contextmanager
+        def disable_saved_tensors_hooks(error_message: str):
+            hooks = check._hooks
+            top = _top_saved_tensors_hooks()
+            lifted = hooks is not None and top is not None and top[0] is hooks.pack_hook
+            if lifted:
+                hooks.__exit__(None, None, None)
+            try:
+                with original(error_message):
+                    yield
+            finally:
+                if lifted:
+                    hooks.__enter__()
+
+        disable_saved_tensors_hooks.__wrapped__ = original
+        graph.disable_saved_tensors_hooks = self._patched_disable = disable_saved_tensors_hooks
+
     def uninstall(self) -> None:
+        graph = torch.autograd.graph
+        if graph.disable_saved_tensors_hooks is self._patched_disable:
+            graph.disable_saved_tensors_hooks = self._original_disable
         if self._hooks is not None:
             self._hooks.__exit__(None, None, None)
             self._hooks = None

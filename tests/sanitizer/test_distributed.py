@@ -414,3 +414,53 @@ def test_torchrun_module_form_one_rank_fails_before_the_hang_and_the_run_stops(t
     assert re.match(r"SanitizerError: \S*train.py:\d+: \[rank 1\] TS120", merged["failures"]["1"])
     assert "0" in merged["failures"]  # rank 0 was stopped too, and still reported
     assert "[rank 1] TS120 ddp-parameter-without-gradient" in result.stderr
+
+
+SHARDED = textwrap.dedent(
+    """
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+    import torch.nn.functional as F
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    mesh = init_device_mesh("cpu", (2,))
+    torch.manual_seed(0)
+    with torch.device("meta"):  # a dry run of the shapes, on no data and with no optimizer
+        dry = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    for _ in range(2):
+        F.cross_entropy(dry(torch.randn(4, 8, device="meta")), torch.zeros(4, dtype=torch.long, device="meta")).backward()
+    sharded_model = fully_shard(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3)), mesh=mesh)
+    optimizer = torch.optim.SGD(sharded_model.parameters(), lr=0.1)
+    for step in range(4):
+        x, y = torch.randn(4, 8), torch.randint(0, 3, (4,))
+        if rank == 1 and step == 3:
+            x[0, 0] = float("nan")
+        optimizer.zero_grad()
+        loss = F.cross_entropy(sharded_model(x), y)  # FORWARD
+        loss.backward()
+        optimizer.step()  # STEP
+    assert sharded_model[0].weight.to_local().shape == (8, 8)  # really sharded across the 2 ranks
+    dist.destroy_process_group()
+    """
+)
+
+
+def test_torchrun_fsdp2_shards_are_judged_per_rank_after_a_meta_dry_run(tmp_path):
+    """DTensor parameters and gradients sharded over 2 gloo ranks: each rank judges
+    its own shard; the meta dry run before is neither an internal error nor a finding."""
+    if not hasattr(pytest.importorskip("torch.distributed.fsdp"), "fully_shard"):
+        pytest.skip("this torch has no FSDP2")
+    (tmp_path / "train.py").write_text(SHARDED)
+    result, _ = torchrun(tmp_path, "-m", "torchlint", "run", "--report", "report.json", "train.py")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "internal error" not in result.stderr
+    merged = json.loads((tmp_path / "report.json").read_text())
+    found = {(f["code"], f["lineno"], tuple(f["ranks"])) for f in merged["findings"]}
+    assert found == {("TS104", line(SHARDED, "# FORWARD"), (1,)), ("TS111", line(SHARDED, "# STEP"), (0, 1))}
+    by_code = {f["code"]: f for f in merged["findings"]}
+    assert "argument 0 of sharded_model contains 1 NaN of 32 elements" in by_code["TS104"]["message"]
+    assert "sharded_model.0.weight" in by_code["TS111"]["message"]

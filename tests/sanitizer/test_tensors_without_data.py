@@ -133,6 +133,23 @@ def test_a_dry_run_on_the_meta_device_then_a_nan_batch(options, mark):
     assert {f.code for f in report.findings} <= {"TS101", "TS104", "TS111"}
 
 
+def test_a_model_without_data_is_not_a_model_left_untrained():
+    """Backward passes through a meta model that no optimizer holds: nothing to
+    train there, so neither TS107 (no optimizer) nor TS112 (never stepped)."""
+
+    def train():
+        with torch.device("meta"):
+            dry = mlp()
+        for _ in range(3):
+            F.mse_loss(dry(torch.randn(3, 4, device="meta")), torch.zeros(3, 2, device="meta")).backward()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(3):
+            step(model, opt, torch.randn(3, 4), torch.zeros(3, 2))
+
+    model = mlp()
+    assert sanitized(train, stall_backwards=2).findings == []
+
+
 @pytest.mark.parametrize("options", OPTION_SETS, ids=["default", "anomaly-full", "inplace"])
 def test_fake_tensor_mode_then_a_nan_batch(options, mark):
     from torch._subclasses.fake_tensor import FakeTensorMode

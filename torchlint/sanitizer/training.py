@@ -440,8 +440,8 @@ class TrainingChecks(Check):
         for root in self.registry.roots.values():
             missing = []
             for name, p in root.module.named_parameters():
-                if id(p) in self.owners:
-                    continue
+                if id(p) in self.owners or readable(p) is None:
+                    continue  # held by an optimizer, or no data to train (a dry run on the meta device)
                 # Frozen parameters never get a .grad; one frozen just now (a GAN
                 # freezes D while G trains) may have one and still count.
                 state = self.registry.params.get(id(p))
@@ -526,8 +526,8 @@ class TrainingChecks(Check):
         ``ACCUMULATION_FACTOR`` times as many passes (nanoGPT accumulates 40)."""
         n = state.backwards_since_step
         limit = self.stall_backwards if state.discards else ACCUMULATION_FACTOR * self.stall_backwards
-        if n < limit:
-            return
+        if n < limit or readable(state.param) is None:
+            return  # not yet, or a parameter without data (meta, fake) that no step could train
         pid = id(state.param)
         owners = self.owners.get(pid)
         if not owners:
@@ -549,7 +549,11 @@ class TrainingChecks(Check):
     def _check_never_stepped(self) -> None:
         """At exit: optimizers whose parameters backward passes filled during the whole
         block, and that never stepped once (also in runs shorter than ``stall_backwards``)."""
-        waiting = [s for s in self.registry.params.values() if s.backwards_since_step >= _MIN_BACKWARDS_AT_EXIT]
+        waiting = [
+            s
+            for s in self.registry.params.values()
+            if s.backwards_since_step >= _MIN_BACKWARDS_AT_EXIT and readable(s.param) is not None
+        ]
         if not waiting:
             return
         if any(not self.owners.get(id(s.param)) for s in waiting):

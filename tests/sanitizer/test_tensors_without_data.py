@@ -5,6 +5,9 @@ session, checks of metadata (TS102) look at every tensor and count one event
 once.  Small real models trained on the CPU; the suite's strict mode turns any
 internal error of a check into a failure, and the notes are checked too."""
 
+import subprocess
+import sys
+import textwrap
 import warnings
 
 import pytest
@@ -112,6 +115,25 @@ def test_values_of_sparse_nested_complex_and_subclass_tensors():
     tagged = torch.randn(3).as_subclass(Tagged)
     values = readable(tagged)
     assert type(values) is torch.Tensor and values.data_ptr() == tagged.data_ptr()  # a view, no copy
+
+
+def test_a_torch_without_the_private_functions_still_imports_and_reads():
+    """Each private torch function the helper uses has a fallback: without it,
+    tensors it would have recognised count as readable, and nothing crashes."""
+    code = textwrap.dedent(
+        """
+        import torch
+        del torch._is_functional_tensor
+        del torch._C._functorch.is_functorch_wrapped_tensor
+        del torch._C._len_torch_dispatch_stack
+        from torchlint.sanitizer.values import readable
+        plain = torch.randn(3)
+        assert readable(plain) is plain
+        assert readable(torch.randn(3, device="meta")) is None
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
 
 
 # -- checks of values skip what has no data, and keep judging the real tensors -----------------

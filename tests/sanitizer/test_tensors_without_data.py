@@ -20,7 +20,10 @@ from torch.nn import functional as F  # noqa: E402
 import torchlint  # noqa: E402
 from torchlint.sanitizer.values import readable  # noqa: E402
 
-OPTION_SETS = [{}, {"anomaly": "full"}, {"inplace": "always"}]
+#: The defaults, torch's anomaly mode, the in-place check, and the CUDA code paths
+#: on the CPU (sums queued and read back at the step; the in-place check on).
+OPTION_SETS = [{}, {"anomaly": "full"}, {"inplace": "always"}, {"accelerator_devices": ("cpu",)}]
+OPTION_IDS = ["default", "anomaly-full", "inplace", "accelerator-path"]
 
 
 def sanitized(train, **options):
@@ -137,7 +140,7 @@ def test_a_torch_without_the_private_functions_still_imports_and_reads():
 
 
 # -- checks of values skip what has no data, and keep judging the real tensors -----------------
-@pytest.mark.parametrize("options", OPTION_SETS, ids=["default", "anomaly-full", "inplace"])
+@pytest.mark.parametrize("options", OPTION_SETS, ids=OPTION_IDS)
 def test_a_dry_run_on_the_meta_device_then_a_nan_batch(options, mark):
     def train():
         with torch.device("meta"):
@@ -172,7 +175,7 @@ def test_a_model_without_data_is_not_a_model_left_untrained():
     assert sanitized(train, stall_backwards=2).findings == []
 
 
-@pytest.mark.parametrize("options", OPTION_SETS, ids=["default", "anomaly-full", "inplace"])
+@pytest.mark.parametrize("options", OPTION_SETS, ids=OPTION_IDS)
 def test_fake_tensor_mode_then_a_nan_batch(options, mark):
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -189,7 +192,7 @@ def test_fake_tensor_mode_then_a_nan_batch(options, mark):
     assert_nan_batch_found(report, mark)
 
 
-@pytest.mark.parametrize("options", OPTION_SETS, ids=["default", "anomaly-full", "inplace"])
+@pytest.mark.parametrize("options", OPTION_SETS, ids=OPTION_IDS)
 def test_per_sample_gradients_with_vmap_and_grad(options, mark):
     """torch.func's per-sample gradients: batched tensors have no values to read,
     the gradients they produce do.  torch.func.grad refuses to run under

@@ -153,6 +153,14 @@ def _version_error(packed: _Saved) -> str:
     )
 
 
+_disabled_message = getattr(torch._C._autograd, "_saved_tensors_hooks_get_disabled_error_message", None)
+
+
+def _hooks_disabled() -> bool:
+    """Whether saved-tensor hooks are refused here (inside torch.func.grad and its kin)."""
+    return _disabled_message is not None and _disabled_message() is not None
+
+
 def _top_saved_tensors_hooks():
     return torch._C._autograd._top_saved_tensors_default_hooks(False)
 
@@ -249,8 +257,8 @@ class InplaceCheck(Check):
         self.active = False
 
     def activate(self) -> None:
-        if self.active:
-            return
+        if self.active or _hooks_disabled():
+            return  # on already, or inside a torch.func transform: the next root call outside it
         self.active = True
         self._mode = _InplaceMode(self)
         self._mode.__enter__()

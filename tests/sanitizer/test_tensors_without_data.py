@@ -5,6 +5,8 @@ session, checks of metadata (TS102) look at every tensor and count one event
 once.  Small real models trained on the CPU; the suite's strict mode turns any
 internal error of a check into a failure, and the notes are checked too."""
 
+import collections
+import contextlib
 import subprocess
 import sys
 import textwrap
@@ -16,6 +18,7 @@ torch = pytest.importorskip("torch")
 from _training_helpers import one_thread  # noqa: E402,F401  (an autouse fixture)
 from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 import torchlint  # noqa: E402
 from torchlint.sanitizer.values import readable  # noqa: E402
@@ -89,13 +92,41 @@ def test_tensors_without_data_have_no_values():
     assert seen == {"vmap": None, "grad": None, "functionalize": None}
 
 
-def test_a_users_dispatch_mode_never_sees_the_sanitizers_reads():
-    from torch.utils.flop_counter import FlopCounterMode
+class OpCounter(TorchDispatchMode):
+    """A user's dispatch mode that counts every op it sees (as a profiler would)."""
 
-    with FlopCounterMode(display=False) as counter:
+    def __init__(self):
+        super().__init__()
+        self.ops = collections.Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops[str(func)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def counted_training(sanitized: bool, **options):
+    """The ops a user's dispatch mode sees in 12 training steps, with or without the sanitizer."""
+    torch.manual_seed(0)
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    counter = OpCounter()
+    session = torchlint.sanitize(action="record", summary=False, **options) if sanitized else contextlib.nullcontext()
+    with session, counter:
+        for _ in range(12):  # past TS118's window of constant losses and TS111's first norms
+            step(model, opt, torch.randn(3, 4), torch.zeros(3, 2))
+    return counter.ops
+
+
+@pytest.mark.parametrize("options", [{}, {"anomaly": "full"}], ids=["default", "anomaly-full"])
+def test_a_users_dispatch_mode_never_sees_the_sanitizers_reads(options):
+    """Reads under a user's TorchDispatchMode would run through it (a flop counter
+    would count them, FakeTensorMode would reject real tensors): none happen."""
+    with torch.random.fork_rng():
+        plain = counted_training(sanitized=False)
+    with torch.random.fork_rng():
+        assert counted_training(sanitized=True, **options) == plain
+    with OpCounter():
         assert readable(torch.randn(4, 4)) is None
-        torch.mm(torch.randn(4, 4), torch.randn(4, 4))
-    assert counter.get_total_flops() == 128  # the user's matmul only
 
 
 def test_values_of_sparse_nested_complex_and_subclass_tensors():

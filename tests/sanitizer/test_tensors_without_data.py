@@ -434,3 +434,38 @@ def test_two_different_device_mismatches_in_one_call_are_two_events():
     report = sanitized(lambda: model(torch.randint(0, 10, (3,), device="meta")))
     [finding] = report.findings  # one line, two events: meta indices into cpu, then cpu indices into meta
     assert finding.count == 2 and finding.message.startswith("argument 0 of model.first (Embedding) is on meta")
+
+
+class _OnDevice(torch.Tensor):
+    """A CPU scalar that says it lives on another device (this machine has one)."""
+
+    @property
+    def device(self):
+        return getattr(self, "_claimed", torch.device("cpu"))
+
+
+def _scalar(value, device):
+    scalar = torch.tensor(value).as_subclass(_OnDevice)
+    scalar._claimed = torch.device(device)
+    return scalar
+
+
+def test_host_values_read_scalars_of_several_devices_in_order(monkeypatch):
+    # A model split across accelerators has sums on several devices; torch.stack
+    # takes one device per call.  The stand-in devices let a CPU-only machine check
+    # that no call mixes them and that each value comes back in its place.
+    from torchlint.sanitizer.values import host_values
+
+    stack = torch.stack
+
+    def one_device_stack(tensors, *args, **kwargs):
+        assert len({t.device for t in tensors}) == 1, [t.device for t in tensors]
+        return stack([t.as_subclass(torch.Tensor) for t in tensors], *args, **kwargs)
+
+    monkeypatch.setattr(torch, "stack", one_device_stack)
+    scalars = [_scalar(1.5, "cuda:0"), _scalar(float("nan"), "cuda:1"), _scalar(-2.0, "cuda:0"), _scalar(4.0, "cuda:1")]
+    values = host_values(scalars)
+    assert values[0] == 1.5 and values[2] == -2.0 and values[3] == 4.0
+    assert values[1] != values[1]  # NaN, in its place
+    assert host_values([torch.tensor(True), torch.tensor(False)]) == [True, False]
+    assert host_values([]) == []

@@ -25,7 +25,7 @@ from .check import BackwardEvent, Check
 from .dtypes import INDEX_TARGET_LOSSES
 from .findings import CHECK_NAMES, Location
 from .tensors import shape_of
-from .values import readable
+from .values import host_values, readable
 
 #: Functional loss calls remembered to name the loss behind a backward pass.
 _REMEMBERED_LOSSES = 8
@@ -33,10 +33,7 @@ _REMEMBERED_LOSSES = 8
 
 def _any_true(flags: list[torch.Tensor]) -> bool:
     """Whether any of these bool scalars is true: one host sync per device."""
-    by_device: dict[torch.device, list[torch.Tensor]] = {}
-    for flag in flags:
-        by_device.setdefault(flag.device, []).append(flag)
-    return any(bool(torch.stack(group).any()) for group in by_device.values())
+    return any(host_values(flags))
 
 
 class _Site:

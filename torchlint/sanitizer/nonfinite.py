@@ -44,7 +44,7 @@ from .check import BackwardEvent, Check
 from .findings import Location
 from .locations import user_location
 from .tensors import describe, iter_tensors, output_tensors
-from .values import can_be_nonfinite, finite_sum, readable
+from .values import can_be_nonfinite, finite_sum, host_values, readable
 
 # Queue entries are a device scalar and a weak reference each, so a long
 # gradient-accumulation cycle fits before the queue forces an early sync.
@@ -305,7 +305,7 @@ class NonfiniteCheck(Check):
         if id(model) in self._poisoned:
             return True
         params = [values for values in map(_judged, model.parameters()) if values is not None]
-        if params and not bool(torch.stack([finite_sum(values) for values in params]).isfinite().all()):
+        if params and not all(map(math.isfinite, host_values([finite_sum(values) for values in params]))):
             self._poisoned.add(id(model))
             return True
         return False

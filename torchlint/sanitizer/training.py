@@ -30,6 +30,7 @@ TS112  optimizer-not-stepped   ``stall_backwards`` backward passes fill an
 from __future__ import annotations
 
 import gc
+import math
 
 import torch
 
@@ -47,7 +48,7 @@ from .training_params import (
     guess_module_path,
     parameter_names_in_frame,
 )
-from .values import can_be_nonfinite, finite_sum, readable, real_values
+from .values import can_be_nonfinite, finite_sum, host_values, readable, real_values
 
 #: Parameter names listed in one message before "and N more".
 _MAX_NAMES = 6
@@ -78,7 +79,7 @@ def _plural(n: int, word: str) -> str:
 def _any_nonfinite(tensors: list[torch.Tensor]) -> bool:
     """Whether any tensor holds NaN/Inf (one reduction each, one sync; asked on the NaN path only)."""
     sums = [finite_sum(values) for t in tensors if can_be_nonfinite(t) and (values := readable(t)) is not None]
-    return bool(sums) and not bool(torch.stack(sums).isfinite().all())
+    return not all(map(math.isfinite, host_values(sums)))
 
 
 def _grad_scaler_in_use() -> bool:
@@ -409,7 +410,7 @@ class TrainingChecks(Check):
         evidence = [s for s in dirty if s.evidence is not None]
         if not evidence:
             return
-        nonzero = torch.stack([s.evidence for s in evidence]).tolist()
+        nonzero = host_values([s.evidence for s in evidence])
         stale = [s.name for s, flag in zip(evidence, nonzero) if flag]
         if not stale:
             return
@@ -587,7 +588,7 @@ class TrainingChecks(Check):
             # Found by the heap scan: name it as the code around this backward does.
             opt.label = name_in_frame(opt.optimizer, user_frame()) or opt.label
         grads = [values for p in opt.params() if p.grad is not None and (values := readable(p.grad)) is not None]
-        nonfinite = bool(grads) and not bool(torch.stack([torch.isfinite(g).all() for g in grads]).all())
+        nonfinite = not all(host_values([torch.isfinite(g).all() for g in grads]))
         step = f"{opt.label}.step()"
         since = "never ran" if opt.steps == 0 else "did not run in between"
         if at_exit:

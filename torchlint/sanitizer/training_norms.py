@@ -16,6 +16,8 @@ from statistics import median
 
 import torch
 
+from .values import host_values
+
 #: How many recent total norms form the baseline of the explosion test, and
 #: how many are needed before it is trusted.
 HISTORY = 50
@@ -77,8 +79,9 @@ def _total_norm(grads: list[torch.Tensor]) -> float:
 
 def _nonfinite(grads: list[torch.Tensor]) -> tuple[list[int], list[int]]:
     """Indices of the gradients holding NaN, and of those holding Inf."""
-    flags = torch.stack([torch.stack([g.isnan().any(), g.isinf().any()]) for g in grads]).tolist()
-    return [i for i, (n, _) in enumerate(flags) if n], [i for i, (_, f) in enumerate(flags) if f]
+    flags = host_values([g.isnan().any() for g in grads] + [g.isinf().any() for g in grads])
+    nan, inf = flags[: len(grads)], flags[len(grads) :]
+    return [i for i, flag in enumerate(nan) if flag], [i for i, flag in enumerate(inf) if flag]
 
 
 class GradNormMonitor:

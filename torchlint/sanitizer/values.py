@@ -167,3 +167,24 @@ def real_values(tensor: torch.Tensor) -> torch.Tensor | None:
     imaginary parts), or None: what norms and dot products take."""
     values = readable(tensor)
     return None if values is None else real_view(values)
+
+
+def host_values(scalars: list[torch.Tensor]) -> list:
+    """The Python values of scalar tensors, in their order, read with one host
+    sync per device.  ``torch.stack`` takes tensors of one device only, and a
+    model split across accelerators (pipeline or naive model parallelism) has
+    parameters, gradients and sums on several: stacking them all at once would
+    raise and switch the asking check off."""
+    if not scalars:
+        return []
+    first = scalars[0].device
+    if all(s.device == first for s in scalars):
+        return torch.stack(scalars).tolist()
+    out: list = [None] * len(scalars)
+    by_device: dict[torch.device, list[int]] = {}
+    for i, s in enumerate(scalars):
+        by_device.setdefault(s.device, []).append(i)
+    for idx in by_device.values():
+        for i, value in zip(idx, torch.stack([scalars[i] for i in idx]).tolist()):
+            out[i] = value
+    return out

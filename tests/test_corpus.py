@@ -10,14 +10,13 @@ while the gap exists and turns red (XPASS) as soon as the rule is fixed -- then 
 """
 
 import pathlib
-import re
 
 import pytest
+from expect_markers import assert_marked, describe, marked
 
 from torchlint.engine.lint import lint_source
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
-_MARK = re.compile(r"#\s*expect:\s*(?P<codes>TL\d{3}(?:\s*,\s*TL\d{3})*)")
 
 # "kind/file.py" -> why the linter is known to get this file wrong.
 _ROLES_PENDING = (
@@ -47,16 +46,7 @@ def _findings(path):
 
 
 def _expected(path):
-    pairs = set()
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        match = _MARK.search(line)
-        if match:
-            pairs |= {(number, code.strip()) for code in match.group("codes").split(",")}
-    return pairs
-
-
-def _describe(findings):
-    return "\n".join(f"{f.line}: {f.code} {f.message}" for f in findings)
+    return marked(path.read_text())
 
 
 def test_corpus_is_not_empty():
@@ -73,14 +63,11 @@ def test_known_gaps_name_existing_files():
 def test_clean_file_has_no_findings(path):
     assert not _expected(path), "clean corpus files must not carry expect markers"
     findings = _findings(path)
-    assert findings == [], _describe(findings)
+    assert findings == [], describe(findings)
 
 
 @pytest.mark.parametrize("path", list(_cases("buggy")))
 def test_buggy_file_reports_exactly_the_marked_lines(path):
     expected = _expected(path)
     assert expected, "a buggy corpus file needs at least one '# expect: TLxxx' marker"
-    findings = _findings(path)
-    got = {(f.line, f.code) for f in findings}
-    missed, extra = sorted(expected - got), sorted(got - expected)
-    assert not missed and not extra, f"missed={missed} extra={extra}\n{_describe(findings)}"
+    assert_marked(_findings(path), path.read_text())

@@ -3,49 +3,38 @@ linter must report exactly those (line, code) pairs, and nothing on the clean sc
 
 import json
 import pathlib
-import re
 
 import pytest
+from expect_markers import assert_marked, marked
 
 from torchlint.engine.lint import lint_file, lint_source
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
-EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>TL\d{3}(?:\s*,\s*TL\d{3})*)")
-
-
-def _marked(source):
-    pairs = set()
-    for number, line in enumerate(source.splitlines(), 1):
-        match = EXPECT.search(line)
-        if match:
-            pairs.update((number, code.strip()) for code in match.group("codes").split(","))
-    return pairs
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.py")), ids=lambda p: p.name)
 def test_example_findings_match_markers(path):
     source = path.read_text()
-    found = {(f.line, f.code) for f in lint_source(source, str(path))}
-    assert found == _marked(source)
+    assert_marked(lint_source(source, str(path)), source)
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.ipynb")), ids=lambda p: p.name)
 def test_example_notebook_findings_match_markers_cell_by_cell(path):
     cells = json.loads(path.read_text())["cells"]
-    marked = {
+    expected = {
         (number, line, code)
         for number, cell in enumerate(cells, 1)
         if cell["cell_type"] == "code"
-        for line, code in _marked("".join(cell["source"]))
+        for line, code in marked("".join(cell["source"]))
     }
     found = {(f.cell, f.line, f.code) for f in lint_file(str(path)).findings}
-    assert found == marked
+    assert found == expected
 
 
 def test_buggy_examples_cover_many_rules():
     codes = set()
     for path in EXAMPLES.glob("*_buggy.py"):
-        codes |= {code for _, code in _marked(path.read_text())}
+        codes |= {code for _, code in marked(path.read_text())}
     assert len(list(EXAMPLES.glob("*_buggy.ipynb"))) == 1
     assert len(codes) >= 18
-    assert not _marked((EXAMPLES / "clean_train.py").read_text())
+    assert not marked((EXAMPLES / "clean_train.py").read_text())

@@ -2,10 +2,10 @@
 (Fixit style); every fix is idempotent, leaves a file that compiles, and removes its finding;
 the rules' own INVALID examples too; fixes that overlap are applied in rounds."""
 
-import re
 import textwrap
 
 import pytest
+from expect_markers import assert_marked
 
 from torchlint.engine.autofix import FixOptions, fix_text
 from torchlint.engine.fixers import all_fixes
@@ -14,7 +14,6 @@ from torchlint.engine.rule import all_rules
 
 RULES = all_rules()
 FIXES = all_fixes()
-EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>TL\d{3}(?:\s*,\s*TL\d{3})*)")
 
 
 def fix(source, rules, unsafe=True):
@@ -30,15 +29,6 @@ def fix(source, rules, unsafe=True):
 
 def findings(source, rules, codes):
     return [f for f in lint_text(source, "example.py", rules, edits=True).findings if f.code in codes]
-
-
-def marked_lines(source, codes):
-    lines = []
-    for number, line in enumerate(source.splitlines(), 1):
-        match = EXPECT.search(line)
-        if match and {c.strip() for c in match.group("codes").split(",")} & set(codes):
-            lines.append(number)
-    return lines
 
 
 def _examples():
@@ -64,7 +54,7 @@ def assert_sound_fix(fixed, rules, codes):
 def test_fix_examples_give_their_fixed_source(fixer, before, after):
     rules = [RULES[code] for code in fixer.codes]
     found = findings(before, rules, fixer.codes)
-    assert [f.line for f in found] == marked_lines(before, fixer.codes), [f"{f.line}: {f.message}" for f in found]
+    assert_marked(found, before, fixer.codes)
     assert all(f.fix is not None and f.fix.edits for f in found), "every marked finding of an example has a fix"
     fixed, applied, problems = fix(before, rules)
     assert problems == []

@@ -1,14 +1,12 @@
 """Every rule's embedded VALID and INVALID examples, run through the real engine."""
 
-import re
 import textwrap
 
 import pytest
+from expect_markers import assert_marked, marked
 
 from torchlint.engine.lint import lint_source
 from torchlint.engine.rule import all_rules
-
-EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>TL\d{3}(?:\s*,\s*TL\d{3})*)")
 
 RULES = all_rules()
 
@@ -19,27 +17,21 @@ def _cases(kind):
             yield pytest.param(rule, textwrap.dedent(source), id=f"{code}-{kind.lower()}-{index}")
 
 
-def _expected(source, code):
-    found = []
-    for number, line in enumerate(source.splitlines(), 1):
-        match = EXPECT.search(line)
-        if match and code in {c.strip() for c in match.group("codes").split(",")}:
-            found.append(number)
-    return found
+def _findings(rule, source):
+    return [f for f in lint_source(source, "example.py", [rule]) if f.code == rule.code]
 
 
 @pytest.mark.parametrize("rule,source", list(_cases("VALID")))
 def test_valid_examples_are_silent(rule, source):
-    findings = [f for f in lint_source(source, "example.py", [rule]) if f.code == rule.code]
+    findings = _findings(rule, source)
     assert findings == [], [f"{f.line}: {f.message}" for f in findings]
 
 
 @pytest.mark.parametrize("rule,source", list(_cases("INVALID")))
 def test_invalid_examples_report_marked_lines(rule, source):
-    expected = _expected(source, rule.code)
-    assert expected, "an INVALID example must mark at least one line with '# expect: CODE'"
-    findings = [f for f in lint_source(source, "example.py", [rule]) if f.code == rule.code]
-    assert [f.line for f in findings] == expected, [f"{f.line}: {f.message}" for f in findings]
+    assert marked(source), "an INVALID example must mark at least one line with '# expect: CODE'"
+    findings = _findings(rule, source)
+    assert_marked(findings, source, (rule.code,))
     for finding in findings:
         assert finding.name == rule.name and finding.severity == rule.severity
         assert finding.message.strip()

@@ -1,6 +1,6 @@
 """TL001 missing-zero-grad: an optimizer steps every iteration but its gradients are never cleared."""
 
-from _expect import check
+from expect_markers import check
 
 CODE = "TL001"
 
@@ -653,51 +653,51 @@ def test_clears_in_nested_branches_merge(lint):
 
 
 def test_accumulating_loop_is_told_to_clear_once_per_optimizer_step(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         def train(model, loader, optimizer, criterion, accum_steps):
             for i, (x, y) in enumerate(loader):
                 loss = criterion(model(x), y) / accum_steps
                 loss.backward()
                 if (i + 1) % accum_steps == 0:
-                    optimizer.step()
+                    optimizer.step()  # expect: TL001
         """,
         "TL001",
     )
-    assert [f.line for f in findings] == [7]
     message = findings[0].message
     assert "once per optimizer step, right after `optimizer.step()`" in message
     assert "`(i + 1) % accum_steps == 0`" in message and "once per iteration" not in message
 
 
 def test_micro_step_loop_is_told_to_clear_once_per_optimizer_step(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         def train(model, get_batch, optimizer, grad_accum, max_iters):
             for it in range(max_iters):
                 for micro_step in range(grad_accum):
                     logits, loss = model(*get_batch())
                     (loss / grad_accum).backward()
-                optimizer.step()
+                optimizer.step()  # expect: TL001
         """,
         "TL001",
     )
-    assert [f.line for f in findings] == [7]
     assert "micro-step loop at line 4" in findings[0].message
     assert "once per optimizer step" in findings[0].message
 
 
 def test_loop_without_accumulation_keeps_the_per_iteration_advice(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         def train(model, loader, optimizer, criterion):
             for x, y in loader:
                 criterion(model(x), y).backward()
-                optimizer.step()
+                optimizer.step()  # expect: TL001
         """,
         "TL001",
     )
-    assert [f.line for f in findings] == [5]
     assert findings[0].message.endswith("call `optimizer.zero_grad()` once per iteration")
 
 

@@ -1,6 +1,6 @@
 """TL002 zero-grad-after-backward: gradients cleared between the last backward and the step."""
 
-from _expect import check
+from expect_markers import check
 
 CODE = "TL002"
 

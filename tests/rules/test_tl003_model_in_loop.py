@@ -1,15 +1,13 @@
 """TL003 model-in-loop: positives and hard negatives shaped like real training scripts."""
 
 import pytest
-
-
-def _lines(findings):
-    return [f.line for f in findings]
+from expect_markers import check
 
 
 # ----- positives ---------------------------------------------------------------------------------
 def test_model_rebuilt_every_epoch_while_optimizer_built_once(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
         import torch.nn as nn
@@ -25,7 +23,7 @@ def test_model_rebuilt_every_epoch_while_optimizer_built_once(lint):
         model = Classifier()
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         for epoch in range(20):
-            model = Classifier().cuda()
+            model = Classifier().cuda()  # expect: TL003
             for images, labels in train_loader:
                 optimizer.zero_grad()
                 loss = nn.functional.cross_entropy(model(images), labels)
@@ -34,7 +32,6 @@ def test_model_rebuilt_every_epoch_while_optimizer_built_once(lint):
         """,
         "TL003",
     )
-    assert _lines(findings) == [16]
     message = findings[0].message
     assert "`Classifier(...)`" in message and "line 15" in message
     assert "optimizer built outside the loop keeps updating the old model" in message
@@ -42,14 +39,15 @@ def test_model_rebuilt_every_epoch_while_optimizer_built_once(lint):
 
 
 def test_torchvision_model_built_per_batch(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
         from torchvision.models import resnet50
 
         def train(loader, device):
             for step, (x, y) in enumerate(loader):
-                net = resnet50(weights=None).to(device)
+                net = resnet50(weights=None).to(device)  # expect: TL003
                 opt = torch.optim.Adam(net.parameters())
                 loss = torch.nn.functional.cross_entropy(net(x), y)
                 opt.zero_grad()
@@ -58,18 +56,18 @@ def test_torchvision_model_built_per_batch(lint):
         """,
         "TL003",
     )
-    assert _lines(findings) == [7]
     assert "`resnet50(...)`" in findings[0].message
 
 
 def test_from_pretrained_inside_function_called_once_per_epoch(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
         from transformers import AutoModelForSequenceClassification
 
         def run_epoch(loader, optimizer):
-            model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased")
+            model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased")  # expect: TL003
             model.train()
             for batch in loader:
                 out = model(**batch)
@@ -83,12 +81,12 @@ def test_from_pretrained_inside_function_called_once_per_epoch(lint):
         """,
         "TL003",
     )
-    assert _lines(findings) == [6]
     assert "through the call at line 16" in findings[0].message
 
 
 def test_local_factory_called_in_epoch_loop_reports_the_call_site(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
         import torch.nn as nn
@@ -98,7 +96,7 @@ def test_local_factory_called_in_epoch_loop_reports_the_call_site(lint):
 
         opt = None
         for epoch in range(args.epochs):
-            model = build_model(128)
+            model = build_model(128)  # expect: TL003
             if opt is None:
                 opt = torch.optim.AdamW(model.parameters())
             for x, y in loader:
@@ -108,12 +106,12 @@ def test_local_factory_called_in_epoch_loop_reports_the_call_site(lint):
         """,
         "TL003",
     )
-    assert _lines(findings) == [10]
     assert "`build_model(...)`" in findings[0].message
 
 
 def test_model_rebuilt_in_neutral_loop_around_epoch_function_with_outer_optimizer(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         import torch.nn as nn
@@ -127,12 +125,11 @@ def test_model_rebuilt_in_neutral_loop_around_epoch_function_with_outer_optimize
         model = nn.Linear(8, 1)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         for i in range(100):
-            model = nn.Linear(8, 1)
+            model = nn.Linear(8, 1)  # expect: TL003
             train_one_epoch(model, optimizer, loader)
         """,
         "TL003",
     )
-    assert _lines(findings) == [14]
 
 
 # ----- hard negatives ------------------------------------------------------------------------------
@@ -353,13 +350,14 @@ def test_model_zoo_helpers_are_not_model_constructors(lint):
 
 
 def test_function_that_builds_trains_and_returns_its_model_is_reported_once(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         import torch.nn as nn
 
         def run_epoch(loader):
-            model = nn.Linear(8, 2)
+            model = nn.Linear(8, 2)  # expect: TL003
             opt = torch.optim.SGD(model.parameters(), lr=0.1)
             for x, y in loader:
                 opt.zero_grad()
@@ -372,4 +370,3 @@ def test_function_that_builds_trains_and_returns_its_model_is_reported_once(lint
         """,
         "TL003",
     )
-    assert _lines(findings) == [6]

@@ -1,21 +1,18 @@
 """TL004 optimizer-in-loop: positives and hard negatives shaped like real training scripts."""
 
-from _expect import check
-
-
-def _lines(findings):
-    return [f.line for f in findings]
+from expect_markers import check
 
 
 # ----- positives ---------------------------------------------------------------------------------
 def test_adam_rebuilt_every_epoch_over_a_persistent_model(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch.optim as optim
 
         model = Net().to(device)
         for epoch in range(1, args.epochs + 1):
-            optimizer = optim.Adam(model.parameters(), lr=args.lr)
+            optimizer = optim.Adam(model.parameters(), lr=args.lr)  # expect: TL004
             model.train()
             for batch_idx, (data, target) in enumerate(train_loader):
                 optimizer.zero_grad()
@@ -25,7 +22,6 @@ def test_adam_rebuilt_every_epoch_over_a_persistent_model(lint):
         """,
         "TL004",
     )
-    assert _lines(findings) == [6]
     message = findings[0].message
     assert "`optim.Adam(...)`" in message and "line 5" in message
     assert "momentum" in message and "build the optimizer once, before the loop" in message
@@ -33,23 +29,24 @@ def test_adam_rebuilt_every_epoch_over_a_persistent_model(lint):
 
 
 def test_optimizer_built_per_batch(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
 
         for x, y in loader:
-            opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)  # expect: TL004
             opt.zero_grad()
             loss_fn(model(x), y).backward()
             opt.step()
         """,
         "TL004",
     )
-    assert _lines(findings) == [5]
 
 
 def test_optimizer_built_in_train_epoch_helper_of_a_trainer_class(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
 
@@ -59,7 +56,7 @@ def test_optimizer_built_in_train_epoch_helper_of_a_trainer_class(lint):
                 self.loader = loader
 
             def train_epoch(self, lr):
-                self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=lr)
+                self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=lr)  # expect: TL004
                 for batch in self.loader:
                     loss = self.model(**batch).loss
                     loss.backward()
@@ -72,18 +69,18 @@ def test_optimizer_built_in_train_epoch_helper_of_a_trainer_class(lint):
         """,
         "TL004",
     )
-    assert _lines(findings) == [10]
     assert "through the call at line 19" in findings[0].message
 
 
 def test_third_party_optimizer_in_a_while_step_loop(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import bitsandbytes as bnb
 
         step = 0
         while step < max_steps:
-            optimizer = bnb.optim.AdamW8bit(model.parameters(), lr=3e-4)
+            optimizer = bnb.optim.AdamW8bit(model.parameters(), lr=3e-4)  # expect: TL004
             x, y = next(batches)
             optimizer.zero_grad(set_to_none=True)
             model(x, y).loss.backward()
@@ -92,11 +89,11 @@ def test_third_party_optimizer_in_a_while_step_loop(lint):
         """,
         "TL004",
     )
-    assert _lines(findings) == [6]
 
 
 def test_optimizer_factory_called_per_epoch_in_neutral_loop(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
 
@@ -112,12 +109,11 @@ def test_optimizer_factory_called_per_epoch_in_neutral_loop(lint):
 
         model = build()
         for i in range(90):
-            opt = make_optimizer(model, 0.1 * (0.1 ** (i // 30)))
+            opt = make_optimizer(model, 0.1 * (0.1 ** (i // 30)))  # expect: TL004
             train_one_epoch(model, opt, loader)
         """,
         "TL004",
     )
-    assert _lines(findings) == [16]
     assert "`make_optimizer(...)`" in findings[0].message
 
 
@@ -295,13 +291,14 @@ def test_per_example_optimizer_over_a_fresh_tensor_is_silent(lint):
 
 
 def test_setter_method_rebuilding_the_optimizer_every_epoch(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
 
         class Trainer:
             def configure(self, epoch):
-                self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1 * 0.5 ** (epoch // 5), momentum=0.9)
+                self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1 * 0.5 ** (epoch // 5), momentum=0.9)  # expect: TL004
 
             def run_epoch(self):
                 for x, y in self.loader:
@@ -316,7 +313,6 @@ def test_setter_method_rebuilding_the_optimizer_every_epoch(lint):
         """,
         "TL004",
     )
-    assert _lines(findings) == [6]
     assert "through the call at line 16" in findings[0].message
 
 

@@ -1,12 +1,7 @@
 """TL005 eval-without-eval-mode: positives and hard negatives shaped like real training scripts."""
 
 import pytest
-from _expect import check, expected_lines
-
-
-def _lines(findings):
-    return [f.line for f in findings]
-
+from expect_markers import assert_marked, check
 
 MNIST_TRAIN = """
 import torch
@@ -25,14 +20,15 @@ def train(args, model, device, train_loader, optimizer, epoch):
 
 # ----- positives ---------------------------------------------------------------------------------
 def test_test_function_without_eval_called_after_training(lint):
-    findings = lint(
+    findings = check(
+        lint,
         MNIST_TRAIN
         + """
 def test(model, device, test_loader):
     correct = 0
     with torch.no_grad():
         for data, target in test_loader:
-            output = model(data.to(device))
+            output = model(data.to(device))  # expect: TL005
             correct += output.argmax(1).eq(target).sum().item()
     return correct
 
@@ -43,7 +39,6 @@ def main(args, model, device, train_loader, test_loader, optimizer):
 """,
         "TL005",
     )
-    assert _lines(findings) == [18]
     message = findings[0].message
     assert "`test()`" in message and "called at line 25" in message
     assert "model.eval()" in message and "dropout" in message
@@ -51,7 +46,8 @@ def main(args, model, device, train_loader, test_loader, optimizer):
 
 
 def test_inline_validation_loop_in_epoch_loop(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
 
@@ -64,17 +60,17 @@ def test_inline_validation_loop_in_epoch_loop(lint):
                 optimizer.zero_grad()
             for step, batch in enumerate(eval_dataloader):
                 with torch.no_grad():
-                    outputs = model(**batch)
+                    outputs = model(**batch)  # expect: TL005
                 predictions = outputs.logits.argmax(dim=-1)
         """,
         "TL005",
     )
-    assert _lines(findings) == [13]
     assert "the evaluation loop at line 11" in findings[0].message
 
 
 def test_evaluate_helper_on_global_model_in_script(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         import torch.nn as nn
@@ -86,7 +82,7 @@ def test_evaluate_helper_on_global_model_in_script(lint):
         def evaluate_accuracy():
             hits = 0
             for x, y in val_batches:
-                hits += (model(x).argmax(1) == y).sum().item()
+                hits += (model(x).argmax(1) == y).sum().item()  # expect: TL005
             return hits
 
         for it in range(1000):
@@ -99,11 +95,11 @@ def test_evaluate_helper_on_global_model_in_script(lint):
         """,
         "TL005",
     )
-    assert _lines(findings) == [12]
 
 
 def test_trainer_method_validate_called_after_train_step_loop(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
 
@@ -119,7 +115,7 @@ def test_trainer_method_validate_called_after_train_step_loop(lint):
             def validate(self):
                 total = 0.0
                 for x, y in self.val_loader:
-                    total += self.criterion(self.model(x), y).item()
+                    total += self.criterion(self.model(x), y).item()  # expect: TL005
                 return total
 
             def fit(self, epochs):
@@ -129,12 +125,12 @@ def test_trainer_method_validate_called_after_train_step_loop(lint):
         """,
         "TL005",
     )
-    assert _lines(findings) == [16]
     assert "called at line 22" in findings[0].message
 
 
 def test_eval_undone_by_train_before_the_validation_loop(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
 
@@ -147,25 +143,24 @@ def test_eval_undone_by_train_before_the_validation_loop(lint):
                 optimizer.step()
             with torch.no_grad():
                 for x, y in val_loader:
-                    score = model(x)
+                    score = model(x)  # expect: TL005
         """,
         "TL005",
     )
-    assert _lines(findings) == [13]
 
 
 def test_self_contained_no_grad_evaluation_function_without_callers(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
 
         def evaluate(model, loader):
             with torch.no_grad():
-                return [model(x).argmax(1) for x, _ in loader]
+                return [model(x).argmax(1) for x, _ in loader]  # expect: TL005
         """,
         "TL005",
     )
-    assert _lines(findings) == [6]
 
 
 # ----- hard negatives ------------------------------------------------------------------------------
@@ -339,9 +334,7 @@ _HELPERS = """
     "path", ["tests/helpers.py", "/home/me/project/tests/helpers.py", "test_helpers.py", "conftest.py", "train.py"]
 )
 def test_the_same_code_gives_the_same_findings_wherever_it_lies(lint, path):
-    findings = lint(_HELPERS, "TL005", "TL006", path=path)
-    expected = [(line, code) for code in ("TL005", "TL006") for line in expected_lines(_HELPERS, code)]
-    assert sorted((f.line, f.code) for f in findings) == sorted(expected)
+    assert_marked(lint(_HELPERS, "TL005", "TL006", path=path), _HELPERS, ("TL005", "TL006"))
 
 
 def test_unit_tests_are_told_by_what_they_do(lint):
@@ -386,7 +379,8 @@ def test_from_pretrained_inference_script_is_silent(lint):
 
 
 def test_module_level_evaluation_loop_of_a_built_model_is_reported(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
 
@@ -394,15 +388,15 @@ def test_module_level_evaluation_loop_of_a_built_model_is_reported(lint):
         model.load_state_dict(torch.load("best.pt"))
         with torch.no_grad():
             for x, y in test_loader:
-                pred = model(x).argmax(1)
+                pred = model(x).argmax(1)  # expect: TL005
         """,
         "TL005",
     )
-    assert _lines(findings) == [8]
 
 
 def test_validation_loop_inside_train_and_evaluate_is_reported(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
 
@@ -414,11 +408,10 @@ def test_validation_loop_inside_train_and_evaluate_is_reported(lint):
                 optimizer.step()
             with torch.no_grad():
                 for x, y in val_loader:
-                    metric.update(model(x), y)
+                    metric.update(model(x), y)  # expect: TL005
         """,
         "TL005",
     )
-    assert _lines(findings) == [12]
 
 
 def test_calls_that_only_mention_a_model_are_not_model_calls(lint):
@@ -478,7 +471,8 @@ def test_function_with_its_own_backward_called_from_a_loop_is_not_evaluation(lin
 
 
 def test_training_script_with_eval_elsewhere_is_not_an_inference_script(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import timm
 
@@ -492,11 +486,10 @@ def test_training_script_with_eval_elsewhere_is_not_an_inference_script(lint):
             net(x).sum().backward()
             opt.step()
         for inputs, labels in dataloaders["val"]:
-            preds = net(inputs)
+            preds = net(inputs)  # expect: TL005
         """,
         "TL005",
     )
-    assert _lines(findings) == [14]
 
 
 def test_predict_method_relying_on_fit_ending_in_eval_mode_is_silent(lint):
@@ -730,7 +723,7 @@ def test_model_without_dropout_or_batch_norm_is_the_same_in_both_modes(lint):
         "nn.Sequential(nn.Linear(64, 64), nn.LayerNorm(64), nn.ReLU())",
     )
     assert lint(source, "TL005") == []
-    assert [f.line for f in lint(source, "TL006")] == expected_lines(_PHASES, "TL006")
+    assert_marked(lint(source, "TL006"), _PHASES, ("TL006",))
 
 
 # A model's mode dependence is computed from what it is built of, wherever it was built: in a loop

@@ -1,15 +1,12 @@
 """TL006 eval-without-no-grad: positives and hard negatives shaped like real training scripts."""
 
-from _expect import check
-
-
-def _lines(findings):
-    return [f.line for f in findings]
+from expect_markers import check
 
 
 # ----- positives ---------------------------------------------------------------------------------
 def test_validate_with_eval_but_no_no_grad(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
 
@@ -17,13 +14,12 @@ def test_validate_with_eval_but_no_no_grad(lint):
             model.eval()
             running = 0.0
             for images, target in val_loader:
-                output = model(images.to(device))
+                output = model(images.to(device))  # expect: TL006
                 running += criterion(output, target.to(device)).item()
             return running / len(val_loader)
         """,
         "TL006",
     )
-    assert _lines(findings) == [8]
     message = findings[0].message
     assert "`validate()`" in message and "autograd on" in message
     assert "decorate `validate` with `@torch.no_grad()`" in message
@@ -31,7 +27,8 @@ def test_validate_with_eval_but_no_no_grad(lint):
 
 
 def test_inline_validation_loop_without_no_grad(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         for epoch in range(epochs):
             model.train()
@@ -42,24 +39,24 @@ def test_inline_validation_loop_without_no_grad(lint):
             model.eval()
             val_loss = 0.0
             for x, y in val_loader:
-                val_loss += criterion(model(x), y)
+                val_loss += criterion(model(x), y)  # expect: TL006
             model.train()
         """,
         "TL006",
     )
-    assert _lines(findings) == [11]
     assert "wrap the evaluation loop in `with torch.no_grad():`" in findings[0].message
 
 
 def test_helper_called_outside_no_grad_from_epoch_loop(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
 
         def evaluate(model, loader):
             correct = 0
             for x, y in loader:
-                correct += (model(x).argmax(1) == y).sum()
+                correct += (model(x).argmax(1) == y).sum()  # expect: TL006
             return correct
 
         for epoch in range(epochs):
@@ -73,12 +70,12 @@ def test_helper_called_outside_no_grad_from_epoch_loop(lint):
         """,
         "TL006",
     )
-    assert _lines(findings) == [7]
     assert "called at line 17 outside any no-grad block" in findings[0].message
 
 
 def test_no_grad_closed_before_the_model_call(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
 
@@ -91,18 +88,18 @@ def test_no_grad_closed_before_the_model_call(lint):
             with torch.no_grad():
                 batches = [prepare(b) for b in loader]
             for b in batches:
-                yield model(b)
+                yield model(b)  # expect: TL006
 
         for out in predict(test_loader):
             print(out)
         """,
         "TL006",
     )
-    assert _lines(findings) == [13]
 
 
 def test_enable_grad_around_the_evaluation_overrides_outer_no_grad(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
 
@@ -110,7 +107,7 @@ def test_enable_grad_around_the_evaluation_overrides_outer_no_grad(lint):
             model.eval()
             with torch.set_grad_enabled(True):
                 for x, _ in loader:
-                    logits = model(x)
+                    logits = model(x)  # expect: TL006
 
         for epoch in range(3):
             model.train()
@@ -123,7 +120,6 @@ def test_enable_grad_around_the_evaluation_overrides_outer_no_grad(lint):
         """,
         "TL006",
     )
-    assert _lines(findings) == [8]
 
 
 # ----- hard negatives ------------------------------------------------------------------------------
@@ -252,7 +248,8 @@ def test_eval_function_passed_as_callback_is_not_judged(lint):
 
 def test_helper_called_by_a_library_training_function_is_reported(lint):
     # `fit` has no call site in this file, but it trains: nobody can call it under no-grad.
-    findings = lint(
+    findings = check(
+        lint,
         """
         def train_one_epoch(model, optimizer, loader):
             model.train()
@@ -265,7 +262,7 @@ def test_helper_called_by_a_library_training_function_is_reported(lint):
             model.eval()
             hits = 0
             for x, y in loader:
-                hits += (model(x).argmax(1) == y).sum().item()
+                hits += (model(x).argmax(1) == y).sum().item()  # expect: TL006
             return hits
 
         def fit(model, optimizer, train_loader, val_loader, epochs):
@@ -275,7 +272,6 @@ def test_helper_called_by_a_library_training_function_is_reported(lint):
         """,
         "TL006",
     )
-    assert _lines(findings) == [13]
     assert "called at line 19" in findings[0].message
 
 

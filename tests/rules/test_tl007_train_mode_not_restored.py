@@ -1,11 +1,6 @@
 """TL007 train-mode-not-restored: positives and hard negatives shaped like real training scripts."""
 
-from _expect import check
-
-
-def _lines(findings):
-    return [f.line for f in findings]
-
+from expect_markers import check
 
 TRAIN_NO_SWITCH = """
 import torch
@@ -20,7 +15,8 @@ def train(model, loader, optimizer):
 
 # ----- positives ---------------------------------------------------------------------------------
 def test_eval_call_in_epoch_loop_never_undone(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
 
@@ -29,20 +25,20 @@ def test_eval_call_in_epoch_loop_never_undone(lint):
                 optimizer.zero_grad()
                 criterion(model(x), y).backward()
                 optimizer.step()
-            model.eval()
+            model.eval()  # expect: TL007
             with torch.no_grad():
                 acc = sum((model(x).argmax(1) == y).sum() for x, y in val_loader)
         """,
         "TL007",
     )
-    assert _lines(findings) == [9]
     message = findings[0].message
     assert "`model.eval()`" in message and "line 4" in message and "`model.train()`" in message
     assert findings[0].severity == "error" and findings[0].name == "train-mode-not-restored"
 
 
 def test_call_into_validate_that_switches_to_eval(lint):
-    findings = lint(
+    findings = check(
+        lint,
         TRAIN_NO_SWITCH
         + """
 def validate(model, loader):
@@ -53,16 +49,16 @@ def validate(model, loader):
 def main(model, optimizer, train_loader, val_loader):
     for epoch in range(90):
         train(model, train_loader, optimizer)
-        validate(model, val_loader)
+        validate(model, val_loader)  # expect: TL007
 """,
         "TL007",
     )
-    assert _lines(findings) == [18]
     assert "`validate(...)` (which calls `model.eval()` at line 11)" in findings[0].message
 
 
 def test_periodic_evaluation_inside_a_step_loop(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
 
@@ -73,7 +69,7 @@ def test_periodic_evaluation_inside_a_step_loop(lint):
 
         for it in range(max_iters):
             if it % eval_interval == 0:
-                print(estimate_loss())
+                print(estimate_loss())  # expect: TL007
             loss = model(*get_batch("train"))
             loss.backward()
             optimizer.step()
@@ -81,27 +77,27 @@ def test_periodic_evaluation_inside_a_step_loop(lint):
         """,
         "TL007",
     )
-    assert _lines(findings) == [11]
 
 
 def test_train_false_counts_as_eval(lint):
-    findings = lint(
+    check(
+        lint,
         """
         for epoch in range(epochs):
             for x, y in train_loader:
                 optimizer.zero_grad()
                 loss_fn(net(x), y).backward()
                 optimizer.step()
-            net.train(False)
+            net.train(False)  # expect: TL007
             evaluate(net)
         """,
         "TL007",
     )
-    assert _lines(findings) == [7]
 
 
 def test_trainer_class_with_eval_in_fit_loop(lint):
-    findings = lint(
+    check(
+        lint,
         """
         class Trainer:
             def train_epoch(self):
@@ -114,12 +110,11 @@ def test_trainer_class_with_eval_in_fit_loop(lint):
             def fit(self):
                 for epoch in range(self.epochs):
                     self.train_epoch()
-                    self.model.eval()
+                    self.model.eval()  # expect: TL007
                     self.evaluate()
         """,
         "TL007",
     )
-    assert _lines(findings) == [13]
 
 
 # ----- hard negatives ------------------------------------------------------------------------------
@@ -259,14 +254,15 @@ def test_restore_inside_a_helper_with_another_parameter_name(lint):
 
 
 def test_validate_before_training_in_the_iteration_is_reported(lint):
-    findings = lint(
+    check(
+        lint,
         """
         def validate(model, loader):
             model.eval()
             return [model(x) for x in loader]
 
         for epoch in range(10):
-            validate(model, val_loader)
+            validate(model, val_loader)  # expect: TL007
             for x, y in train_loader:
                 optimizer.zero_grad()
                 criterion(model(x), y).backward()
@@ -274,7 +270,6 @@ def test_validate_before_training_in_the_iteration_is_reported(lint):
         """,
         "TL007",
     )
-    assert _lines(findings) == [7]
 
 
 def test_deliberate_eval_mode_fine_tuning_before_the_steps_is_silent(lint):
@@ -329,7 +324,8 @@ def test_frozen_backbone_switched_to_eval_while_a_head_trains_is_silent(lint):
 
 
 def test_eval_of_the_model_the_optimizer_trains_is_reported(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
 
@@ -339,12 +335,11 @@ def test_eval_of_the_model_the_optimizer_trains_is_reported(lint):
                 opt.zero_grad()
                 criterion(model(x), y).backward()
                 opt.step()
-            model.eval()
+            model.eval()  # expect: TL007
             evaluate(model, val_loader)
         """,
         "TL007",
     )
-    assert _lines(findings) == [10]
 
 
 def test_batchnorm_layers_frozen_in_a_modules_walk_are_silent(lint):

@@ -1,19 +1,16 @@
 """TL008 view-after-permute: `.view()` merging dimensions of a permuted tensor."""
 
-from _expect import check
+from expect_markers import check
 
 CODE = "TL008"
-
-
-def lines(findings):
-    return [f.line for f in findings]
 
 
 # ----- positives ------------------------------------------------------------------------------
 
 
 def test_topk_accuracy_through_variables_slicing_and_eq(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
 
@@ -26,13 +23,12 @@ def test_topk_accuracy_through_variables_slicing_and_eq(lint):
                 correct = pred.eq(target.view(1, -1).expand_as(pred))
                 res = []
                 for k in topk:
-                    correct_k = correct[:k].view(-1).float().sum(0, keepdim=True)
+                    correct_k = correct[:k].view(-1).float().sum(0, keepdim=True)  # expect: TL008
                     res.append(correct_k.mul_(100.0 / batch_size))
                 return res
         """,
         CODE,
     )
-    assert lines(findings) == [13]
     finding = findings[0]
     assert finding.message.startswith("`correct[:k].view(-1)` merges dimensions 0 and 1 of `pred.t()`")
     assert "this raises" in finding.message and "whenever both have more than one element" in finding.message
@@ -42,57 +38,57 @@ def test_topk_accuracy_through_variables_slicing_and_eq(lint):
 
 
 def test_torch_transpose_function_then_flatten(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         def flat(x):
             y = torch.transpose(x, 0, 1)
-            return y.view(-1)
+            return y.view(-1)  # expect: TL008
         """,
         CODE,
     )
-    assert lines(findings) == [5]
 
 
 def test_transpose_of_known_rank_merged_into_fewer_dims(lint):
-    findings = lint(
+    check(
+        lint,
         """
         class Attention:
             def forward(self, x):
                 B, T, C = x.size()
                 q = self.q(x).view(B, T, self.n_head, C // self.n_head)
                 y = q.transpose(1, 2)
-                return y.view(B, T, C)
+                return y.view(B, T, C)  # expect: TL008
         """,
         CODE,
     )
-    assert lines(findings) == [7]
 
 
 def test_matrix_transpose_attribute_and_scaling(lint):
-    findings = lint(
+    check(
+        lint,
         """
         def flat_weights(w):
             wt = w.T * 0.5
-            return wt.view(-1)
+            return wt.view(-1)  # expect: TL008
         """,
         CODE,
     )
-    assert lines(findings) == [4]
 
 
 def test_clone_keeps_the_permuted_strides(lint):
     # torch.clone defaults to memory_format=torch.preserve_format: a permuted tensor's
     # clone has the same strides, so the view still fails.
-    findings = lint(
+    check(
+        lint,
         """
         def f(x):
             y = x.permute(1, 0).clone()
-            return y.view(-1)
+            return y.view(-1)  # expect: TL008
         """,
         CODE,
     )
-    assert lines(findings) == [4]
 
 
 def test_timm_style_split_of_token_dimension(lint):
@@ -250,7 +246,8 @@ def test_layer_named_t_is_not_a_transpose(lint):
 
 def test_attention_output_merged_without_contiguous(lint):
     # The classic slip in hand-written attention: `.contiguous()` forgotten before merging heads.
-    findings = lint(
+    findings = check(
+        lint,
         """
         import math
         import torch.nn.functional as F
@@ -264,18 +261,18 @@ def test_attention_output_merged_without_contiguous(lint):
                 att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
                 att = F.softmax(att, dim=-1)
                 y = att @ v
-                y = y.transpose(1, 2).view(B, T, C)
-                z = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).view(B, T, C)
+                y = y.transpose(1, 2).view(B, T, C)  # expect: TL008
+                z = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).view(B, T, C)  # expect: TL008
                 return self.c_proj(y), z
         """,
         CODE,
     )
-    assert lines(findings) == [14, 15]
     assert "`y.transpose(1, 2)`" in findings[0].message
 
 
 def test_vit_attention_heads_from_indexed_qkv(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch.nn.functional as F
         def forward(self, x):
@@ -284,13 +281,12 @@ def test_vit_attention_heads_from_indexed_qkv(lint):
             q, k, v = qkv[0], qkv[1], qkv[2]
             attn = (q @ k.transpose(-2, -1)) * self.scale
             attn = F.dropout(attn.softmax(dim=-1), p=0.1, training=self.training)
-            out = (attn @ v).transpose(1, 2).view(b, n, -1)
+            out = (attn @ v).transpose(1, 2).view(b, n, -1)  # expect: TL008
             ok = (attn @ v).transpose(1, 2).reshape(b, n, -1)
             return out, ok
         """,
         CODE,
     )
-    assert lines(findings) == [9]
 
 
 # ----- which dimensions a view merges, from the permutation and the view's sizes -----------------

@@ -1,6 +1,6 @@
 """TL009 unscaled-accumulated-loss: gradient accumulation without dividing the loss."""
 
-from _expect import check
+from expect_markers import check
 
 CODE = "TL009"
 

@@ -1,19 +1,16 @@
 """TL010 loss-accumulated-with-graph: running totals that keep the autograd graph alive."""
 
-from _expect import check
+from expect_markers import check
 
 CODE = "TL010"
-
-
-def lines(findings):
-    return [f.line for f in findings]
 
 
 # ----- positives ------------------------------------------------------------------------------
 
 
 def test_running_loss_plus_equals_loss(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch.nn as nn
         criterion = nn.CrossEntropyLoss()
@@ -25,12 +22,11 @@ def test_running_loss_plus_equals_loss(lint):
                 loss = criterion(model(images), labels)
                 loss.backward()
                 optimizer.step()
-                running_loss += loss
+                running_loss += loss  # expect: TL010
             return running_loss / len(loader)
         """,
         CODE,
     )
-    assert lines(findings) == [12]
     finding = findings[0]
     assert finding.severity == "warning" and finding.name == "loss-accumulated-with-graph"
     assert "`running_loss` accumulates `loss`" in finding.message
@@ -38,7 +34,8 @@ def test_running_loss_plus_equals_loss(lint):
 
 
 def test_amp_loop_total_equals_total_plus_scaled_loss(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
         def train(model, loader, optimizer, scaler):
@@ -50,17 +47,17 @@ def test_amp_loop_total_equals_total_plus_scaled_loss(lint):
                 scaler.step(optimizer)
                 scaler.update()
                 optimizer.zero_grad(set_to_none=True)
-                total = total + loss * x.size(0)
+                total = total + loss * x.size(0)  # expect: TL010
             return total
         """,
         CODE,
     )
-    assert lines(findings) == [12]
     assert "`loss * x.size(0)`" in findings[0].message
 
 
 def test_meter_over_dict_of_losses(lint):
-    findings = lint(
+    check(
+        lint,
         """
         from collections import defaultdict
         def run(model, loader, optimizer):
@@ -72,15 +69,15 @@ def test_meter_over_dict_of_losses(lint):
                 losses.backward()
                 optimizer.step()
                 for k, v in loss_dict.items():
-                    meters[k] += v
+                    meters[k] += v  # expect: TL010
         """,
         CODE,
     )
-    assert lines(findings) == [12]
 
 
 def test_losses_appended_and_stacked_later(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
         def fit(model, batches, opt, epochs):
@@ -92,17 +89,17 @@ def test_losses_appended_and_stacked_later(lint):
                     loss = torch.nn.functional.mse_loss(out, y)
                     loss.backward()
                     opt.step()
-                    epoch_losses.append(loss)
+                    epoch_losses.append(loss)  # expect: TL010
                 print(epoch, torch.stack(epoch_losses).mean())
         """,
         CODE,
     )
-    assert lines(findings) == [12]
     assert "`epoch_losses.append(loss)`" in findings[0].message
 
 
 def test_accumulated_before_backward_in_accelerate_loop(lint):
-    findings = lint(
+    check(
+        lint,
         """
         def training_function(accelerator, model, train_dataloader, optimizer, lr_scheduler):
             for epoch in range(3):
@@ -110,7 +107,7 @@ def test_accumulated_before_backward_in_accelerate_loop(lint):
                 for step, batch in enumerate(train_dataloader):
                     outputs = model(**batch)
                     loss = outputs.loss
-                    total_loss += loss
+                    total_loss += loss  # expect: TL010
                     accelerator.backward(loss)
                     optimizer.step()
                     lr_scheduler.step()
@@ -118,11 +115,11 @@ def test_accumulated_before_backward_in_accelerate_loop(lint):
         """,
         CODE,
     )
-    assert lines(findings) == [8]
 
 
 def test_loss_returned_by_a_train_step_helper(lint):
-    findings = lint(
+    check(
+        lint,
         """
         def train_step(model, batch, criterion, optimizer):
             optimizer.zero_grad()
@@ -136,15 +133,15 @@ def test_loss_returned_by_a_train_step_helper(lint):
             for epoch in range(epochs):
                 epoch_loss = 0.0
                 for batch in loader:
-                    epoch_loss += train_step(model, batch, criterion, optimizer)
+                    epoch_loss += train_step(model, batch, criterion, optimizer)  # expect: TL010
         """,
         CODE,
     )
-    assert lines(findings) == [14]
 
 
 def test_self_attribute_total_in_trainer_method(lint):
-    findings = lint(
+    check(
+        lint,
         """
         class Trainer:
             def train_epoch(self):
@@ -153,11 +150,10 @@ def test_self_attribute_total_in_trainer_method(lint):
                     loss = self.criterion(self.model(x), y)
                     loss.backward()
                     self.optimizer.step()
-                    self.epoch_loss += loss
+                    self.epoch_loss += loss  # expect: TL010
         """,
         CODE,
     )
-    assert lines(findings) == [9]
 
 
 # ----- hard negatives -------------------------------------------------------------------------

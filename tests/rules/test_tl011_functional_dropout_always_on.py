@@ -1,19 +1,16 @@
 """TL011 functional-dropout-always-on: F.dropout in a module without `training=`."""
 
-from _expect import check
+from expect_markers import check
 
 CODE = "TL011"
-
-
-def lines(findings):
-    return [f.line for f in findings]
 
 
 # ----- positives ------------------------------------------------------------------------------
 
 
 def test_mnist_style_forward(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch.nn as nn
         import torch.nn.functional as F
@@ -26,12 +23,11 @@ def test_mnist_style_forward(lint):
 
             def forward(self, x):
                 x = F.relu(self.fc1(x))
-                x = F.dropout(x, p=0.5)
+                x = F.dropout(x, p=0.5)  # expect: TL011
                 return self.fc2(x)
         """,
         CODE,
     )
-    assert lines(findings) == [13]
     finding = findings[0]
     assert finding.severity == "error" and finding.name == "functional-dropout-always-on"
     assert "`F.dropout(x, p=0.5)` has no `training=` argument" in finding.message
@@ -39,36 +35,37 @@ def test_mnist_style_forward(lint):
 
 
 def test_full_module_path_and_positional_p(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         class Head(torch.nn.Module):
             def forward(self, x):
-                return torch.nn.functional.dropout(x, 0.2)
+                return torch.nn.functional.dropout(x, 0.2)  # expect: TL011
         """,
         CODE,
     )
-    assert lines(findings) == [5]
 
 
 def test_dropout2d_imported_by_name_in_helper_method(lint):
-    findings = lint(
+    check(
+        lint,
         """
         from torch import nn
         from torch.nn.functional import dropout2d, alpha_dropout
         class Encoder(nn.Module):
             def _drop(self, x):
-                return dropout2d(x, p=self.p, inplace=True)
+                return dropout2d(x, p=self.p, inplace=True)  # expect: TL011
             def forward(self, x):
-                return alpha_dropout(self._drop(x), 0.1)
+                return alpha_dropout(self._drop(x), 0.1)  # expect: TL011
         """,
         CODE,
     )
-    assert lines(findings) == [6, 8]
 
 
 def test_subclass_of_local_module_and_nested_function(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch.nn as nn
         import torch.nn.functional as F
@@ -77,40 +74,39 @@ def test_subclass_of_local_module_and_nested_function(lint):
         class Block(Base):
             def forward(self, x):
                 def drop(t):
-                    return F.feature_alpha_dropout(t, 0.1)
+                    return F.feature_alpha_dropout(t, 0.1)  # expect: TL011
                 return drop(x)
         """,
         CODE,
     )
-    assert lines(findings) == [9]
 
 
 def test_lightning_module_forward(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import lightning as L
         import torch.nn.functional as F
         class LitModel(L.LightningModule):
             def forward(self, x):
-                return self.out(F.dropout(self.hidden(x), 0.3))
+                return self.out(F.dropout(self.hidden(x), 0.3))  # expect: TL011
         """,
         CODE,
     )
-    assert lines(findings) == [6]
 
 
 def test_torch_dropout_alias(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch.nn as nn
         import torch.nn.functional as functional
         class M(nn.Module):
             def forward(self, x):
-                return functional.dropout3d(x)
+                return functional.dropout3d(x)  # expect: TL011
         """,
         CODE,
     )
-    assert lines(findings) == [6]
 
 
 # ----- hard negatives -------------------------------------------------------------------------

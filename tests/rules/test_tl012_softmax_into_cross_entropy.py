@@ -1,19 +1,16 @@
 """TL012 softmax-into-cross-entropy: probabilities (or log-probabilities) fed to cross-entropy."""
 
-from _expect import check
+from expect_markers import check
 
 CODE = "TL012"
-
-
-def lines(findings):
-    return [f.line for f in findings]
 
 
 # ----- positives ------------------------------------------------------------------------------
 
 
 def test_model_whose_forward_returns_softmax(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch.nn as nn
         import torch.nn.functional as F
@@ -32,12 +29,11 @@ def test_model_whose_forward_returns_softmax(lint):
             criterion = nn.CrossEntropyLoss()
             for x, y in loader:
                 optimizer.zero_grad()
-                loss = criterion(model(x), y)
+                loss = criterion(model(x), y)  # expect: TL012
                 loss.backward()
         """,
         CODE,
     )
-    assert lines(findings) == [19]
     finding = findings[0]
     assert finding.severity == "error" and finding.name == "softmax-into-cross-entropy"
     assert "`model(x)` is already softmax output (softmax at line 12)" in finding.message
@@ -45,23 +41,24 @@ def test_model_whose_forward_returns_softmax(lint):
 
 
 def test_softmax_method_through_variables_and_view(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch.nn.functional as F
         def step(model, x, y):
             logits = model(x)
             probs = logits.softmax(dim=-1)
             flat = probs.view(-1, probs.size(-1))
-            return F.cross_entropy(flat, y.view(-1))
+            return F.cross_entropy(flat, y.view(-1))  # expect: TL012
         """,
         CODE,
     )
-    assert lines(findings) == [7]
     assert "(softmax at line 5)" in findings[0].message
 
 
 def test_nn_softmax_attribute_in_lightning_module(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch.nn as nn
         import lightning.pytorch as pl
@@ -74,15 +71,15 @@ def test_nn_softmax_attribute_in_lightning_module(lint):
             def training_step(self, batch, batch_idx):
                 x, y = batch
                 out = self.softmax(self.net(x))
-                return self.loss_fn(out, y)
+                return self.loss_fn(out, y)  # expect: TL012
         """,
         CODE,
     )
-    assert lines(findings) == [13]
 
 
 def test_sequential_model_ending_in_softmax(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         from torch import nn
@@ -90,31 +87,31 @@ def test_sequential_model_ending_in_softmax(lint):
         loss_fn = nn.CrossEntropyLoss()
         for X, y in dataloader:
             pred = model(X)
-            loss = loss_fn(pred, y)
+            loss = loss_fn(pred, y)  # expect: TL012
             loss.backward()
         """,
         CODE,
     )
-    assert lines(findings) == [8]
 
 
 def test_log_softmax_into_cross_entropy_suggests_nll(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
         import torch.nn.functional as F
         def step(logits, target):
             logp = torch.log_softmax(logits, dim=-1)
-            return F.cross_entropy(input=logp, target=target)
+            return F.cross_entropy(input=logp, target=target)  # expect: TL012
         """,
         CODE,
     )
-    assert lines(findings) == [6]
     assert "log_softmax output" in findings[0].message and "`F.nll_loss`" in findings[0].message
 
 
 def test_nested_model_class_with_softmax_head(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch.nn as nn
         class Head(nn.Module):
@@ -131,11 +128,10 @@ def test_nested_model_class_with_softmax_head(lint):
                 return self.head(x)
         net = Net()
         criterion = nn.CrossEntropyLoss()
-        loss = criterion(net(inputs).squeeze(1), labels)
+        loss = criterion(net(inputs).squeeze(1), labels)  # expect: TL012
         """,
         CODE,
     )
-    assert lines(findings) == [17]
     assert "log_softmax at line 6" in findings[0].message
 
 
@@ -261,7 +257,8 @@ def test_model_with_softmax_in_the_middle(lint):
 
 
 def test_wrapped_model_and_criterion_moved_to_device(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         import torch.nn as nn
@@ -276,12 +273,11 @@ def test_wrapped_model_and_criterion_moved_to_device(lint):
             criterion = nn.CrossEntropyLoss().cuda()
             for images, target in loader:
                 output = model(images)
-                loss = criterion(output, target)
+                loss = criterion(output, target)  # expect: TL012
                 loss.backward()
         """,
         CODE,
     )
-    assert lines(findings) == [15]
 
 
 def test_criterion_chosen_by_config_is_unknown(lint):
@@ -304,7 +300,8 @@ def test_criterion_chosen_by_config_is_unknown(lint):
 
 
 def test_lightning_training_step_calling_self(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch.nn.functional as F
         import lightning as L
@@ -313,11 +310,10 @@ def test_lightning_training_step_calling_self(lint):
                 return F.softmax(self.fc(x), dim=-1)
             def training_step(self, batch, batch_idx):
                 x, y = batch
-                return F.cross_entropy(self(x), y)
+                return F.cross_entropy(self(x), y)  # expect: TL012
         """,
         CODE,
     )
-    assert lines(findings) == [9]
     assert "softmax at line 6" in findings[0].message
 
 

@@ -1,26 +1,23 @@
 """TL013 unregistered-parameter: submodules in plain containers, trainable bare tensors."""
 
-from _expect import check
+from expect_markers import check
 
 CODE = "TL013"
-
-
-def lines(findings):
-    return [f.line for f in findings]
 
 
 # ----- positives ------------------------------------------------------------------------------
 
 
 def test_list_comprehension_of_layers(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch.nn as nn
 
         class MLP(nn.Module):
             def __init__(self, dims):
                 super().__init__()
-                self.layers = [nn.Linear(a, b) for a, b in zip(dims, dims[1:])]
+                self.layers = [nn.Linear(a, b) for a, b in zip(dims, dims[1:])]  # expect: TL013
 
             def forward(self, x):
                 for layer in self.layers:
@@ -29,7 +26,6 @@ def test_list_comprehension_of_layers(lint):
         """,
         CODE,
     )
-    assert lines(findings) == [7]
     finding = findings[0]
     assert finding.severity == "error" and finding.name == "unregistered-parameter"
     assert "`self.layers` keeps submodules in a plain list" in finding.message
@@ -37,7 +33,8 @@ def test_list_comprehension_of_layers(lint):
 
 
 def test_blocks_appended_in_loop(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch.nn as nn
         class Block(nn.Module):
@@ -47,48 +44,47 @@ def test_blocks_appended_in_loop(lint):
         class Transformer(nn.Module):
             def __init__(self, depth, dim):
                 super().__init__()
-                self.blocks = []
+                self.blocks = []  # expect: TL013
                 for _ in range(depth):
                     block = Block(dim)
                     self.blocks.append(block)
         """,
         CODE,
     )
-    assert lines(findings) == [10]
     assert "`self.blocks` keeps submodules in a plain list (filled later in `__init__`)" in findings[0].message
 
 
 def test_dict_of_heads(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         from torch import nn
         class MultiTask(nn.Module):
             def __init__(self, tasks):
                 super().__init__()
                 self.backbone = nn.Linear(32, 32)
-                self.heads = {name: nn.Linear(32, n) for name, n in tasks.items()}
+                self.heads = {name: nn.Linear(32, n) for name, n in tasks.items()}  # expect: TL013
         """,
         CODE,
     )
-    assert lines(findings) == [7]
     assert "plain dict" in findings[0].message and "`nn.ModuleDict(...)`" in findings[0].message
 
 
 def test_tensor_with_requires_grad(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
         import torch.nn as nn
         class Scale(nn.Module):
             def __init__(self, n):
                 super().__init__()
-                self.gamma = torch.ones(n, requires_grad=True)
-                self.beta = torch.zeros(n).requires_grad_()
-                self.w: torch.Tensor = torch.empty(n, n).normal_().requires_grad_(True)
+                self.gamma = torch.ones(n, requires_grad=True)  # expect: TL013
+                self.beta = torch.zeros(n).requires_grad_()  # expect: TL013
+                self.w: torch.Tensor = torch.empty(n, n).normal_().requires_grad_(True)  # expect: TL013
         """,
         CODE,
     )
-    assert lines(findings) == [7, 8, 9]
     assert "`self.gamma` is a tensor made trainable with `requires_grad=True` but not an `nn.Parameter`" in (
         findings[0].message
     )
@@ -96,36 +92,36 @@ def test_tensor_with_requires_grad(lint):
 
 
 def test_list_of_parameters_and_tuple_of_layers(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
         import torch.nn as nn
         class Mix(nn.Module):
             def __init__(self, k):
                 super().__init__()
-                self.weights = [nn.Parameter(torch.randn(4)) for _ in range(k)]
-                self.pair = (nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8))
+                self.weights = [nn.Parameter(torch.randn(4)) for _ in range(k)]  # expect: TL013
+                self.pair = (nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8))  # expect: TL013
         """,
         CODE,
     )
-    assert lines(findings) == [7, 8]
     assert "`nn.ParameterList(...)`" in findings[0].message
     assert "plain tuple" in findings[1].message
 
 
 def test_lightning_module_list_of_layers(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch.nn as nn
         from lightning.pytorch import LightningModule
         class Lit(LightningModule):
             def __init__(self):
                 super().__init__()
-                self.encoders = [nn.GRU(8, 8), nn.GRU(8, 8)]
+                self.encoders = [nn.GRU(8, 8), nn.GRU(8, 8)]  # expect: TL013
         """,
         CODE,
     )
-    assert lines(findings) == [7]
 
 
 # ----- hard negatives -------------------------------------------------------------------------
@@ -261,26 +257,27 @@ def test_outside_init_and_wrapped_parameter(lint):
 
 
 def test_repeated_list_and_moved_trainable_tensor(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
         import torch.nn as nn
         class Net(nn.Module):
             def __init__(self, n, device):
                 super().__init__()
-                self.convs = [nn.Conv2d(8, 8, 3)] * n
-                self.bias = torch.zeros(8, requires_grad=True).to(device)
+                self.convs = [nn.Conv2d(8, 8, 3)] * n  # expect: TL013
+                self.bias = torch.zeros(8, requires_grad=True).to(device)  # expect: TL013
                 self.moved = nn.Linear(8, 8).to(device)
         """,
         CODE,
     )
-    assert lines(findings) == [7, 8]
     assert "plain list" in findings[0].message
     assert "`self.bias` is a tensor made trainable" in findings[1].message
 
 
 def test_stateless_layers_in_a_list_lose_nothing(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch.nn as nn
         class Net(nn.Module):
@@ -288,16 +285,16 @@ def test_stateless_layers_in_a_list_lose_nothing(lint):
                 super().__init__()
                 self.pools = [nn.MaxPool2d(2), nn.AvgPool2d(2)]
                 self.acts = {"relu": nn.ReLU(), "gelu": nn.GELU()}
-                self.drops = [nn.Dropout(0.1), nn.ReLU()]
+                self.drops = [nn.Dropout(0.1), nn.ReLU()]  # expect: TL013
         """,
         CODE,
     )
     # Dropout has train/eval behaviour: `model.eval()` never reaches it in a plain list.
-    assert lines(findings) == [8]
 
 
 def test_buffers_elsewhere_do_not_hide_a_plain_list(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         import torch.nn as nn
@@ -305,26 +302,25 @@ def test_buffers_elsewhere_do_not_hide_a_plain_list(lint):
             def __init__(self, n):
                 super().__init__()
                 self.register_buffer("pos", torch.arange(n))
-                self.layers = [nn.TransformerDecoderLayer(64, 4) for _ in range(n)]
+                self.layers = [nn.TransformerDecoderLayer(64, 4) for _ in range(n)]  # expect: TL013
         """,
         CODE,
     )
-    assert lines(findings) == [8]
 
 
 def test_list_of_a_generator_of_layers(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch.nn as nn
         class Net(nn.Module):
             def __init__(self, n):
                 super().__init__()
-                self.layers = list(nn.Linear(8, 8) for _ in range(n))
+                self.layers = list(nn.Linear(8, 8) for _ in range(n))  # expect: TL013
                 self.sizes = list(range(n))
         """,
         CODE,
     )
-    assert lines(findings) == [6]
 
 
 # ----- miss: instances of layer classes imported from another package ---------------------------

@@ -1,20 +1,17 @@
 """TL014 clip-before-unscale: clipping gradients that GradScaler has not unscaled yet."""
 
 import pytest
-from _expect import check
+from expect_markers import check
 
 CODE = "TL014"
-
-
-def lines(findings):
-    return [f.line for f in findings]
 
 
 # ----- positives ------------------------------------------------------------------------------
 
 
 def test_module_level_loop_clips_scaled_gradients(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
         scaler = torch.amp.GradScaler("cuda")
@@ -23,13 +20,12 @@ def test_module_level_loop_clips_scaled_gradients(lint):
                 loss = criterion(model(x), y)
             optimizer.zero_grad()
             scaler.scale(loss).backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: TL014
             scaler.step(optimizer)
             scaler.update()
         """,
         CODE,
     )
-    assert lines(findings) == [9]
     message = findings[0].message
     assert "scaler.unscale_(optimizer)" in message and "line 8" in message
     assert findings[0].severity == "error" and findings[0].name == "clip-before-unscale"
@@ -37,7 +33,8 @@ def test_module_level_loop_clips_scaled_gradients(lint):
 
 def test_amp_branch_of_trainer_method_like_mingpt(lint):
     # The shape of pytorch/examples minGPT-ddp: the AMP branch forgets unscale_, the fp32 one is fine.
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
         class Trainer:
@@ -51,7 +48,7 @@ def test_amp_branch_of_trainer_method_like_mingpt(lint):
                 self.optimizer.zero_grad(set_to_none=True)
                 if self.cfg.use_amp:
                     self.scaler.scale(loss).backward()
-                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip)
+                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip)  # expect: TL014
                     self.scaler.step(self.optimizer)
                     self.scaler.update()
                 else:
@@ -64,12 +61,12 @@ def test_amp_branch_of_trainer_method_like_mingpt(lint):
         """,
         CODE,
     )
-    assert lines(findings) == [14]
     assert "self.scaler.unscale_(self.optimizer)" in findings[0].message
 
 
 def test_gradient_accumulation_clip_at_boundary(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         from torch.cuda.amp import GradScaler
         from torch.nn.utils import clip_grad_norm_
@@ -79,19 +76,19 @@ def test_gradient_accumulation_clip_at_boundary(lint):
                 loss = model(**batch).loss / accum
                 scaler.scale(loss).backward()
                 if (step + 1) % accum == 0:
-                    clip_grad_norm_(model.parameters(), max_norm=1.0)
+                    clip_grad_norm_(model.parameters(), max_norm=1.0)  # expect: TL014
                     scaler.step(opt)
                     scaler.update()
                     opt.zero_grad()
         """,
         CODE,
     )
-    assert lines(findings) == [10]
     assert "`clip_grad_norm_`" in findings[0].message
 
 
 def test_clip_value_after_backward_in_helper(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         import torch.nn as nn
@@ -101,17 +98,17 @@ def test_clip_value_after_backward_in_helper(lint):
             scaler = torch.amp.GradScaler()
             for x in loader:
                 backward_step(scaler, model(x).mean())
-                nn.utils.clip_grad_value_(model.parameters(), 0.1)
+                nn.utils.clip_grad_value_(model.parameters(), 0.1)  # expect: TL014
                 scaler.step(opt)
                 scaler.update()
         """,
         CODE,
     )
-    assert lines(findings) == [10]
 
 
 def test_fsdp_model_clip_without_unscale(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -120,17 +117,17 @@ def test_fsdp_model_clip_without_unscale(lint):
             scaler = torch.amp.GradScaler()
             for batch in loader:
                 scaler.scale(model(batch).sum()).backward()
-                model.clip_grad_norm_(1.0)
+                model.clip_grad_norm_(1.0)  # expect: TL014
                 scaler.step(optimizer)
                 scaler.update()
         """,
         CODE,
     )
-    assert lines(findings) == [9]
 
 
 def test_unscale_for_another_branch_does_not_help(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         scaler = torch.amp.GradScaler()
@@ -141,13 +138,12 @@ def test_unscale_for_another_branch_does_not_help(lint):
                     scaler.unscale_(opt)
                     print(grad_norm(model))
                 else:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: TL014
                 scaler.step(opt)
                 scaler.update()
         """,
         CODE,
     )
-    assert lines(findings) == [11]
 
 
 # ----- hard negatives -------------------------------------------------------------------------
@@ -295,7 +291,8 @@ def test_branch_without_scaler(lint, backward):
 
 
 def test_aliased_clip_import(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
         from torch.nn.utils import clip_grad_norm_ as clip
@@ -303,18 +300,18 @@ def test_aliased_clip_import(lint):
         def train(model, opt, loader):
             for x in loader:
                 scaler.scale(model(x)).backward()
-                clip(model.parameters(), 5.0)
+                clip(model.parameters(), 5.0)  # expect: TL014
                 scaler.step(opt)
                 scaler.update()
         """,
         CODE,
     )
-    assert lines(findings) == [8]
     assert "`clip`" in findings[0].message
 
 
 def test_scaled_loss_held_in_a_variable(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
         def train(model, opt, loader):
@@ -322,13 +319,12 @@ def test_scaled_loss_held_in_a_variable(lint):
             for x in loader:
                 scaled = grad_scaler.scale(model(x).mean())
                 scaled.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: TL014
                 grad_scaler.step(opt)
                 grad_scaler.update()
         """,
         CODE,
     )
-    assert lines(findings) == [8]
     assert "grad_scaler.unscale_(opt)" in findings[0].message
 
 

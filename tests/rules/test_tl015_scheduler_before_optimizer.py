@@ -1,17 +1,16 @@
 """TL015 scheduler-before-optimizer: the LR schedule advanced before the optimizer step."""
 
+from expect_markers import check
+
 CODE = "TL015"
-
-
-def lines(findings):
-    return [f.line for f in findings]
 
 
 # ----- positives ------------------------------------------------------------------------------
 
 
 def test_epoch_scheduler_at_top_of_epoch_loop(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
         from torch.optim.lr_scheduler import MultiStepLR
@@ -19,7 +18,7 @@ def test_epoch_scheduler_at_top_of_epoch_loop(lint):
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         scheduler = MultiStepLR(optimizer, milestones=[30, 60])
         for epoch in range(90):
-            scheduler.step()
+            scheduler.step()  # expect: TL015
             for images, target in train_loader:
                 loss = criterion(model(images), target)
                 optimizer.zero_grad()
@@ -28,7 +27,6 @@ def test_epoch_scheduler_at_top_of_epoch_loop(lint):
         """,
         CODE,
     )
-    assert lines(findings) == [8]
     message = findings[0].message
     assert "`scheduler.step()` runs before `optimizer.step()` (line 13)" in message
     assert "after the optimizer step" in message
@@ -36,7 +34,8 @@ def test_epoch_scheduler_at_top_of_epoch_loop(lint):
 
 
 def test_per_batch_scheduler_before_step(lint):
-    findings = lint(
+    check(
+        lint,
         """
         from transformers import get_linear_schedule_with_warmup
         def train(model, optimizer, loader, total):
@@ -44,22 +43,22 @@ def test_per_batch_scheduler_before_step(lint):
             for batch in loader:
                 loss = model(**batch).loss
                 loss.backward()
-                lr_scheduler.step()
+                lr_scheduler.step()  # expect: TL015
                 optimizer.step()
                 optimizer.zero_grad()
         """,
         CODE,
     )
-    assert lines(findings) == [8]
 
 
 def test_scheduler_in_helper_called_before_epoch(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         class Trainer:
             def adjust_lr(self):
-                self.scheduler.step()
+                self.scheduler.step()  # expect: TL015
             def train_epoch(self, loader):
                 for x, y in loader:
                     self.optimizer.zero_grad()
@@ -72,11 +71,11 @@ def test_scheduler_in_helper_called_before_epoch(lint):
         """,
         CODE,
     )
-    assert lines(findings) == [5]
 
 
 def test_warmup_scheduler_before_scaler_step(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         def train(model, opt, loader, warmup_scheduler):
@@ -84,7 +83,7 @@ def test_warmup_scheduler_before_scaler_step(lint):
             for epoch in range(10):
                 for x in loader:
                     if epoch < 1:
-                        warmup_scheduler.step()
+                        warmup_scheduler.step()  # expect: TL015
                     scaler.scale(model(x).mean()).backward()
                     scaler.step(opt)
                     scaler.update()
@@ -92,23 +91,22 @@ def test_warmup_scheduler_before_scaler_step(lint):
         """,
         CODE,
     )
-    assert lines(findings) == [8]
 
 
 def test_step_function_without_loop(lint):
-    findings = lint(
+    check(
+        lint,
         """
         def training_step(model, batch, optimizer, scheduler):
             loss = model(batch).mean()
             loss.backward()
-            scheduler.step()
+            scheduler.step()  # expect: TL015
             optimizer.step()
             optimizer.zero_grad()
             return loss.item()
         """,
         CODE,
     )
-    assert lines(findings) == [5]
 
 
 # ----- hard negatives -------------------------------------------------------------------------
@@ -235,7 +233,8 @@ def test_scheduler_loop_without_training(lint):
 
 
 def test_gan_scheduler_before_its_own_optimizer(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
         def train(netD, netG, loader):
@@ -247,11 +246,10 @@ def test_gan_scheduler_before_its_own_optimizer(lint):
                 netD(real).mean().backward()
                 optD.step()
                 schedD.step()
-                schedG.step()
+                schedG.step()  # expect: TL015
                 netG(real).mean().backward()
                 optG.step()
         """,
         CODE,
     )
-    assert lines(findings) == [12]
     assert "`schedG.step()` runs before `optG.step()` (line 14)" in findings[0].message

@@ -1,6 +1,6 @@
 """TL016 backward-under-no-grad: a backward pass where autograd is disabled."""
 
-from _expect import check
+from expect_markers import check
 
 CODE = "TL016"
 

@@ -1,44 +1,41 @@
 """TL019 dataloader-workers-without-main-guard: worker processes started by import-time code."""
 
-from _expect import check
+from expect_markers import check
 
 CODE = "TL019"
-
-
-def lines(findings):
-    return [f.line for f in findings]
 
 
 # ----- positives ------------------------------------------------------------------------------
 
 
 def test_module_level_loop_over_loader(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch
         from torch.utils.data import DataLoader
-        loader = DataLoader(dataset, batch_size=64, shuffle=True, num_workers=4)
+        loader = DataLoader(dataset, batch_size=64, shuffle=True, num_workers=4)  # expect: TL019
         for epoch in range(10):
             for x, y in loader:
                 step(x, y)
         """,
         CODE,
     )
-    assert lines(findings) == [4]
     message = findings[0].message
     assert "num_workers=4" in message and '`if __name__ == "__main__":`' in message and "spawn" in message
     assert findings[0].severity == "warning" and findings[0].name == "dataloader-workers-without-main-guard"
 
 
 def test_argparse_default_and_int_cast_like_dcgan(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import argparse
         import torch.utils.data
         parser = argparse.ArgumentParser()
         parser.add_argument("--workers", type=int, default=2, help="data loading workers")
         opt = parser.parse_args()
-        dataloader = torch.utils.data.DataLoader(dataset, batch_size=64, shuffle=True,
+        dataloader = torch.utils.data.DataLoader(dataset, batch_size=64, shuffle=True,  # expect: TL019
                                                  num_workers=int(opt.workers))
         for epoch in range(25):
             for i, data in enumerate(dataloader, 0):
@@ -46,15 +43,15 @@ def test_argparse_default_and_int_cast_like_dcgan(lint):
         """,
         CODE,
     )
-    assert lines(findings) == [7]
 
 
 def test_loader_iterated_in_function_called_at_module_level(lint):
-    findings = lint(
+    check(
+        lint,
         """
         from torch.utils.data import DataLoader
         NUM_WORKERS = 8
-        training_data_loader = DataLoader(dataset=train_set, num_workers=NUM_WORKERS, shuffle=True)
+        training_data_loader = DataLoader(dataset=train_set, num_workers=NUM_WORKERS, shuffle=True)  # expect: TL019
         def train(epoch):
             for batch in training_data_loader:
                 optimize(batch)
@@ -63,39 +60,39 @@ def test_loader_iterated_in_function_called_at_module_level(lint):
         """,
         CODE,
     )
-    assert lines(findings) == [4]
 
 
 def test_kwargs_dict_and_cpu_count(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import os
         import torch
         kwargs = {"num_workers": 1, "pin_memory": True} if torch.cuda.is_available() else {}
-        a = torch.utils.data.DataLoader(train_set, batch_size=32, **kwargs)
-        b = torch.utils.data.DataLoader(test_set, num_workers=os.cpu_count())
+        a = torch.utils.data.DataLoader(train_set, batch_size=32, **kwargs)  # expect: TL019
+        b = torch.utils.data.DataLoader(test_set, num_workers=os.cpu_count())  # expect: TL019
         fit(model, a, b)
         """,
         CODE,
     )
-    assert lines(findings) == [5, 6]
 
 
 def test_inline_loader_in_for_and_next_iter(lint):
-    findings = lint(
+    check(
+        lint,
         """
         from torch.utils import data
-        first = next(iter(data.DataLoader(ds, num_workers=2)))
-        for batch in data.DataLoader(ds, num_workers=2):
+        first = next(iter(data.DataLoader(ds, num_workers=2)))  # expect: TL019
+        for batch in data.DataLoader(ds, num_workers=2):  # expect: TL019
             print(batch)
         """,
         CODE,
     )
-    assert lines(findings) == [3, 4]
 
 
 def test_unguarded_main_call(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         def train(model, loader):
@@ -103,29 +100,28 @@ def test_unguarded_main_call(lint):
                 model(x)
         def main():
             model = Net()
-            loader = torch.utils.data.DataLoader(ds, batch_size=32, num_workers=4)
+            loader = torch.utils.data.DataLoader(ds, batch_size=32, num_workers=4)  # expect: TL019
             train(model, loader)
         main()
         """,
         CODE,
     )
-    assert lines(findings) == [8]
 
 
 def test_else_of_main_guard_runs_on_import(lint):
-    findings = lint(
+    check(
+        lint,
         """
         from torch.utils.data import DataLoader
         if __name__ == "__main__":
             pass
         else:
-            loader = DataLoader(ds, num_workers=2)
+            loader = DataLoader(ds, num_workers=2)  # expect: TL019
             for b in loader:
                 pass
         """,
         CODE,
     )
-    assert lines(findings) == [6]
 
 
 # ----- hard negatives -------------------------------------------------------------------------

@@ -1,19 +1,16 @@
 """TL020 sigmoid-into-bce: sigmoid output fed to a loss that applies sigmoid itself."""
 
-from _expect import check
+from expect_markers import check
 
 CODE = "TL020"
-
-
-def lines(findings):
-    return [f.line for f in findings]
 
 
 # ----- positives ------------------------------------------------------------------------------
 
 
 def test_dcgan_style_discriminator_ending_in_sigmoid(lint):
-    findings = lint(
+    findings = check(
+        lint,
         """
         import torch.nn as nn
 
@@ -31,11 +28,10 @@ def test_dcgan_style_discriminator_ending_in_sigmoid(lint):
         netD = Discriminator(64).to(device)
         criterion = nn.BCEWithLogitsLoss()
         output = netD(real_cpu)
-        errD_real = criterion(output, label)
+        errD_real = criterion(output, label)  # expect: TL020
         """,
         CODE,
     )
-    assert lines(findings) == [18]
     finding = findings[0]
     assert finding.severity == "error" and finding.name == "sigmoid-into-bce"
     assert "`output` is already sigmoid output (sigmoid at line 9)" in finding.message
@@ -43,37 +39,38 @@ def test_dcgan_style_discriminator_ending_in_sigmoid(lint):
 
 
 def test_torch_sigmoid_through_squeeze(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         import torch.nn.functional as F
         def step(model, x, y):
             p = torch.sigmoid(model(x)).squeeze(-1)
-            return F.binary_cross_entropy_with_logits(p, y.float())
+            return F.binary_cross_entropy_with_logits(p, y.float())  # expect: TL020
         """,
         CODE,
     )
-    assert lines(findings) == [6]
 
 
 def test_sigmoid_method_and_module_level_criterion(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch.nn as nn
         bce = nn.BCEWithLogitsLoss(pos_weight=w)
         def train(model, loader):
             for x, y in loader:
                 scores = model(x).sigmoid()
-                loss = bce(scores, y)
+                loss = bce(scores, y)  # expect: TL020
                 loss.backward()
         """,
         CODE,
     )
-    assert lines(findings) == [7]
 
 
 def test_self_activation_attribute(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         from torch import nn
@@ -84,29 +81,29 @@ def test_self_activation_attribute(lint):
                 self.act = nn.Sigmoid()
                 self.criterion = nn.BCEWithLogitsLoss()
             def loss(self, x, y):
-                return self.criterion(self.act(self.fc(x)), y)
+                return self.criterion(self.act(self.fc(x)), y)  # expect: TL020
         """,
         CODE,
     )
-    assert lines(findings) == [11]
 
 
 def test_clamped_sigmoid_and_fresh_loss_object(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         import torch.nn as nn
         def step(logits, y):
             prob = torch.clamp(torch.sigmoid(logits), 1e-4, 1 - 1e-4)
-            return nn.BCEWithLogitsLoss()(prob, y)
+            return nn.BCEWithLogitsLoss()(prob, y)  # expect: TL020
         """,
         CODE,
     )
-    assert lines(findings) == [6]
 
 
 def test_model_forward_returns_sigmoid_on_every_path(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         import torch.nn as nn
@@ -117,11 +114,10 @@ def test_model_forward_returns_sigmoid_on_every_path(lint):
                 return torch.sigmoid(self.b(x))
         model = Net()
         criterion = nn.BCEWithLogitsLoss()
-        loss = criterion(model(x), y)
+        loss = criterion(model(x), y)  # expect: TL020
         """,
         CODE,
     )
-    assert lines(findings) == [11]
 
 
 # ----- hard negatives -------------------------------------------------------------------------
@@ -241,7 +237,8 @@ def test_unknown_loss_object_and_rebound_name(lint):
 
 
 def test_forward_inherited_from_a_base_class_of_the_file(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         import torch.nn as nn
@@ -254,11 +251,10 @@ def test_forward_inherited_from_a_base_class_of_the_file(lint):
                 self.head = nn.Linear(64, 1)
         model = Wide()
         criterion = nn.BCEWithLogitsLoss()
-        loss = criterion(model(x).squeeze(1), y)
+        loss = criterion(model(x).squeeze(1), y)  # expect: TL020
         """,
         CODE,
     )
-    assert lines(findings) == [13]
 
 
 # ----- reached through roles from data flow (issue 9) -----

@@ -1,5 +1,7 @@
 """TL021 distributed-without-sampler: DDP training where every rank reads the same data."""
 
+from expect_markers import check
+
 CODE = "TL021"
 
 DDP_HEADER = """
@@ -10,21 +12,18 @@ from torch.utils.data import DataLoader, DistributedSampler
 """
 
 
-def lines(findings):
-    return [f.line for f in findings]
-
-
 # ----- positives ------------------------------------------------------------------------------
 
 
 def test_shuffle_true_without_sampler(lint):
-    findings = lint(
+    findings = check(
+        lint,
         DDP_HEADER
         + """
 def main(rank, world_size, model, train_set, optimizer):
     dist.init_process_group("nccl", rank=rank, world_size=world_size)
     model = DDP(model.to(rank), device_ids=[rank])
-    train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=4)
+    train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=4)  # expect: TL021
     for epoch in range(10):
         for x, y in train_loader:
             optimizer.zero_grad()
@@ -33,7 +32,6 @@ def main(rank, world_size, model, train_set, optimizer):
 """,
         CODE,
     )
-    assert lines(findings) == [10]
     message = findings[0].message
     assert "`shuffle=True` and no sampler" in message and "sampler=DistributedSampler(train_set)" in message
     assert "set_epoch" in message
@@ -41,25 +39,26 @@ def main(rank, world_size, model, train_set, optimizer):
 
 
 def test_loader_without_shuffle_iterated_by_training_loop(lint):
-    findings = lint(
+    findings = check(
+        lint,
         DDP_HEADER
         + """
 def run(model, data, optimizer):
     dist.init_process_group("gloo")
     ddp = DDP(model)
-    loader = DataLoader(data, batch_size=16)
+    loader = DataLoader(data, batch_size=16)  # expect: TL021
     for batch in loader:
         ddp(batch).mean().backward()
         optimizer.step()
 """,
         CODE,
     )
-    assert lines(findings) == [10]
     assert "has no sampler" in findings[0].message
 
 
 def test_trainer_class_builds_train_loader(lint):
-    findings = lint(
+    check(
+        lint,
         DDP_HEADER
         + """
 class Trainer:
@@ -67,22 +66,22 @@ class Trainer:
         self.model = DDP(model, device_ids=[gpu_id])
         self.train_data = self._prepare(train_dataset)
     def _prepare(self, dataset):
-        return DataLoader(dataset, batch_size=32, pin_memory=True, shuffle=True)
+        return DataLoader(dataset, batch_size=32, pin_memory=True, shuffle=True)  # expect: TL021
 """,
         CODE,
     )
-    assert lines(findings) == [12]
 
 
 def test_distributed_sampler_without_set_epoch(lint):
-    findings = lint(
+    findings = check(
+        lint,
         DDP_HEADER
         + """
 def train(rank, model, train_set, optimizer, epochs):
     dist.init_process_group("nccl")
     model = DDP(model, device_ids=[rank])
     sampler = DistributedSampler(train_set, shuffle=True)
-    loader = DataLoader(train_set, batch_size=32, sampler=sampler)
+    loader = DataLoader(train_set, batch_size=32, sampler=sampler)  # expect: TL021
     for epoch in range(epochs):
         for x in loader:
             model(x).mean().backward()
@@ -91,21 +90,21 @@ def train(rank, model, train_set, optimizer, epochs):
 """,
         CODE,
     )
-    assert lines(findings) == [11]
     message = findings[0].message
     assert "`DistributedSampler` of this training `DataLoader` (line 10)" in message
     assert "sampler.set_epoch(epoch)" in message
 
 
 def test_fsdp_script_with_init_process_group_only(lint):
-    findings = lint(
+    check(
+        lint,
         """
         import torch
         from torch.distributed import init_process_group
         from torch.utils.data import DataLoader
         def fsdp_main(model, train_ds, optimizer):
             init_process_group("nccl")
-            train_loader = DataLoader(train_ds, batch_size=8)
+            train_loader = DataLoader(train_ds, batch_size=8)  # expect: TL021
             for epoch in range(3):
                 for batch in train_loader:
                     model(batch).loss.backward()
@@ -113,7 +112,6 @@ def test_fsdp_script_with_init_process_group_only(lint):
         """,
         CODE,
     )
-    assert lines(findings) == [7]
 
 
 # ----- hard negatives -------------------------------------------------------------------------

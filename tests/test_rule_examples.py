@@ -1,4 +1,7 @@
-"""Every rule's embedded VALID and INVALID examples, run through the real engine."""
+"""Every rule's examples, run through the real engine: the embedded VALID and INVALID examples,
+and the published documentation (`torchlint explain`, the README): its Example must produce the
+rule's finding and its Use instead must be clean, as written, so that the docs users read match
+what the linter does."""
 
 import textwrap
 
@@ -44,3 +47,16 @@ def test_every_rule_has_examples_and_docs(code):
     docs = rule.docs()
     for heading in ("## What it does", "## Why is this bad?", "## Example", "## Use instead"):
         assert heading in docs
+
+
+@pytest.mark.parametrize("code", list(RULES))
+def test_published_example_is_reported(code):
+    rule = RULES[code]
+    assert _findings(rule, textwrap.dedent(rule.example)), f"the documented Example of {code} gives no {code}"
+
+
+@pytest.mark.parametrize("code", list(RULES))
+def test_published_fix_is_clean(code):
+    rule = RULES[code]
+    findings = _findings(rule, textwrap.dedent(rule.instead))
+    assert findings == [], [f"{f.line}: {f.message}" for f in findings]

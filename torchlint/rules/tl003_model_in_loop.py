@@ -34,16 +34,28 @@ class ModelInLoop(Rule):
         parameters of the first model, which nothing uses any more.
     """
     example = """
+        import torch
+        from torch import nn
+
         for epoch in range(num_epochs):
-            model = Net().to(device)
+            model = nn.Linear(784, 10)  # a new, untrained model every epoch
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            train_one_epoch(model, optimizer, train_loader)
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                nn.functional.cross_entropy(model(x), y).backward()
+                optimizer.step()
     """
     instead = """
-        model = Net().to(device)
+        import torch
+        from torch import nn
+
+        model = nn.Linear(784, 10)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         for epoch in range(num_epochs):
-            train_one_epoch(model, optimizer, train_loader)
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                nn.functional.cross_entropy(model(x), y).backward()
+                optimizer.step()
     """
     VALID = [
         """

@@ -39,6 +39,8 @@ class OptimizerInLoop(Rule):
         optimizer that is no longer used, so the learning rate never decays.
     """
     example = """
+        import torch
+
         model = Net().to(device)
         for epoch in range(num_epochs):
             optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -48,6 +50,8 @@ class OptimizerInLoop(Rule):
                 optimizer.step()
     """
     instead = """
+        import torch
+
         model = Net().to(device)
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
         for epoch in range(num_epochs):

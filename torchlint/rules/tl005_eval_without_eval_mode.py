@@ -51,6 +51,9 @@ class EvalWithoutEvalMode(Rule):
         batch-norm statistics.
     """
     example = """
+        import torch
+
+
         def evaluate(model, loader):
             correct = 0
             with torch.no_grad():
@@ -64,6 +67,9 @@ class EvalWithoutEvalMode(Rule):
             evaluate(model, val_loader)
     """
     instead = """
+        import torch
+
+
         def evaluate(model, loader):
             model.eval()
             correct = 0

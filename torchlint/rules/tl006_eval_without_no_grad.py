@@ -47,7 +47,9 @@ class EvalWithoutNoGrad(Rule):
         output tensor (`total_loss += loss`) keeps every batch's graph alive.
     """
     example = """
-        @torch.no_grad()  # missing
+        import torch
+
+
         def validate(model, loader):
             model.eval()
             total = 0.0
@@ -56,6 +58,9 @@ class EvalWithoutNoGrad(Rule):
             return total / len(loader)
     """
     instead = """
+        import torch
+
+
         @torch.no_grad()
         def validate(model, loader):
             model.eval()

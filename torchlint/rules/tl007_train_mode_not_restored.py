@@ -38,6 +38,8 @@ class TrainModeNotRestored(Rule):
         Nothing fails; the run is just quietly worse after the first epoch.
     """
     example = """
+        import torch
+
         for epoch in range(epochs):
             for x, y in train_loader:
                 optimizer.zero_grad()
@@ -48,6 +50,8 @@ class TrainModeNotRestored(Rule):
                 val_loss = sum(criterion(model(x), y) for x, y in val_loader)
     """
     instead = """
+        import torch
+
         for epoch in range(epochs):
             model.train()
             for x, y in train_loader:

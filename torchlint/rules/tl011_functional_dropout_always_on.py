@@ -38,6 +38,10 @@ class FunctionalDropoutAlwaysOn(Rule):
         inference is random — and nothing fails.
     """
     example = """
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
         class Net(nn.Module):
             def forward(self, x):
                 x = F.relu(self.fc1(x))
@@ -45,6 +49,10 @@ class FunctionalDropoutAlwaysOn(Rule):
                 return self.fc2(x)
     """
     instead = """
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
         class Net(nn.Module):
             def forward(self, x):
                 x = F.relu(self.fc1(x))

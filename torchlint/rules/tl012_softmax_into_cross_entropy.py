@@ -31,6 +31,10 @@ class SoftmaxIntoCrossEntropy(Rule):
         runs twice and the intent (`nll_loss`) is hidden.
     """
     example = """
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
         class Net(nn.Module):
             def forward(self, x):
                 return F.softmax(self.fc(x), dim=1)
@@ -40,6 +44,10 @@ class SoftmaxIntoCrossEntropy(Rule):
         loss = F.cross_entropy(model(x), y)
     """
     instead = """
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
         class Net(nn.Module):
             def forward(self, x):
                 return self.fc(x)  # logits; apply softmax only for predictions

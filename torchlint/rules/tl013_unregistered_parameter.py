@@ -73,6 +73,10 @@ class UnregisteredParameter(Rule):
         model trains with frozen random layers and no error.
     """
     example = """
+        import torch
+        import torch.nn as nn
+
+
         class MLP(nn.Module):
             def __init__(self, dims):
                 super().__init__()
@@ -80,6 +84,10 @@ class UnregisteredParameter(Rule):
                 self.scale = torch.ones(dims[-1], requires_grad=True)
     """
     instead = """
+        import torch
+        import torch.nn as nn
+
+
         class MLP(nn.Module):
             def __init__(self, dims):
                 super().__init__()

@@ -43,12 +43,16 @@ class ClipBeforeUnscale(Rule):
         worse, so nothing points at the cause.
     """
     example = """
+        import torch
+
         scaler.scale(loss).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
         scaler.step(optimizer)
         scaler.update()
     """
     instead = """
+        import torch
+
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)  # gradients back to their true size
         torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)

@@ -31,12 +31,16 @@ class BackwardUnderNoGrad(Rule):
         wrapping a whole step in `no_grad` while refactoring evaluation code.
     """
     example = """
+        import torch
+
         with torch.no_grad():
             loss = criterion(model(x), y)
             loss.backward()
             optimizer.step()
     """
     instead = """
+        import torch
+
         loss = criterion(model(x), y)
         loss.backward()
         optimizer.step()

@@ -58,12 +58,16 @@ class ModelMovedAfterOptimizer(Rule):
         never learns.
     """
     example = """
+        import torch
+
         model = Net()
         optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
         optimizer.load_state_dict(checkpoint["optimizer"])
         model.to("cuda")
     """
     instead = """
+        import torch
+
         model = Net()
         model.to("cuda")
         optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)

@@ -39,12 +39,16 @@ class Fp16WithoutGradScaler(Rule):
         whose gradients overflowed.
     """
     example = """
+        import torch
+
         with torch.autocast("cuda"):
             loss = criterion(model(x), y)
         loss.backward()
         optimizer.step()
     """
     instead = """
+        import torch
+
         scaler = torch.amp.GradScaler("cuda")  # once, before the loop
         ...
         with torch.autocast("cuda"):

@@ -59,12 +59,17 @@ class DataLoaderWorkersWithoutMainGuard(Rule):
         or re-runs training. The script works on Linux (fork) and breaks elsewhere.
     """
     example = """
+        from torch.utils.data import DataLoader
+
         loader = DataLoader(dataset, batch_size=64, num_workers=4)
         for epoch in range(10):
             for x, y in loader:
                 train_step(x, y)
     """
     instead = """
+        from torch.utils.data import DataLoader
+
+
         def main():
             loader = DataLoader(dataset, batch_size=64, num_workers=4)
             for epoch in range(10):

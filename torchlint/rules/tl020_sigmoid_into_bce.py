@@ -27,10 +27,16 @@ class SigmoidIntoBCE(Rule):
         trains badly without any error.
     """
     example = """
+        import torch
+        import torch.nn.functional as F
+
         probs = torch.sigmoid(model(x))
         loss = F.binary_cross_entropy_with_logits(probs, y)
     """
     instead = """
+        import torch
+        import torch.nn.functional as F
+
         logits = model(x)
         loss = F.binary_cross_entropy_with_logits(logits, y)
         probs = torch.sigmoid(logits)  # only for metrics / thresholds

@@ -60,6 +60,10 @@ class DistributedWithoutSampler(Rule):
         identically every epoch, so every epoch visits the data in the same order.
     """
     example = """
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, DistributedSampler
+
         dist.init_process_group("nccl")
         model = DDP(model.to(rank), device_ids=[rank])
         loader = DataLoader(train_set, batch_size=32, shuffle=True)
@@ -68,6 +72,10 @@ class DistributedWithoutSampler(Rule):
                 ...
     """
     instead = """
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, DistributedSampler
+
         dist.init_process_group("nccl")
         model = DDP(model.to(rank), device_ids=[rank])
         sampler = DistributedSampler(train_set)  # shuffles by default

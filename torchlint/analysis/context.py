@@ -153,10 +153,6 @@ class FileContext:
         return self.imports.qualname(call.func)
 
     @cached_property
-    def imports_torch(self) -> bool:
-        return self.imports.imports_module("torch")
-
-    @cached_property
     def classes(self) -> dict[str, ast.ClassDef]:
         return {node.name: node for node in self.nodes(ast.ClassDef)}
 

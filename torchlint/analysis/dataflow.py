@@ -417,13 +417,6 @@ class Dataflow:
         return True
 
     # ----- self attributes ------------------------------------------------------------
-    def enclosing_class(self, node: ast.AST) -> ast.ClassDef | None:
-        """The class whose method (or nested function) contains ``node``."""
-        for ancestor in self.ctx.ancestors(node):
-            if isinstance(ancestor, ast.ClassDef):
-                return ancestor
-        return None
-
     def attribute_bindings(self, cls: ast.ClassDef, attr: str) -> list[Binding]:
         """``self.attr = value`` (and ``self.attr: T = value``, ``self.attr += ...``) in the methods of
         ``cls`` (and the functions nested in them), in source order."""

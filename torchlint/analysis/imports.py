@@ -60,10 +60,6 @@ class ImportResolver:
                     bound = alias.asname or alias.name
                     self.aliases[bound] = f"{module}.{alias.name}" if module else alias.name
 
-    def imports_module(self, prefix: str) -> bool:
-        """Whether any import binds something under ``prefix`` (e.g. ``torch``)."""
-        return any(q == prefix or q.startswith(prefix + ".") for q in self.aliases.values())
-
     def qualname(self, expr: ast.AST) -> str | None:
         """The canonical qualified name ``expr`` refers to, or None if it is not an imported name."""
         try:

@@ -220,7 +220,7 @@ def cpu_budget(seconds: float | None):
         yield _no_limit
         return
 
-    def on_timeout(signum, frame):
+    def on_timeout(_signum, _frame):
         raise RuleTimeout()
 
     previous = signal.signal(signal.SIGPROF, on_timeout)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from torchlint.engine.autofix import FixOptions
@@ -173,7 +173,3 @@ def _lint_jobs(work: list[Job], jobs: int) -> Iterator[FileResult]:
     chunksize = max(1, min(16, len(work) // (workers * 8)))
     with _pool_context().Pool(workers, initializer=_ignore_interrupts) as pool:
         yield from pool.imap(lint_job, work, chunksize=chunksize)
-
-
-def lint_paths(targets: Iterable[Target], jobs: int = 1, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> list[FileResult]:
-    return list(lint_targets(list(targets), jobs, max_bytes))

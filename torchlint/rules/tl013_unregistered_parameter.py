@@ -16,7 +16,6 @@ from torchlint.torchmodel.modules import imported_layer_class, module_classes
 from torchlint.torchmodel.roles import Role
 
 PARAMETER = "torch.nn.Parameter"
-CONTAINER_LITERALS = (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp, ast.Set, ast.SetComp)
 EMPTY_CONTAINER_CALLS = frozenset({"list", "dict", "tuple", "OrderedDict", "collections.OrderedDict"})
 # Layers with no parameters, no buffers and the same behaviour in train and eval mode:
 # keeping them in a plain list loses nothing. (Dropout and normalisation layers are not here.)

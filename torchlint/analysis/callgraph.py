@@ -1,8 +1,26 @@
-"""Who calls whom inside one file: which local function a call runs, and the reverse.
+"""Which function a call runs, in this file or another file of the project, and who calls whom.
 
-Rules that judge a function by the place it runs from (an evaluation helper called
-after ``model.eval()``, an optimizer built in a function called once per epoch) ask
-for the call sites of a function here. The index is built once per file, lazily.
+One mechanism answers "which function does this call run" for every analysis:
+``resolve_call(ctx, call)`` -> ``Definition`` (``analysis.definitions``) or None.
+
+* a name visible from the call: a ``def`` of this file (nested in an enclosing function, else at
+  the top level, where a block does not hide it), else an imported function of the project
+  (``from .fp16_util import zero_grad``; ``analysis.project``);
+* ``self.method(...)`` in a class: the method of the class or of its bases, in this file or,
+  through imports, another (``class Trainer(BaseTrainer)`` with ``BaseTrainer`` in base.py);
+* an attribute chain on an imported module or class: ``u.f(...)``, ``pkg.util.f(...)``,
+  ``Helper.build(...)``.
+
+``resolve_callee``/``resolve_class`` give (parsed file, node) pairs, for the models that ask a
+function or class questions in its own file (same-file answers still; see their docstrings).
+
+Calls on other objects (``model.forward``) need to know what the object is: that is the
+business of the analyses above, which use ``find_method(definition, name)`` and
+``class_bases(definition)`` once they know the class. Without a project (``ctx.project`` is
+None: a string, standard input) only this file is searched; ``resolve_local_call`` is that
+same-file answer as a node, for the analyses that walk the callee's body with this file's context.
+
+``call_graph(ctx)``: the call sites in this file of each function of this file, lazily built once;
 ``parameter_arguments(ctx, function, param)`` is what those call sites pass for one parameter
 (``train(model, nn.CrossEntropyLoss())`` for ``def train(model, criterion)``; ``Trainer(net, opt)``
 for ``Trainer.__init__``).
@@ -15,6 +33,7 @@ import copy
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.definitions import FUNCTION_NODES, Definition, class_member
 from torchlint.analysis.nodes import argument, argument_for, last_name
 
 if TYPE_CHECKING:
@@ -22,29 +41,43 @@ if TYPE_CHECKING:
 
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+# Base classes followed from a class to find a method (a cycle -- ``class A(B)`` and
+# ``class B(A)`` in odd code -- cannot loop forever).
+MAX_BASE_DEPTH = 8
+
+
+def resolve_call(ctx: FileContext, call: ast.Call) -> Definition | None:
+    """The function ``call`` runs, when it can be told (see the module docstring)."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        local = resolve_function_name(ctx, func.id, call)
+        if local is not None:
+            return Definition(ctx, local)
+    elif _is_self_method(func):
+        cls = ctx.enclosing(call, ast.ClassDef)
+        return find_method(Definition(ctx, cls), func.attr) if cls is not None else None
+    if ctx.project is None or not isinstance(func, (ast.Name, ast.Attribute)):
+        return None
+    target = ctx.project.lookup(ctx, func)
+    return target if isinstance(target, Definition) and target.is_function else None
 
 
 def resolve_local_call(ctx: FileContext, call: ast.Call) -> FunctionNode | None:
-    """The function defined in this file that ``call`` runs, when it can be told: a name
-    visible from the call, or ``self.method(...)`` in a class of the file or its local bases."""
+    """``resolve_call`` restricted to this file, as the ``def`` node: a name visible from the call,
+    or ``self.method(...)`` in a class of the file or its bases in the file."""
     func = call.func
     if isinstance(func, ast.Name):
         return resolve_function_name(ctx, func.id, call)
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+    if _is_self_method(func):
         cls = ctx.enclosing(call, ast.ClassDef)
         if cls is not None:
-            return find_method(ctx, cls, func.attr)
+            found = find_method(Definition(ctx, cls), func.attr, local=True)
+            return found.node if found is not None else None  # type: ignore[return-value]
     return None
 
 
-def find_method(ctx: FileContext, cls: ast.ClassDef, name: str) -> FunctionNode | None:
-    """The method ``name`` of ``cls``, or of its bases defined in this file."""
-    while cls is not None:
-        for stmt in cls.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
-                return stmt
-        cls = local_base(ctx, cls)
-    return None
+def _is_self_method(func: ast.expr) -> bool:
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
 
 
 def resolve_function_name(ctx: FileContext, name: str, at: ast.AST) -> FunctionNode | None:
@@ -61,19 +94,48 @@ def resolve_function_name(ctx: FileContext, name: str, at: ast.AST) -> FunctionN
     return None
 
 
-def local_base(ctx: FileContext, cls: ast.ClassDef) -> ast.ClassDef | None:
-    """The first base class defined in this file, if any (``None`` past a few levels, so
-    that a cycle -- ``class A(B)`` and ``class B(A)`` in odd code -- cannot loop forever)."""
-    base_depth = ctx.shared("local_base_depth", dict)
-    depth = base_depth.get(cls, 0)
-    if depth > 8:
-        return None
-    for base in cls.bases:
+def class_bases(cls: Definition, local: bool = False) -> list[Definition | str | None]:
+    """Each base class of ``cls``, in order: a ``Definition`` when this project defines it (in the
+    class's file, or through its imports unless ``local``), else its imported qualified name
+    (``torch.nn.Module``), else None (unknown: a call, a subscript, a local variable)."""
+    ctx = cls.ctx
+    found: list[Definition | str | None] = []
+    for base in cls.node.bases:  # type: ignore[union-attr]
         if isinstance(base, ast.Name) and base.id in ctx.classes:
-            found = ctx.classes[base.id]
-            base_depth[found] = depth + 1
-            return found
+            found.append(Definition(ctx, ctx.classes[base.id]))
+            continue
+        if not local and ctx.project is not None:
+            target = ctx.project.lookup(ctx, base)
+            if isinstance(target, Definition) and target.is_class:
+                found.append(target)
+                continue
+        found.append(ctx.qualname(base))
+    return found
+
+
+def find_method(cls: Definition, name: str, local: bool = False) -> Definition | None:
+    """The method ``name`` of class ``cls`` or of its bases (depth first, left to right), in the
+    project's files or only in ``cls``'s file with ``local``."""
+    seen: set = set()
+    pending = [(cls, 0)]
+    while pending:
+        current, depth = pending.pop()
+        if current.key in seen:
+            continue
+        seen.add(current.key)
+        member = class_member(current.node, name)  # type: ignore[arg-type]
+        if member is not None and isinstance(member, FUNCTION_NODES):
+            return Definition(current.ctx, member)
+        if depth < MAX_BASE_DEPTH:
+            bases = [b for b in class_bases(current, local) if isinstance(b, Definition)]
+            pending.extend((base, depth + 1) for base in reversed(bases))
     return None
+
+
+def local_base(ctx: FileContext, cls: ast.ClassDef) -> ast.ClassDef | None:
+    """The first base class of ``cls`` defined in this file (``class_bases``, same file). A caller
+    that climbs the bases with it keeps its own guard against ``class A(B)``/``class B(A)``."""
+    return next((b.node for b in class_bases(Definition(ctx, cls), local=True) if isinstance(b, Definition)), None)  # type: ignore[return-value]
 
 
 def parameter_default(func: FunctionNode, name: str) -> ast.AST | None:
@@ -189,17 +251,17 @@ def parameter_arguments(ctx: FileContext, function: ast.AST, param: ast.arg) -> 
 
 
 def resolve_callee(ctx: FileContext, call: ast.Call) -> tuple[FileContext, FunctionNode] | None:
-    """The function ``call`` runs, with the parsed file that defines it. The one place that decides
-    where a callee may come from: today a function of this file (``resolve_local_call``); the
-    project phase widens it to the project's other files."""
+    """The function ``call`` runs, with the parsed file that defines it, for the PyTorch model. Still
+    ``resolve_local_call``'s same-file answer: switching it to ``resolve_call`` (other files of the
+    project too) is the model's change, with its tests, since it changes findings."""
     node = resolve_local_call(ctx, call)
     return (ctx, node) if node is not None else None
 
 
 def resolve_class(ctx: FileContext, expr: ast.AST) -> tuple[FileContext, ast.ClassDef] | None:
     """The class a name stands for (``Net`` of ``Net(...)``), with the parsed file that defines it:
-    today a class of this file not shadowed by an import; the project phase widens it, as for
-    ``resolve_callee``."""
+    still a class of this file not shadowed by an import; ``resolve_name`` answers across files
+    (the model's switch, as for ``resolve_callee``)."""
     if isinstance(expr, ast.Name) and expr.id in ctx.classes and ctx.qualname(expr) is None:
         return ctx, ctx.classes[expr.id]
     return None

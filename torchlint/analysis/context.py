@@ -13,10 +13,13 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator
 from functools import cached_property
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from torchlint.analysis.imports import ImportResolver
 from torchlint.analysis.nodes import CHILD_FIELDS, child_fields, position
+
+if TYPE_CHECKING:
+    from torchlint.analysis.project import Project
 
 N = TypeVar("N", bound=ast.AST)
 
@@ -28,8 +31,11 @@ LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
 
 
 class FileContext:
-    def __init__(self, path: str, source: str, tree: ast.Module):
+    def __init__(self, path: str, source: str, tree: ast.Module, project: Project | None = None):
         self.path = path
+        # The project the file belongs to, to look into the other files its imports name
+        # (analysis.project); None for a string or standard input.
+        self.project = project
         self.source = source
         # Python ends lines only at \n, \r\n and \r; str.splitlines() would also split at
         # form feeds and other separators and make line numbers drift.

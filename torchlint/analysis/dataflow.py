@@ -54,6 +54,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import FunctionNode, find_method, parameter_arguments
+from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument, position
 
@@ -642,10 +643,10 @@ def resolve_instance_call(ctx: FileContext, call: ast.Call) -> FunctionNode | No
     for origin in origins:
         if not (isinstance(origin, ast.Call) and isinstance(origin.func, ast.Name) and origin.func.id in ctx.classes):
             return None
-        method = find_method(ctx, ctx.classes[origin.func.id], "__call__")
-        if method is None or (found is not None and method is not found):
+        method = find_method(Definition(ctx, ctx.classes[origin.func.id]), "__call__", local=True)
+        if method is None or (found is not None and method.node is not found):
             return None
-        found = method
+        found = method.node
     return found
 
 

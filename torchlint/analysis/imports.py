@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import NamedTuple
 
 # Spellings that mean the same object; the key is rewritten to the value.
 _CANONICAL_PREFIXES = (
@@ -39,9 +40,19 @@ def canonical(qualname: str) -> str:
     return qualname
 
 
+class ImportBinding(NamedTuple):
+    """What one import statement binds a name to, as written (resolved to a file by analysis.project)."""
+
+    level: int  # leading dots of a relative import; 0 for an absolute one
+    module: str  # the module the statement names ("" in ``from . import x``)
+    name: str | None  # the name imported from that module; None when the name is bound to the module itself
+
+
 class ImportResolver:
     def __init__(self, import_nodes: Iterable[ast.AST]):
         self.aliases: dict[str, str] = {}
+        # The same bindings, kept structured: a relative import's level cannot be told from a dotted string.
+        self.bindings: dict[str, ImportBinding] = {}
         # Answers by node: rules and shared models resolve the same call's name many times.
         self._resolved: dict[ast.AST, str | None] = {}
         for node in sorted(import_nodes, key=lambda n: (n.lineno, n.col_offset)):
@@ -49,9 +60,11 @@ class ImportResolver:
                 for alias in node.names:
                     if alias.asname:
                         self.aliases[alias.asname] = alias.name
+                        self.bindings[alias.asname] = ImportBinding(0, alias.name, None)
                     else:
                         top = alias.name.split(".", 1)[0]
                         self.aliases[top] = top
+                        self.bindings[top] = ImportBinding(0, top, None)
             elif isinstance(node, ast.ImportFrom):
                 module = "." * node.level + (node.module or "")
                 for alias in node.names:
@@ -59,6 +72,7 @@ class ImportResolver:
                         continue
                     bound = alias.asname or alias.name
                     self.aliases[bound] = f"{module}.{alias.name}" if module else alias.name
+                    self.bindings[bound] = ImportBinding(node.level, node.module or "", alias.name)
 
     def qualname(self, expr: ast.AST) -> str | None:
         """The canonical qualified name ``expr`` refers to, or None if it is not an imported name."""

@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import ast
 import gc
-import io
 import os
 import signal
 import stat
 import threading
-import tokenize
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from torchlint.analysis.context import FileContext
+from torchlint.analysis.source import UndecodableSource, decode_source
 from torchlint.engine.autofix import FixOptions, FixOutcome, TextFormat, fix_text, make_edits, unified_diff
 from torchlint.engine.finding import Finding, Message
 from torchlint.engine.fixers import fix_for
@@ -339,32 +338,11 @@ def _in_cells(findings: list[Finding], source_lines: dict, notebook: NotebookInd
 
 
 def decode(data: bytes, path: str) -> tuple[str | None, Finding | None]:
-    """Decode a file's bytes as Python does (BOM, PEP 263 coding cookie, else UTF-8)."""
+    """Decode a file's bytes as Python does; a TL000 finding when Python could not."""
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as exc:  # unknown codec in the coding cookie, or a cookie that contradicts the BOM
-        return None, syntax_finding(path, getattr(exc, "lineno", None) or 1, 1, f"cannot decode: {exc.msg}")
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        bad = data[exc.start : exc.start + 1]
-        return None, syntax_finding(
-            path,
-            line,
-            column,
-            Message(
-                f"cannot decode as {encoding}: byte {bad!r} at line {line} ({exc.reason})",
-                help="save the file as UTF-8 or declare its encoding with a `# -*- coding: ... -*-` line",
-            ),
-        )
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    # Python treats \r\n and \r as line ends; ast positions assume the same.
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text, None
+        return decode_source(data), None
+    except UndecodableSource as exc:
+        return None, syntax_finding(path, exc.line, exc.column, Message(exc.message, help=exc.help))
 
 
 def is_notebook(path: str) -> bool:

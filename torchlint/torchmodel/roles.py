@@ -27,8 +27,9 @@ import re
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import local_base, parameter_arguments, resolve_callee
+from torchlint.analysis.callgraph import find_method, parameter_arguments, resolve_callee
 from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument, last_name, returns_of, walk_function_body, walk_no_scopes
 from torchlint.torchmodel import vocabulary as torch_names
@@ -168,20 +169,10 @@ class ObjectRoles:
             ):
                 continue
             cls = self.ctx.enclosing(node, ast.ClassDef)
-            while cls is not None:
-                configure = next(
-                    (
-                        f
-                        for f in cls.body
-                        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "configure_optimizers"
-                    ),
-                    None,
-                )
-                if configure is not None:
-                    break
-                cls = local_base(self.ctx, cls)
-            if cls is None:
+            method = find_method(Definition(self.ctx, cls), "configure_optimizers", local=True) if cls else None
+            if method is None:
                 continue
+            configure = method.node
             for ret in walk_function_body(configure):
                 if not isinstance(ret, ast.Return) or not isinstance(ret.value, (ast.List, ast.Tuple)):
                     continue

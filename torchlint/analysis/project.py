@@ -1,0 +1,428 @@
+"""The other files of a project: which file an import names, and what it defines there.
+
+A *project* is the tree of Python files under one root directory. The linter never imports or
+runs anything: a module is found on disk the way Python's import system would find it, read,
+parsed with ``ast`` and asked what it defines. Everything here is generic Python; what a
+function means for PyTorch is left to ``torchmodel``, which keeps its per-function facts in
+``project.summaries`` (see ``analysis.summaries``).
+
+The root
+    The nearest directory at or above the file that holds ``.git``, ``.hg``,
+    ``pyproject.toml``, ``setup.py`` or ``setup.cfg``. Without one, the directory above the
+    file's outermost package (the first directory up without an ``__init__.py``), i.e. the
+    file's own directory for a script. The root depends only on where the file is, never on
+    how the linter was called, so a directory lint and a lint of the files one by one give
+    the same answers. Files inside ``site-packages``/``dist-packages`` have no project.
+
+Resolution, as Python would do it
+    * ``from .fp16_util import zero_grad``, ``from .. import models``: relative to the file's
+      package directory (never above the root).
+    * ``from pkg.util import f``, ``import pkg.util as u``, ``from utils import zero_grad``:
+      searched in the importing file's directory (a script's sibling modules: Python puts the
+      script's folder first on ``sys.path``), the directory above its outermost package, the
+      root, and ``root/src``, in that order.
+    * a regular package (``name/__init__.py``) before a module (``name.py``) before a namespace
+      package (a directory without ``__init__.py``).
+    * a name imported from a module is what that module binds at its top level
+      (``definitions.module_names``): a ``def``/``class``, its own imports (re-exports through
+      ``__init__.py`` are followed), plain aliases (``Net = ResNet``), star imports; else a
+      submodule of a package.
+
+Bounds (a cold lint of one file stays cheap whatever the project holds)
+    * only files under the root, not in a virtual environment, ``site-packages``,
+      ``dist-packages`` or ``node_modules``, and not reached through a symbolic link that leaves
+      the root, are read;
+    * a module over ``MAX_MODULE_BYTES`` is not read (treated as unknown), nor any module once
+      ``MAX_MODULES`` different ones were read for one project in one process;
+    * one lookup follows at most ``MAX_IMPORT_HOPS`` re-exports and aliases;
+    * at most ``CACHED_MODULES`` parsed modules are kept (least recently used first out; a
+      module dropped is parsed again when asked for again); summaries stay for the whole run.
+    A lookup cut short by a bound answers "unknown" (None), never a guess.
+
+Dependencies
+    Every module read for a lookup is recorded (``Recorder``); the engine wraps the lint of
+    one file in ``project.recording(path)`` and reports the files it consulted as
+    ``FileResult.dependencies``, including those read to compute summaries it reused.
+
+API (small on purpose; ``analysis.callgraph.resolve_call`` builds "which function does this call
+run" on it):
+    ``Projects().for_file(path)`` -> the ``Project`` of a file, or None (one object per root).
+    ``project.lookup(ctx, expr)`` -> ``Definition`` (function or class), ``Module``, or None:
+        what a name or attribute chain of ``ctx`` names when it comes from an import or from the
+        top level of ``ctx``'s file (``zero_grad``, ``u.f``, ``pkg.util.f``, ``Net``, ``Net.forward``).
+    ``project.context(path)`` -> the parsed ``FileContext`` of a module (read once, shared).
+    ``project.summaries``: the ``SummaryCache`` of the run (``analysis.summaries``).
+    ``project.recording(path)``: context manager around one file's lint, yields the set of
+        other files consulted.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from torchlint.analysis.context import FileContext
+from torchlint.analysis.definitions import Definition, class_member, file_key, module_names
+from torchlint.analysis.imports import ImportBinding, dotted_name
+from torchlint.analysis.source import UndecodableSource, decode_source
+from torchlint.analysis.summaries import Recorder, SummaryCache
+
+ROOT_MARKERS = (".git", ".hg", "pyproject.toml", "setup.py", "setup.cfg")
+# Folders that hold installed or vendored code, never the project's own modules.
+FOREIGN_DIRS = frozenset({"site-packages", "dist-packages", "node_modules", "__pycache__"})
+MAX_MODULE_BYTES = 1_000_000
+MAX_MODULES = 2_000
+MAX_IMPORT_HOPS = 8
+CACHED_MODULES = 256
+
+
+@dataclass(frozen=True)
+class Module:
+    """A module of the project: ``path`` is its file (``pkg/__init__.py`` for a package), or the
+    directory of a namespace package (``file`` False); ``name`` is dotted from the root."""
+
+    path: str
+    name: str
+    is_package: bool
+    file: bool = True
+
+    @property
+    def directory(self) -> str:
+        """Where its submodules live (packages) or its siblings (modules)."""
+        return self.path if not self.file else os.path.dirname(self.path)
+
+
+class Projects:
+    """The projects of one run, one per root, found from each linted file's path."""
+
+    def __init__(self):
+        self._by_root: dict[str, Project] = {}
+        self._root_of_dir: dict[str, str | None] = {}
+
+    def for_file(self, path: str) -> Project | None:
+        real = os.path.realpath(path)
+        directory = os.path.dirname(real)
+        if any(part in FOREIGN_DIRS for part in directory.split(os.sep)):
+            return None
+        root = self._root(directory)
+        if root is None:
+            return None
+        project = self._by_root.get(root)
+        if project is None:
+            project = self._by_root[root] = Project(root)
+        return project
+
+    def _root(self, directory: str) -> str | None:
+        if directory in self._root_of_dir:
+            return self._root_of_dir[directory]
+        walked = []
+        current, found = directory, None
+        while True:
+            if current in self._root_of_dir:
+                found = self._root_of_dir[current]
+                break
+            walked.append(current)
+            if any(os.path.exists(os.path.join(current, marker)) for marker in ROOT_MARKERS):
+                found = current
+                break
+            parent = os.path.dirname(current)
+            if parent == current:
+                break
+            current = parent
+        if found is None:
+            found = package_base(directory)
+            # Only the start directory: its ancestors have package bases of their own.
+            self._root_of_dir[directory] = found
+            return found
+        for seen in walked:
+            self._root_of_dir[seen] = found
+        return found
+
+
+def package_base(directory: str) -> str:
+    """The directory above the outermost package holding ``directory`` (itself for a script folder)."""
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    return directory
+
+
+class Project:
+    def __init__(self, root: str):
+        self.root = os.path.realpath(root)
+        self.recorder = Recorder()
+        self.summaries = SummaryCache(self.recorder)
+        self._listings: dict[str, dict[str, bool] | None] = {}
+        self._contexts: OrderedDict[str, FileContext | None] = OrderedDict()
+        self._read: set[str] = set()
+        self._modules: dict[str, Module | None] = {}
+        self._resolved: dict[tuple, tuple[object, frozenset[str]]] = {}
+
+    def __repr__(self) -> str:
+        return f"<Project {self.root}>"
+
+    # ----- the lint of one file ------------------------------------------------------------------
+    @contextmanager
+    def recording(self, path: str) -> Iterator[set[str]]:
+        """Around the lint of ``path``: yields the set that receives, on exit, the other files of
+        the project whose contents the lint consulted (real absolute paths)."""
+        consulted: set[str] = set()
+        with self.recorder.frame() as frame:
+            yield consulted
+        consulted.update(frame.deps)
+        consulted.discard(os.path.realpath(path))
+
+    # ----- files on disk -------------------------------------------------------------------------
+    def inside(self, path: str) -> bool:
+        return path == self.root or path.startswith(self.root + os.sep)
+
+    def _listing(self, directory: str) -> dict[str, bool] | None:
+        """Entry name -> is a directory, for a directory of the project (None outside it, unreadable,
+        or holding installed code)."""
+        if directory in self._listings:
+            return self._listings[directory]
+        entries = None
+        if self.inside(directory) and os.path.basename(directory) not in FOREIGN_DIRS:
+            try:
+                with os.scandir(directory) as scan:
+                    entries = {}
+                    for entry in scan:
+                        try:
+                            entries[entry.name] = entry.is_dir()
+                        except OSError:
+                            continue
+            except OSError:
+                entries = None
+            if entries is not None and "pyvenv.cfg" in entries:
+                entries = None  # a virtual environment
+        self._listings[directory] = entries
+        return entries
+
+    def _has_file(self, directory: str, name: str) -> bool:
+        listing = self._listing(directory)
+        return listing is not None and listing.get(name) is False
+
+    def _has_dir(self, directory: str, name: str) -> bool:
+        listing = self._listing(directory)
+        return (
+            listing is not None
+            and listing.get(name) is True
+            and name not in FOREIGN_DIRS
+            and self._listing(os.path.join(directory, name)) is not None
+        )
+
+    def context(self, path: str) -> FileContext | None:
+        """The parsed module at ``path`` (a file of this project), or None when it cannot be read
+        or parsed or a bound says no. Records ``path`` as consulted."""
+        self.recorder.consulted(path)
+        if path in self._contexts:
+            self._contexts.move_to_end(path)
+            return self._contexts[path]
+        ctx = self._load(path)
+        self._contexts[path] = ctx
+        if len(self._contexts) > CACHED_MODULES:
+            self._contexts.popitem(last=False)
+        return ctx
+
+    def _load(self, path: str) -> FileContext | None:
+        if path not in self._read:
+            if len(self._read) >= MAX_MODULES:
+                self.recorder.truncate()
+                return None
+            self._read.add(path)
+        real = os.path.realpath(path)
+        if not self.inside(real):
+            return None
+        try:
+            if os.path.getsize(real) > MAX_MODULE_BYTES:
+                return None
+            with open(real, "rb") as handle:
+                data = handle.read(MAX_MODULE_BYTES + 1)
+            text = decode_source(data)
+            tree = ast.parse(text, filename=path)
+        except (OSError, UndecodableSource, SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        return FileContext(path, text, tree, project=self)
+
+    # ----- modules ---------------------------------------------------------------------------------
+    def _search_bases(self, ctx: FileContext) -> list[str]:
+        """Where an absolute import of ``ctx``'s file is looked for, in order."""
+        directory = os.path.dirname(file_key(ctx))
+        bases = [directory, self._package_base(directory), self.root, os.path.join(self.root, "src")]
+        found = []
+        for base in bases:
+            if base not in found and self.inside(base):
+                found.append(base)
+        return found
+
+    def _package_base(self, directory: str) -> str:
+        while self._has_file(directory, "__init__.py") and directory != self.root:
+            directory = os.path.dirname(directory)
+        return directory
+
+    def _module_in(self, base: str, parts: list[str]) -> Module | None:
+        """Module ``parts`` under the directory ``base``: a package, else a module file, else a namespace package."""
+        directory = base
+        for part in parts[:-1]:
+            if not self._has_dir(directory, part):
+                return None
+            directory = os.path.join(directory, part)
+        last = parts[-1]
+        if self._has_dir(directory, last):
+            package_dir = os.path.join(directory, last)
+            if self._has_file(package_dir, "__init__.py"):
+                return self._named(os.path.join(package_dir, "__init__.py"), True)
+        if self._has_file(directory, last + ".py"):
+            return self._named(os.path.join(directory, last + ".py"), False)
+        if self._has_dir(directory, last):
+            package_dir = os.path.join(directory, last)
+            return Module(package_dir, self._dotted(package_dir), True, file=False)
+        return None
+
+    def _named(self, path: str, is_package: bool) -> Module:
+        module = self._modules.get(path)
+        if module is None:
+            module = self._modules[path] = Module(path, self._dotted(path), is_package)
+        return module
+
+    def _dotted(self, path: str) -> str:
+        rel = os.path.relpath(path, self.root)
+        if rel.endswith("__init__.py"):
+            rel = os.path.dirname(rel)
+        elif rel.endswith(".py"):
+            rel = rel[:-3]
+        return rel.replace(os.sep, ".")
+
+    def resolve_import(self, ctx: FileContext, level: int, module: str) -> Module | None:
+        """The module ``from <level dots><module> import ...`` (or ``import <module>``) names in ``ctx``'s file."""
+        parts = module.split(".") if module else []
+        if level:
+            directory = os.path.dirname(file_key(ctx))
+            for _ in range(level - 1):
+                directory = os.path.dirname(directory)
+            if not self.inside(directory):
+                return None
+            if not parts:
+                init = os.path.join(directory, "__init__.py")
+                if self._has_file(directory, "__init__.py"):
+                    return self._named(init, True)
+                return Module(directory, self._dotted(directory), True, file=False)
+            return self._module_in(directory, parts)
+        if not parts:
+            return None
+        for base in self._search_bases(ctx):
+            found = self._module_in(base, parts)
+            if found is not None:
+                return found
+        return None
+
+    # ----- names -------------------------------------------------------------------------------
+    def lookup(self, ctx: FileContext, expr: ast.AST) -> Definition | Module | None:
+        """What the name or attribute chain ``expr`` of ``ctx``'s file names, when it is imported or
+        defined at the top level of the file: a function or class ``Definition`` (in this file or
+        another of the project), a ``Module``, or None (unknown, a local variable, outside the project)."""
+        name = dotted_name(expr)
+        if name is None:
+            return None
+        head, *rest = name.split(".")
+        binding = ctx.imports.bindings.get(head)
+        if binding is not None:
+            target = self._memo(("binding", file_key(ctx), binding), lambda: self._binding(ctx, binding, 0))
+        else:
+            names = module_names(ctx)
+            node = names.definitions.get(head)
+            alias = names.aliases.get(head)
+            target = Definition(ctx, node) if node is not None else self._alias(ctx, alias, 0) if alias else None
+        for part in rest:
+            if target is None:
+                return None
+            target = self._attribute(target, part, 0)
+        return target
+
+    def _memo(self, key: tuple, compute):
+        """Lookups are remembered with the files they read, which are recorded again on every use."""
+        hit = self._resolved.get(key)
+        if hit is not None:
+            value, deps = hit
+            self.recorder.consulted_all(deps)
+            return value
+        with self.recorder.frame() as frame:
+            value = compute()
+        if frame.final:
+            self._resolved[key] = (value, frozenset(frame.deps))
+        return value
+
+    def _binding(self, ctx: FileContext, binding: ImportBinding, hops: int) -> Definition | Module | None:
+        if binding.name is None:
+            # ``import pkg.util`` binds ``pkg``; ``import pkg.util as u`` binds ``pkg.util``.
+            return self.resolve_import(ctx, binding.level, binding.module)
+        module = self.resolve_import(ctx, binding.level, binding.module)
+        if module is None:
+            return None
+        return self._attribute(module, binding.name, hops)
+
+    def _attribute(self, target: Definition | Module, name: str, hops: int) -> Definition | Module | None:
+        if isinstance(target, Definition):
+            if not target.is_class:
+                return None
+            member = class_member(target.node, name)
+            return Definition(target.ctx, member) if member is not None else None
+        # The hop count is part of the key: an answer cut short at one depth is not one at another.
+        return self._memo(("attribute", target.path, name, hops), lambda: self._module_attribute(target, name, hops))
+
+    def _module_attribute(self, module: Module, name: str, hops: int) -> Definition | Module | None:
+        if hops >= MAX_IMPORT_HOPS:
+            self.recorder.truncate()
+            return None
+        if module.file:
+            ctx = self.context(module.path)
+            if ctx is not None:
+                names = module_names(ctx)
+                node = names.definitions.get(name)
+                if node is not None:
+                    return Definition(ctx, node)
+                binding = names.imports.get(name)
+                if binding is not None:
+                    return self._binding(ctx, binding, hops + 1)
+                alias = names.aliases.get(name)
+                if alias is not None:
+                    return self._alias(ctx, alias, hops + 1)
+                for star in names.star_imports:
+                    if name.startswith("_"):
+                        break
+                    source = self.resolve_import(ctx, star.level, star.module)
+                    if source is not None and source != module:
+                        found = self._module_attribute(source, name, hops + 1)
+                        if found is not None:
+                            return found
+        if module.is_package:
+            # ``from pkg import util`` and ``pkg.util`` reach a submodule the package does not import.
+            return self._module_in(module.directory, [name])
+        return None
+
+    def _alias(self, ctx: FileContext, expr: ast.expr, hops: int) -> Definition | Module | None:
+        """``Net = ResNet`` or ``f = util.f`` at the top level of a module."""
+        name = dotted_name(expr)
+        if name is None:
+            return None
+        head, *rest = name.split(".")
+        names = module_names(ctx)
+        if head in names.definitions:
+            target: Definition | Module | None = Definition(ctx, names.definitions[head])
+        elif head in names.imports:
+            target = self._binding(ctx, names.imports[head], hops + 1)
+        elif head in names.aliases and hops < MAX_IMPORT_HOPS:
+            target = self._alias(ctx, names.aliases[head], hops + 1)
+        else:
+            return None
+        for part in rest:
+            if target is None:
+                return None
+            target = self._attribute(target, part, hops + 1)
+        return target

@@ -125,7 +125,7 @@ def find_method(cls: Definition, name: str, local: bool = False) -> Definition |
         seen.add(current.key)
         member = class_member(current.node, name)  # type: ignore[arg-type]
         if member is not None and isinstance(member, FUNCTION_NODES):
-            return Definition(current.ctx, member)
+            return current.member(member)
         if depth < MAX_BASE_DEPTH:
             bases = [b for b in class_bases(current, local) if isinstance(b, Definition)]
             pending.extend((base, depth + 1) for base in reversed(bases))

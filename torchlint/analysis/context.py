@@ -37,14 +37,26 @@ class FileContext:
         # (analysis.project); None for a string or standard input.
         self.project = project
         self.source = source
+        self.tree = tree
+        self._shared: dict = {}
+
+    @cached_property
+    def lines(self) -> list[str]:
         # Python ends lines only at \n, \r\n and \r; str.splitlines() would also split at
         # form feeds and other separators and make line numbers drift.
-        self.lines = _LINE_BREAK.split(source)
-        self.tree = tree
-        self.parents: dict[ast.AST, ast.AST] = {}
-        self._by_type: dict[type, list[ast.AST]] = defaultdict(list)
-        self._shared: dict = {}
-        self._index(tree)
+        return _LINE_BREAK.split(self.source)
+
+    # The index is built on first use: the engine's rules need it at once, but a module the
+    # project reads only to learn what it defines (analysis.project) never does.
+    @cached_property
+    def parents(self) -> dict[ast.AST, ast.AST]:
+        self._index(self.tree)
+        return self.__dict__["parents"]
+
+    @cached_property
+    def _by_type(self) -> dict[type, list[ast.AST]]:
+        self._index(self.tree)
+        return self.__dict__["_by_type"]
 
     def _index(self, tree: ast.AST) -> None:
         # Iterative pre-order walk (no recursion: deeply nested expressions must not
@@ -54,8 +66,9 @@ class FileContext:
         # is the engine's biggest cost after the parse). Expression contexts and operators
         # (Load, Store, Add, Eq, ...) are not indexed: CPython shares one instance of each
         # across the whole tree, so they have no parent of their own and nothing asks for them.
-        parents = self.parents
-        by_type = self._by_type
+        parents: dict[ast.AST, ast.AST] = {}
+        by_type: dict[type, list[ast.AST]] = defaultdict(list)
+        self.__dict__["parents"], self.__dict__["_by_type"] = parents, by_type
         fields_of = CHILD_FIELDS
         stack = [tree]
         pop = stack.pop

@@ -39,10 +39,16 @@ class Definition:
 
     __slots__ = ("ctx", "node", "_qualname")
 
-    def __init__(self, ctx: FileContext, node: DefNode):
+    def __init__(self, ctx: FileContext, node: DefNode, qualname: str | None = None):
         self.ctx = ctx
         self.node = node
-        self._qualname: str | None = None
+        # Known when the definition was reached by name (a module's top level, a class body);
+        # otherwise worked out from the file's parents on first use.
+        self._qualname = qualname
+
+    def member(self, node: DefNode) -> Definition:
+        """A method or nested class of this class."""
+        return Definition(self.ctx, node, f"{self.qualname}.{node.name}")
 
     @property
     def name(self) -> str:

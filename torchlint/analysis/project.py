@@ -162,7 +162,8 @@ class Project:
         self._contexts: OrderedDict[str, FileContext | None] = OrderedDict()
         self._read: set[str] = set()
         self._modules: dict[str, Module | None] = {}
-        self._resolved: dict[tuple, tuple[object, frozenset[str]]] = {}
+        self._attributes: dict[tuple, tuple[object, frozenset[str]]] = {}
+        self._imports: dict[tuple, Module | None] = {}
 
     def __repr__(self) -> str:
         return f"<Project {self.root}>"
@@ -251,9 +252,8 @@ class Project:
         return FileContext(path, text, tree, project=self)
 
     # ----- modules ---------------------------------------------------------------------------------
-    def _search_bases(self, ctx: FileContext) -> list[str]:
-        """Where an absolute import of ``ctx``'s file is looked for, in order."""
-        directory = os.path.dirname(file_key(ctx))
+    def _search_bases(self, directory: str) -> list[str]:
+        """Where an absolute import of a file of ``directory`` is looked for, in order."""
         bases = [directory, self._package_base(directory), self.root, os.path.join(self.root, "src")]
         found = []
         for base in bases:
@@ -301,9 +301,17 @@ class Project:
 
     def resolve_import(self, ctx: FileContext, level: int, module: str) -> Module | None:
         """The module ``from <level dots><module> import ...`` (or ``import <module>``) names in ``ctx``'s file."""
+        # The answer depends on the file's folder only (and on directory listings, not file contents).
+        key = (os.path.dirname(file_key(ctx)), level, module)
+        try:
+            return self._imports[key]
+        except KeyError:
+            found = self._imports[key] = self._resolve_import(key[0], level, module)
+            return found
+
+    def _resolve_import(self, directory: str, level: int, module: str) -> Module | None:
         parts = module.split(".") if module else []
         if level:
-            directory = os.path.dirname(file_key(ctx))
             for _ in range(level - 1):
                 directory = os.path.dirname(directory)
             if not self.inside(directory):
@@ -316,7 +324,7 @@ class Project:
             return self._module_in(directory, parts)
         if not parts:
             return None
-        for base in self._search_bases(ctx):
+        for base in self._search_bases(directory):
             found = self._module_in(base, parts)
             if found is not None:
                 return found
@@ -327,36 +335,67 @@ class Project:
         """What the name or attribute chain ``expr`` of ``ctx``'s file names, when it is imported or
         defined at the top level of the file: a function or class ``Definition`` (in this file or
         another of the project), a ``Module``, or None (unknown, a local variable, outside the project)."""
-        name = dotted_name(expr)
-        if name is None:
+        attributes = []
+        while isinstance(expr, ast.Attribute):
+            attributes.append(expr.attr)
+            expr = expr.value
+        if not isinstance(expr, ast.Name):
             return None
-        head, *rest = name.split(".")
-        binding = ctx.imports.bindings.get(head)
-        if binding is not None:
-            target = self._memo(("binding", file_key(ctx), binding), lambda: self._binding(ctx, binding, 0))
-        else:
-            names = module_names(ctx)
-            node = names.definitions.get(head)
-            alias = names.aliases.get(head)
-            target = Definition(ctx, node) if node is not None else self._alias(ctx, alias, 0) if alias else None
-        for part in rest:
+        target = self._head(ctx, expr.id)
+        for part in reversed(attributes):
             if target is None:
                 return None
             target = self._attribute(target, part, 0)
         return target
 
-    def _memo(self, key: tuple, compute):
-        """Lookups are remembered with the files they read, which are recorded again on every use."""
-        hit = self._resolved.get(key)
+    def _head(self, ctx: FileContext, name: str) -> Definition | Module | None:
+        """What a bare name of ``ctx``'s file names at its top level: an import, a def/class, an alias."""
+        binding = ctx.imports.bindings.get(name)
+        if binding is None:
+            names = module_names(ctx)
+            node = names.definitions.get(name)
+            if node is not None:
+                return Definition(ctx, node, name)
+            alias = names.aliases.get(name)
+            return self._alias(ctx, alias, 0) if alias is not None else None
+        # Answers by file and name: most calls of a file go through a few imported names.
+        heads = ctx.shared("project_heads", dict)
+        return self._remembered(heads, name, lambda: self._binding(ctx, binding, 0))
+
+    def _remembered(self, memo: dict, key, compute) -> Definition | Module | None:
+        """Lookups are remembered with the files they read (recorded again on every use), as places
+        rather than parsed nodes, so that remembering never keeps a parsed module alive."""
+        hit = memo.get(key)
         if hit is not None:
-            value, deps = hit
+            place, deps = hit
             self.recorder.consulted_all(deps)
-            return value
+            return self._at(place)
         with self.recorder.frame() as frame:
             value = compute()
         if frame.final:
-            self._resolved[key] = (value, frozenset(frame.deps))
+            memo[key] = (self._place(value), frozenset(frame.deps))
         return value
+
+    @staticmethod
+    def _place(value: Definition | Module | None):
+        if isinstance(value, Definition):
+            return (value.ctx.path, value.qualname)
+        return value
+
+    def _at(self, place) -> Definition | Module | None:
+        if not isinstance(place, tuple):
+            return place  # a Module, or None
+        path, qualname = place
+        ctx = self.context(path)
+        if ctx is None:
+            return None
+        first, *rest = qualname.split(".")
+        node = module_names(ctx).definitions.get(first)
+        found = Definition(ctx, node, first) if node is not None else None
+        for name in rest:
+            member = class_member(found.node, name) if found is not None and found.is_class else None
+            found = found.member(member) if member is not None else None
+        return found
 
     def _binding(self, ctx: FileContext, binding: ImportBinding, hops: int) -> Definition | Module | None:
         if binding.name is None:
@@ -371,10 +410,12 @@ class Project:
         if isinstance(target, Definition):
             if not target.is_class:
                 return None
-            member = class_member(target.node, name)
-            return Definition(target.ctx, member) if member is not None else None
+            member = class_member(target.node, name)  # type: ignore[arg-type]
+            return target.member(member) if member is not None else None
         # The hop count is part of the key: an answer cut short at one depth is not one at another.
-        return self._memo(("attribute", target.path, name, hops), lambda: self._module_attribute(target, name, hops))
+        return self._remembered(
+            self._attributes, (target.path, name, hops), lambda: self._module_attribute(target, name, hops)
+        )
 
     def _module_attribute(self, module: Module, name: str, hops: int) -> Definition | Module | None:
         if hops >= MAX_IMPORT_HOPS:
@@ -386,7 +427,7 @@ class Project:
                 names = module_names(ctx)
                 node = names.definitions.get(name)
                 if node is not None:
-                    return Definition(ctx, node)
+                    return Definition(ctx, node, name)
                 binding = names.imports.get(name)
                 if binding is not None:
                     return self._binding(ctx, binding, hops + 1)
@@ -408,16 +449,19 @@ class Project:
 
     def _alias(self, ctx: FileContext, expr: ast.expr, hops: int) -> Definition | Module | None:
         """``Net = ResNet`` or ``f = util.f`` at the top level of a module."""
+        if hops >= MAX_IMPORT_HOPS:
+            self.recorder.truncate()
+            return None
         name = dotted_name(expr)
         if name is None:
             return None
         head, *rest = name.split(".")
         names = module_names(ctx)
         if head in names.definitions:
-            target: Definition | Module | None = Definition(ctx, names.definitions[head])
+            target: Definition | Module | None = Definition(ctx, names.definitions[head], head)
         elif head in names.imports:
             target = self._binding(ctx, names.imports[head], hops + 1)
-        elif head in names.aliases and hops < MAX_IMPORT_HOPS:
+        elif head in names.aliases:
             target = self._alias(ctx, names.aliases[head], hops + 1)
         else:
             return None

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from torchlint.analysis.context import FileContext
+from torchlint.analysis.project import Project, Projects
 from torchlint.analysis.source import UndecodableSource, decode_source
 from torchlint.engine.autofix import FixOptions, FixOutcome, TextFormat, fix_text, make_edits, unified_diff
 from torchlint.engine.finding import Finding, Message
@@ -61,6 +62,7 @@ class FileResult:
     # Paths of the project's other files whose contents this lint consulted (cross-file
     # summaries): the cache reuses this result only while they are unchanged too.
     dependencies: tuple[str, ...] = ()
+    # (Real absolute paths, sorted; filled by the project phase, see analysis.project.)
     # False when the result depends on more than the inputs (a rule ran out of time or crashed).
     cacheable: bool = True
 
@@ -76,9 +78,12 @@ def syntax_finding(path: str, line: int, column: int, message: Message | str) ->
     return Finding(path, line, column, line, column, code, name, severity, str(message))
 
 
-def lint_source(source: str, path: str = "<string>", rules: Iterable[type[Rule]] | None = None) -> list[Finding]:
-    """All findings for one file's text, sorted by position, with inline suppressions applied."""
-    return lint_text(source, path, rules).findings
+def lint_source(
+    source: str, path: str = "<string>", rules: Iterable[type[Rule]] | None = None, project: Project | None = None
+) -> list[Finding]:
+    """All findings for one file's text, sorted by position, with inline suppressions applied.
+    With a ``project`` (``Projects().for_file(path)``), the lint may look into the files the text imports."""
+    return lint_text(source, path, rules, project=project).findings
 
 
 def lint_text(
@@ -88,13 +93,16 @@ def lint_text(
     rule_budget: float | None = None,
     notebook: NotebookIndex | None = None,
     edits: Callable[[Finding], bool] | bool | None = None,
+    project: Project | None = None,
 ) -> FileResult:
     """Lint decoded source text. ``rules=None`` runs every registered rule (TL000 included).
     ``rule_budget``: CPU seconds each rule may spend on this file (None: no limit).
     ``notebook``: the source is a notebook's joined code cells (see lint_notebook_text); fixes
     then edit cells (``Edit.cell``), and fixes that make no sense in a notebook are not offered.
     ``edits``: make the edits of the fixes of the findings it accepts (True: all of them), for
-    --fix, --diff and the JSON/SARIF reports; otherwise fixes carry their description only."""
+    --fix, --diff and the JSON/SARIF reports; otherwise fixes carry their description only.
+    ``project``: the project ``path`` belongs to, whose other files the rules may consult
+    (None: this text alone); ``dependencies`` of the result lists those they did consult."""
     rule_classes = list(all_rules().values()) if rules is None else list(rules)
     report_unparsable = rules is None or any(r.code == SYNTAX_CODE for r in rule_classes)
     result = FileResult(path, line_count=source.count("\n") + (not source.endswith("\n") and bool(source)))
@@ -104,26 +112,38 @@ def lint_text(
             if report_unparsable:
                 result.findings.append(failure)
         else:
-            ctx = FileContext(path, source, tree)
-            with cpu_budget(rule_budget) as limit:
-                for rule_cls in rule_classes:
-                    if rule_cls.code == SYNTAX_CODE:
-                        continue
-                    _run_rule(rule_cls, ctx, result, limit, rule_budget)
-            _finish(result, source, notebook)
-            if notebook is not None:
-                result.findings = [f if _offered_in_notebooks(f) else replace(f, fix=None) for f in result.findings]
-            if any(f.fix is not None for f in result.findings):
-                wanted = (lambda f: True) if edits is True else edits or None
-                cells = None
-                if notebook is not None and wanted is not None:
-                    from torchlint.engine.notebookfix import CellMapper  # only when a notebook's fixes are made
+            ctx = FileContext(path, source, tree, project)
+            with _consulting(project, path) as consulted:
+                with cpu_budget(rule_budget) as limit:
+                    for rule_cls in rule_classes:
+                        if rule_cls.code == SYNTAX_CODE:
+                            continue
+                        _run_rule(rule_cls, ctx, result, limit, rule_budget)
+                _finish(result, source, notebook)
+                if notebook is not None:
+                    result.findings = [f if _offered_in_notebooks(f) else replace(f, fix=None) for f in result.findings]
+                if any(f.fix is not None for f in result.findings):
+                    wanted = (lambda f: True) if edits is True else edits or None
+                    cells = None
+                    if notebook is not None and wanted is not None:
+                        from torchlint.engine.notebookfix import CellMapper  # only when a notebook's fixes are made
 
-                    cells = CellMapper(notebook, source)
-                result.findings, problems = make_edits(ctx, result.findings, wanted, cells)
-                result.problems.extend(problems)
+                        cells = CellMapper(notebook, source)
+                    result.findings, problems = make_edits(ctx, result.findings, wanted, cells)
+                    result.problems.extend(problems)
+            result.dependencies = tuple(sorted(consulted))
             return result
     return _finish(result, source, notebook)
+
+
+@contextmanager
+def _consulting(project: Project | None, path: str):
+    """Yields the set of the other project files the lint consulted (filled on exit)."""
+    if project is None:
+        yield set()
+        return
+    with project.recording(path) as consulted:
+        yield consulted
 
 
 def _offered_in_notebooks(finding: Finding) -> bool:
@@ -137,6 +157,7 @@ def lint_notebook_text(
     rules: Iterable[type[Rule]] | None = None,
     rule_budget: float | None = None,
     edits: Callable[[Finding], bool] | bool | None = None,
+    project: Project | None = None,
 ) -> FileResult:
     """Lint a notebook's JSON text: its code cells as one program, findings located by cell.
     Invalid JSON is a TL000 finding; a notebook of another language or without code cells
@@ -153,7 +174,9 @@ def lint_notebook_text(
         )
     if not code_cell_count(program):
         return FileResult(path, problems=[f"{path}: no code cells to lint"])
-    result = lint_text(program.source, path, rule_classes, rule_budget, notebook=program.index, edits=edits)
+    result = lint_text(
+        program.source, path, rule_classes, rule_budget, notebook=program.index, edits=edits, project=project
+    )
     if report_unparsable:
         for cell, line, column, message in program.broken_cells:
             finding = syntax_finding(path, line, column, f"{message} (this cell is left out of the analysis)")
@@ -355,14 +378,15 @@ def lint_bytes(
     rules: Sequence[type[Rule]] | None = None,
     rule_budget: float | None = None,
     edits: Callable[[Finding], bool] | bool | None = None,
+    project: Project | None = None,
 ) -> FileResult:
     text, failure = decode(data, path)
     if text is None:
         report = rules is None or any(r.code == SYNTAX_CODE for r in rules)
         return FileResult(path, findings=[failure] if report else [], line_count=data.count(b"\n"))
     if is_notebook(path):
-        return lint_notebook_text(text, path, rules, rule_budget, edits)
-    return lint_text(text, path, rules, rule_budget, edits=edits)
+        return lint_notebook_text(text, path, rules, rule_budget, edits, project)
+    return lint_text(text, path, rules, rule_budget, edits=edits, project=project)
 
 
 class TooLarge(Exception):
@@ -396,7 +420,12 @@ def lint_file(
     max_bytes: int = 0,
     rule_budget: float | None = None,
     edits: Callable[[Finding], bool] | bool | None = None,
+    projects: Projects | None = None,
 ) -> FileResult:
+    """Lint the file at ``path``; the rules may consult the other files of the project it belongs
+    to (``analysis.project``), as the command does. Share one ``Projects`` across the files of a
+    run (``projects``) so that each module they import is read once; without it, a new one is
+    made for this file."""
     try:
         data, reason = read_file(path, max_bytes)
     except TooLarge as size:
@@ -411,7 +440,8 @@ def lint_file(
     if data is None:
         report = rules is None or any(r.code == SYNTAX_CODE for r in rules)
         return FileResult(path, findings=[syntax_finding(path, 1, 1, reason)] if report else [])
-    return lint_bytes(data, path, rules, rule_budget, edits)
+    projects = Projects() if projects is None else projects
+    return lint_bytes(data, path, rules, rule_budget, edits, projects.for_file(path))
 
 
 # ----- fixing -------------------------------------------------------------------------------------
@@ -426,21 +456,25 @@ def fix_bytes(
     write: bool = False,
     diff: bool = False,
     keep_text: bool = False,
+    project: Project | None = None,
 ) -> FileResult:
     """Lint and fix one file's bytes (see ``autofix``): the result holds the findings left, the
     fixes applied and, as asked, the unified diff or the fixed text; ``write`` writes a changed
     file back at ``path`` in its own encoding and line endings."""
     text, _ = decode(data, path)
     if text is None:
-        result = lint_bytes(data, path, rules, rule_budget)
+        result = lint_bytes(data, path, rules, rule_budget, project=project)
         if keep_text:
             result.fixed_text = data.decode("utf-8", "replace")
         return result
     if is_notebook(path):
-        outcome = _fix_notebook(text, path, rules, options, rule_budget)
+        outcome = _fix_notebook(text, path, rules, options, rule_budget, project)
     else:
         outcome = fix_text(
-            text, path, lambda source, wanted: lint_text(source, path, rules, rule_budget, edits=wanted), options
+            text,
+            path,
+            lambda source, wanted: lint_text(source, path, rules, rule_budget, edits=wanted, project=project),
+            options,
         )
     result = outcome.result
     result.problems = outcome.problems
@@ -465,12 +499,14 @@ def fix_bytes(
     return result
 
 
-def _fix_notebook(text: str, path: str, rules, options: FixOptions, rule_budget: float | None):
+def _fix_notebook(
+    text: str, path: str, rules, options: FixOptions, rule_budget: float | None, project: Project | None = None
+):
     """Fix rounds on a notebook's text; one that is not a notebook we can lint is only linted."""
     from torchlint.engine.notebookfix import NotebookDocument  # not loaded by a plain lint
 
     def lint(current: str, wanted) -> FileResult:
-        return lint_notebook_text(current, path, rules, rule_budget, edits=wanted)
+        return lint_notebook_text(current, path, rules, rule_budget, edits=wanted, project=project)
 
     try:
         document = NotebookDocument(text, path)
@@ -491,11 +527,13 @@ def fix_file(
     rule_budget: float | None = None,
     write: bool = False,
     diff: bool = False,
+    projects: Projects | None = None,
 ) -> FileResult:
+    projects = Projects() if projects is None else projects
     try:
         data, _ = read_file(path, max_bytes)
     except TooLarge:
         data = None
     if data is None:  # unreadable or too large: say so as a lint does
-        return lint_file(path, rules, max_bytes, rule_budget)
-    return fix_bytes(data, path, rules, options, rule_budget, write, diff)
+        return lint_file(path, rules, max_bytes, rule_budget, projects=projects)
+    return fix_bytes(data, path, rules, options, rule_budget, write, diff, project=projects.for_file(path))

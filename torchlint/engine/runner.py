@@ -1,4 +1,9 @@
-"""Lint many files, in this process or in a pool of worker processes (``--jobs N``)."""
+"""Lint many files, in this process or in a pool of worker processes (``--jobs N``).
+
+The files of one run share their projects (``analysis.project``): a module that several linted
+files import is read and parsed once per process, and the summaries of its functions are
+computed once per process. Worker processes start with no project state and each builds what
+its own files need, lazily."""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
+from torchlint.analysis.project import Projects
 from torchlint.engine.autofix import FixOptions
 from torchlint.engine.cache import LintCache
 from torchlint.engine.files import Target
@@ -55,17 +61,34 @@ def _rules_for(codes: frozenset) -> list[type[Rule]]:
     return [registry[c] for c in sorted(codes) if c in registry]
 
 
-def lint_job(job: Job) -> FileResult:
+def lint_job(job: Job, projects: Projects | None = None) -> FileResult:
     path, codes, error, max_bytes, fixes = job
     if error is not None:
         return FileResult(path, findings=[syntax_finding(path, 1, 1, error)] if SYNTAX_CODE in codes else [])
     rules = _rules_for(codes)
     if fixes is not None and fixes[0].apply:
         request, options = fixes
-        result = fix_file(path, rules, options, max_bytes, DEFAULT_RULE_CPU_BUDGET, request.write, request.diff)
+        result = fix_file(
+            path, rules, options, max_bytes, DEFAULT_RULE_CPU_BUDGET, request.write, request.diff, projects
+        )
     else:
-        result = lint_file(path, rules, max_bytes, DEFAULT_RULE_CPU_BUDGET, fixes is not None and fixes[0].edits)
+        edits = fixes is not None and fixes[0].edits
+        result = lint_file(path, rules, max_bytes, DEFAULT_RULE_CPU_BUDGET, edits, projects)
     return _without_unfixable(result, fixes)
+
+
+# A worker process's projects, shared by the files it lints (set up by _start_worker).
+_worker_projects: Projects | None = None
+
+
+def _start_worker() -> None:
+    global _worker_projects
+    _worker_projects = Projects()
+    _ignore_interrupts()
+
+
+def _worker_job(job: Job) -> FileResult:
+    return lint_job(job, _worker_projects)
 
 
 def _without_unfixable(result: FileResult, fixes: tuple | None) -> FileResult:
@@ -166,10 +189,12 @@ def _lookup(cache: LintCache, job: Job) -> tuple[str | None, str, FileResult | N
 def _lint_jobs(work: list[Job], jobs: int) -> Iterator[FileResult]:
     workers = min(resolve_jobs(jobs), max(1, len(work) // MIN_FILES_PER_WORKER))
     if workers <= 1:
-        yield from map(lint_job, work)
+        projects = Projects()
+        for job in work:
+            yield lint_job(job, projects)
         return
     all_rules()  # import every rule before forking, so workers inherit them
     # Small chunks keep the workers evenly loaded when file sizes vary a lot.
     chunksize = max(1, min(16, len(work) // (workers * 8)))
-    with _pool_context().Pool(workers, initializer=_ignore_interrupts) as pool:
-        yield from pool.imap(lint_job, work, chunksize=chunksize)
+    with _pool_context().Pool(workers, initializer=_start_worker) as pool:
+        yield from pool.imap(_worker_job, work, chunksize=chunksize)

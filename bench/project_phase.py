@@ -1,0 +1,168 @@
+"""What do cross-file lookups cost? Prints the project phase against linting without it, measured
+in the same run, on any tree of Python files (a 300k-line tree or more is what it is meant for).
+
+    python bench/project_phase.py /work/corpora/audit
+    python bench/project_phase.py DIR --repeat 5
+
+Figures (single core, in process, files read into memory first; the best of --repeat runs,
+interleaved so that a change in machine load hits every figure alike):
+  * lint alone: every rule, no project (``lint_bytes(..., project=None)``);
+  * lint in its project: the same, each file given its project (``Projects().for_file``), as
+    ``torchlint DIR`` runs it: what the engine's project phase adds before any rule asks;
+  * project phase: for every file, every call resolved with ``resolve_call`` (this file, then its
+    imports, across files) and a summary computed for each function reached (a walk of the
+    function's body that resolves its calls and asks for their summaries, the shape of the torch
+    summaries): every module the tree's imports reach is read and parsed once, every function
+    reached summarised once;
+  * cold single file: the file whose lookups read the most other files, linted with a fresh
+    project and its project phase (what pre-commit pays for one changed file), in process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+KIND = "bench.reach"
+
+
+def reach(definition) -> frozenset:
+    """What a function runs, transitively: a summary that asks for the summaries of its callees."""
+    from torchlint.analysis.callgraph import resolve_call
+    from torchlint.analysis.summaries import function_summary
+
+    found = set()
+    for node in ast.walk(definition.node):
+        if isinstance(node, ast.Call):
+            callee = resolve_call(definition.ctx, node)
+            if callee is not None:
+                found.add(callee.key)
+                found |= function_summary(callee, KIND, reach, frozenset())
+    return frozenset(found)
+
+
+def phase_rule():
+    """The project phase as a rule, so that it runs on the lint's own parsed file: every call
+    resolved, and every function reached summarised."""
+    from torchlint.analysis.callgraph import resolve_call
+    from torchlint.analysis.summaries import function_summary
+    from torchlint.engine.rule import Rule
+
+    class ProjectPhase(Rule):
+        code, name, severity = "TL999", "project-phase", "warning"
+        counts = {"resolved": 0, "elsewhere": 0}
+
+        def check(self, ctx):
+            for call in ctx.calls:
+                target = resolve_call(ctx, call)
+                if target is None:
+                    continue
+                self.counts["resolved"] += 1
+                self.counts["elsewhere"] += target.ctx is not ctx
+                function_summary(target, KIND, reach, frozenset())
+            return iter(())
+
+    return ProjectPhase
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+
+    from torchlint.analysis.project import Projects
+    from torchlint.engine import config
+    from torchlint.engine.files import discover
+    from torchlint.engine.lint import decode, lint_text
+    from torchlint.engine.rule import all_rules
+
+    rules = list(all_rules().values())
+    files = []
+    for target in discover([str(args.folder)], config.find_settings):
+        text, _ = decode(Path(target.path).read_bytes(), target.path)
+        if text is not None:
+            files.append((target.path, text))
+    lines = sum(text.count("\n") for _, text in files)
+    print(
+        f"tree: {len(files)} files, {lines:,} lines ({args.folder}); {len(rules)} rules; python {sys.version.split()[0]}"
+    )
+
+    def lint_alone():
+        for path, text in files:
+            lint_text(text, path, rules)
+
+    def lint_in_project():
+        projects = Projects()
+        for path, text in files:
+            lint_text(text, path, rules, project=projects.for_file(path))
+
+    phase = phase_rule()
+    stats = {}
+
+    def lint_with_phase():
+        projects = Projects()
+        phase.counts.update(resolved=0, elsewhere=0)
+        deps = {}
+        for path, text in files:
+            deps[path] = lint_text(text, path, [*rules, phase], project=projects.for_file(path)).dependencies
+        stats.update(
+            deps=deps,
+            projects=len(projects._by_root),
+            summaries=sum(len(p.summaries) for p in projects._by_root.values()),
+            **phase.counts,
+        )
+
+    figures = (
+        ("lint alone", lint_alone),
+        ("lint in its project", lint_in_project),
+        ("lint in its project + project phase", lint_with_phase),
+    )
+    timings = {label: [] for label, _ in figures}
+    for _ in range(args.repeat):
+        for label, fn in figures:
+            start = time.process_time()
+            fn()
+            timings[label].append(time.process_time() - start)
+    best = {label: min(values) for label, values in timings.items()}
+    base = best["lint alone"]
+    print(
+        f"\n{'figure (CPU seconds, best of ' + str(args.repeat) + ')':<44} {'seconds':>9} {'lines/s':>10}  vs lint alone"
+    )
+    for label, seconds in best.items():
+        print(f"{label:<44} {seconds:9.3f} {lines / seconds:10,.0f}  {seconds / base:.3f}x")
+
+    deps = stats["deps"]
+    with_deps = [p for p, d in deps.items() if d]
+    print(
+        f"\nprojects (roots): {stats['projects']}; calls resolved: {stats['resolved']:,} "
+        f"({stats['elsewhere']:,} into other files); functions summarised: {stats['summaries']:,}; "
+        f"files consulting other files: {len(with_deps)} of {len(files)}"
+    )
+
+    # Cold single file: the file whose project phase reads the most other files, with a fresh project.
+    path = max(deps, key=lambda p: len(deps[p]))
+    text = dict(files)[path]
+    cold = {"alone": [], "with its project phase": []}
+    for _ in range(args.repeat):
+        start = time.process_time()
+        lint_text(text, path, rules)
+        cold["alone"].append(time.process_time() - start)
+        start = time.process_time()
+        lint_text(text, path, [*rules, phase], project=Projects().for_file(path))
+        cold["with its project phase"].append(time.process_time() - start)
+    print(
+        f"one file, cold project ({path}: {text.count(chr(10)):,} lines, {len(deps[path])} other files read): "
+        + ", ".join(f"{label} {min(values):.3f} s CPU" for label, values in cold.items())
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -10,19 +10,13 @@ import pathlib
 import textwrap
 
 import pytest
+from project_helpers import write
 
 from torchlint.analysis import project as project_mod
 from torchlint.analysis.callgraph import class_bases, find_method, resolve_call, resolve_local_call
 from torchlint.analysis.context import FileContext
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.project import Module, Projects
-
-
-def write(root, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
 
 
 def context(path, projects: Projects | None = None) -> FileContext:

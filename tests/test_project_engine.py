@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import ast
 import os
-import textwrap
 
 import pytest
+from project_helpers import REACH, reach, write
 
 from torchlint.analysis.callgraph import resolve_call
 from torchlint.analysis.summaries import function_summary
@@ -29,21 +29,10 @@ class CrossFileProbe(Rule):
             target = resolve_call(ctx, call)
             if target is None:
                 continue
-            runs = sorted(function_summary(target, "probe.reach", _reach, frozenset()))
+            runs = sorted(function_summary(target, REACH, reach, frozenset()))
             root = ctx.project.root if ctx.project else ""
             where = os.path.relpath(target.path, root) if root else target.path
             yield self.report(call, f"{ast.unparse(call.func)} -> {where}:{target.qualname} runs {runs}")
-
-
-def _reach(definition):
-    found = set()
-    for node in ast.walk(definition.node):
-        if isinstance(node, ast.Call):
-            callee = resolve_call(definition.ctx, node)
-            if callee is not None:
-                found.add(callee.qualname)
-                found |= function_summary(callee, "probe.reach", _reach, frozenset())
-    return frozenset(found)
 
 
 PROJECT = {
@@ -102,10 +91,7 @@ PROJECT = {
 
 @pytest.fixture
 def project_dir(tmp_path):
-    for rel, text in PROJECT.items():
-        path = tmp_path / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
+    write(tmp_path, PROJECT)
     (tmp_path.parent / "outside.py").write_text("def g(): pass\n")
     return tmp_path
 

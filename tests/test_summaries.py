@@ -8,32 +8,15 @@ import os
 import pathlib
 import textwrap
 
+from project_helpers import REACH, reach, write
+
 from torchlint.analysis import summaries as summaries_mod
-from torchlint.analysis.callgraph import resolve_call
 from torchlint.analysis.context import FileContext
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.project import Projects
 from torchlint.analysis.summaries import function_summary
 
-KIND = "test.reach"
-
-
-def write(root, files):
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(textwrap.dedent(text))
-
-
-def reach(definition: Definition) -> frozenset[str]:
-    """The functions a function runs, transitively: a summary that asks for the summaries of its callees."""
-    found = set()
-    for node in ast.walk(definition.node):
-        if isinstance(node, ast.Call):
-            callee = resolve_call(definition.ctx, node)
-            if callee is not None:
-                found.add(callee.qualname)
-                found |= function_summary(callee, KIND, reach, frozenset())
-    return frozenset(found)
+KIND = REACH
 
 
 def function(path, name, projects):

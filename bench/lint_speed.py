@@ -447,7 +447,7 @@ def main(argv=None) -> int:
         bare = run_fresh(["-c", "pass"], env, args.repeat)
         parse_one = run_fresh(["-c", f"import ast; ast.parse(open({str(one)!r}).read())"], env, args.repeat)
         version = run_fresh(["-c", ENTRY, "--version"], env, args.repeat)
-        lint_one = run_fresh(["-c", ENTRY, "--no-color", str(one)], env, args.repeat)
+        lint_one = run_fresh(["-c", ENTRY, "--no-color", "--no-cache", str(one)], env, args.repeat)
         row("python -c pass (interpreter start)", bare, parse_one)
         row(f"fresh python: ast.parse one {one_lines}-line file", parse_one, parse_one)
         row("fresh torchlint --version", version, parse_one)
@@ -482,7 +482,9 @@ def main(argv=None) -> int:
         jobs = {}
         for n in (1, 2):
             jobs[n] = run_fresh(
-                ["-c", ENTRY, "-q", "--exit-zero", "--jobs", str(n), str(folder)], env, max(2, args.repeat // 3)
+                ["-c", ENTRY, "-q", "--exit-zero", "--no-cache", "--jobs", str(n), str(folder)],
+                env,
+                max(2, args.repeat // 3),
             )
             row(f"torchlint --jobs {n} DIR", jobs[n], parse_s)
         emit("--jobs 2 speed-up over --jobs 1 (wall)", f"{jobs[1][0] / jobs[2][0]:.2f}x", "", "")

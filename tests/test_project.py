@@ -13,7 +13,7 @@ import pytest
 from project_helpers import write
 
 from torchlint.analysis import project as project_mod
-from torchlint.analysis.callgraph import class_bases, find_method, resolve_call, resolve_local_call
+from torchlint.analysis.callgraph import class_bases, find_method, resolve_call, resolve_local_call, resolve_name
 from torchlint.analysis.context import FileContext
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.project import Module, Projects
@@ -222,6 +222,49 @@ def test_class_from_another_file_its_bases_and_methods(tmp_path):
     # The same-file view stops at the file's edge.
     trainer_call = next(c for c in ctx.calls if ast.unparse(c) == "self.init_weights()")
     assert resolve_local_call(ctx, trainer_call) is None
+
+
+def test_super_calls_reach_the_bases_in_other_files(tmp_path):
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "base.py": "class Base:\n    def step(self):\n        pass\n",
+            "train.py": """
+                from base import Base
+                class Trainer(Base):
+                    def step(self):
+                        super().step()
+                        super().__init__()
+                        self.step()
+            """,
+        },
+    )
+    assert calls(context(tmp_path / "train.py")) == {
+        "super().step()": "base.py:Base.step",
+        "super().__init__()": None,
+        "super()": None,
+        "self.step()": "train.py:Trainer.step",
+    }
+
+
+def test_resolve_name_finds_classes_with_and_without_a_project(tmp_path):
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "models.py": "class Generator:\n    def forward(self, z):\n        return z\n",
+            "train.py": "from models import Generator\nclass Local:\n    def run(self): pass\nG_AB = Generator()\n",
+        },
+    )
+    ctx = context(tmp_path / "train.py")
+    build = next(c for c in ctx.calls if ast.unparse(c) == "Generator()")
+    assert where(ctx, resolve_name(ctx, build.func)) == "models.py:Generator"
+    assert where(ctx, resolve_name(ctx, ast.parse("Local.run", mode="eval").body)) == "train.py:Local.run"
+    # Without a project (a string), only the file's own top level.
+    alone = FileContext("<string>", ctx.source, ctx.tree)
+    assert resolve_name(alone, build.func) is None
+    assert resolve_name(alone, ast.parse("Local.run", mode="eval").body).qualname == "Local.run"
 
 
 def test_local_definitions_win_and_nested_scopes_are_kept(tmp_path):

@@ -8,9 +8,12 @@ One mechanism answers "which function does this call run" for every analysis:
   (``from .fp16_util import zero_grad``; ``analysis.project``);
 * ``self.method(...)`` in a class: the method of the class or of its bases, in this file or,
   through imports, another (``class Trainer(BaseTrainer)`` with ``BaseTrainer`` in base.py);
+  ``super().method(...)``: the same, from the bases;
 * an attribute chain on an imported module or class: ``u.f(...)``, ``pkg.util.f(...)``,
   ``Helper.build(...)``.
 
+``resolve_name(ctx, expr)`` is the same lookup for any name or attribute chain, functions and
+classes alike: which class ``Generator()`` builds, wherever ``Generator`` is defined.
 ``resolve_callee``/``resolve_class`` give (parsed file, node) pairs, for the models that ask a
 function or class questions in its own file (same-file answers still; see their docstrings).
 
@@ -33,7 +36,7 @@ import copy
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.definitions import FUNCTION_NODES, Definition, class_member
+from torchlint.analysis.definitions import FUNCTION_NODES, Definition, class_member, definition_at
 from torchlint.analysis.nodes import argument, argument_for, last_name
 
 if TYPE_CHECKING:
@@ -53,13 +56,30 @@ def resolve_call(ctx: FileContext, call: ast.Call) -> Definition | None:
         local = resolve_function_name(ctx, func.id, call)
         if local is not None:
             return Definition(ctx, local)
-    elif _is_self_method(func):
+    elif _is_self_method(func) or _is_super_method(func):
         cls = ctx.enclosing(call, ast.ClassDef)
-        return find_method(Definition(ctx, cls), func.attr) if cls is not None else None
-    if ctx.project is None or not isinstance(func, (ast.Name, ast.Attribute)):
-        return None
-    target = ctx.project.lookup(ctx, func)
-    return target if isinstance(target, Definition) and target.is_function else None
+        if cls is None:
+            return None
+        if _is_self_method(func):
+            return find_method(Definition(ctx, cls), func.attr)
+        bases = (b for b in class_bases(Definition(ctx, cls)) if isinstance(b, Definition))
+        return next((m for m in (find_method(b, func.attr) for b in bases) if m is not None), None)
+    target = resolve_name(ctx, func)
+    return target if target is not None and target.is_function else None
+
+
+def resolve_name(ctx: FileContext, expr: ast.AST) -> Definition | None:
+    """The function or class a name or attribute chain of ``ctx``'s file refers to through its top
+    level: a ``def``/``class`` of the file (``Net``, ``Net.forward``) or, with a project, one that
+    its imports reach in another file. None for local variables and anything outside the project."""
+    if ctx.project is not None:
+        target = ctx.project.lookup(ctx, expr)
+        return target if isinstance(target, Definition) else None
+    attributes = []
+    while isinstance(expr, ast.Attribute):
+        attributes.append(expr.attr)
+        expr = expr.value
+    return definition_at(ctx, [expr.id, *reversed(attributes)]) if isinstance(expr, ast.Name) else None
 
 
 def resolve_local_call(ctx: FileContext, call: ast.Call) -> FunctionNode | None:
@@ -80,6 +100,11 @@ def _is_self_method(func: ast.expr) -> bool:
     return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
 
 
+def _is_super_method(func: ast.expr) -> bool:
+    value = func.value if isinstance(func, ast.Attribute) else None
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super"
+
+
 def resolve_function_name(ctx: FileContext, name: str, at: ast.AST) -> FunctionNode | None:
     """The function called ``name`` visible from ``at``: nested in an enclosing function, else module level."""
     candidates = ctx.functions.get(name)
@@ -92,6 +117,12 @@ def resolve_function_name(ctx: FileContext, name: str, at: ast.AST) -> FunctionN
                 if ctx.enclosing_scope(cand) is scope:
                     return cand
     return None
+
+
+def local_base(ctx: FileContext, cls: ast.ClassDef) -> ast.ClassDef | None:
+    """The first base class of ``cls`` defined in this file (``class_bases``, same file). A caller
+    that climbs the bases with it keeps its own guard against ``class A(B)``/``class B(A)``."""
+    return next((b.node for b in class_bases(Definition(ctx, cls), local=True) if isinstance(b, Definition)), None)  # type: ignore[return-value]
 
 
 def class_bases(cls: Definition, local: bool = False) -> list[Definition | str | None]:
@@ -130,12 +161,6 @@ def find_method(cls: Definition, name: str, local: bool = False) -> Definition |
             bases = [b for b in class_bases(current, local) if isinstance(b, Definition)]
             pending.extend((base, depth + 1) for base in reversed(bases))
     return None
-
-
-def local_base(ctx: FileContext, cls: ast.ClassDef) -> ast.ClassDef | None:
-    """The first base class of ``cls`` defined in this file (``class_bases``, same file). A caller
-    that climbs the bases with it keeps its own guard against ``class A(B)``/``class B(A)``."""
-    return next((b.node for b in class_bases(Definition(ctx, cls), local=True) if isinstance(b, Definition)), None)  # type: ignore[return-value]
 
 
 def parameter_default(func: FunctionNode, name: str) -> ast.AST | None:

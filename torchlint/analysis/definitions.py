@@ -153,6 +153,18 @@ def _bind(names: ModuleNames, name: str) -> None:
     names.aliases.pop(name, None)
 
 
+def definition_at(ctx: FileContext, names: list[str]) -> Definition | None:
+    """The definition a top-level name of ``ctx``'s file and then members of classes lead to
+    (``["Net", "forward"]``); None where a name is not a def or class."""
+    first, *rest = names
+    node = module_names(ctx).definitions.get(first)
+    found = Definition(ctx, node, first) if node is not None else None
+    for name in rest:
+        member = class_member(found.node, name) if found is not None and found.is_class else None  # type: ignore[arg-type]
+        found = found.member(member) if member is not None else None
+    return found
+
+
 def class_member(cls: ast.ClassDef, name: str) -> DefNode | None:
     """A method or nested class defined directly in the body of ``cls`` (the last one wins)."""
     found = None

@@ -66,7 +66,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from torchlint.analysis.context import FileContext
-from torchlint.analysis.definitions import Definition, class_member, file_key, module_names
+from torchlint.analysis.definitions import Definition, class_member, definition_at, file_key, module_names
 from torchlint.analysis.imports import ImportBinding, dotted_name
 from torchlint.analysis.source import UndecodableSource, decode_source
 from torchlint.analysis.summaries import Recorder, SummaryCache
@@ -352,11 +352,10 @@ class Project:
         """What a bare name of ``ctx``'s file names at its top level: an import, a def/class, an alias."""
         binding = ctx.imports.bindings.get(name)
         if binding is None:
-            names = module_names(ctx)
-            node = names.definitions.get(name)
-            if node is not None:
-                return Definition(ctx, node, name)
-            alias = names.aliases.get(name)
+            found = definition_at(ctx, [name])
+            if found is not None:
+                return found
+            alias = module_names(ctx).aliases.get(name)
             return self._alias(ctx, alias, 0) if alias is not None else None
         # Answers by file and name: most calls of a file go through a few imported names.
         heads = ctx.shared("project_heads", dict)
@@ -387,15 +386,7 @@ class Project:
             return place  # a Module, or None
         path, qualname = place
         ctx = self.context(path)
-        if ctx is None:
-            return None
-        first, *rest = qualname.split(".")
-        node = module_names(ctx).definitions.get(first)
-        found = Definition(ctx, node, first) if node is not None else None
-        for name in rest:
-            member = class_member(found.node, name) if found is not None and found.is_class else None
-            found = found.member(member) if member is not None else None
-        return found
+        return definition_at(ctx, qualname.split(".")) if ctx is not None else None
 
     def _binding(self, ctx: FileContext, binding: ImportBinding, hops: int) -> Definition | Module | None:
         if binding.name is None:

@@ -228,7 +228,9 @@ class Project:
         ctx = self._load(path)
         self._contexts[path] = ctx
         if len(self._contexts) > CACHED_MODULES:
-            self._contexts.popitem(last=False)
+            _, dropped = self._contexts.popitem(last=False)
+            if dropped is not None:
+                dropped.release()  # frees its tree at once (see FileContext.release); rebuilt if asked again
         return ctx
 
     def _load(self, path: str) -> FileContext | None:

@@ -132,6 +132,7 @@ def lint_text(
                     result.findings, problems = make_edits(ctx, result.findings, wanted, cells)
                     result.problems.extend(problems)
             result.dependencies = tuple(sorted(consulted))
+            ctx.release()
             return result
     return _finish(result, source, notebook)
 

@@ -4,11 +4,11 @@ in the same run, on any tree of Python files (a 300k-line tree or more is what i
     python bench/project_phase.py /work/corpora/audit
     python bench/project_phase.py DIR --repeat 5
 
-Figures (single core, in process, files read into memory first; the best of --repeat runs,
-interleaved so that a change in machine load hits every figure alike):
-  * lint alone: every rule, no project (``lint_bytes(..., project=None)``);
-  * lint in its project: the same, each file given its project (``Projects().for_file``), as
-    ``torchlint DIR`` runs it: what the engine's project phase adds before any rule asks;
+Figures (CPU seconds through the engine's runner, as ``torchlint --no-cache --jobs 1 DIR`` runs;
+the best of --repeat runs, interleaved so that a change in machine load hits every figure alike):
+  * lint alone: every rule, no project for any file;
+  * lint in its project: the same, each file given its project (``Projects().for_file``): what
+    the engine's project phase adds before any rule asks;
   * project phase: for every file, every call resolved with ``resolve_call`` (this file, then its
     imports, across files) and a summary computed for each function reached (a walk of the
     function's body that resolves its calls and asks for their summaries, the shape of the torch
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import gc
 import resource
 import sys
 import time
@@ -82,50 +83,41 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from torchlint.analysis.project import Projects
-    from torchlint.engine import config
+    from torchlint.engine import config, runner
     from torchlint.engine.files import discover
-    from torchlint.engine.lint import decode, lint_text
+    from torchlint.engine.lint import lint_text
     from torchlint.engine.rule import all_rules
 
     rules = list(all_rules().values())
-    files = []
-    for target in discover([str(args.folder)], config.find_settings):
-        text, _ = decode(Path(target.path).read_bytes(), target.path)
-        if text is not None:
-            files.append((target.path, text))
-    lines = sum(text.count("\n") for _, text in files)
+    targets = list(discover([str(args.folder)], config.find_settings))
+    texts = {t.path: Path(t.path).read_text(errors="replace") for t in targets}
+    lines = sum(text.count("\n") for text in texts.values())
     print(
-        f"tree: {len(files)} files, {lines:,} lines ({args.folder}); {len(rules)} rules; python {sys.version.split()[0]}"
+        f"tree: {len(targets)} files, {lines:,} lines ({args.folder}); {len(rules)} rules; "
+        f"python {sys.version.split()[0]}"
     )
-
-    def lint_alone():
-        for path, text in files:
-            lint_text(text, path, rules)
-
-    def lint_in_project():
-        projects = Projects()
-        for path, text in files:
-            lint_text(text, path, rules, project=projects.for_file(path))
 
     phase = phase_rule()
     stats = {}
+    for_file = Projects.for_file
+
+    def run(with_rules, with_projects=True, jobs=1):
+        """The engine as `torchlint --no-cache DIR` runs it, with these rules (and no projects at all)."""
+        runner._rules_for = lambda codes: with_rules
+        Projects.for_file = for_file if with_projects else (lambda self, path: None)
+        try:
+            return {r.path: r.dependencies for r in runner.lint_targets(targets, jobs)}
+        finally:
+            Projects.for_file = for_file
+            gc.collect()  # what one run left behind is not the next run's cost
 
     def lint_with_phase():
-        projects = Projects()
         phase.counts.update(resolved=0, elsewhere=0)
-        deps = {}
-        for path, text in files:
-            deps[path] = lint_text(text, path, [*rules, phase], project=projects.for_file(path)).dependencies
-        stats.update(
-            deps=deps,
-            projects=len(projects._by_root),
-            summaries=sum(len(p.summaries) for p in projects._by_root.values()),
-            **phase.counts,
-        )
+        stats.update(deps=run([*rules, phase]), **phase.counts)
 
     figures = (
-        ("lint alone", lint_alone),
-        ("lint in its project", lint_in_project),
+        ("lint alone (no projects)", lambda: run(rules, with_projects=False)),
+        ("lint in its project", lambda: run(rules)),
         ("lint in its project + project phase", lint_with_phase),
     )
     timings = {label: [] for label, _ in figures}
@@ -135,9 +127,10 @@ def main(argv=None) -> int:
             fn()
             timings[label].append(time.process_time() - start)
     best = {label: min(values) for label, values in timings.items()}
-    base = best["lint alone"]
+    base = best["lint alone (no projects)"]
     print(
-        f"\n{'figure (CPU seconds, best of ' + str(args.repeat) + ')':<44} {'seconds':>9} {'lines/s':>10}  vs lint alone"
+        f"\n{'figure (CPU seconds, --jobs 1, best of ' + str(args.repeat) + ')':<44} {'seconds':>9} {'lines/s':>10}"
+        "  vs lint alone"
     )
     for label, seconds in best.items():
         print(f"{label:<44} {seconds:9.3f} {lines / seconds:10,.0f}  {seconds / base:.3f}x")
@@ -145,14 +138,13 @@ def main(argv=None) -> int:
     deps = stats["deps"]
     with_deps = [p for p, d in deps.items() if d]
     print(
-        f"\nprojects (roots): {stats['projects']}; calls resolved: {stats['resolved']:,} "
-        f"({stats['elsewhere']:,} into other files); functions summarised: {stats['summaries']:,}; "
-        f"files consulting other files: {len(with_deps)} of {len(files)}"
+        f"\ncalls resolved to functions of the project: {stats['resolved']:,} ({stats['elsewhere']:,} into other "
+        f"files); files consulting other files: {len(with_deps)} of {len(targets)}"
     )
 
     # Cold single file: the file whose project phase reads the most other files, with a fresh project.
     path = max(deps, key=lambda p: len(deps[p]))
-    text = dict(files)[path]
+    text = texts[path]
     cold = {"alone": [], "with its project phase": []}
     for _ in range(args.repeat):
         start = time.process_time()
@@ -161,36 +153,28 @@ def main(argv=None) -> int:
         start = time.process_time()
         lint_text(text, path, [*rules, phase], project=Projects().for_file(path))
         cold["with its project phase"].append(time.process_time() - start)
-    jobs_figures(args.folder, [*rules, phase], args.repeat)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak memory of this process: {peak:,.0f} MB")
     print(
         f"one file, cold project ({path}: {text.count(chr(10)):,} lines, {len(deps[path])} other files read): "
         + ", ".join(f"{label} {min(values):.3f} s CPU" for label, values in cold.items())
     )
-    return 0
-
-
-def jobs_figures(folder: Path, rules: list, repeat: int) -> None:
-    from torchlint.engine import config, runner
-    from torchlint.engine.files import discover
-
-    targets = list(discover([str(folder)], config.find_settings))
-    runner._rules_for = lambda codes: rules  # every rule and the project phase, in every process
 
     def cpu():
         own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
     for jobs in (1, 2):
-        best = None
-        for _ in range(repeat):
+        best_run = None
+        for _ in range(args.repeat):
             wall, start = time.perf_counter(), cpu()
-            for _ in runner.lint_targets(targets, jobs):
-                pass
+            run([*rules, phase], jobs=jobs)
             timing = (time.perf_counter() - wall, cpu() - start)
-            best = timing if best is None or timing[1] < best[1] else best
-        print(f"--jobs {jobs} with the project phase: {best[1]:.3f} s CPU (all processes), {best[0]:.3f} s wall")
+            best_run = timing if best_run is None or timing[1] < best_run[1] else best_run
+        print(
+            f"--jobs {jobs} with the project phase: {best_run[1]:.3f} s CPU (all processes), {best_run[0]:.3f} s wall"
+        )
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak memory of this process: {peak:,.0f} MB")
+    return 0
 
 
 if __name__ == "__main__":

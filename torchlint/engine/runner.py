@@ -7,9 +7,11 @@ its own files need, lazily."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from torchlint.analysis.project import Projects
@@ -88,7 +90,23 @@ def _start_worker() -> None:
 
 
 def _worker_job(job: Job) -> FileResult:
-    return lint_job(job, _worker_projects)
+    result = lint_job(job, _worker_projects)
+    gc.freeze()  # see _long_lived_frozen; a worker's state dies with it
+    return result
+
+
+@contextmanager
+def _long_lived_frozen():
+    """Between two files, whatever is still alive lives on for the rest of the run: the rules and
+    their tables, and the projects' parsed modules and summaries (a file's own analysis is freed
+    by reference counting, see FileContext.release). ``gc.freeze()`` after each file keeps the
+    cyclic collector from scanning that state again and again, finding nothing (2.3 s of full
+    collections on the 378k-line audit tree with cross-file summaries, 0 objects collected);
+    what was frozen goes back to the collector when the run ends."""
+    try:
+        yield gc.freeze
+    finally:
+        gc.unfreeze()
 
 
 def _without_unfixable(result: FileResult, fixes: tuple | None) -> FileResult:
@@ -190,8 +208,11 @@ def _lint_jobs(work: list[Job], jobs: int) -> Iterator[FileResult]:
     workers = min(resolve_jobs(jobs), max(1, len(work) // MIN_FILES_PER_WORKER))
     if workers <= 1:
         projects = Projects()
-        for job in work:
-            yield lint_job(job, projects)
+        with _long_lived_frozen() as freeze:
+            for job in work:
+                result = lint_job(job, projects)
+                freeze()
+                yield result
         return
     all_rules()  # import every rule before forking, so workers inherit them
     # Small chunks keep the workers evenly loaded when file sizes vary a lot.

@@ -101,22 +101,20 @@ class Projects:
 
     def __init__(self):
         self._by_root: dict[str, Project] = {}
-        self._root_of_dir: dict[str, str | None] = {}
+        self._root_of_dir: dict[str, str] = {}
 
     def for_file(self, path: str) -> Project | None:
-        real = os.path.realpath(path)
-        directory = os.path.dirname(real)
+        """The project of the file at ``path``; None for a file of installed code."""
+        directory = os.path.dirname(os.path.realpath(path))
         if any(part in FOREIGN_DIRS for part in directory.split(os.sep)):
             return None
         root = self._root(directory)
-        if root is None:
-            return None
         project = self._by_root.get(root)
         if project is None:
             project = self._by_root[root] = Project(root)
         return project
 
-    def _root(self, directory: str) -> str | None:
+    def _root(self, directory: str) -> str:
         if directory in self._root_of_dir:
             return self._root_of_dir[directory]
         walked = []
@@ -161,7 +159,7 @@ class Project:
         self._listings: dict[str, dict[str, bool] | None] = {}
         self._contexts: OrderedDict[str, FileContext | None] = OrderedDict()
         self._read: set[str] = set()
-        self._modules: dict[str, Module | None] = {}
+        self._modules: dict[str, Module] = {}
         self._attributes: dict[tuple, tuple[object, frozenset[str]]] = {}
         self._imports: dict[tuple, Module | None] = {}
 

@@ -13,8 +13,17 @@ import pytest
 from project_helpers import write
 
 from torchlint.analysis import project as project_mod
-from torchlint.analysis.callgraph import class_bases, find_method, resolve_call, resolve_local_call, resolve_name
+from torchlint.analysis.callgraph import (
+    class_bases,
+    find_method,
+    resolve_call,
+    resolve_callee,
+    resolve_class,
+    resolve_local_call,
+    resolve_name,
+)
 from torchlint.analysis.context import FileContext
+from torchlint.analysis.dataflow import resolve_instance_call
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.project import Module, Projects
 
@@ -265,6 +274,47 @@ def test_resolve_name_finds_classes_with_and_without_a_project(tmp_path):
     alone = FileContext("<string>", ctx.source, ctx.tree)
     assert resolve_name(alone, build.func) is None
     assert resolve_name(alone, ast.parse("Local.run", mode="eval").body).qualname == "Local.run"
+
+
+def test_the_pairs_for_models_and_callable_instances_across_files(tmp_path):
+    """resolve_callee/resolve_class answer with the parsed file that defines the function or class
+    (a class nested in a function of this file too); resolve_instance_call finds the ``__call__``
+    of an instance of a class of another file, through its bases."""
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "losses.py": "class Base:\n    def __call__(self, x):\n        return x\nclass Loss(Base):\n    pass\ndef helper():\n    pass\n",
+            "train.py": """
+                import losses
+                from losses import Loss
+                def main():
+                    class Inner:
+                        pass
+                    Inner()
+                    compute = Loss()
+                    compute(1)
+                    other = losses.Loss()
+                    other(2)
+                    losses.helper()
+                    print(3)
+            """,
+        },
+    )
+    ctx = context(tmp_path / "train.py")
+    by_text = {ast.unparse(c): c for c in ctx.calls}
+    found = resolve_class(ctx, by_text["Loss()"].func)
+    assert (os.path.basename(found[0].path), found[1].name) == ("losses.py", "Loss")
+    assert resolve_class(ctx, by_text["losses.Loss()"].func)[1] is found[1]
+    assert resolve_class(ctx, by_text["Inner()"].func) == (ctx, ctx.classes["Inner"])
+    assert resolve_class(ctx, by_text["print(3)"].func) is None
+    assert resolve_callee(ctx, by_text["Loss()"]) is None  # a class is no function
+    callee_ctx, function = resolve_callee(ctx, by_text["losses.helper()"])
+    assert (os.path.basename(callee_ctx.path), function.name) == ("losses.py", "helper")
+    for text in ("compute(1)", "other(2)"):
+        method = resolve_instance_call(ctx, by_text[text])
+        assert where(ctx, method) == "losses.py:Base.__call__"
+    assert resolve_instance_call(ctx, by_text["print(3)"]) is None
 
 
 def test_local_definitions_win_and_nested_scopes_are_kept(tmp_path):

@@ -14,8 +14,8 @@ One mechanism answers "which function does this call run" for every analysis:
 
 ``resolve_name(ctx, expr)`` is the same lookup for any name or attribute chain, functions and
 classes alike: which class ``Generator()`` builds, wherever ``Generator`` is defined.
-``resolve_callee``/``resolve_class`` give (parsed file, node) pairs, for the models that ask a
-function or class questions in its own file (same-file answers still; see their docstrings).
+``resolve_callee``/``resolve_class`` give the same answers as (parsed file, node) pairs, for the
+models that ask a function or class questions in its own file.
 
 Calls on other objects (``model.forward``) need to know what the object is: that is the
 business of the analyses above, which use ``find_method(definition, name)`` and
@@ -276,17 +276,22 @@ def parameter_arguments(ctx: FileContext, function: ast.AST, param: ast.arg) -> 
 
 
 def resolve_callee(ctx: FileContext, call: ast.Call) -> tuple[FileContext, FunctionNode] | None:
-    """The function ``call`` runs, with the parsed file that defines it, for the PyTorch model. Still
-    ``resolve_local_call``'s same-file answer: switching it to ``resolve_call`` (other files of the
-    project too) is the model's change, with its tests, since it changes findings."""
+    """The function ``call`` runs, with the parsed file that defines it: a function of this file
+    as ``resolve_local_call`` finds it, else one of another file of the project (``resolve_call``)."""
     node = resolve_local_call(ctx, call)
-    return (ctx, node) if node is not None else None
+    if node is not None:
+        return ctx, node
+    found = resolve_call(ctx, call)
+    return (found.ctx, found.node) if found is not None else None  # type: ignore[return-value]
 
 
 def resolve_class(ctx: FileContext, expr: ast.AST) -> tuple[FileContext, ast.ClassDef] | None:
-    """The class a name stands for (``Net`` of ``Net(...)``), with the parsed file that defines it:
-    still a class of this file not shadowed by an import; ``resolve_name`` answers across files
-    (the model's switch, as for ``resolve_callee``)."""
+    """The class a name or attribute chain stands for (``Net`` of ``Net(...)``, ``models.Net``), with
+    the parsed file that defines it: a class of this file not shadowed by an import (nested ones
+    included), else one its imports reach (``resolve_name``)."""
     if isinstance(expr, ast.Name) and expr.id in ctx.classes and ctx.qualname(expr) is None:
         return ctx, ctx.classes[expr.id]
-    return None
+    if not isinstance(expr, (ast.Name, ast.Attribute)):
+        return None
+    found = resolve_name(ctx, expr)
+    return (found.ctx, found.node) if found is not None and found.is_class else None  # type: ignore[return-value]

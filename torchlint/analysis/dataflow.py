@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import FunctionNode, find_method, parameter_arguments
+from torchlint.analysis.callgraph import find_method, parameter_arguments, resolve_class
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument, position
@@ -634,19 +634,17 @@ def value_kept(ctx: FileContext, expr: ast.AST) -> ast.AST | None:
     return argument(expr, position, "val")
 
 
-def resolve_instance_call(ctx: FileContext, call: ast.Call) -> FunctionNode | None:
-    """The ``__call__`` that ``call`` runs when it calls an instance of a class of this file
-    (``compute_loss = ComputeLoss(); compute_loss(pred, targets)``); None when any value the
-    callee may hold is something else."""
-    origins = dataflow(ctx).origins(call.func)
+def resolve_instance_call(ctx: FileContext, call: ast.Call) -> Definition | None:
+    """The ``__call__`` that ``call`` runs when it calls an instance of a class of the project
+    (``compute_loss = ComputeLoss(); compute_loss(pred, targets)``, the class and its ``__call__``
+    in this file or another); None when any value the callee may hold is something else."""
     found = None
-    for origin in origins:
-        if not (isinstance(origin, ast.Call) and isinstance(origin.func, ast.Name) and origin.func.id in ctx.classes):
+    for origin in dataflow(ctx).origins(call.func):
+        cls = resolve_class(ctx, origin.func) if isinstance(origin, ast.Call) else None
+        method = find_method(Definition(*cls), "__call__") if cls is not None else None
+        if method is None or (found is not None and method != found):
             return None
-        method = find_method(Definition(ctx, ctx.classes[origin.func.id]), "__call__", local=True)
-        if method is None or (found is not None and method.node is not found):
-            return None
-        found = method.node
+        found = method
     return found
 
 

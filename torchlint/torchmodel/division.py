@@ -2,7 +2,8 @@
 
 ``loss_is_divided(ctx, event)`` for a backward (or opaque step) event:
 ``(loss / n).backward()``, ``loss = loss / n``, ``loss /= n``, ``loss.div(n)``, ``loss * (1 / n)``,
-``criterion(out, y) / n``, a helper of this file returning a divided loss, a parameter fed a
+``criterion(out, y) / n``, a helper returning a divided loss (a function or a callable object, of
+this file or another of the project), a parameter fed a
 divided value at the call site the event was reached through (through assignments, helpers'
 returns, tuple unpacking and closure parameters). A value that cannot be traced (a parameter of
 an unknown caller) counts as divided, so that the rules stay silent.
@@ -14,10 +15,12 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import resolve_local_call
+from torchlint.analysis.callgraph import resolve_call, resolve_local_call
 from torchlint.analysis.dataflow import Binding, dataflow, resolve_instance_call, value_kept
+from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument_for, method_call, walk_function_body
+from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
 
 if TYPE_CHECKING:
@@ -84,9 +87,9 @@ class _Trace:
                     return True
             if self._sum_reduced(expr):
                 return True
-            callee = resolve_local_call(self.ctx, expr) or resolve_instance_call(self.ctx, expr)
+            callee = self._callee(expr)
             if callee is not None:
-                return self._returns_divided(callee, None, depth + 1)
+                return self._returns_divided_by(callee, None, depth + 1)
             if isinstance(func, ast.Attribute) and func.attr in LOSS_KEEPING_METHODS:
                 return self.divided(func.value, at, via, depth + 1)
             if isinstance(func, ast.Attribute) and func.attr in torch_names.LOSS_SCALING_METHODS and expr.args:
@@ -124,8 +127,8 @@ class _Trace:
         if kind in ("assign", "walrus", "with"):
             return binding.value is not None and self.divided(binding.value, node, via, depth + 1)
         if kind == "unpack" and isinstance(binding.source, ast.Call):
-            callee = resolve_local_call(self.ctx, binding.source) or resolve_instance_call(self.ctx, binding.source)
-            return callee is not None and self._returns_divided(callee, binding.index, depth + 1)
+            callee = self._callee(binding.source)
+            return callee is not None and self._returns_divided_by(callee, binding.index, depth + 1)
         return False  # a loop variable, an import, ...: not a loss this code divided
 
     def _set_in_another_method(self, key: str, at: ast.AST, depth: int) -> bool:
@@ -186,6 +189,24 @@ class _Trace:
             return True
         return any(
             isinstance(origin, ast.Call) and _reduces_by_sum(origin) for origin in dataflow(self.ctx).origins(call.func)
+        )
+
+    def _callee(self, call: ast.Call) -> Definition | None:
+        """The function a call runs: one of this file, the ``__call__`` of an instance of a class of
+        the project, or a function of another file."""
+        local = resolve_local_call(self.ctx, call)
+        if local is not None:
+            return Definition(self.ctx, local)
+        return resolve_instance_call(self.ctx, call) or resolve_call(self.ctx, call)
+
+    def _returns_divided_by(self, callee: Definition, index: int | None, depth: int) -> bool:
+        """Whether what ``callee`` returns (element ``index`` of a returned tuple) was divided: traced
+        here for a function of this file, asked once per run in its own file for another's (a
+        function asked for while it is being answered, in a recursion, counts as divided)."""
+        if callee.ctx is self.ctx:
+            return self._returns_divided(callee.node, index, depth)
+        return function_summary(
+            callee, f"torch.returns-divided.{index}", lambda d: _Trace(d.ctx)._returns_divided(d.node, index, 0), True
         )
 
     def _returns_divided(self, func: ast.AST, index: int | None, depth: int) -> bool:

@@ -1,7 +1,8 @@
 """The PyTorch model across the files of a project: a helper imported from a sibling module is read
-(its effects, what it returns), a class imported from one is what its bases make it. Each project is
-written into a temporary folder and linted by the real command, as a directory and file by file:
-both must give the same findings."""
+(its effects, what it returns, whether it builds a model), a class imported from one is what its
+bases make it, a class of this file is a module through a base in another. Each project is
+written into a temporary folder and linted by the real command, as a directory and file by file
+(the imports resolved on disk next to the file): both must give the same findings."""
 
 from __future__ import annotations
 
@@ -9,25 +10,14 @@ import json
 import pathlib
 import subprocess
 import sys
-import textwrap
 
 import pytest
+from project_helpers import write
 
-# The project phase (analysis/project.py: ctx.project, callgraph.resolve_call/resolve_name,
-# analysis.summaries) is built on its own branch. Once it is on main, the PyTorch model reaches the
-# other files through two seams: callgraph.resolve_callee/resolve_class (answer through
-# resolve_call/resolve_name) and walk.EventWalker.effects (a function_summary of kind
-# "torch.effects"); branch model-cross holds that wiring with these tests passing. Until then the
-# tests that need another file are strict xfails.
-NEEDS_PROJECT = pytest.mark.xfail(strict=True, reason="needs the project phase (analysis/project.py) on main")
+from torchlint.analysis.project import Projects
+from torchlint.engine.lint import lint_file
 
-
-def write(root: pathlib.Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-
+Finding = tuple[str, int, str, str]  # file name, line, code, first line of the message
 
 FP16_UTIL = """
     def zero_grad(model_params):
@@ -50,15 +40,20 @@ TRAIN_WITH_HELPER = """
             opt.step()
 """
 
+UNCLEARED = "`opt.step()` applies gradients that are never cleared in the loop at line 7"
 
-def lint(root: pathlib.Path, *targets: str) -> list[tuple[str, int, str]]:
-    """(file name, line, code) of the findings of `torchlint TARGETS`, run in ``root``."""
+
+def lint(root: pathlib.Path, *targets: str) -> list[Finding]:
+    """The findings of `torchlint TARGETS`, run in ``root``."""
     cmd = [sys.executable, "-m", "torchlint", "--format", "json", "--no-cache", "--exit-zero", *targets]
     proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=True)
-    return sorted((pathlib.Path(f["path"]).name, f["line"], f["code"]) for f in json.loads(proc.stdout))
+    return sorted(
+        (pathlib.Path(f["path"]).name, f["line"], f["code"], f["message"].splitlines()[0])
+        for f in json.loads(proc.stdout)
+    )
 
 
-def both_ways(root: pathlib.Path, *files: str) -> list[tuple[str, int, str]]:
+def both_ways(root: pathlib.Path, *files: str) -> list[Finding]:
     """The findings of a directory lint, checked equal to those of linting each file alone."""
     whole = lint(root, ".")
     one_by_one = sorted(f for name in files for f in lint(root, name))
@@ -66,7 +61,6 @@ def both_ways(root: pathlib.Path, *files: str) -> list[tuple[str, int, str]]:
     return whole
 
 
-@NEEDS_PROJECT
 def test_a_helper_of_a_sibling_module_that_clears_the_gradients_clears_them(tmp_path):
     write(tmp_path, {"pyproject.toml": "", "fp16_util.py": FP16_UTIL, "train.py": TRAIN_WITH_HELPER})
     assert both_ways(tmp_path, "fp16_util.py", "train.py") == []
@@ -75,11 +69,10 @@ def test_a_helper_of_a_sibling_module_that_clears_the_gradients_clears_them(tmp_
 def test_a_helper_of_a_sibling_module_that_clears_nothing_does_not(tmp_path):
     helper = FP16_UTIL.replace("param.grad.zero_()", "print(param.grad.norm())").replace("param.grad.detach_()", "pass")
     write(tmp_path, {"pyproject.toml": "", "fp16_util.py": helper, "train.py": TRAIN_WITH_HELPER})
-    assert both_ways(tmp_path, "fp16_util.py", "train.py") == [("train.py", 11, "TL001")]
+    assert both_ways(tmp_path, "fp16_util.py", "train.py") == [("train.py", 11, "TL001", UNCLEARED)]
 
 
-@NEEDS_PROJECT
-def test_a_package_relative_import_and_a_dependency_recorded(tmp_path):
+def test_a_package_relative_import(tmp_path):
     write(
         tmp_path,
         {
@@ -90,72 +83,45 @@ def test_a_package_relative_import_and_a_dependency_recorded(tmp_path):
         },
     )
     assert both_ways(tmp_path, "pkg/fp16_util.py", "pkg/train.py") == []
+    write(tmp_path, {"pkg/fp16_util.py": FP16_UTIL.replace("param.grad.zero_()", "pass")})
+    assert both_ways(tmp_path, "pkg/fp16_util.py", "pkg/train.py") == [("train.py", 11, "TL001", UNCLEARED)]
 
 
-MODELS = """
-    import torch.nn as nn
-
-    class ResidualBlock(nn.Module):
-        def __init__(self, c):
-            super().__init__()
-            self.block = nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.InstanceNorm2d(c), nn.ReLU())
-
-        def forward(self, x):
-            return x + self.block(x)
-
-    class GeneratorResNet(ResidualBlock):
-        pass
-
-    class Head(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc = nn.Linear(16, 4)
-
-        def forward(self, x):
-            return self.fc(x).softmax(dim=-1)
-"""
+def test_the_files_a_lint_read_are_its_dependencies(tmp_path):
+    write(tmp_path, {"pyproject.toml": "", "fp16_util.py": FP16_UTIL, "train.py": TRAIN_WITH_HELPER})
+    result = lint_file(str(tmp_path / "train.py"), projects=Projects())
+    assert result.findings == []
+    assert [pathlib.Path(p).name for p in result.dependencies] == ["fp16_util.py"]
 
 
-@NEEDS_PROJECT
-def test_a_class_of_a_sibling_module_is_a_model_through_its_bases(tmp_path):
-    train = """
-        import torch
-        from models import GeneratorResNet
-
-        def train(loader, epochs):
-            for epoch in range(epochs):
-                G_AB = GeneratorResNet(64)  # expect: TL003
-                opt = torch.optim.Adam(G_AB.parameters())
-                for x in loader:
-                    opt.zero_grad()
-                    G_AB(x).mean().backward()
-                    opt.step()
+def test_a_helper_of_a_sibling_module_that_steps_the_optimizer(tmp_path):
+    utils = """
+        def update(optimizer, scheduler=None):
+            optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
     """
-    write(tmp_path, {"pyproject.toml": "", "models.py": MODELS, "train.py": train})
-    found = both_ways(tmp_path, "models.py", "train.py")
-    assert ("train.py", 7, "TL003") in found
-
-
-@NEEDS_PROJECT
-def test_what_a_module_of_a_sibling_file_returns(tmp_path):
     train = """
         import torch
         import torch.nn.functional as F
-        from models import Head
+        from utils import update
 
-        def train(loader):
-            head = Head()
-            opt = torch.optim.SGD(head.parameters(), lr=0.1)
+        def train(model, loader):
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
             for x, y in loader:
-                opt.zero_grad()
-                F.cross_entropy(head(x), y).backward()
-                opt.step()
+                F.mse_loss(model(x), y).backward()
+                update(opt)
     """
-    write(tmp_path, {"pyproject.toml": "", "models.py": MODELS, "train.py": train})
-    assert both_ways(tmp_path, "models.py", "train.py") == [("train.py", 11, "TL012")]
+    write(tmp_path, {"pyproject.toml": "", "utils.py": utils, "train.py": train})
+    assert both_ways(tmp_path, "utils.py", "train.py") == [
+        ("train.py", 10, "TL001", "`update(opt)` applies gradients that are never cleared in the loop at line 8")
+    ]
+    # The same loop clearing first is right: the helper's step is an update like `opt.step()`.
+    clearing = "opt.zero_grad()\n                F.mse_loss"
+    write(tmp_path, {"train.py": train.replace("F.mse_loss", clearing)})
+    assert both_ways(tmp_path, "utils.py", "train.py") == []
 
 
-@NEEDS_PROJECT
 def test_a_helper_of_a_sibling_module_that_switches_to_eval_mode(tmp_path):
     utils = """
         def prepare(net):
@@ -184,19 +150,221 @@ def test_a_helper_of_a_sibling_module_that_switches_to_eval_mode(tmp_path):
     assert both_ways(tmp_path, "utils.py", "train.py") == []
     # The same helper without the switch: the evaluation runs in training mode.
     write(tmp_path, {"utils.py": utils.replace("net.eval()", "net.float()")})
-    assert ("train.py", 8, "TL005") in both_ways(tmp_path, "utils.py", "train.py")
+    assert [f[:3] for f in both_ways(tmp_path, "utils.py", "train.py")] == [("train.py", 8, "TL005")]
 
 
-@NEEDS_PROJECT
-def test_the_files_a_lint_read_are_its_dependencies(tmp_path):
-    from torchlint.analysis.project import Projects
+MODELS = """
+    import torch.nn as nn
 
-    from torchlint.engine.lint import lint_file
+    class ResidualBlock(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.block = nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.InstanceNorm2d(c), nn.ReLU())
 
-    write(tmp_path, {"pyproject.toml": "", "fp16_util.py": FP16_UTIL, "train.py": TRAIN_WITH_HELPER})
-    result = lint_file(str(tmp_path / "train.py"), projects=Projects())
-    assert result.findings == []
-    assert [pathlib.Path(p).name for p in result.dependencies] == ["fp16_util.py"]
+        def forward(self, x):
+            return x + self.block(x)
+
+    class GeneratorResNet(ResidualBlock):
+        pass
+
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(16, 4)
+
+        def forward(self, x):
+            return self.fc(x).softmax(dim=-1)
+"""
+
+
+def test_a_class_of_a_sibling_module_is_a_model_through_its_bases(tmp_path):
+    train = """
+        import torch
+        from models import GeneratorResNet
+
+        def train(loader, epochs):
+            for epoch in range(epochs):
+                G_AB = GeneratorResNet(64)
+                opt = torch.optim.Adam(G_AB.parameters())
+                for x in loader:
+                    opt.zero_grad()
+                    G_AB(x).mean().backward()
+                    opt.step()
+    """
+    write(tmp_path, {"pyproject.toml": "", "models.py": MODELS, "train.py": train})
+    found = both_ways(tmp_path, "models.py", "train.py")
+    assert [f[:3] for f in found] == [("train.py", 7, "TL003"), ("train.py", 8, "TL004")]
+    assert found[0][3] == (
+        "`GeneratorResNet(...)` builds a new model in every iteration of the loop at line 6 (`for epoch in range(epochs)`)"
+    )
+
+
+def test_what_a_module_of_a_sibling_file_returns(tmp_path):
+    train = """
+        import torch
+        import torch.nn.functional as F
+        from models import Head
+
+        def train(loader):
+            head = Head()
+            opt = torch.optim.SGD(head.parameters(), lr=0.1)
+            for x, y in loader:
+                opt.zero_grad()
+                F.cross_entropy(head(x), y).backward()
+                opt.step()
+    """
+    write(tmp_path, {"pyproject.toml": "", "models.py": MODELS, "train.py": train})
+    assert both_ways(tmp_path, "models.py", "train.py") == [
+        (
+            "train.py",
+            11,
+            "TL012",
+            "cross-entropy is given probabilities: `head(x)` is already softmax output (softmax at models.py:21)",
+        )
+    ]
+
+
+def test_a_class_of_this_file_is_a_module_through_a_base_in_another_file(tmp_path):
+    files = {
+        "pyproject.toml": "",
+        "nets/__init__.py": "",
+        "nets/base.py": """
+            import torch.nn as nn
+
+            class BaseNet(nn.Module):
+                pass
+        """,
+        "nets/mlp.py": """
+            import torch.nn as nn
+            import torch.nn.functional as F
+            from .base import BaseNet
+
+            class MLP(BaseNet):
+                def __init__(self, n):
+                    super().__init__()
+                    self.fc = nn.Linear(n, n)
+                    self.blocks = [nn.Linear(n, n) for _ in range(3)]
+
+                def forward(self, x):
+                    return F.dropout(self.fc(x), 0.5)
+        """,
+    }
+    write(tmp_path, files)
+    assert [f[:3] for f in both_ways(tmp_path, "nets/base.py", "nets/mlp.py")] == [
+        ("mlp.py", 10, "TL013"),
+        ("mlp.py", 13, "TL011"),
+    ]
+    # A base that is no module (a plain class of the other file): nothing to say.
+    write(tmp_path, {"nets/base.py": "class BaseNet:\n    pass\n"})
+    assert both_ways(tmp_path, "nets/base.py", "nets/mlp.py") == []
+
+
+def test_a_factory_of_a_sibling_module_builds_a_model(tmp_path):
+    factory = """
+        from models import GeneratorResNet
+
+        def build(channels):
+            return GeneratorResNet(channels)
+    """
+    train = """
+        import torch
+        from factory import build
+
+        def train(loader):
+            for x in loader:
+                net = build(64)
+                opt = torch.optim.Adam(net.parameters())
+                opt.zero_grad()
+                net(x).mean().backward()
+                opt.step()
+    """
+    write(tmp_path, {"pyproject.toml": "", "models.py": MODELS, "factory.py": factory, "train.py": train})
+    found = both_ways(tmp_path, "models.py", "factory.py", "train.py")
+    assert [f[:3] for f in found] == [("train.py", 7, "TL003"), ("train.py", 8, "TL004")]
+    assert found[0][3] == "`build(...)` builds a new model in every iteration of the loop at line 6 (`for x in loader`)"
+
+
+def test_a_class_of_a_sibling_module_with_a_step_method_is_no_optimizer(tmp_path):
+    ema = """
+        import torch
+
+        class WeightEMA:
+            def __init__(self, model, decay=0.999):
+                self.model = model
+                self.decay = decay
+
+            def step(self):
+                pass
+    """
+    train = """
+        import torch
+        import torch.nn.functional as F
+        from ema import WeightEMA
+
+        def train(model, loader):
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            ema_optimizer = WeightEMA(model)
+            for x, y in loader:
+                opt.zero_grad()
+                F.mse_loss(model(x), y).backward()
+                opt.step()
+                ema_optimizer.step()
+    """
+    write(tmp_path, {"pyproject.toml": "", "ema.py": ema, "train.py": train})
+    assert both_ways(tmp_path, "ema.py", "train.py") == []
+    # The same class deriving from torch's Optimizer is one, and it steps gradients it never clears.
+    write(
+        tmp_path,
+        {"ema.py": ema.replace("class WeightEMA:", "class WeightEMA(torch.optim.Optimizer):")},
+    )
+    assert [f[:3] for f in both_ways(tmp_path, "ema.py", "train.py")] == [("train.py", 13, "TL001")]
+
+
+LOSSES = """
+    import torch.nn.functional as F
+
+    def scaled_loss(out, y, accum):
+        return F.cross_entropy(out, y) / accum
+
+    class ComputeLoss:
+        def __init__(self, accum):
+            self.accum = accum
+
+        def __call__(self, out, y):
+            return F.cross_entropy(out, y) / self.accum
+"""
+
+
+def test_a_loss_divided_by_a_helper_or_a_callable_of_a_sibling_module(tmp_path):
+    train = """
+        from losses import ComputeLoss, scaled_loss
+
+        def train(model, loader, opt, accum):
+            for i, (x, y) in enumerate(loader):
+                loss = scaled_loss(model(x), y, accum)
+                loss.backward()
+                if (i + 1) % accum == 0:
+                    opt.step()
+                    opt.zero_grad()
+
+        def train_yolo_style(model, loader, opt, accum):
+            compute_loss = ComputeLoss(accum)
+            for i, (x, y) in enumerate(loader):
+                loss = compute_loss(model(x), y)
+                loss.backward()
+                if (i + 1) % accum == 0:
+                    opt.step()
+                    opt.zero_grad()
+    """
+    write(tmp_path, {"pyproject.toml": "", "losses.py": LOSSES, "train.py": train})
+    assert both_ways(tmp_path, "losses.py", "train.py") == []
+    # Neither divides: each accumulated loss is N times too large.
+    write(tmp_path, {"losses.py": LOSSES.replace(" / accum", "").replace(" / self.accum", "")})
+    message = "`loss.backward()` accumulates gradients, but `loss` is not divided by the number of accumulated steps"
+    assert both_ways(tmp_path, "losses.py", "train.py") == [
+        ("train.py", 7, "TL009", message),
+        ("train.py", 16, "TL009", message),
+    ]
 
 
 QNET = """
@@ -239,10 +407,9 @@ ACTING = """
 """
 
 
-@NEEDS_PROJECT
+@pytest.mark.xfail(strict=True, reason="ModeDependence reads classes of this file only")
 def test_a_class_of_a_sibling_module_made_of_mode_independent_layers_is_the_same_in_both_modes(tmp_path):
-    # The class's mode dependence is read from its file (ModeDependence resolving the class across
-    # files, through callgraph.resolve_class once the project phase is on main).
+    # The class's mode dependence is read from its file (ModeDependence resolves the class across files).
     write(tmp_path, {"pyproject.toml": "", "qnet.py": QNET, "train.py": ACTING})
     assert both_ways(tmp_path, "qnet.py", "train.py") == []
 
@@ -250,4 +417,4 @@ def test_a_class_of_a_sibling_module_made_of_mode_independent_layers_is_the_same
 def test_a_class_of_a_sibling_module_with_dropout_depends_on_the_mode(tmp_path):
     qnet = QNET.replace("nn.ReLU())", "nn.ReLU(), nn.Dropout(0.1))")
     write(tmp_path, {"pyproject.toml": "", "qnet.py": qnet, "train.py": ACTING})
-    assert both_ways(tmp_path, "qnet.py", "train.py") == [("train.py", 13, "TL005")]
+    assert [f[:3] for f in both_ways(tmp_path, "qnet.py", "train.py")] == [("train.py", 13, "TL005")]

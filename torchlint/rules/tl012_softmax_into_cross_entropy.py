@@ -16,7 +16,7 @@ class SoftmaxIntoCrossEntropy(Rule):
     what = """
         Reports an `nn.CrossEntropyLoss` or `F.cross_entropy` call whose input is the
         output of `softmax` — `F.softmax`, `torch.softmax`, `x.softmax(dim)`, an
-        `nn.Softmax` module, or a model of this file whose last layer is `nn.Softmax`
+        `nn.Softmax` module, or a model of the project whose last layer is `nn.Softmax`
         (or whose `forward` always returns a softmax) — or of `log_softmax`. The value
         is followed through variables, `self` attributes and shape-only operations
         (`.view`, `.squeeze`, indexing). A softmax computed for metrics or logging next
@@ -112,7 +112,7 @@ def step(logits, y):
         value = ctx.segment(found.input)
         if len(value) > 40:
             value = value[:37] + "..."
-        source = f"{found.kind} at line {found.producer.lineno}"
+        source = f"{found.kind} at {found.producer_place(ctx)}"
         if found.kind == "softmax":
             return Message(
                 f"cross-entropy is given probabilities: `{value}` is already softmax output ({source})",

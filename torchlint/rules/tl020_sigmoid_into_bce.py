@@ -16,7 +16,7 @@ class SigmoidIntoBCE(Rule):
     what = """
         Reports an `nn.BCEWithLogitsLoss` or `F.binary_cross_entropy_with_logits` call
         whose input is the output of `sigmoid` — `torch.sigmoid`, `F.sigmoid`,
-        `x.sigmoid()`, an `nn.Sigmoid` module, or a model of this file whose last
+        `x.sigmoid()`, an `nn.Sigmoid` module, or a model of the project whose last
         layer is `nn.Sigmoid` (or whose `forward` always returns a sigmoid). The value
         is followed through variables, `self` attributes and shape-only operations.
     """
@@ -99,7 +99,7 @@ def step(logits, y):
             value = value[:37] + "..."
         return Message(
             f"BCE-with-logits is given probabilities: `{value}` is already sigmoid output "
-            f"(sigmoid at line {found.producer.lineno})",
+            f"(sigmoid at {found.producer_place(ctx)})",
             why="BCE-with-logits applies `sigmoid` itself, so the sigmoid is applied twice and the loss and its "
             "gradients are wrong",
             help="pass the logits, or use `nn.BCELoss` / `F.binary_cross_entropy` on probabilities",

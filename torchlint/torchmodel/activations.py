@@ -6,7 +6,8 @@ that already went through it (TL012 softmax into cross-entropy, TL020 sigmoid in
 BCE-with-logits). An activation is recognised as a function (``F.softmax(x, 1)``,
 ``torch.sigmoid(x)``), a method (``x.softmax(-1)``), a module instance
 (``self.act = nn.Sigmoid()`` ... ``self.act(x)``), an ``nn.Sequential`` whose last
-layer is one, or a model class of this file whose ``forward`` always returns one.
+layer is one, or a model class whose ``forward`` always returns one, or a function that always
+returns one (of this file, or of another file of the project: read in that file).
 Values are followed through names and ``self`` attributes (``dataflow``) and
 through shape-only operations (``.view``, ``.squeeze``, ``[..]``, ``.float()``,
 ``clamp``). Precision first: a value counts only when *every* way it can be
@@ -17,9 +18,11 @@ forward makes the model's output unknown, hence silent).
 from __future__ import annotations
 
 import ast
+import os
+import pathlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from torchlint.analysis.callgraph import call_graph, resolve_callee, resolve_class
 from torchlint.analysis.dataflow import dataflow
@@ -77,6 +80,16 @@ TRANSPARENT_METHODS = frozenset(
 TRANSPARENT_FUNCTIONS = frozenset({"torch.clamp", "torch.clip", "torch.squeeze", "torch.flatten", "torch.reshape"})
 
 
+class Output(NamedTuple):
+    """A value's output activation: its ``kind``, and the ``node`` that applies it (an activation
+    call, or the activation layer inside the model called) in the file at ``path``, which is another
+    file of the project when the model or function that applies it is defined there."""
+
+    kind: str
+    node: ast.AST
+    path: str
+
+
 @dataclass(frozen=True)
 class ActivationInput:
     """A loss call whose input is the output of an activation."""
@@ -85,6 +98,16 @@ class ActivationInput:
     input: ast.AST
     kind: str  # the activation kind
     producer: ast.AST  # the activation call, or the activation layer inside the model called
+    producer_path: str  # the file the producer is written in
+
+    def producer_place(self, ctx: FileContext) -> str:
+        """Where the producer is, for a message about ``ctx``'s file: ``line 12``, or
+        ``models.py:12`` in another file (relative to the linted file's folder)."""
+        line = self.producer.lineno
+        if self.producer_path == ctx.path:
+            return f"line {line}"
+        where = os.path.relpath(self.producer_path, os.path.dirname(os.path.abspath(ctx.path)))
+        return f"{pathlib.PurePath(where).as_posix()}:{line}"
 
 
 class ActivationTracker:
@@ -93,7 +116,7 @@ class ActivationTracker:
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
         self.flow = dataflow(ctx)
-        self._class_outputs: dict[str, tuple[str, ast.AST] | None] = {}
+        self._class_outputs: dict[str, Output | None] = {}
 
     # ----- objects (modules, losses) ------------------------------------------------------
     def constructors(self, expr: ast.AST) -> list[str | None]:
@@ -118,19 +141,19 @@ class ActivationTracker:
             return preserved_argument(self.ctx, expr)
         return None
 
-    def module_output(self, callee: ast.AST, depth: int) -> tuple[str, ast.AST] | None:
+    def module_output(self, callee: ast.AST, depth: int) -> Output | None:
         """The activation every object ``callee`` may hold applies last, if any."""
         results = []
         for origin in self.flow.origins(callee, self._through_module_moves, parameters=True):
             results.append(self._constructed_output(origin, depth) if isinstance(origin, ast.Call) else None)
         return _all_same(results)
 
-    def _constructed_output(self, call: ast.Call, depth: int) -> tuple[str, ast.AST] | None:
+    def _constructed_output(self, call: ast.Call, depth: int) -> Output | None:
         qual = self.ctx.call_qualname(call)
         if qual is not None:
             for activation in ACTIVATIONS.values():
                 if qual in activation.modules:
-                    return activation.kind, call
+                    return Output(activation.kind, call, self.ctx.path)
             if qual == torch_names.SEQUENTIAL and call.args and not call.keywords:
                 last = call.args[-1]
                 if isinstance(last, ast.Starred):
@@ -145,7 +168,7 @@ class ActivationTracker:
             return activations(found[0]).class_output(found[1].name, depth + 1)
         return None
 
-    def class_output(self, class_name: str, depth: int = 0) -> tuple[str, ast.AST] | None:
+    def class_output(self, class_name: str, depth: int = 0) -> Output | None:
         """The activation a module class of this file applies to everything ``forward`` returns."""
         if class_name in self._class_outputs:
             return self._class_outputs[class_name]
@@ -184,7 +207,7 @@ class ActivationTracker:
             return expr.args[0]
         return None
 
-    def activation_of(self, expr: ast.AST, depth: int = 0) -> tuple[str, ast.AST] | None:
+    def activation_of(self, expr: ast.AST, depth: int = 0) -> Output | None:
         """(kind, producing node) when every origin of ``expr`` is the same activation's output."""
         if depth > self.MAX_DEPTH:
             return None
@@ -209,7 +232,7 @@ class ActivationTracker:
             return None
         return [(b.source, b.index) for b in bindings]
 
-    def _element_output(self, call: ast.Call, index: int, depth: int) -> tuple[str, ast.AST] | None:
+    def _element_output(self, call: ast.Call, index: int, depth: int) -> Output | None:
         """The activation element ``index`` of what ``call`` returns went through: a module object of
         the file (its ``forward``) or a function of the project."""
         callee = resolve_callee(self.ctx, call)
@@ -224,7 +247,7 @@ class ActivationTracker:
             )
         return _all_same(results)
 
-    def returned_element(self, function: ast.AST, index: int, depth: int) -> tuple[str, ast.AST] | None:
+    def returned_element(self, function: ast.AST, index: int, depth: int) -> Output | None:
         """The activation element ``index`` of every tuple a function of this file returns went through."""
         returns = returns_of(function)
         if not returns or depth > self.MAX_DEPTH:
@@ -235,20 +258,20 @@ class ActivationTracker:
         ]
         return _all_same([self.activation_of(e, depth + 1) if e is not None else None for e in elements])
 
-    def _origin_activation(self, origin: ast.AST, depth: int) -> tuple[str, ast.AST] | None:
+    def _origin_activation(self, origin: ast.AST, depth: int) -> Output | None:
         if not isinstance(origin, ast.Call):
             return None
         qual = self.ctx.call_qualname(origin)
         if qual is not None:
             for activation in ACTIVATIONS.values():
                 if qual in activation.functions:
-                    return activation.kind, origin
+                    return Output(activation.kind, origin, self.ctx.path)
             return self._function_output(origin, depth)
         found = method_call(origin)
         if found is not None:
             for activation in ACTIVATIONS.values():
                 if found[0] in activation.methods:
-                    return activation.kind, origin
+                    return Output(activation.kind, origin, self.ctx.path)
         # `self(x)` inside a module's method (Lightning's training_step): its own forward.
         own_class = self._called_self(origin)
         if own_class is not None:
@@ -259,7 +282,7 @@ class ActivationTracker:
             return output  # the activation inside the module: where the user should look
         return self._function_output(origin, depth)
 
-    def _function_output(self, call: ast.Call, depth: int) -> tuple[str, ast.AST] | None:
+    def _function_output(self, call: ast.Call, depth: int) -> Output | None:
         """What a function of the project that ``call`` runs returns, when every ``return`` gives
         the same activation's output (``def predict(x): return F.softmax(net(x), 1)``); asked in the
         function's own file."""
@@ -268,7 +291,7 @@ class ActivationTracker:
             return None
         return activations(callee[0]).returns_output(callee[1], depth + 1)
 
-    def returns_output(self, function: ast.AST, depth: int = 0) -> tuple[str, ast.AST] | None:
+    def returns_output(self, function: ast.AST, depth: int = 0) -> Output | None:
         """The activation everything a function of this file returns goes through, if one does."""
         returns = returns_of(function)
         if not returns or any(r.value is None for r in returns) or depth > self.MAX_DEPTH:
@@ -355,10 +378,10 @@ class ActivationTracker:
                 continue
             found = self.activation_of(loss_input)
             if found is not None and found[0] in kinds:
-                yield ActivationInput(call, loss_input, found[0], found[1])
+                yield ActivationInput(call, loss_input, found.kind, found.node, found.path)
 
 
-def _all_same(results: list) -> tuple[str, ast.AST] | None:
+def _all_same(results: list) -> Output | None:
     if not results or any(r is None for r in results):
         return None
     kinds = {r[0] for r in results}

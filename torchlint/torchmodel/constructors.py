@@ -4,8 +4,9 @@
 -> criterion, ``timm.create_model(...)`` -> model, a class of the file -> what its bases make it
 (``nn.Module`` -> model, or criterion when the class is named for a loss; ``torch.optim.Optimizer``
 -> optimizer; an LR scheduler base -> scheduler; no torch base at all -> ``Role.OTHER``, so that a
-``WeightEMA`` with a ``step()`` method is not taken for an optimizer). A call this file cannot
-tell (a function, a class imported from elsewhere) is None. ``preserved_argument(ctx, call)``:
+``WeightEMA`` with a ``step()`` method is not taken for an optimizer); a class of another file of
+the project is read there the same way (``analysis.callgraph.resolve_class``). A call that cannot be
+told (a function, a class of a library) is None. ``preserved_argument(ctx, call)``:
 the argument a wrapper (``DDP(model)``, ``torch.compile(model)``) hands back as the same object.
 """
 
@@ -85,7 +86,8 @@ def qualified_role(qual: str) -> Role | None:
 
 
 def class_role(ctx: FileContext, cls: ast.ClassDef) -> Role | None:
-    """What the instances of a class of this file are, from its bases (through bases of the file)."""
+    """What the instances of a class of ``ctx``'s file are, from its bases (through bases in this file or
+    another of the project)."""
     return ctx.shared(("class-role", cls), lambda: _class_role(ctx, cls, 0))
 
 

@@ -91,10 +91,15 @@ class Iterations:
         ``training_step``) is called once per iteration by a caller this file does not show.
         """
         attrs = {c.func.attr for c in self.ctx.calls if isinstance(c.func, ast.Attribute)}
-        if not attrs & torch_names.STEP_METHODS or not (
-            attrs & torch_names.BACKWARD_METHODS or "loss" in self.ctx.source
-        ):
-            return []
+        has_step = bool(attrs & torch_names.STEP_METHODS)
+        has_backward = bool(attrs & torch_names.BACKWARD_METHODS) or "loss" in self.ctx.source
+        if not (has_step and has_backward):
+            # A step or a backward may also be what a function of another file does.
+            elsewhere = event_walker(self.ctx).kinds_elsewhere
+            has_step = has_step or EventKind.STEP in elsewhere
+            has_backward = has_backward or bool(elsewhere & BACKWARD_KINDS)
+            if not (has_step and has_backward):
+                return []
         units: list[Unit] = []
         judged: set[ast.AST] = set()
         for loop, events in self.loop_events.items():

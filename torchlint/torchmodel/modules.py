@@ -1,4 +1,6 @@
-"""Which classes of a file are torch modules: ``nn.Module`` subclasses, through bases defined in the file."""
+"""Which classes of a file are torch modules: ``nn.Module`` subclasses, through bases defined in the
+file or, with a project, in another file its imports reach (``class Generator(BaseNet)`` with
+``BaseNet`` in ``models/base.py``)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,10 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.callgraph import resolve_class
+from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import dotted_name
+from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
 
 if TYPE_CHECKING:
@@ -41,6 +46,7 @@ def module_classes(ctx: FileContext) -> frozenset[str]:
 
 def _find_module_classes(ctx: FileContext) -> frozenset[str]:
     found: set[str] = set()
+    elsewhere: dict[ast.expr, bool] = {}
     changed = True
     while changed:
         changed = False
@@ -54,8 +60,26 @@ def _find_module_classes(ctx: FileContext) -> frozenset[str]:
                     (qual and qual in torch_names.MODULE_BASES)
                     or (local in found)
                     or (qual is None and local in torch_names.MODULE_BASE_SPELLINGS)
+                    or (local not in ctx.classes and _module_class_elsewhere(ctx, base, elsewhere))
                 ):
                     found.add(name)
                     changed = True
                     break
     return frozenset(found)
+
+
+def _module_class_elsewhere(ctx: FileContext, base: ast.expr, memo: dict[ast.expr, bool]) -> bool:
+    """Whether ``base`` names a module class of another file of the project, asked in that file
+    once per run (in an import cycle, a class asked for while it is being answered is not yet one)."""
+    if ctx.project is None:
+        return False
+    if base not in memo:
+        found = resolve_class(ctx, base)
+        memo[base] = (
+            found is not None
+            and found[0] is not ctx
+            and function_summary(
+                Definition(*found), "torch.module-class", lambda d: d.name in module_classes(d.ctx), False
+            )
+        )
+    return memo[base]

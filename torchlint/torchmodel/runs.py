@@ -20,7 +20,8 @@ alike (a loop around a training loop), so the verdict combines three clues:
 Constructors inside a function are judged at the function's call sites too (an
 optimizer built inside ``train_one_epoch`` that the epoch loop calls), and calls
 to local factories (``def build_optimizer(model): return SGD(...)``) count as
-constructors at their call site.
+constructors at their call site, wherever they are defined (``from models import build_model``:
+the factories of another file of the project are found in that file, once per run).
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import call_graph
+from torchlint.analysis.callgraph import call_graph, resolve_callee
 from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.definitions import Definition
 from torchlint.analysis.nodes import last_name, name_ids, returns_of
+from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
@@ -243,7 +246,26 @@ class Constructions:
         graph = call_graph(self.ctx)
         for func, role in self.factories.items():
             found.extend((site, role) for site in graph.callers(func))
+        found.extend(self._factory_calls_elsewhere())
         found.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
+        return found
+
+    def _factory_calls_elsewhere(self) -> list[tuple[ast.Call, str]]:
+        """Calls of factories defined in another file of the project (only a call of an imported
+        name can run one: a cheap filter before resolution)."""
+        ctx = self.ctx
+        if ctx.project is None:
+            return []
+        found = []
+        for call in ctx.calls:
+            if ctx.call_qualname(call) is None:
+                continue
+            callee = resolve_callee(ctx, call)
+            if callee is None or callee[0] is ctx:
+                continue
+            role = function_summary(Definition(*callee), "torch.factory", _factory_role, None)
+            if role is not None:
+                found.append((call, role))
         return found
 
     def constructions(self) -> list[tuple[ast.Call, str]]:
@@ -568,6 +590,11 @@ def _stores_on_self(ctx, call: ast.AST) -> bool:
         if isinstance(target, ast.Attribute) and isinstance(root, ast.Name) and root.id == "self":
             return True
     return False
+
+
+def _factory_role(function: Definition) -> str | None:
+    """Role.MODEL or Role.OPTIMIZER when ``function`` is a factory of its file (``Constructions.factories``)."""
+    return run_analysis(function.ctx).built.factories.get(function.node)
 
 
 def run_analysis(ctx: FileContext) -> RunAnalysis:

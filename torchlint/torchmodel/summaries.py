@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_callee
+from torchlint.analysis.definitions import Definition
+from torchlint.analysis.summaries import function_summary as run_summary
 from torchlint.torchmodel.activations import activations
 from torchlint.torchmodel.effects import Effect
 from torchlint.torchmodel.events import EventKind
@@ -50,8 +52,12 @@ class FunctionSummary:
 
 
 def function_summary(ctx: FileContext, function: ast.FunctionDef | ast.AsyncFunctionDef) -> FunctionSummary:
-    """The summary of a function of the file ``ctx`` (computed once, in its own file)."""
-    return ctx.shared(("function-summary", function), lambda: _summarise(ctx, function))
+    """The summary of a function of the file ``ctx`` (computed once per run, in its own file)."""
+    return run_summary(Definition(ctx, function), "torch.summary", lambda _: _summarise(ctx, function), _UNKNOWN)
+
+
+# While a function's summary is being worked out (recursion): nothing known yet.
+_UNKNOWN = FunctionSummary(effects=(), runs_without_grad=False, returns=None, returns_activation=None)
 
 
 def call_summary(ctx: FileContext, call: ast.Call) -> FunctionSummary | None:

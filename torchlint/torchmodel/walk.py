@@ -22,7 +22,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_callee, resolve_local_call
+from torchlint.analysis.definitions import Definition
 from torchlint.analysis.nodes import walk_no_scopes
+from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel.calls import call_events, clears_with
 from torchlint.torchmodel.effects import Effect, effects_of, events_at_call
 from torchlint.torchmodel.events import Event, EventKind
@@ -58,17 +60,16 @@ class EventWalker:
         return self.events(func.body)
 
     def effects(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[Effect, ...]:
-        """What a call of ``func`` (a function of this file) does to what it is handed (``effects``),
-        shared per function. A function asked for while its own effects are being worked out
-        (recursion across files) has none so far."""
-        active = self.ctx.shared("effects-in-progress", set)
-        if func in active:
-            return ()
-        active.add(func)
-        try:
-            return self.ctx.shared(("effects", func), lambda: effects_of(self.ctx, func, self.function_events(func)))
-        finally:
-            active.discard(func)
+        """What a call of ``func`` (a function of this file) does to what it is handed (``effects``):
+        a summary worked out once per run, in this file, and shared by every file that calls it
+        (``analysis.summaries``; a function asked for while its own effects are being worked out,
+        in a recursion across files, has none so far)."""
+        return function_summary(
+            Definition(self.ctx, func),
+            "torch.effects",
+            lambda _: effects_of(self.ctx, func, self.function_events(func)),
+            (),
+        )
 
     def call_plan(self, node: ast.AST) -> list:
         """The calls of one statement or expression in execution order, each with what it means for
@@ -99,6 +100,23 @@ class EventWalker:
             return None
         callee_ctx, function = callee
         return events_at_call(call, function, event_walker(callee_ctx).effects(function))
+
+    @cached_property
+    def kinds_elsewhere(self) -> frozenset[EventKind]:
+        """The kinds of the effects of the functions of other files this file calls (through an
+        imported name, or ``self``/``super()`` methods inherited from another file): the cheap
+        filters that look for an event's method names in the file's own text must count these."""
+        if self.ctx.project is None:
+            return frozenset()
+        found: set[EventKind] = set()
+        for call in self.ctx.calls:
+            func = call.func
+            if self.ctx.call_qualname(call) is None and not (
+                isinstance(func, ast.Attribute) and _self_or_super(func.value)
+            ):
+                continue
+            found.update(e.kind for e in self._effects_elsewhere(call) or ())
+        return frozenset(found)
 
     def _calls_in(self, node: ast.AST) -> list:
         """The calls of a simple statement, or of one expression hanging off a statement (an
@@ -230,6 +248,12 @@ class _Walk:
                 opaque = walker.calls.opaque_step(call)
             if opaque is not None:
                 self.out.append(opaque.placed(guards, loops, via, withs))
+
+
+def _self_or_super(expr: ast.expr) -> bool:
+    if isinstance(expr, ast.Call):
+        expr = expr.func  # super()
+    return isinstance(expr, ast.Name) and expr.id in ("self", "super")
 
 
 def event_walker(ctx: FileContext) -> EventWalker:

@@ -418,3 +418,22 @@ def test_a_class_of_a_sibling_module_with_dropout_depends_on_the_mode(tmp_path):
     qnet = QNET.replace("nn.ReLU())", "nn.ReLU(), nn.Dropout(0.1))")
     write(tmp_path, {"pyproject.toml": "", "qnet.py": qnet, "train.py": ACTING})
     assert [f[:3] for f in both_ways(tmp_path, "qnet.py", "train.py")] == [("train.py", 13, "TL005")]
+
+
+def test_a_lint_that_reuses_what_another_lint_worked_out_lists_the_files_it_rests_on(tmp_path):
+    """b2.py's lint reuses the factories of a.py worked out for b1.py's lint (a.py stays parsed, its
+    facts cached): c.py, read to learn that ``Net`` is a model, is a dependency of both."""
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "c.py": "import torch.nn as nn\n\nclass Net(nn.Module):\n    pass\n",
+            "a.py": "from c import Net\n\ndef f():\n    return Net()\n\ndef g():\n    return Net()\n",
+            "b1.py": "from a import f\n\nfor x in range(3):\n    model = f()\n",
+            "b2.py": "from a import g\n\nfor x in range(3):\n    model = g()\n",
+        },
+    )
+    projects = Projects()
+    for name in ("b1.py", "b2.py"):
+        result = lint_file(str(tmp_path / name), projects=projects)
+        assert sorted(pathlib.Path(p).name for p in result.dependencies) == ["a.py", "c.py"], name

@@ -506,6 +506,24 @@ def test_the_module_count_bound_and_the_parse_cache(tmp_path, monkeypatch):
     assert sum(v is not None for v in found.values()) == 3
 
 
+def test_the_parse_cache_bound_holds_for_all_the_projects_of_a_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(project_mod, "CACHED_MODULES", 3)
+    files = {}
+    for root in ("a", "b"):
+        files[f"{root}/pyproject.toml"] = ""
+        files.update({f"{root}/m{i}.py": f"def f{i}(): pass\n" for i in range(3)})
+        files[f"{root}/train.py"] = "".join(f"from m{i} import f{i}\nf{i}()\n" for i in range(3))
+    write(tmp_path, files)
+    projects = Projects()
+    for root in ("a", "b"):
+        ctx = context(tmp_path / root / "train.py", projects)
+        assert sorted(calls(ctx).values()) == [f"m{i}.py:f{i}" for i in range(3)]
+    # Two roots, one bound: b's modules pushed a's out.
+    assert [os.path.relpath(path, tmp_path) for path in projects.parsed.paths()] == [
+        os.path.join("b", f"m{i}.py") for i in range(3)
+    ]
+
+
 # ----- without a project ---------------------------------------------------------------------------
 
 

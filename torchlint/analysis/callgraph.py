@@ -23,6 +23,8 @@ business of the analyses above, which use ``find_method(definition, name)`` and
 None: a string, standard input) only this file is searched; ``resolve_local_call`` is that
 same-file answer as a node, for the analyses that walk the callee's body with this file's context.
 
+``calls_elsewhere(ctx)``: the calls of this file that run a function of another file, once per file.
+
 ``call_graph(ctx)``: the call sites in this file of each function of this file, lazily built once;
 ``parameter_arguments(ctx, function, param)`` is what those call sites pass for one parameter
 (``train(model, nn.CrossEntropyLoss())`` for ``def train(model, criterion)``; ``Trainer(net, opt)``
@@ -36,7 +38,7 @@ import copy
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.definitions import FUNCTION_NODES, Definition, class_member, definition_at
+from torchlint.analysis.definitions import FUNCTION_NODES, Definition, class_member, definition_at, module_names
 from torchlint.analysis.nodes import argument, argument_for, last_name
 
 if TYPE_CHECKING:
@@ -273,6 +275,40 @@ def parameter_arguments(ctx: FileContext, function: ast.AST, param: ast.arg) -> 
         value = argument(site, index, param.arg) if index >= 0 else None
         found.append(value if value is not None else default)
     return found
+
+
+def calls_elsewhere(ctx: FileContext) -> dict[ast.Call, Definition]:
+    """The calls of ``ctx``'s file that run a function of another file of the project, with that
+    function (``resolve_call``), found once per file."""
+    return ctx.shared("calls-elsewhere", lambda: _calls_elsewhere(ctx))
+
+
+def _calls_elsewhere(ctx: FileContext) -> dict[ast.Call, Definition]:
+    if ctx.project is None:
+        return {}
+    found = {}
+    for call in ctx.calls:
+        if _may_run_elsewhere(ctx, call.func):
+            target = resolve_call(ctx, call)
+            if target is not None and target.ctx is not ctx:
+                found[call] = target
+    return found
+
+
+def _may_run_elsewhere(ctx: FileContext, func: ast.expr) -> bool:
+    """A cheap filter before resolution: only a call through a name the file imports from the
+    project (told from folder listings), a top-level alias, or a ``self``/``super()`` method can run
+    a function of another file."""
+    if _is_self_method(func) or _is_super_method(func):
+        return True
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return False
+    binding = ctx.imports.bindings.get(func.id)
+    if binding is not None:
+        return ctx.project.resolve_import(ctx, binding.level, binding.module) is not None
+    return func.id in module_names(ctx).aliases
 
 
 def resolve_callee(ctx: FileContext, call: ast.Call) -> tuple[FileContext, FunctionNode] | None:

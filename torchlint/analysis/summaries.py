@@ -37,8 +37,7 @@ belongs to the file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -87,20 +86,31 @@ class Recorder:
         if self.frames:
             self.frames[-1].truncated = True
 
-    @contextmanager
-    def frame(self, key: Any = None) -> Iterator[Frame]:
-        """A computation inside the current one: what it consults is the caller's too."""
-        frame = Frame(key)
-        self.frames.append(frame)
-        try:
-            yield frame
-        finally:
-            self.frames.pop()
-            if self.frames:
-                outer = self.frames[-1]
-                outer.deps |= frame.deps
-                outer.hits |= frame.hits - {key}
-                outer.truncated |= frame.truncated
+    def frame(self, key: Any = None) -> _Nested:
+        """A computation inside the current one: what it consults is the caller's too. (A plain
+        context manager class: lookups open one per memo miss, tens of thousands per run.)"""
+        return _Nested(self, Frame(key))
+
+
+class _Nested:
+    __slots__ = ("recorder", "frame")
+
+    def __init__(self, recorder: Recorder, frame: Frame):
+        self.recorder = recorder
+        self.frame = frame
+
+    def __enter__(self) -> Frame:
+        self.recorder.frames.append(self.frame)
+        return self.frame
+
+    def __exit__(self, *exc) -> None:
+        frames = self.recorder.frames
+        frame = frames.pop()
+        if frames:
+            outer = frames[-1]
+            outer.deps |= frame.deps
+            outer.hits |= frame.hits - {frame.key}
+            outer.truncated |= frame.truncated
 
 
 class SummaryCache:

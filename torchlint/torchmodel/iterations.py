@@ -94,7 +94,9 @@ class Iterations:
         has_step = bool(attrs & torch_names.STEP_METHODS)
         has_backward = bool(attrs & torch_names.BACKWARD_METHODS) or "loss" in self.ctx.source
         if not (has_step and has_backward):
-            # A step or a backward may also be what a function of another file does.
+            if not (has_step or has_backward):
+                return []  # a function of another file that runs both is judged in its own file
+            # The other may be what a function of another file does (`update(opt)` of utils.py).
             elsewhere = event_walker(self.ctx).kinds_elsewhere
             has_step = has_step or EventKind.STEP in elsewhere
             has_backward = has_backward or bool(elsewhere & BACKWARD_KINDS)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import call_graph, resolve_callee
+from torchlint.analysis.callgraph import call_graph, calls_elsewhere
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.nodes import last_name, name_ids, returns_of
@@ -251,19 +251,10 @@ class Constructions:
         return found
 
     def _factory_calls_elsewhere(self) -> list[tuple[ast.Call, str]]:
-        """Calls of factories defined in another file of the project (only a call of an imported
-        name can run one: a cheap filter before resolution)."""
-        ctx = self.ctx
-        if ctx.project is None:
-            return []
+        """Calls of factories defined in another file of the project."""
         found = []
-        for call in ctx.calls:
-            if ctx.call_qualname(call) is None:
-                continue
-            callee = resolve_callee(ctx, call)
-            if callee is None or callee[0] is ctx:
-                continue
-            role = function_summary(Definition(*callee), "torch.factory", _factory_role, None)
+        for call, callee in calls_elsewhere(self.ctx).items():
+            role = function_summary(callee, "torch.factory", _factory_role, None)
             if role is not None:
                 found.append((call, role))
         return found

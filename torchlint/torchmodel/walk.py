@@ -21,7 +21,7 @@ import ast
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import resolve_callee, resolve_local_call
+from torchlint.analysis.callgraph import calls_elsewhere, resolve_local_call
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.nodes import walk_no_scopes
 from torchlint.analysis.summaries import function_summary
@@ -95,28 +95,20 @@ class EventWalker:
     def _effects_elsewhere(self, call: ast.Call) -> list[Event] | None:
         """The events a call of a function of another file stands for, read from that function's
         effects (its body is walked in its own file, once); None when the call runs no such function."""
-        callee = resolve_callee(self.ctx, call)
-        if callee is None or callee[0] is self.ctx:
+        callee = calls_elsewhere(self.ctx).get(call)
+        if callee is None:
             return None
-        callee_ctx, function = callee
-        return events_at_call(call, function, event_walker(callee_ctx).effects(function))
+        return events_at_call(call, callee.node, event_walker(callee.ctx).effects(callee.node))
 
     @cached_property
     def kinds_elsewhere(self) -> frozenset[EventKind]:
-        """The kinds of the effects of the functions of other files this file calls (through an
-        imported name, or ``self``/``super()`` methods inherited from another file): the cheap
+        """The kinds of the effects of the functions of other files this file calls: the cheap
         filters that look for an event's method names in the file's own text must count these."""
-        if self.ctx.project is None:
-            return frozenset()
-        found: set[EventKind] = set()
-        for call in self.ctx.calls:
-            func = call.func
-            if self.ctx.call_qualname(call) is None and not (
-                isinstance(func, ast.Attribute) and _self_or_super(func.value)
-            ):
-                continue
-            found.update(e.kind for e in self._effects_elsewhere(call) or ())
-        return frozenset(found)
+        return frozenset(
+            e.kind
+            for callee in calls_elsewhere(self.ctx).values()
+            for e in event_walker(callee.ctx).effects(callee.node)
+        )
 
     def _calls_in(self, node: ast.AST) -> list:
         """The calls of a simple statement, or of one expression hanging off a statement (an
@@ -248,12 +240,6 @@ class _Walk:
                 opaque = walker.calls.opaque_step(call)
             if opaque is not None:
                 self.out.append(opaque.placed(guards, loops, via, withs))
-
-
-def _self_or_super(expr: ast.expr) -> bool:
-    if isinstance(expr, ast.Call):
-        expr = expr.func  # super()
-    return isinstance(expr, ast.Name) and expr.id in ("self", "super")
 
 
 def event_walker(ctx: FileContext) -> EventWalker:

@@ -11,7 +11,6 @@ import pathlib
 import subprocess
 import sys
 
-import pytest
 from project_helpers import write
 
 from torchlint.analysis.project import Projects
@@ -407,7 +406,6 @@ ACTING = """
 """
 
 
-@pytest.mark.xfail(strict=True, reason="ModeDependence reads classes of this file only")
 def test_a_class_of_a_sibling_module_made_of_mode_independent_layers_is_the_same_in_both_modes(tmp_path):
     # The class's mode dependence is read from its file (ModeDependence resolves the class across files).
     write(tmp_path, {"pyproject.toml": "", "qnet.py": QNET, "train.py": ACTING})

@@ -19,12 +19,14 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import call_graph
+from torchlint.analysis.callgraph import call_graph, resolve_class
 from torchlint.analysis.containers import element_origins
 from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import dotted_name
 from torchlint.analysis.nodes import argument_for, method_call
+from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.events import EventKind
@@ -259,7 +261,8 @@ _MODE_FUNCTIONS = frozenset({*torch_names.DROPOUT_FUNCTIONS, "torch.nn.functiona
 
 class ModeDependence:
     """Whether switching a model between train and eval mode changes what it computes: only known
-    for models built here from classes of this file and ``torch.nn`` layers."""
+    for models built from classes of the project (this file's, or another's read in that file) and
+    ``torch.nn`` layers."""
 
     def __init__(self, ctx: FileContext, provenance: ModelProvenance):
         self.ctx = ctx
@@ -322,7 +325,13 @@ class ModeDependence:
         func = origin.func
         if isinstance(func, ast.Name) and func.id in self.ctx.classes:
             return self._class_depends(func.id)
-        return None
+        elsewhere = self._class_elsewhere(func)
+        return class_mode_dependence(elsewhere) if elsewhere is not None else None
+
+    def _class_elsewhere(self, expr: ast.AST) -> Definition | None:
+        """The class of another file of the project that ``expr`` names, if it names one."""
+        found = resolve_class(self.ctx, expr) if isinstance(expr, (ast.Name, ast.Attribute)) else None
+        return Definition(*found) if found is not None and found[0] is not self.ctx else None
 
     def _torch_layer(self, call: ast.Call, qual: str) -> bool | None:
         if qual in torch_names.MODE_DEPENDENT_LAYERS:
@@ -352,7 +361,8 @@ class ModeDependence:
         cls = self.ctx.classes[name]
         for base in cls.bases:
             local = isinstance(base, ast.Name) and base.id in self.ctx.classes
-            if not local and self.ctx.qualname(base) != "torch.nn.Module":
+            seen = local or self._class_elsewhere(base) is not None
+            if not seen and self.ctx.qualname(base) != "torch.nn.Module":
                 return None  # a base the linter cannot see (or a framework's) may add layers
         verdict = self._body_depends(cls)
         self._classes[name] = verdict
@@ -363,8 +373,11 @@ class ModeDependence:
         for base in cls.bases:
             if isinstance(base, ast.Name) and base.id in self.ctx.classes:
                 inherited = self._class_depends(base.id)
-                if inherited is not False:
-                    return inherited
+            else:
+                elsewhere = self._class_elsewhere(base)
+                inherited = class_mode_dependence(elsewhere) if elsewhere is not None else False
+            if inherited is not False:
+                return inherited
         for node in ast.walk(cls):
             if isinstance(node, ast.Attribute) and node.attr == "training":
                 return True  # the module branches on its mode itself
@@ -381,6 +394,9 @@ class ModeDependence:
                 continue  # `Categorical(logits=...)` in a forward: a distribution, not a layer
             elif isinstance(node.func, ast.Name) and node.func.id in self.ctx.classes:
                 verdict = self._class_depends(node.func.id) if node.func.id in module_classes(self.ctx) else False
+            elif (elsewhere := self._class_elsewhere(node.func)) is not None:
+                is_module = elsewhere.name in module_classes(elsewhere.ctx)
+                verdict = class_mode_dependence(elsewhere) if is_module else False
             elif isinstance(node.func, (ast.Name, ast.Attribute)) and (
                 (node.func.id if isinstance(node.func, ast.Name) else node.func.attr)[:1].isupper()
             ):
@@ -391,3 +407,14 @@ class ModeDependence:
                 return True
             unknown = unknown or verdict is None
         return None if unknown else False
+
+
+def class_mode_dependence(cls: Definition) -> bool | None:
+    """``ModeDependence`` of a class of another file of the project, read in its own file once per
+    run (unknown while it is being answered, in a cycle)."""
+    return function_summary(
+        cls,
+        "torch.mode-dependence",
+        lambda d: ModeDependence(d.ctx, ModelProvenance(d.ctx))._class_depends(d.name),
+        None,
+    )

@@ -687,3 +687,32 @@ def test_only_a_python_number_in_the_loss_proves_the_other_operand_attached(lint
         """,
         CODE,
     )
+
+
+def test_what_a_callable_loss_object_returns_is_read_in_its_call_method(lint):
+    # `compute_loss(...)` runs ComputeLoss.__call__: its first element carries the graph, its second
+    # is detached.
+    check(
+        lint,
+        """
+        import torch.nn.functional as F
+
+        class ComputeLoss:
+            def __call__(self, out, y):
+                loss = F.cross_entropy(out, y)
+                return loss, loss.detach()
+
+        def train(model, loader, opt):
+            compute_loss = ComputeLoss()
+            total, logged = 0, 0
+            for x, y in loader:
+                loss, items = compute_loss(model(x), y)
+                total += loss  # expect: TL010
+                logged += items
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            return total, logged
+        """,
+        "TL010",
+    )

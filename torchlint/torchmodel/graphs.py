@@ -399,8 +399,8 @@ class GraphValues:
         tuple), asked in the function's own file; None when the callee cannot be read."""
         callee = resolve_callee(self.ctx, call)
         if callee is None:
-            method = resolve_instance_call(self.ctx, call)  # ``compute_loss(pred, y)`` of a local class
-            callee = (self.ctx, method) if method is not None else None
+            method = resolve_instance_call(self.ctx, call)  # ``compute_loss(pred, y)``: the class's ``__call__``
+            callee = (method.ctx, method.node) if method is not None else None
         if callee is None or depth > MAX_DEPTH - 2:
             return None
         callee_ctx, function = callee

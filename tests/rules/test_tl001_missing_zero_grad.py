@@ -755,3 +755,71 @@ def test_an_optimizer_rebuilt_over_a_model_that_outlives_the_iteration_is_report
         "trainable = {n: p for n, p in torch.nn.DataParallel(cgen).named_parameters()}",
     )
     check(lint, wrapped, "TL001")
+
+
+# ----- a clear and a step under the same condition ----------------------------------------------
+# A clear and a step guarded by the same test on names not rebound between the two tests run on
+# the same iterations, however the test is spelled (`x is not None` / the `else` of `x is None`,
+# `a != b` / the `else` of `a == b`). The textbook `train_ch3` clears through the optimizer when it
+# has one and by hand otherwise.
+_SAME_CONDITION = """
+    def sgd(params, lr, batch_size):
+        for param in params:
+            param.data -= lr * param.grad / batch_size
+
+    def train_ch3(net, train_iter, loss, num_epochs, batch_size, params=None, lr=None, optimizer=None):
+        for epoch in range(num_epochs):
+            for X, y in train_iter:
+                l = loss(net(X), y).sum()
+                if optimizer is not None:
+                    optimizer.zero_grad()
+                elif params is not None and params[0].grad is not None:
+                    for param in params:
+                        param.grad.data.zero_()
+                l.backward()
+                if optimizer is None:
+                    sgd(params, lr, batch_size)
+                else:
+                    optimizer.step()
+    """
+
+
+def test_a_clear_and_a_step_under_the_same_condition_spelled_differently(lint):
+    assert lint(_SAME_CONDITION, "TL001") == []
+    # The step in the `if` branch of the positive test, the clear in the `else` of its negation.
+    flipped = _SAME_CONDITION.replace(
+        "if optimizer is not None:\n", "if optimizer is None:\n                    pass\n                else:\n"
+    ).replace("elif params is not None and", "if params is not None and")
+    assert lint(flipped, "TL001") == []
+    compared = """
+        def train(model, loader, optimizer, mode):
+            for x, y in loader:
+                if mode != "manual":
+                    optimizer.zero_grad()
+                model(x, y).backward()
+                if mode == "manual":
+                    continue
+                else:
+                    optimizer.step()
+        """
+    assert lint(compared, "TL001") == []
+
+
+def test_a_clear_under_another_condition_than_the_step_is_reported(lint):
+    other = _SAME_CONDITION.replace("if optimizer is None:\n", "if params is not None:\n").replace(
+        "                    optimizer.step()\n", "                    optimizer.step()  # expect: TL001\n"
+    )
+    check(lint, other, CODE)
+    # The same text, but the name is rebound between the clear's test and the step's test.
+    rebound = """
+        def train(model, loader, optimizer, schedule):
+            use_opt = None
+            for i, (x, y) in enumerate(loader):
+                if use_opt is not None:
+                    optimizer.zero_grad()
+                model(x, y).backward()
+                use_opt = schedule(i)
+                if use_opt is not None:
+                    optimizer.step()  # expect: TL001
+        """
+    check(lint, rebound, CODE)

@@ -309,6 +309,23 @@ class Dataflow:
             return bindings[0].value
         return None
 
+    def same_values(self, a: ast.expr, b: ast.expr) -> bool | None:
+        """Whether two expressions of the same text read the same values: every name (or
+        attribute chain) they read is reached at ``b`` by exactly the bindings that reach it at
+        ``a`` -- nothing rebinds it between them. None when they lie in different scopes, where
+        bindings cannot be compared (the caller decides what the text alone means)."""
+        if self.scope_of(a) is not self.scope_of(b):
+            return None
+        for node in ast.walk(a):
+            if not isinstance(node, (ast.Name, ast.Attribute)):
+                continue
+            key = symbol(node)
+            if key is None:
+                continue
+            if {id(x.stmt) for x in self.reaching(key, a)} != {id(x.stmt) for x in self.reaching(key, b)}:
+                return False
+        return True
+
     def visible_bindings(self, name: str, at: ast.AST) -> list[Binding]:
         """Every binding of ``name`` in the innermost scope around ``at`` that binds it, in source
         order, wherever it sits (no flow: a flag may be set at the end of the previous iteration)."""

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import ast
 
+from torchlint.analysis.dataflow import dataflow
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.accumulation import gradient_accumulation
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.clearing import clearing
-from torchlint.torchmodel.events import CLEAR_KINDS, guard_key, guard_keys
+from torchlint.torchmodel.events import CLEAR_KINDS, guard_key
 from torchlint.torchmodel.fresh_runs import steps_fresh_optimizer
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.roles import Role, object_roles
@@ -190,7 +191,9 @@ def _accumulation_window(ctx, unit, step) -> str | None:
 
 def _cleared(ctx, unit, step, stepped) -> bool:
     """Whether, on every path that reaches ``step``, some clear of its optimizer runs in the iteration."""
-    step_keys = guard_keys(ctx, step)
+    step_tests: dict[tuple, list] = {}
+    for guard in step.guards:
+        step_tests.setdefault(guard_key(ctx, guard), []).append(guard[0])
     accumulation = gradient_accumulation(ctx)
     residuals: set[frozenset] = set()
     for event in unit.events:
@@ -201,10 +204,22 @@ def _cleared(ctx, unit, step, stepped) -> bool:
         extra = frozenset(
             guard_key(ctx, g)
             for g in event.guards
-            if guard_key(ctx, g) not in step_keys and not accumulation.is_accumulation_test(g[0])
+            if not _same_condition(ctx, g[0], step_tests.get(guard_key(ctx, g), ()))
+            and not accumulation.is_accumulation_test(g[0])
         )
         residuals.add(extra)
     return frozenset() in _merge_branches(residuals)
+
+
+def _same_condition(ctx, test, step_tests) -> bool:
+    """Whether the clear's ``test`` is one of the step's tests of the same text (negations folded)
+    on names nothing rebinds between the two: then both run on the same iterations. Tests in
+    different functions (a helper's condition) are taken by their text."""
+    flow = dataflow(ctx)
+    return any(
+        other is test or not isinstance(test, ast.expr) or flow.same_values(test, other) is not False
+        for other in step_tests
+    )
 
 
 def _merge_branches(residuals: set[frozenset]) -> set[frozenset]:

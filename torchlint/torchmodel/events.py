@@ -76,13 +76,25 @@ def exclusive(a: Event, b: Event) -> bool:
 # ----- branch conditions ------------------------------------------------------------------------------
 def guard_key(ctx: FileContext, guard: tuple) -> tuple:
     """A key that makes two ``if`` tests with the same text (``if use_amp:`` twice) the same
-    condition, with ``not`` folded into the branch (``if f:`` and ``if not f:`` line up)."""
+    condition, with negations folded into the branch: ``if f:`` and ``if not f:`` line up, and so
+    do ``x is None`` / ``x is not None``, ``a == b`` / ``a != b``, ``k in d`` / ``k not in d``."""
     test, branch = guard
     while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test, branch = test.operand, not branch  # `if not flag:` is the other branch of `if flag:`
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _NEGATED_COMPARISONS:
+        return (ctx.shared(("positive-test", test), lambda: _positive_text(test)), not branch)
     if isinstance(test, ast.expr):
         return (source_text(ctx, test), branch)
     return (id(test), branch)
+
+
+_NEGATED_COMPARISONS = {ast.IsNot: ast.Is, ast.NotEq: ast.Eq, ast.NotIn: ast.In}
+
+
+def _positive_text(test: ast.Compare) -> str:
+    """``x is not None`` written as ``x is None`` (the key of its other branch)."""
+    positive = _NEGATED_COMPARISONS[type(test.ops[0])]()
+    return ast.unparse(ast.Compare(left=test.left, ops=[positive], comparators=test.comparators))
 
 
 def guard_keys(ctx: FileContext, event: Event) -> frozenset:

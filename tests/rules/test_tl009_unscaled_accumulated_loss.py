@@ -624,3 +624,103 @@ def test_loss_object_of_a_local_class_is_followed_into_its_call(lint):
         """,
         CODE,
     )
+
+
+# ----- sums over samples, and a normaliser computed over the whole window -----------------------
+# A loss summed over its samples (per-sample losses, `reduction="none"`, then `.sum()`, possibly
+# weighted by a mask) accumulates into the sum over the nominal batch: the step is not "N times the
+# mean" of anything. A mean of the same per-sample losses is a mean, and accumulating it undivided
+# stays a finding.
+
+
+def test_per_sample_losses_summed_accumulate_into_the_nominal_batch_sum(lint):
+    check(
+        lint,
+        """
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        def train(model, loader, optimizer, accum):
+            token_loss = nn.CrossEntropyLoss(reduction="none")
+            for i, (x, y, mask) in enumerate(loader):
+                logits = model(x)
+                per_sample = F.cross_entropy(logits, y, reduction="none")
+                per_sample.sum().backward()
+                (token_loss(logits, y) * mask).sum().backward()
+                if (i + 1) % accum == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+        """,
+        CODE,
+    )
+
+
+def test_per_sample_losses_averaged_are_a_mean_and_still_reported(lint):
+    check(
+        lint,
+        """
+        import torch.nn.functional as F
+
+        def train(model, loader, optimizer, accum):
+            for i, (x, y, mask) in enumerate(loader):
+                per_sample = F.cross_entropy(model(x), y, reduction="none")
+                per_sample.mean().backward()  # expect: TL009
+                if (i + 1) % accum == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+        """,
+        CODE,
+    )
+
+
+# The token count of every micro-batch of the window, computed before the micro-steps, divides
+# each micro-batch's summed token loss (through a masked-mean helper that guards an empty mask):
+# the accumulated gradient is the window's token mean.
+_WINDOW_NORMALISED = """
+    import torch
+
+    def masked_mean(values, mask, axis=None, denominator=None):
+        numerator = (values * mask).sum(dim=axis)
+        denom = mask.sum(dim=axis) if denominator is None else denominator
+        if isinstance(denom, torch.Tensor):
+            result = torch.where(denom > 0, numerator / denom, torch.zeros_like(numerator))
+        else:
+            result = numerator / denom if denom > 0 else torch.zeros_like(numerator)
+        return result.flatten(1).mean(-1) if result.ndim > 1 else result
+
+    def window_token_counts(masks, accumulation_steps):
+        counts = {}
+        for i, mask in enumerate(masks):
+            start = (i // accumulation_steps) * accumulation_steps
+            counts[start] = counts.get(start, 0.0) + mask.sum().item()
+        return counts
+
+    def train_step(model, optim, batches, masks, accumulation_steps):
+        counts = window_token_counts(masks, accumulation_steps)
+        for i, (batch, mask) in enumerate(zip(batches, masks)):
+            token_loss = model(batch)
+            window_start = (i // accumulation_steps) * accumulation_steps
+            loss = masked_mean(token_loss, mask, None, counts[window_start])
+            loss.backward()
+            if (i + 1) % accumulation_steps == 0:
+                optim.step()
+                optim.zero_grad(set_to_none=True)
+    """
+
+
+def test_loss_divided_by_the_windows_token_count_through_a_masked_mean_helper(lint):
+    assert lint(_WINDOW_NORMALISED, CODE) == []
+
+
+def test_a_helper_that_returns_an_undivided_loss_on_every_branch_is_reported(lint):
+    undivided = _WINDOW_NORMALISED.replace(
+        "            loss = masked_mean(token_loss, mask, None, counts[window_start])\n            loss.backward()\n",
+        "            loss = masked_sum(token_loss, mask)\n            loss.backward()  # expect: TL009\n",
+    ).replace(
+        "    def window_token_counts",
+        "    def masked_sum(values, mask, axis=None):\n"
+        "        picked = values * mask\n"
+        "        return picked.flatten(1).mean(-1) if picked.ndim > 1 else torch.where(mask > 0, picked, 0.0).mean()\n\n"
+        "    def window_token_counts",
+    )
+    check(lint, undivided, CODE)

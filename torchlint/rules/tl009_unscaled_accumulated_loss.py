@@ -31,18 +31,26 @@ class UnscaledAccumulatedLoss(Rule):
         when the loss sent to backward is not divided by the number of accumulated steps.
         Any of these count as dividing: `loss = loss / n`, `loss /= n`,
         `(loss / n).backward()`, `scaler.scale(loss / n)`, `criterion(out, y) / n`, a helper
-        of the same file that returns the divided loss, the loss inside `typing.cast(...)`.
-        A division used only for logging does not. A loss summed over the batch on purpose
-        needs no division: summed losses accumulate into the sum over the large batch, so
-        `reduction="sum"` (on the call or the criterion) and a loss multiplied by the batch
-        size (`loss * bs` with `bs = imgs.shape[0]`, YOLO's nominal-batch scheme) are not
-        reported. No finding when a framework divides for you: `accelerator.backward(loss)`
+        that returns the divided loss (also on one branch of `x / n if n > 0 else zeros`
+        or `torch.where(n > 0, x / n, 0)`, the guard of an empty mask), the loss inside
+        `typing.cast(...)`. So does a division by a count of the whole accumulation window
+        (the tokens of all its micro-batches, added up before the micro-steps): the
+        accumulated gradient is then the window's mean. A division used only for logging
+        does not; a helper's parameters are read as the arguments it is called with.
+        A loss that is a sum over its samples is not reported: the micro-batches add up to
+        the sum over the nominal batch, which is the objective such code tunes its learning
+        rate for, not "N times the mean". That is `reduction="sum"` (on the call or the
+        criterion), per-sample losses (`reduction="none"`, possibly masked or weighted)
+        summed with `.sum()`, and a loss multiplied by the batch size (`loss * bs` with
+        `bs = imgs.shape[0]`, YOLO's nominal-batch scheme). A mean of per-sample losses is a
+        mean and is reported. No finding when a framework divides for you: `accelerator.backward(loss)`
         with `Accelerator(gradient_accumulation_steps=...)` / `accelerator.accumulate(model)`,
         DeepSpeed's `engine.backward(loss)`, Lightning's `accumulate_grad_batches`.
     """
     why = """
-        Gradients add up over the micro-steps, so each update is the *sum* of N mean-batch
-        gradients: N times the gradient of the large batch you meant to emulate. With SGD the
+        Gradients add up over the micro-steps, so with a loss that is a mean over its
+        micro-batch each update is the *sum* of N mean-batch gradients: N times the mean
+        gradient of the large batch you meant to emulate. With SGD the
         step is N times too large (the effective learning rate grows with the accumulation
         count, and training often diverges). Adam-style optimizers mostly normalise the scale
         away, but gradient clipping thresholds, coupled weight decay and `eps` still act on

@@ -30,9 +30,12 @@ if TYPE_CHECKING:
 DIVIDING_METHODS = frozenset({"div", "div_", "divide", "true_divide", "true_divide_"})
 DIVIDING_FUNCTIONS = frozenset({"torch.div", "torch.divide", "torch.true_divide"})
 # Methods whose result keeps a loss's scaling (``loss.mean()``, ``loss.float()``).
-LOSS_KEEPING_METHODS = frozenset(
-    {"mean", "sum", "float", "double", "half", "to", "squeeze", "view", "reshape", "contiguous", "clone"}
+SHAPE_KEEPING_METHODS = frozenset(
+    {"float", "double", "half", "to", "squeeze", "unsqueeze", "view", "reshape", "flatten", "contiguous", "clone"}
 )
+LOSS_KEEPING_METHODS = SHAPE_KEEPING_METHODS | {"mean", "sum"}
+# Reductions that keep one value per sample when given a dimension (``l.sum(-1)``, ``l.mean(dim=1)``).
+REDUCING_METHODS = frozenset({"sum", "mean"})
 MAX_TRACE_DEPTH = 40  # beyond this the value counts as divided (silence over guessing)
 
 
@@ -71,10 +74,18 @@ class _Trace:
             return self.divided(expr.left, at, via, depth + 1) or self.divided(expr.right, at, via, depth + 1)
         if isinstance(expr, ast.UnaryOp):
             return self.divided(expr.operand, at, via, depth + 1)
+        if isinstance(expr, ast.IfExp):
+            # `x / n if n > 0 else zeros_like(x)`, `loss / accum if accum > 1 else loss`
+            return self.divided(expr.body, at, via, depth + 1) or self.divided(expr.orelse, at, via, depth + 1)
         if isinstance(expr, ast.Call):
             kept = value_kept(self.ctx, expr)
             if kept is not None:
                 return self.divided(kept, at, via, depth + 1)  # `typing.cast(Tensor, loss / n)`
+            if self.ctx.call_qualname(expr) == "torch.where" and len(expr.args) == 3:
+                return any(self.divided(a, at, via, depth + 1) for a in expr.args[1:])
+            summed = _sums_everything(self.ctx, expr)
+            if summed is not None and self._per_sample(summed, 0):
+                return True  # per-sample losses summed: the micro-batches add up to the nominal batch's sum
             func = expr.func
             if isinstance(func, ast.Attribute):
                 if func.attr in DIVIDING_METHODS:
@@ -89,7 +100,7 @@ class _Trace:
                 return True
             callee = self._callee(expr)
             if callee is not None:
-                return self._returns_divided_by(callee, None, depth + 1)
+                return self._returns_divided_by(callee, None, depth + 1, expr, via)
             if isinstance(func, ast.Attribute) and func.attr in LOSS_KEEPING_METHODS:
                 return self.divided(func.value, at, via, depth + 1)
             if isinstance(func, ast.Attribute) and func.attr in torch_names.LOSS_SCALING_METHODS and expr.args:
@@ -128,7 +139,9 @@ class _Trace:
             return binding.value is not None and self.divided(binding.value, node, via, depth + 1)
         if kind == "unpack" and isinstance(binding.source, ast.Call):
             callee = self._callee(binding.source)
-            return callee is not None and self._returns_divided_by(callee, binding.index, depth + 1)
+            return callee is not None and self._returns_divided_by(
+                callee, binding.index, depth + 1, binding.source, via
+            )
         return False  # a loop variable, an import, ...: not a loss this code divided
 
     def _set_in_another_method(self, key: str, at: ast.AST, depth: int) -> bool:
@@ -185,10 +198,45 @@ class _Trace:
     def _sum_reduced(self, call: ast.Call) -> bool:
         """A loss call that sums over the batch (``reduction="sum"``, or a criterion built with it):
         summed losses accumulate into the sum over the large batch, nothing to divide."""
-        if _reduces_by_sum(call):
-            return True
+        return self._reduction(call) == "sum"
+
+    def _reduction(self, call: ast.Call) -> str | None:
+        """The reduction a loss call asks for, on the call or on the criterion it calls."""
+        found = _reduction_of(call)
+        if found is not None:
+            return found
+        for origin in dataflow(self.ctx).origins(call.func):
+            if isinstance(origin, ast.Call) and _reduction_of(origin) is not None:
+                return _reduction_of(origin)
+        return None
+
+    def _per_sample(self, expr: ast.AST, depth: int) -> bool:
+        """Whether ``expr`` holds losses not reduced over the samples: a loss call with
+        ``reduction="none"`` (on the call or its criterion), through products with a mask or
+        weights, indexing, shape changes, reductions along a dimension and assignments."""
+        if depth > MAX_TRACE_DEPTH:
+            return False
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
+            return self._per_sample(expr.left, depth + 1) or self._per_sample(expr.right, depth + 1)
+        if isinstance(expr, ast.Subscript):
+            return self._per_sample(expr.value, depth + 1)
+        if isinstance(expr, ast.Call):
+            if self._reduction(expr) == "none":
+                return True
+            found = method_call(expr)
+            if found is None:
+                return False
+            name, receiver = found
+            along_a_dimension = name in REDUCING_METHODS and bool(expr.args or expr.keywords)
+            if along_a_dimension or name in SHAPE_KEEPING_METHODS:
+                return self._per_sample(receiver, depth + 1)
+            return False
+        key = symbol(expr)
+        if key is None:
+            return False
         return any(
-            isinstance(origin, ast.Call) and _reduces_by_sum(origin) for origin in dataflow(self.ctx).origins(call.func)
+            b.kind in ("assign", "walrus") and b.value is not None and self._per_sample(b.value, depth + 1)
+            for b in dataflow(self.ctx).reaching(key, expr)
         )
 
     def _callee(self, call: ast.Call) -> Definition | None:
@@ -199,23 +247,32 @@ class _Trace:
             return Definition(self.ctx, local)
         return resolve_instance_call(self.ctx, call) or resolve_call(self.ctx, call)
 
-    def _returns_divided_by(self, callee: Definition, index: int | None, depth: int) -> bool:
+    def _returns_divided_by(
+        self, callee: Definition, index: int | None, depth: int, call: ast.Call, via: tuple
+    ) -> bool:
         """Whether what ``callee`` returns (element ``index`` of a returned tuple) was divided: traced
         here for a function of this file, asked once per run in its own file for another's (a
         function asked for while it is being answered, in a recursion, counts as divided)."""
         if callee.ctx is self.ctx:
-            return self._returns_divided(callee.node, index, depth)
+            return self._returns_divided(callee.node, index, depth, call, via)
         return function_summary(
             callee, f"torch.returns-divided.{index}", lambda d: _Trace(d.ctx)._returns_divided(d.node, index, 0), True
         )
 
-    def _returns_divided(self, func: ast.AST, index: int | None, depth: int) -> bool:
+    def _returns_divided(
+        self, func: ast.AST, index: int | None, depth: int, call: ast.Call | None = None, via: tuple = ()
+    ) -> bool:
+        """Whether ``func`` returns a divided loss (element ``index`` of a returned tuple). A
+        function of this file reached by ``call`` reads its parameters as the arguments of that
+        call (``def masked(values, mask): return (values * mask).sum()`` divides nothing it is not
+        handed divided); other callees' parameters get the benefit of the doubt."""
+        inner = via + (call,) if call is not None and resolve_local_call(self.ctx, call) is func else ()
         for node in walk_function_body(func):
             if isinstance(node, ast.Return) and node.value is not None:
                 value = node.value
                 if index is not None and isinstance(value, (ast.Tuple, ast.List)) and index < len(value.elts):
                     value = value.elts[index]
-                if self.divided(value, node, (), depth):
+                if self.divided(value, node, inner, depth):
                     return True
         return False
 
@@ -227,11 +284,27 @@ def _is_zero(expr: ast.AST) -> bool:
     return isinstance(expr, ast.Constant) and expr.value == 0 and type(expr.value) is int
 
 
-def _reduces_by_sum(call: ast.Call) -> bool:
-    """``reduction="sum"`` (or the legacy ``size_average=False``) among a call's keywords."""
+def _reduction_of(call: ast.Call) -> str | None:
+    """``"sum"``, ``"none"`` or ``"mean"`` from a call's keywords (``reduction="sum"``, the legacy
+    ``size_average=False`` / ``reduce=False``); None when the call does not say."""
     for kw in call.keywords:
-        if kw.arg == "reduction" and isinstance(kw.value, ast.Constant) and kw.value.value == "sum":
-            return True
+        if not isinstance(kw.value, ast.Constant):
+            continue
+        if kw.arg == "reduction" and kw.value.value in ("sum", "none", "mean"):
+            return kw.value.value
+        if kw.arg == "reduce" and kw.value.value is False:
+            return "none"
+    for kw in call.keywords:
         if kw.arg == "size_average" and isinstance(kw.value, ast.Constant) and kw.value.value is False:
-            return True
-    return False
+            return "sum"
+    return None
+
+
+def _sums_everything(ctx: FileContext, call: ast.Call) -> ast.AST | None:
+    """What a full sum adds up: ``x`` of ``x.sum()`` or ``torch.sum(x)`` without a dimension."""
+    found = method_call(call)
+    if found is not None and found[0] == "sum" and not call.args and not call.keywords:
+        return found[1]
+    if ctx.call_qualname(call) == "torch.sum" and len(call.args) == 1 and not call.keywords:
+        return call.args[0]
+    return None

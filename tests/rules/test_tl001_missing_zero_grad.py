@@ -823,3 +823,48 @@ def test_a_clear_under_another_condition_than_the_step_is_reported(lint):
                     optimizer.step()  # expect: TL001
         """
     check(lint, rebound, CODE)
+
+
+# ----- a step closure made by a factory, called through a variable -------------------------------
+# `train_step = make_train_step(model, optimizer)` ... `train_step(batch)`: the call runs the def the
+# factory returns, so its backward and step belong to the caller's iteration, which may clear them.
+_FACTORY_CLOSURE = """
+    import torch
+
+    def make_train_step(model, optimizer, loss_fn, clip=None):
+        params = tuple(model.parameters()) if clip is not None else ()
+
+        def train_step(batch):
+            # zero_grad stays outside: the compiled closure would break its graph on it
+            loss = loss_fn(model(batch["x"]), batch["y"])
+            loss.backward()
+            if clip is not None:
+                torch.nn.utils.clip_grad_norm_(params, clip)
+            optimizer.step()
+            return loss.detach()
+
+        return train_step
+
+    def train_one_epoch(model, optimizer, loss_fn, loader, compiled=False):
+        train_step = None
+        if compiled:
+            train_step = torch.compile(make_train_step(model, optimizer, loss_fn))
+        else:
+            train_step = make_train_step(model, optimizer, loss_fn, clip=1.0)
+        for batch in loader:
+            optimizer.zero_grad()
+            loss = train_step(batch)
+            print(float(loss))
+    """
+
+
+def test_a_step_closure_called_after_the_callers_clear_is_covered(lint):
+    assert lint(_FACTORY_CLOSURE, CODE) == []
+
+
+def test_a_step_closure_called_in_a_loop_that_never_clears_is_reported(lint):
+    never = _FACTORY_CLOSURE.replace("            optimizer.zero_grad()\n", "").replace(
+        "            optimizer.step()\n", "            optimizer.step()  # expect: TL001\n"
+    )
+    findings = check(lint, never, CODE)
+    assert "in the loop at line 24" in findings[0].message

@@ -53,10 +53,17 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import find_method, parameter_arguments, resolve_class
+from torchlint.analysis.callgraph import (
+    FunctionNode,
+    find_method,
+    parameter_arguments,
+    resolve_class,
+    resolve_function_name,
+    resolve_local_call,
+)
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import argument, position
+from torchlint.analysis.nodes import argument, position, returns_of
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -649,6 +656,29 @@ def value_kept(ctx: FileContext, expr: ast.AST) -> ast.AST | None:
     if position is None:
         return None
     return argument(expr, position, "val")
+
+
+def resolve_returned_function(ctx: FileContext, call: ast.Call) -> FunctionNode | None:
+    """The def that ``call`` runs when it calls a variable holding a function that a function of
+    this file made and returned (``step = make_step(model, opt)`` ... ``step(batch)``, the factory
+    returning its nested ``def step``). Values the variable may also hold that cannot be told
+    (``None``, a call of another library wrapping the factory's result) are set aside; None when
+    no such def, or more than one, reaches the call."""
+    if not isinstance(call.func, ast.Name):
+        return None
+    found: set = set()
+    for origin in dataflow(ctx).origins(call.func):
+        if not isinstance(origin, ast.Call):
+            continue
+        factory = resolve_local_call(ctx, origin)
+        if factory is None:
+            continue
+        for returned in returns_of(factory):
+            if isinstance(returned.value, ast.Name):
+                made = resolve_function_name(ctx, returned.value.id, returned)
+                if made is not None and ctx.enclosing_scope(made) is factory:
+                    found.add(made)
+    return found.pop() if len(found) == 1 else None
 
 
 def resolve_instance_call(ctx: FileContext, call: ast.Call) -> Definition | None:

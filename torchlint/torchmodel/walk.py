@@ -22,6 +22,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import calls_elsewhere, resolve_local_call
+from torchlint.analysis.dataflow import resolve_returned_function
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.nodes import walk_no_scopes
 from torchlint.analysis.summaries import function_summary
@@ -85,12 +86,17 @@ class EventWalker:
         plan = []
         for call in calls:
             event = self.calls.classify(call)
-            target = resolve_local_call(self.ctx, call) if event is None else None
+            target = self._local_target(call) if event is None else None
             elsewhere = self._effects_elsewhere(call) if event is None and target is None else None
             opaque = self.calls.opaque_step(call) if event is None and target is None and not elsewhere else None
             if event is not None or target is not None or opaque is not None or elsewhere:
                 plan.append((call, event, target, opaque, elsewhere))
         return plan
+
+    def _local_target(self, call: ast.Call):
+        """The function of this file a call runs: by its name, or a closure a factory of this file
+        returned into the variable called (a step function built once and called per batch)."""
+        return resolve_local_call(self.ctx, call) or resolve_returned_function(self.ctx, call)
 
     def _effects_elsewhere(self, call: ast.Call) -> list[Event] | None:
         """The events a call of a function of another file stands for, read from that function's

@@ -29,11 +29,12 @@ class UnscaledAccumulatedLoss(Rule):
         (`if (i + 1) % accum_steps == 0:`, `if not need_update: continue`), or after an
         inner micro-step loop (`for micro_step in range(gradient_accumulation_steps):`) --
         when the loss sent to backward is not divided by the number of accumulated steps.
-        Any of these count as dividing: `loss = loss / n`, `loss /= n`,
+        Any division of the loss counts as dividing (the rule does not check what the
+        divisor counts): `loss = loss / n`, `loss /= n`,
         `(loss / n).backward()`, `scaler.scale(loss / n)`, `criterion(out, y) / n`, a helper
         that returns the divided loss (also on one branch of `x / n if n > 0 else zeros`
         or `torch.where(n > 0, x / n, 0)`, the guard of an empty mask), the loss inside
-        `typing.cast(...)`. So does a division by a count of the whole accumulation window
+        `typing.cast(...)`. That includes a division by a count of the whole accumulation window
         (the tokens of all its micro-batches, added up before the micro-steps): the
         accumulated gradient is then the window's mean. A division used only for logging
         does not; a helper's parameters are read as the arguments it is called with.

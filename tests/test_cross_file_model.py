@@ -144,6 +144,8 @@ def test_a_helper_of_a_sibling_module_that_switches_to_eval_mode(tmp_path):
                     torch.nn.functional.mse_loss(model(x), y).backward()
                     opt.step()
                 validate(model, loader)
+
+        fit(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.1)), loader, opt)
     """
     write(tmp_path, {"pyproject.toml": "", "utils.py": utils, "train.py": train})
     assert both_ways(tmp_path, "utils.py", "train.py") == []

@@ -20,6 +20,7 @@ def test_eval_call_in_epoch_loop_never_undone(lint):
         """
         import torch
 
+        model = torch.nn.Sequential(torch.nn.Linear(8, 2), torch.nn.Dropout(0.5))
         for epoch in range(epochs):
             for x, y in train_loader:
                 optimizer.zero_grad()
@@ -32,7 +33,7 @@ def test_eval_call_in_epoch_loop_never_undone(lint):
         "TL007",
     )
     message = findings[0].message
-    assert "`model.eval()`" in message and "line 4" in message and "`model.train()`" in message
+    assert "`model.eval()`" in message and "line 5" in message and "`model.train()`" in message
     assert findings[0].severity == "error" and findings[0].name == "train-mode-not-restored"
 
 
@@ -46,7 +47,8 @@ def validate(model, loader):
     with torch.no_grad():
         return [model(x) for x, _ in loader]
 
-def main(model, optimizer, train_loader, val_loader):
+def main(optimizer, train_loader, val_loader):
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8))
     for epoch in range(90):
         train(model, train_loader, optimizer)
         validate(model, val_loader)  # expect: TL007
@@ -61,6 +63,8 @@ def test_periodic_evaluation_inside_a_step_loop(lint):
         lint,
         """
         import torch
+
+        model = torch.nn.Sequential(torch.nn.Linear(8, 2), torch.nn.Dropout(0.5))
 
         @torch.no_grad()
         def estimate_loss():
@@ -83,6 +87,9 @@ def test_train_false_counts_as_eval(lint):
     check(
         lint,
         """
+        import torch
+
+        net = torch.nn.Sequential(torch.nn.Linear(8, 2), torch.nn.Dropout(0.5))
         for epoch in range(epochs):
             for x, y in train_loader:
                 optimizer.zero_grad()
@@ -99,7 +106,12 @@ def test_trainer_class_with_eval_in_fit_loop(lint):
     check(
         lint,
         """
+        from transformers import GPT2LMHeadModel
+
         class Trainer:
+            def __init__(self):
+                self.model = GPT2LMHeadModel.from_pretrained("gpt2")
+
             def train_epoch(self):
                 for batch in self.loader:
                     loss = self.model(**batch).loss
@@ -257,10 +269,13 @@ def test_validate_before_training_in_the_iteration_is_reported(lint):
     check(
         lint,
         """
+        import torchvision
+
         def validate(model, loader):
             model.eval()
             return [model(x) for x in loader]
 
+        model = torchvision.models.resnet50()
         for epoch in range(10):
             validate(model, val_loader)  # expect: TL007
             for x, y in train_loader:
@@ -328,7 +343,9 @@ def test_eval_of_the_model_the_optimizer_trains_is_reported(lint):
         lint,
         """
         import torch
+        import torchvision
 
+        model = torch.hub.load("pytorch/vision", "resnet18") if hub else torchvision.models.resnet18()
         opt = torch.optim.SGD(model.head.parameters(), lr=0.1)
         for epoch in range(30):
             for x, y in train_loader:
@@ -425,6 +442,7 @@ def test_training_function_that_sets_eval_only_under_a_flag_is_reported(lint):
         lint,
         """
         import torch
+        import torchvision
 
         def train(model, loader, optimizer, freeze_bn):
             if freeze_bn:
@@ -439,10 +457,54 @@ def test_training_function_that_sets_eval_only_under_a_flag_is_reported(lint):
             with torch.no_grad():
                 return sum((model(x).argmax(1) == y).sum().item() for x, y in loader)
 
+        model = torchvision.models.densenet121()  # BatchNorm2d
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         for epoch in range(100):
             train(model, train_loader, optimizer, args.freeze_bn)
             validate(model, val_loader)  # expect: TL007
         """,
+        "TL007",
+    )
+
+
+_TEST_STEP_NEVER_RESTORES = """
+    import torch
+    from torch import nn
+
+    class FashionMNISTModel(nn.Module):
+        def __init__(self, hidden):
+            super().__init__()
+            self.layer_stack = nn.Sequential(LAYERS)
+
+        def forward(self, x):
+            return self.layer_stack(x)
+
+    def train_step(model, loader, loss_fn, optimizer):
+        for X, y in loader:
+            loss = loss_fn(model(X), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+    def test_step(model, loader, loss_fn):
+        model.eval()
+        with torch.inference_mode():
+            return sum(loss_fn(model(X), y).item() for X, y in loader)
+
+    model = FashionMNISTModel(hidden=10)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        train_step(model, train_loader, loss_fn, optimizer)
+        test_step(model, test_loader, loss_fn)  # expect: TL007
+    """
+
+
+def test_a_model_without_mode_dependent_layers_left_in_eval_mode_is_silent(lint):
+    plain = _TEST_STEP_NEVER_RESTORES.replace("LAYERS", "nn.Flatten(), nn.Linear(784, hidden), nn.ReLU()")
+    assert lint(plain, "TL007") == []
+    # The same model with a dropout: epochs 2+ train without it.
+    check(
+        lint,
+        _TEST_STEP_NEVER_RESTORES.replace("LAYERS", "nn.Flatten(), nn.Dropout(0.2), nn.Linear(784, hidden)"),
         "TL007",
     )

@@ -36,9 +36,16 @@ class EvalWithoutEvalMode(Rule):
         `unittest.TestCase` classes and their mixins, helpers that only they call),
         whatever the file's path. A model from `X.from_pretrained(...)` that nothing trains here
         is in eval mode; one from `torch.hub.load(...)` is the hub entry point's
-        business. A model known to behave the same in both modes (built here, in a
-        loop or a list too, from layers without dropout or batch norm) is not
-        reported. Lightning's
+        business. Only a model shown to behave differently in the two modes is
+        reported: data flow takes it to dropout, batch norm, an instance norm
+        tracking running statistics, a recurrent or attention layer given a
+        dropout, a class (through its bases and the helpers that build its layers)
+        that builds one or reads `self.training`, or a library constructor
+        documented to (torchvision's ResNets, a batch-norm `timm` family, a Hugging
+        Face `from_pretrained` of a class whose configuration has dropout). A model
+        the linter cannot see into (a parameter no call site of the file fills, a
+        class of another package) is not reported, nor one of `Linear`/`ReLU`
+        layers or an `nn.RNN` with its default dropout 0. Lightning's
         `validation_step`/`test_step` and other framework hooks
         are not reported: the framework switches modes. A function that receives its
         model from a caller outside this file is not judged.
@@ -52,6 +59,9 @@ class EvalWithoutEvalMode(Rule):
     """
     example = """
         import torch
+        import torchvision
+
+        model = torchvision.models.resnet18(num_classes=10)  # batch norm: the mode matters
 
 
         def evaluate(model, loader):
@@ -104,6 +114,8 @@ for epoch in range(3):
         """
 import torch
 
+model = torch.nn.Sequential(torch.nn.Linear(10, 10), torch.nn.Dropout(0.5), torch.nn.Linear(10, 2))
+
 def train(model, loader, opt):
     model.train()
     for x, y in loader:
@@ -122,7 +134,9 @@ for epoch in range(3):
 """,
         """
 import torch
+import torchvision
 
+model = torchvision.models.resnet18(num_classes=10)
 for epoch in range(10):
     model.train()
     for x, y in train_loader:

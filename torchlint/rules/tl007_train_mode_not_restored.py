@@ -25,8 +25,10 @@ class TrainModeNotRestored(Rule):
         batch-norm statistics on purpose) -- then the training code owns the mode,
         and an evaluation switching the model to eval before it changes nothing (a
         linear probe's `train()` that starts with `backbone.eval()`) -- nor an eval
-        switch followed by `break`, nor a model known to behave the same in both
-        modes (built here from layers without dropout or batch norm). A switch under
+        switch followed by `break`, nor a model not shown to behave differently in
+        the two modes (only dropout, batch norm and the other mode-dependent layers
+        of TL005, reached through data flow, count: a model of `Linear`/`ReLU`
+        layers, or one the linter cannot see into, is not reported). A switch under
         a condition inside the training
         function (`if freeze_bn: model.eval()`) configures training; it is not an
         evaluation.
@@ -39,7 +41,9 @@ class TrainModeNotRestored(Rule):
     """
     example = """
         import torch
+        import torchvision
 
+        model = torchvision.models.resnet18(num_classes=10)  # batch norm: the mode matters
         for epoch in range(epochs):
             for x, y in train_loader:
                 optimizer.zero_grad()
@@ -51,7 +55,9 @@ class TrainModeNotRestored(Rule):
     """
     instead = """
         import torch
+        import torchvision
 
+        model = torchvision.models.resnet18(num_classes=10)  # batch norm: the mode matters
         for epoch in range(epochs):
             model.train()
             for x, y in train_loader:
@@ -86,6 +92,7 @@ while True:
         """
 import torch
 
+model = torch.nn.Sequential(torch.nn.Linear(10, 10), torch.nn.BatchNorm1d(10), torch.nn.Linear(10, 2))
 for epoch in range(10):
     for x, y in train_loader:
         optimizer.zero_grad()
@@ -98,6 +105,9 @@ for epoch in range(10):
 """,
         """
 import torch
+import torchvision
+
+model = torchvision.models.mobilenet_v3_small()
 
 def validate(model, loader):
     model.eval()

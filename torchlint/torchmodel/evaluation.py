@@ -32,9 +32,10 @@ from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.imports import dotted_name
 from torchlint.torchmodel.forward_calls import ForwardCalls, mode_switches, same_model
 from torchlint.torchmodel.iterations import iterations
+from torchlint.torchmodel.mode_dependence import mode_dependence
 from torchlint.torchmodel.modules import module_classes
 from torchlint.torchmodel.phases import EvaluationPhase, PhaseFunctions
-from torchlint.torchmodel.provenance import TENSOR_KEEPING_METHODS, ModeDependence, ModelProvenance
+from torchlint.torchmodel.provenance import TENSOR_KEEPING_METHODS, ModelProvenance
 from torchlint.torchmodel.reaching_modes import (
     NOT_REACHED,
     REACHED,
@@ -119,7 +120,6 @@ class EvaluationAnalysis:
         self.blocks = BlockEvents(ctx)
         self.forward = ForwardCalls(ctx)
         self.provenance = ModelProvenance(ctx)
-        self.modes = ModeDependence(ctx, self.provenance)
         self.phases = PhaseFunctions(ctx, self.forward)
         self.finder = EvalUnits(ctx, self.forward, self.blocks, self.provenance, self.phases)
         chain = CallerChain(ctx, self.forward, self.blocks, self.provenance)
@@ -138,9 +138,9 @@ class EvaluationAnalysis:
         return self.finder.is_eval_function(func)
 
     def mode_matters(self, expr: ast.AST) -> bool:
-        """Whether the model ``expr`` holds behaves differently in train and eval mode (dropout,
-        batch norm...); only a model known to have no such layer does not."""
-        return self.modes.of_expression(expr) is not False
+        """Whether the model ``expr`` holds is shown to behave differently in train and eval mode
+        (dropout, batch norm...: ``mode_dependence``); an unknown model is not."""
+        return mode_dependence(self.ctx).shown(expr)
 
     def eval_mode(self, unit: EvalUnit) -> Verdict:
         """Whether the model is in eval mode when the unit's first model call runs."""

@@ -187,8 +187,13 @@ def builds_no_module(qual: str) -> bool:
 # Dropout layers: weightless, yet not "stateless": they behave differently in train and eval mode,
 # so `model.eval()` must reach them.
 DROPOUT_LAYERS = frozenset({"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"})
-# torch.nn layers (qualified) whose output depends on train/eval mode: dropout, batch-norm statistics,
-# recurrent and attention layers whose `dropout` applies in training only.
+# ----- train/eval mode ---------------------------------------------------------------------------------------
+# TL005/TL007 speak only of models shown to compute differently in train and eval mode: built (through
+# classes, containers, helpers) from one of these. Anything else -- a layer the linter cannot see, a
+# model from an unknown place -- is unknown, and unknown is silent.
+# torch.nn layers (qualified) whose output depends on the mode as built with their defaults: dropout
+# (zeroes activations in training only) and batch norm (batch statistics and running-average updates
+# in training, running averages in eval).
 MODE_DEPENDENT_LAYERS = frozenset(
     "torch.nn." + name
     for name in DROPOUT_LAYERS
@@ -200,16 +205,122 @@ MODE_DEPENDENT_LAYERS = frozenset(
         "LazyBatchNorm2d",
         "LazyBatchNorm3d",
         "SyncBatchNorm",
-        "RNN",
-        "LSTM",
-        "GRU",
-        "MultiheadAttention",
-        "Transformer",
-        "TransformerEncoder",
-        "TransformerDecoder",
-        "TransformerEncoderLayer",
-        "TransformerDecoderLayer",
     }
+)
+# torch.nn layers whose mode dependence is their `dropout` argument: (its position, whether the
+# default is non-zero). Recurrent layers and MultiheadAttention default to 0.0 (the same in both
+# modes); the Transformer layers to 0.1.
+DROPOUT_ARGUMENT_LAYERS = {
+    "torch.nn.RNN": (6, False),
+    "torch.nn.LSTM": (5, False),
+    "torch.nn.GRU": (5, False),
+    "torch.nn.MultiheadAttention": (2, False),
+    "torch.nn.Transformer": (5, True),
+    "torch.nn.TransformerEncoderLayer": (3, True),
+    "torch.nn.TransformerDecoderLayer": (3, True),
+}
+# torch.nn containers whose mode is that of the layers handed to them (positionally).
+LAYER_CONTAINERS = frozenset(
+    {
+        "torch.nn.Sequential",
+        "torch.nn.ModuleList",
+        "torch.nn.ModuleDict",
+        "torch.nn.TransformerEncoder",
+        "torch.nn.TransformerDecoder",
+    }
+)
+# Norm layers that keep running statistics, and so differ between modes, only when asked
+# (`track_running_stats=True`; batch norm, above, keeps them by default).
+RUNNING_STATS_NORMS = frozenset(
+    "torch.nn." + name
+    for name in (
+        "InstanceNorm1d",
+        "InstanceNorm2d",
+        "InstanceNorm3d",
+        "LazyInstanceNorm1d",
+        "LazyInstanceNorm2d",
+        "LazyInstanceNorm3d",
+    )
+)
+# Model constructors of libraries documented to build mode-dependent models (qualified-name
+# prefixes), each with what makes it so. torchvision's ViTs are left out on purpose: LayerNorm and
+# dropout 0.0 by default, the same in both modes.
+MODE_DEPENDENT_CONSTRUCTORS = {
+    "torchvision.models.resnet": "BatchNorm2d",
+    "torchvision.models.resnext": "BatchNorm2d",
+    "torchvision.models.wide_resnet": "BatchNorm2d",
+    "torchvision.models.vgg": "Dropout in the classifier (and BatchNorm2d in the _bn variants)",
+    "torchvision.models.alexnet": "Dropout in the classifier",
+    "torchvision.models.densenet": "BatchNorm2d",
+    "torchvision.models.inception": "BatchNorm2d and Dropout",
+    "torchvision.models.googlenet": "BatchNorm2d and Dropout",
+    "torchvision.models.mobilenet": "BatchNorm2d and Dropout",
+    "torchvision.models.mnasnet": "BatchNorm2d and Dropout",
+    "torchvision.models.shufflenet": "BatchNorm2d",
+    "torchvision.models.squeezenet": "Dropout",
+    "torchvision.models.efficientnet": "BatchNorm2d, Dropout and stochastic depth",
+    "torchvision.models.regnet": "BatchNorm2d",
+    "torchvision.models.convnext": "stochastic depth (training only)",
+    "torchvision.models.swin": "stochastic depth (training only)",
+    "torchvision.models.maxvit": "BatchNorm2d and stochastic depth",
+    "torchvision.models.detection.": "forward returns losses in training mode, detections in eval mode",
+    "torchvision.models.segmentation.": "BatchNorm2d backbones and heads",
+    "torchvision.models.video.": "BatchNorm3d",
+    "torchvision.models.quantization.": "BatchNorm2d",
+}
+# `timm.create_model("<name>")`: families whose every variant has batch norm.
+TIMM_MODE_DEPENDENT_FAMILIES = (
+    "resnet",
+    "resnext",
+    "seresnet",
+    "wide_resnet",
+    "efficientnet",
+    "tf_efficientnet",
+    "mobilenet",
+    "densenet",
+    "regnet",
+    "inception",
+    "vgg",
+    "dla",
+    "dpn",
+    "mnasnet",
+    "ghostnet",
+    "rexnet",
+    "hrnet",
+    "cspresnet",
+    "cspdarknet",
+    "darknet",
+    "xception",
+    "nfnet",
+    "res2net",
+    "resnest",
+    "selecsls",
+)
+# `timm.create_model(...)` keywords that switch on dropout or stochastic depth when non-zero.
+TIMM_DROP_KEYWORDS = frozenset({"drop_rate", "drop_path_rate", "drop_block_rate"})
+# Hugging Face classes (`<Prefix>...from_pretrained(...)`) whose default configuration has dropout
+# (hidden/attention dropout 0.1). Llama-style models (dropout 0.0) are not among them.
+HF_DROPOUT_MODEL_PREFIXES = (
+    "Bert",
+    "Roberta",
+    "XLMRoberta",
+    "DistilBert",
+    "Electra",
+    "GPT2",
+    "OpenAIGPT",
+    "T5",
+    "MT5",
+    "Bart",
+    "MBart",
+    "Marian",
+    "Pegasus",
+    "XLNet",
+    "Deberta",
+    "Camembert",
+    "Longformer",
+    "BigBird",
+    "Wav2Vec2",
+    "Whisper",
 )
 # Functional dropouts, with the position and name of the parameter that says whether it applies.
 DROPOUT_FUNCTIONS = {
@@ -224,6 +335,8 @@ DROPOUT_FUNCTIONS = {
     "torch.feature_dropout": (2, "train"),
     "torch.feature_alpha_dropout": (2, "train"),
 }
+# Functions whose result depends on the mode they are told: the functional dropouts and batch norm.
+MODE_FUNCTIONS = frozenset({*DROPOUT_FUNCTIONS, "torch.nn.functional.batch_norm"})
 # Wrappers that hold the wrapped model's weights, not new ones (built per iteration, they cost nothing).
 WRAPPING_LAYERS = frozenset({"DataParallel", "DistributedDataParallel", "SyncBatchNorm"})
 

@@ -1,6 +1,7 @@
 """A trainer whose validation runs in train mode and whose inline test loop keeps autograd on."""
 import torch
 import torch.nn as nn
+import torchvision
 
 
 class Trainer:
@@ -39,3 +40,8 @@ class Trainer:
             correct += (pred.cpu() == y).sum().item()
         print("test accuracy", correct / len(self.test_loader.dataset))
         return history
+
+
+if __name__ == "__main__":
+    net = torchvision.models.resnet18(num_classes=10)
+    Trainer(net, torch.optim.SGD(net.parameters(), lr=0.1), train_loader, val_loader, test_loader, "cuda").fit(10)

@@ -25,3 +25,8 @@ class Runner:
                 self.optimizer.step()
             acc = self.evaluate()  # expect: TL007
             print(f"epoch {epoch}: acc {acc:.3f}")
+
+
+if __name__ == "__main__":
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 256), torch.nn.Dropout(0.3), torch.nn.Linear(256, 10))
+    Runner(net, torch.optim.Adam(net.parameters()), train_loader, val_loader).run(20)

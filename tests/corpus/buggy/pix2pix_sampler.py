@@ -60,3 +60,17 @@ def train(generator, discriminator, dataset, val_dataset, epochs=200, device="cu
             if batches_done % 500 == 0:
                 sample_images(generator, val_dataloader, batches_done, device)
                 sample_eval(generator, val_dataloader, batches_done, device)
+
+
+class GeneratorUNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.down1 = UNetDown(3, 64)
+        self.down2 = nn.Sequential(UNetDown(64, 128), nn.Dropout(0.5))
+
+    def forward(self, x):
+        return self.down2(self.down1(x))
+
+
+if __name__ == "__main__":
+    train(GeneratorUNet(), Discriminator(), train_set, val_set)

@@ -2,6 +2,7 @@
 the flag, nothing switches the model back to train mode after the first validation."""
 import torch
 import torch.nn.functional as F
+import torchvision
 
 
 def train_epoch(model, loader, optimizer, freeze_bn=False):
@@ -24,3 +25,7 @@ def fit(model, train_loader, val_loader, args):
     for epoch in range(args.epochs):
         train_epoch(model, train_loader, optimizer, freeze_bn=args.freeze_bn)
         print(epoch, validate(model, val_loader))  # expect: TL007
+
+
+if __name__ == "__main__":
+    fit(torchvision.models.resnet50(num_classes=100), train_loader, val_loader, parse_args())

@@ -72,6 +72,7 @@ def validate(model, loader):
         for x, y in loader:
             total += (model(x) - y).pow(2).mean().item()  # expect: TL005
     return total / len(loader)
+print(validate(torch.nn.Sequential(torch.nn.Linear(4, 1), torch.nn.Dropout(0.1)), val_loader))
 """,
             """
 import torch
@@ -83,6 +84,7 @@ def validate(model, loader):
         for x, y in loader:
             total += (model(x) - y).pow(2).mean().item()  # expect: TL005
     return total / len(loader)
+print(validate(torch.nn.Sequential(torch.nn.Linear(4, 1), torch.nn.Dropout(0.1)), val_loader))
 """,
         ),
     ]
@@ -226,6 +228,7 @@ def train(model, loader, val_loader, optimizer, epochs):
             optimizer.step()
         score = evaluate(model, val_loader)  # expect: TL007
         print(epoch, score)
+train(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4)), loader, val_loader, opt, 10)
 """,
             """
 import torch
@@ -242,6 +245,7 @@ def train(model, loader, val_loader, optimizer, epochs):
         score = evaluate(model, val_loader)  # expect: TL007
         model.train()
         print(epoch, score)
+train(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4)), loader, val_loader, opt, 10)
 """,
         ),
         (
@@ -256,6 +260,7 @@ def train(model, loader, val_loader, optimizer, epochs):
         model.eval()  # expect: TL007
         with torch.no_grad():
             print(sum(model(x).sum().item() for x, _ in val_loader))
+train(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4)), loader, val_loader, opt, 10)
 """,
             """
 import torch
@@ -269,6 +274,7 @@ def train(model, loader, val_loader, optimizer, epochs):
         model.eval()  # expect: TL007
         with torch.no_grad():
             print(sum(model(x).sum().item() for x, _ in val_loader))
+train(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4)), loader, val_loader, opt, 10)
 """,
         ),
     ]

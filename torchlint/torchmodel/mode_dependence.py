@@ -1,0 +1,236 @@
+"""Whether a model is shown to compute differently in train and eval mode.
+
+TL005 (evaluation in training mode) and TL007 (training mode not restored) only matter for a
+model whose output depends on the mode: dropout, batch norm with its running statistics, a
+forward that branches on ``self.training``. The question is answered positively or not at all:
+a model is *shown* mode-dependent when data flow takes it to a construction that is
+
+* a ``torch.nn`` layer that depends on the mode as built (``vocabulary.MODE_DEPENDENT_LAYERS``,
+  a recurrent/attention layer given a non-zero ``dropout``, an instance norm asked to
+  ``track_running_stats``), or a container (``Sequential``, ``ModuleList``...) holding one;
+* a class (of this file, or of the project where ``analysis.callgraph.resolve_class`` reaches
+  it) whose body, a base, or a helper it calls to build its layers, builds one of those, uses a
+  functional dropout or batch norm, or reads ``self.training``;
+* a library constructor documented to build such a model (``vocabulary.MODE_DEPENDENT_CONSTRUCTORS``:
+  torchvision's ResNets and friends, ``timm.create_model`` of a batch-norm family, a Hugging Face
+  ``from_pretrained`` of a class whose default configuration has dropout);
+* the return value of a function of the project that builds one of the above.
+
+A parameter is followed to the arguments of its function's call sites in the file. Anything
+else (a class the linter cannot read, a model from an unknown caller, a layer of another
+library) stays unknown, and the rules stay silent about it: a model of ``Linear``/``ReLU``
+layers, an ``nn.RNN`` with the default dropout 0, a plain function, compute the same in both modes.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from torchlint.analysis.callgraph import resolve_callee, resolve_class
+from torchlint.analysis.containers import element_origins
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.definitions import Definition
+from torchlint.analysis.nodes import argument, method_call
+from torchlint.analysis.summaries import function_summary
+from torchlint.torchmodel import vocabulary as torch_names
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+
+_MAX_DEPTH = 6
+# What `ModeDependence._answer` may ask of a class or function: the method that answers it.
+_QUESTIONS = {"class": "class_shown", "returns": "returns_shown", "builds": "builds"}
+# Methods that hand back their receiver (a model), moved, cast or switched.
+_KEEPING_MODEL_METHODS = torch_names.MODULE_SELF_RETURNING
+
+
+class ModeDependence:
+    """``shown(expr)``: whether the model ``expr`` holds is shown to depend on train/eval mode."""
+
+    def __init__(self, ctx: FileContext):
+        self.ctx = ctx
+        self.flow = dataflow(ctx)
+        self._built: dict[ast.AST, bool] = {}
+
+    # ----- a model expression ------------------------------------------------------------------------
+    def shown(self, expr: ast.AST, depth: int = 0) -> bool:
+        """Some value the model ``expr`` may hold is mode-dependent (a model built on one branch
+        with dropout is evaluated in training mode on that branch)."""
+        if depth > _MAX_DEPTH:
+            return False
+        return any(self._origin_shown(o, depth) for o in self._origins(expr))
+
+    def _origins(self, expr: ast.AST) -> list[ast.AST | None]:
+        elements = self._loop_elements(expr)
+        if elements is not None:
+            return elements
+        return self.flow.origins(expr, _through_model_keeping, parameters=True)
+
+    def _loop_elements(self, expr: ast.AST) -> list | None:
+        """What a loop variable (``for model in models:``) may hold: the elements of what the loop
+        iterates; None when ``expr`` is not only a loop variable."""
+        if not isinstance(expr, ast.Name):
+            return None
+        bindings = self.flow.reaching(expr)
+        if not bindings or any(b.kind != "for" or b.index is not None or b.source is None for b in bindings):
+            return None
+        return [e for b in bindings for e in element_origins(self.ctx, b.source)]
+
+    def _origin_shown(self, origin: ast.AST | None, depth: int) -> bool:
+        if origin is None:
+            return False
+        if isinstance(origin, (ast.List, ast.Tuple)) or (
+            isinstance(origin, ast.Starred) and isinstance(origin.value, (ast.List, ast.Tuple, ast.Name))
+        ):
+            container = origin.value if isinstance(origin, ast.Starred) else origin
+            return any(self._origin_shown(e, depth + 1) for e in element_origins(self.ctx, container))
+        if not isinstance(origin, ast.Call):
+            return False
+        return self.construction(origin, depth)
+
+    # ----- a construction ------------------------------------------------------------------------------
+    def construction(self, call: ast.Call, depth: int = 0) -> bool:
+        """The call builds a mode-dependent model."""
+        qual = self.ctx.call_qualname(call)
+        if qual is not None:
+            known = self._torch_or_library(call, qual, depth)
+            if known is not None:
+                return known
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "from_pretrained":
+            return _hf_with_dropout(call.func.value)
+        found = resolve_class(self.ctx, call.func)
+        if found is not None:
+            return self._answer(found, "class", depth)
+        callee = resolve_callee(self.ctx, call)
+        if callee is not None and depth < _MAX_DEPTH:
+            return self._answer(callee, "returns", depth)
+        return False
+
+    def _answer(self, found: tuple, question: str, depth: int) -> bool:
+        """Ask about a class or function of this file here; one of another file of the project in its
+        own file, once per run (a function summary)."""
+        ctx, node = found
+        if ctx is self.ctx:
+            return getattr(self, _QUESTIONS[question])(node, depth + 1)
+        return function_summary(
+            Definition(ctx, node),
+            f"torch.mode-shown.{question}",
+            lambda d: getattr(mode_dependence(d.ctx), _QUESTIONS[question])(d.node, 0),
+            False,
+        )
+
+    def _torch_or_library(self, call: ast.Call, qual: str, depth: int) -> bool | None:
+        """What a torch layer or a known library constructor builds; None for other names."""
+        if qual in torch_names.MODE_DEPENDENT_LAYERS:
+            return not _literal_zero(argument(call, 0, "p"))
+        if qual in torch_names.DROPOUT_ARGUMENT_LAYERS:
+            position, default_on = torch_names.DROPOUT_ARGUMENT_LAYERS[qual]
+            rate = argument(call, position, "dropout")
+            return default_on if rate is None else not _literal_zero(rate)
+        if qual in torch_names.RUNNING_STATS_NORMS:
+            return _literal_true(argument(call, 4, "track_running_stats"))
+        if qual in torch_names.LAYER_CONTAINERS:
+            parts = [*call.args, *(k.value for k in call.keywords if k.arg in (None, "encoder_layer", "decoder_layer"))]
+            return any(self._part_shown(p, depth + 1) for p in parts)
+        if qual in torch_names.MODE_FUNCTIONS:
+            return True
+        if qual.startswith(tuple(torch_names.MODE_DEPENDENT_CONSTRUCTORS)):
+            return True
+        if qual in ("timm.create_model", "timm.models.create_model"):
+            return _timm_mode_dependent(call)
+        if qual.startswith("torch.") or qual.startswith(("torchvision.", "timm.")):
+            return False  # other torch layers (Linear, Conv2d, ReLU, LayerNorm, GroupNorm...) and names
+        return None
+
+    def _part_shown(self, expr: ast.AST, depth: int) -> bool:
+        """A layer handed to a container: built there, named, or unpacked (``*layers``, a dict)."""
+        if isinstance(expr, ast.Dict):
+            return any(self.shown(v, depth) for v in expr.values if v is not None)
+        if isinstance(expr, (ast.Starred, ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp)):
+            container = expr.value if isinstance(expr, ast.Starred) else expr
+            return any(self._origin_shown(e, depth) for e in element_origins(self.ctx, container))
+        return self.shown(expr, depth)
+
+    # ----- classes and helpers -------------------------------------------------------------------------
+    def class_shown(self, cls: ast.ClassDef, depth: int = 0) -> bool:
+        """A class of this file whose body, a base or a helper it calls builds a mode-dependent
+        layer, uses a functional dropout/batch norm, or reads ``self.training``."""
+        if cls not in self._built:
+            self._built[cls] = False  # a class that builds itself (or a cycle): not shown by that
+            shown = any(self._base_shown(base, depth) for base in cls.bases) or self.builds(cls, depth)
+            self._built[cls] = shown
+        return self._built[cls]
+
+    def _base_shown(self, base: ast.AST, depth: int) -> bool:
+        qual = self.ctx.qualname(base)
+        if qual is not None and qual.startswith(tuple(torch_names.MODE_DEPENDENT_CONSTRUCTORS)):
+            return True  # `class Net(torchvision.models.ResNet)`
+        found = resolve_class(self.ctx, base)
+        return found is not None and self._answer(found, "class", depth)
+
+    def builds(self, node: ast.AST, depth: int) -> bool:
+        """Code (a class or a function body) that builds or runs something mode-dependent."""
+        if node in self._built and not isinstance(node, ast.ClassDef):
+            return self._built[node]
+        self._built.setdefault(node, False)
+        shown = depth <= _MAX_DEPTH and any(self._node_builds(sub, depth) for sub in ast.walk(node))
+        if not isinstance(node, ast.ClassDef):
+            self._built[node] = shown
+        return shown
+
+    def _node_builds(self, node: ast.AST, depth: int) -> bool:
+        if isinstance(node, ast.Attribute) and node.attr == "training" and isinstance(node.ctx, ast.Load):
+            return True  # the module branches on its mode itself
+        if not isinstance(node, ast.Call):
+            return False
+        if self.construction(node, depth):
+            return True
+        # A helper of the class or file that builds layers (`self._make_layer(...)`, `make_layers(cfg)`).
+        callee = resolve_callee(self.ctx, node)
+        return callee is not None and self._answer(callee, "builds", depth)
+
+    def returns_shown(self, func: ast.AST, depth: int) -> bool:
+        """A function whose returned value is shown mode-dependent (``def build(): return Net()``)."""
+        if func in self._built or depth > _MAX_DEPTH:
+            return self._built.get(func, False)
+        self._built[func] = False
+        shown = any(
+            self.shown(node.value, depth)
+            for node in ast.walk(func)
+            if isinstance(node, ast.Return) and node.value is not None and self.ctx.enclosing_function(node) is func
+        )
+        self._built[func] = shown
+        return shown
+
+
+def _through_model_keeping(expr: ast.AST) -> ast.AST | None:
+    found = method_call(expr)
+    if found is not None and found[0] in _KEEPING_MODEL_METHODS:
+        return found[1]
+    return None
+
+
+def _literal_zero(expr: ast.AST | None) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value in (0, 0.0, None, False)
+
+
+def _literal_true(expr: ast.AST | None) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is True
+
+
+def _timm_mode_dependent(call: ast.Call) -> bool:
+    name = argument(call, 0, "model_name")
+    if isinstance(name, ast.Constant) and isinstance(name.value, str):
+        if name.value.split("/")[-1].startswith(torch_names.TIMM_MODE_DEPENDENT_FAMILIES):
+            return True
+    return any(k.arg in torch_names.TIMM_DROP_KEYWORDS and not _literal_zero(k.value) for k in call.keywords)
+
+
+def _hf_with_dropout(receiver: ast.AST) -> bool:
+    name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+    return name.startswith(torch_names.HF_DROPOUT_MODEL_PREFIXES) and not name.startswith("Auto")
+
+
+def mode_dependence(ctx: FileContext) -> ModeDependence:
+    return ctx.shared("mode-dependence", lambda: ModeDependence(ctx))

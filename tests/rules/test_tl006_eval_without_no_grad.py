@@ -472,3 +472,57 @@ def test_a_pretrained_model_run_once_on_literal_sentences_is_a_manual_check(lint
     # A lone constant selects data (`get_batch("val")`, a file name): not a literal input.
     selected = _BERT_CHECK.replace("tokenizer(text,", 'tokenizer(load_split("test"),')
     check(lint, selected, "TL006")
+
+
+# ----- a forward whose returned loss a caller backpropagates is a training step -------------------------
+_SEQ2SEQ = """
+    import torch
+    from torch import nn
+
+    encoder = nn.Sequential(nn.Embedding(100, 32), nn.Dropout(0.5))
+    decoder = nn.Sequential(nn.Linear(32, 32), nn.Dropout(0.5), nn.Linear(32, 100))
+
+    def batch_loss(encoder, decoder, X, Y, loss):
+        enc = encoder(X)
+        total = torch.tensor([0.0])
+        for y in Y.permute(1, 0):
+            total = total + loss(decoder(enc.mean(1)), y).sum()
+        return total / Y.numel()
+
+    def train(encoder, decoder, data_iter, num_epochs):
+        optimizer = torch.optim.Adam([*encoder.parameters(), *decoder.parameters()])
+        loss = nn.CrossEntropyLoss(reduction="none")
+        for epoch in range(num_epochs):
+            for X, Y in data_iter:
+                optimizer.zero_grad()
+                l = batch_loss(encoder, decoder, X, Y, loss)
+                l.backward()
+                optimizer.step()
+            SCORE
+
+    train(encoder, decoder, data_iter, 50)
+    """
+
+
+def test_a_loss_function_whose_result_is_backpropagated_is_a_training_step(lint):
+    source = _SEQ2SEQ.replace("SCORE", "print(epoch)")
+    assert lint(source, "TL005", "TL006") == []
+    # Unpacked, scaled and reduced on the way to backward: still the training step.
+    unpacked = source.replace("return total / Y.numel()", "return total / Y.numel(), enc").replace(
+        "l = batch_loss(encoder, decoder, X, Y, loss)", "l, _ = batch_loss(encoder, decoder, X, Y, loss)"
+    )
+    assert lint(unpacked.replace("l.backward()", "(l.mean() / 2).backward()"), "TL005", "TL006") == []
+
+
+def test_the_same_loss_function_only_logged_in_the_training_loop_is_evaluation(lint):
+    # Its value is only read back as a number: nothing backpropagates it, so it evaluates.
+    source = _SEQ2SEQ.replace(
+        "l = batch_loss(encoder, decoder, X, Y, loss)\n                l.backward()",
+        "l = model_loss(X, Y)\n                l.backward()",
+    ).replace("SCORE", "print(sum(batch_loss(encoder, decoder, X, Y, loss).item() for X, Y in dev_iter))")
+    source = source.replace(
+        "total = total + loss(decoder(enc.mean(1)), y).sum()",
+        "total = total + loss(decoder(enc.mean(1)), y).sum()  # expect: TL005, TL006",
+    )
+    check(lint, source, "TL005")
+    check(lint, source, "TL006")

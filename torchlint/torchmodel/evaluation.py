@@ -46,6 +46,7 @@ from torchlint.torchmodel.reaching_modes import (
     TrainEvalMode,
     Verdict,
 )
+from torchlint.torchmodel.training_steps import training_step_functions
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -245,8 +246,8 @@ class EvalUnits:
             unit_node, kind = self._unit_of(call)
             if unit_node is None or unit_node in seen:
                 continue
-            if self.blocks.trains(unit_node):
-                continue
+            if self.blocks.trains(unit_node) or unit_node in training_step_functions(ctx):
+                continue  # it trains, or a caller backpropagates what it returns: a training step
             seen[unit_node] = EvalUnit(unit_node, kind, call, ctx.enclosing_function(call), self._needs_grad(unit_node))
         for func, phase in self.phases.phases.items():
             call = phase.model_call

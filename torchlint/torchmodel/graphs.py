@@ -183,7 +183,7 @@ class GraphValues:
             return
         self._proving = True
         try:
-            for loss, call in _backward_arguments(self.ctx):
+            for loss, call in backward_losses(self.ctx):
                 self._prove(loss, call, 0)
                 self._feed(loss, call, 0)
         finally:
@@ -557,6 +557,11 @@ def _asks_for_grad(call: ast.Call) -> bool:
         kw.arg == "requires_grad" and not (isinstance(kw.value, ast.Constant) and kw.value.value is False)
         for kw in call.keywords
     )
+
+
+def backward_losses(ctx: FileContext) -> list[tuple[ast.AST, ast.Call]]:
+    """(loss expression, call) of every backward of the file (computed once)."""
+    return ctx.shared("backward-losses", lambda: _backward_arguments(ctx))
 
 
 def _backward_arguments(ctx: FileContext) -> list[tuple[ast.AST, ast.Call]]:

@@ -1,0 +1,77 @@
+"""Functions whose returned value a caller backpropagates: training steps, whatever their name.
+
+``def batch_loss(encoder, decoder, X, Y): ...; return l / n`` called as ``l = batch_loss(...)``
+followed by ``l.backward()`` runs the model forward to be trained: it needs training mode and
+autograd, so it is no evaluation (TL005, TL006), even when it is called from a training loop and
+runs the model in a loop of its own. The backward's loss is followed back through names, tuple
+unpacking, arithmetic (``loss / accum``) and reductions (``.mean()``) to the calls that produced
+it; each call that runs a function of the file marks that function.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from torchlint.analysis.callgraph import resolve_local_call
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.nodes import method_call
+from torchlint.torchmodel.graphs import backward_losses
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+
+# Tensor methods whose result carries its receiver's graph (a loss reduced or scaled).
+_GRAPH_KEEPING_METHODS = frozenset({"mean", "sum", "float", "to", "squeeze", "view", "reshape", "clone"})
+
+
+def training_step_functions(ctx: FileContext) -> frozenset:
+    """The functions of the file whose return value some call site sends to a backward."""
+    return ctx.shared("training-step-functions", lambda: frozenset(_find(ctx)))
+
+
+def _find(ctx: FileContext) -> set:
+    flow = dataflow(ctx)
+    found: set = set()
+    for loss, _ in backward_losses(ctx):
+        for origin in _loss_origins(flow, loss):
+            if isinstance(origin, ast.Call):
+                func = resolve_local_call(ctx, origin)
+                if func is not None:
+                    found.add(func)
+    return found
+
+
+def _loss_origins(flow, loss: ast.AST) -> list:
+    """The calls the loss may come from, looking through names (tuple unpacking too: ``loss,
+    logits = step(batch)``), arithmetic (``loss / accum``), reductions (``.mean()``) and item or
+    attribute access (``out["loss"]``, ``out.loss``)."""
+    found = []
+    pending = [loss]
+    seen: set[int] = set()
+    while pending and len(seen) < 64:
+        expr = pending.pop()
+        if id(expr) in seen:
+            continue
+        seen.add(id(expr))
+        if isinstance(expr, ast.Name):
+            for binding in flow.reaching(expr):
+                if binding.kind == "unpack" and binding.source is not None:
+                    pending.append(binding.source)
+                elif binding.kind in ("assign", "walrus") and binding.value is not None:
+                    pending.append(binding.value)
+        elif isinstance(expr, ast.BinOp):
+            pending += [expr.left, expr.right]
+        elif isinstance(expr, ast.IfExp):
+            pending += [expr.body, expr.orelse]
+        elif isinstance(expr, ast.UnaryOp):
+            pending.append(expr.operand)
+        elif isinstance(expr, (ast.Subscript, ast.Attribute)):
+            pending.append(expr.value)
+        elif isinstance(expr, ast.Call):
+            kept = method_call(expr)
+            if kept is not None and kept[0] in _GRAPH_KEEPING_METHODS:
+                pending.append(kept[1])
+            else:
+                found.append(expr)
+    return found

@@ -526,3 +526,40 @@ def test_the_same_loss_function_only_logged_in_the_training_loop_is_evaluation(l
     )
     check(lint, source, "TL005")
     check(lint, source, "TL006")
+
+
+# ----- a method every caller runs under no-grad, through the class hierarchy -------------------------
+_EVALUATORS = """
+    import torch
+    from torch import nn
+
+    class Evaluator:
+        def __init__(self, trainer):
+            self.model = trainer.model
+
+        def run_all_evals(self, trainer):
+            scores = {}
+            with torch.no_grad():
+                for data_set in ["valid", "test"]:
+                    self.evaluate_mt(scores, data_set)
+            return scores
+
+    class EncDecEvaluator(Evaluator):
+        def evaluate_mt(self, scores, data_set):
+            self.model.eval()
+            for x, y in self.get_iterator(data_set):
+                scores[data_set] = self.model(x).argmax(-1).eq(y).float().mean().item()  # expect: TL006
+    """
+
+
+def test_a_subclass_method_every_caller_runs_under_no_grad_is_silent(lint):
+    # `self.evaluate_mt` in the base class runs the subclass's method: its only call site is under no-grad.
+    assert lint(_EVALUATORS, "TL006") == []
+
+
+def test_a_subclass_method_reached_with_autograd_on_is_reported(lint):
+    check(lint, _EVALUATORS.replace("with torch.no_grad():", "if True:"), "TL006")
+    # Another call site outside any no-grad block: reported at that call.
+    direct = _EVALUATORS + "\n    EncDecEvaluator(trainer).evaluate_mt({}, 'valid')\n"
+    findings = check(lint, direct, "TL006")
+    assert "called at line 22" in findings[0].message

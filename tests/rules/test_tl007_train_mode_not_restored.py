@@ -508,3 +508,54 @@ def test_a_model_without_mode_dependent_layers_left_in_eval_mode_is_silent(lint)
         _TEST_STEP_NEVER_RESTORES.replace("LAYERS", "nn.Flatten(), nn.Dropout(0.2), nn.Linear(784, hidden)"),
         "TL007",
     )
+
+
+_RL_TRAINER = """
+    import abc
+    import torch
+    from torch import nn
+
+    class RLTrainer:
+        def __init__(self):
+            self.policy = nn.Sequential(nn.Linear(16, 16), nn.Dropout(0.1), nn.Linear(16, 4))
+            self.optimizer = torch.optim.Adam(self.policy.parameters())
+
+        ROLLOUT
+
+        def step(self, queries):
+            rollouts = self.rollout(queries)
+            for batch in rollouts:
+                self.optimizer.zero_grad()
+                self.policy(batch).pow(2).mean().backward()
+                self.optimizer.step()
+
+        @torch.inference_mode()
+        def evaluate(self, prompts):
+            self.policy.eval()
+            return [self.policy(p) for p in prompts]
+
+        def train(self, loader):
+            for step_idx, queries in enumerate(loader):
+                if step_idx % 100 == 0:
+                    self.evaluate(eval_prompts)  # expect: TL007
+                self.step(queries)
+    """
+
+
+def test_a_training_step_implemented_elsewhere_owns_the_mode(lint):
+    # `rollout` is declared here and implemented by subclasses of other files (a PPO rollout that
+    # calls `policy.eval()` every step, a Quark loss that calls `policy.train()`): the mode at the
+    # next training step cannot be read in this file.
+    for declared in (
+        "@abc.abstractmethod\n    def rollout(self, queries):\n        raise NotImplementedError",
+        "def rollout(self, queries):\n        'Subclasses collect rollouts.'\n        raise NotImplementedError()",
+    ):
+        source = _RL_TRAINER.replace("ROLLOUT", declared.replace("\n", "\n    "))
+        assert lint(source, "TL007") == [], declared
+
+
+def test_a_training_step_implemented_here_that_never_restores_is_reported(lint):
+    source = _RL_TRAINER.replace(
+        "ROLLOUT", "def rollout(self, queries):\n            return [q.float() for q in queries]"
+    )
+    check(lint, source, "TL007")

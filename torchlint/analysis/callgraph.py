@@ -36,6 +36,7 @@ from __future__ import annotations
 import ast
 import copy
 from collections import defaultdict
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.definitions import FUNCTION_NODES, Definition, class_member, definition_at, module_names
@@ -165,6 +166,30 @@ def find_method(cls: Definition, name: str, local: bool = False) -> Definition |
     return None
 
 
+def is_abstract(func: FunctionNode) -> bool:
+    """A function declared here and implemented elsewhere (a subclass, another file): decorated
+    ``@abstractmethod``, or whose body is only a docstring, ``pass``, ``...`` or ``raise
+    NotImplementedError``."""
+    if any(last_name(d) == "abstractmethod" for d in func.decorator_list):
+        return True
+    body = [
+        stmt
+        for stmt in func.body
+        if not (
+            isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+        )
+    ]
+    if len(body) != 1:
+        return False
+    stmt = body[0]
+    if isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+        return True
+    if isinstance(stmt, ast.Raise) and stmt.exc is not None:
+        exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+        return last_name(exc) == "NotImplementedError"
+    return False
+
+
 def parameter_default(func: FunctionNode, name: str) -> ast.AST | None:
     """The default value of parameter ``name`` of ``func``, if it has one."""
     args = func.args
@@ -231,10 +256,47 @@ class CallGraph:
             if target is not None:
                 self._callers[target].append(call)
                 self._callee[call] = target
+            for override in self._subclass_methods(call):
+                if override is not target:
+                    self._callers[override].append(call)
+
+    def _subclass_methods(self, call: ast.Call) -> list[FunctionNode]:
+        """``self.m(...)`` in a method of class B also runs the ``m`` of B's subclasses of this file
+        (an instance of the subclass inherits the calling method: ``run_all_evals`` of a base
+        evaluator calling ``self.evaluate_mt``, defined by a subclass only)."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+            return []
+        cls = self.ctx.enclosing(call, ast.ClassDef)
+        if cls is None:
+            return []
+        found = []
+        for sub in self._subclasses.get(cls, ()):
+            for stmt in sub.body:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == func.attr:
+                    found.append(stmt)
+        return found
+
+    @cached_property
+    def _subclasses(self) -> dict[ast.ClassDef, list[ast.ClassDef]]:
+        """Every class of the file with the classes of the file that derive from it (at any depth)."""
+        found: dict[ast.ClassDef, list[ast.ClassDef]] = defaultdict(list)
+        for cls in self.ctx.nodes(ast.ClassDef):
+            base = local_base(self.ctx, cls)
+            seen = {cls}
+            while base is not None and base not in seen:
+                seen.add(base)
+                found[base].append(cls)
+                base = local_base(self.ctx, base)
+        return found
 
     def callers(self, func: ast.AST) -> list[ast.Call]:
         """Call sites in this file that run ``func`` (source order)."""
         return self._callers.get(func, [])
+
+    def subclasses(self, cls: ast.ClassDef) -> list[ast.ClassDef]:
+        """The classes of this file deriving from ``cls`` (at any depth)."""
+        return self._subclasses.get(cls, [])
 
     def callee(self, call: ast.Call) -> ast.AST | None:
         return self._callee.get(call)

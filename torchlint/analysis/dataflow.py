@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import (
     FunctionNode,
+    call_graph,
     find_method,
     parameter_arguments,
     resolve_class,
@@ -698,3 +699,25 @@ def resolve_instance_call(ctx: FileContext, call: ast.Call) -> Definition | None
 def dataflow(ctx: FileContext) -> Dataflow:
     """The file's shared :class:`Dataflow` (built on first use, then reused by every rule)."""
     return ctx.shared("dataflow", lambda: Dataflow(ctx))
+
+
+def instance_method_calls(ctx: FileContext, method: FunctionNode) -> list[ast.Call]:
+    """Calls of ``method`` by its name on an instance of its class (or of a subclass) built in this
+    file -- ``EncDecEvaluator(trainer).evaluate_mt(...)``, ``ev = Evaluator(t); ev.run()`` -- which
+    the call graph (``self.m()`` and plain names) leaves out. A receiver not shown to be such an
+    instance (``self.proj.eval()`` in a class defining ``eval``) is not counted."""
+    cls = ctx.parent(method)
+    if not isinstance(cls, ast.ClassDef):
+        return []
+    graph = call_graph(ctx)
+    classes = {cls.name, *(sub.name for sub in graph.subclasses(cls))}
+    flow = dataflow(ctx)
+    found = []
+    for call in ctx.calls:
+        func = call.func
+        if not isinstance(func, ast.Attribute) or func.attr != method.name or graph.callee(call) is not None:
+            continue
+        origins = flow.origins(func.value)
+        if any(isinstance(o, ast.Call) and isinstance(o.func, ast.Name) and o.func.id in classes for o in origins):
+            found.append(call)
+    return found

@@ -16,6 +16,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import call_graph
+from torchlint.analysis.dataflow import instance_method_calls
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name, position
 from torchlint.torchmodel import vocabulary as torch_names
@@ -95,7 +96,10 @@ class CallerChain:
         With no call site in this file: a function handed its model by its caller is not judged
         (the caller owns the model and its modes), unless it is evidently self-contained
         evaluation code: it sets the *other* mode itself (``model.eval()`` but no no-grad)."""
-        sites = call_graph(self.ctx).callers(func)
+        graph = call_graph(self.ctx)
+        sites = graph.callers(func)
+        if sites:  # a method also called on an instance (`Evaluator(t).evaluate()`) is judged there too
+            sites = sorted([*sites, *instance_method_calls(self.ctx, func)], key=position)
         if not sites and func.name in self._names_used_as_values:
             return Verdict(UNKNOWN)  # handed to something else as a callback (`evaluator(eval_fn)`)
         if not sites or depth >= self.MAX_CALL_DEPTH or func in seen:

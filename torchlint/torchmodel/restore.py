@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.callgraph import is_abstract, resolve_local_call
 from torchlint.analysis.nodes import last_name, name_ids, position
 from torchlint.torchmodel.evaluation import evaluation_analysis
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
@@ -85,9 +86,31 @@ class RestoreAnalysis:
                     continue  # a frozen backbone switched to eval; the optimizer trains something else
                 if self._ends_after(events, index):
                     continue  # `model.eval(); ...; break`: no further training step follows
+                if self._mode_left_to_code_elsewhere(loop):
+                    continue  # a step declared here and implemented elsewhere may set the mode itself
                 if not self._restored(events, index, trains) and self._mode_matters(event):
                     found.setdefault(event.site, UnrestoredEval(event.site, event.node, loop, event.target))
         return sorted(found.values(), key=lambda u: position(u.site))
+
+    def _mode_left_to_code_elsewhere(self, loop) -> bool:
+        """The training iteration runs a method declared in this file but implemented elsewhere
+        (``@abstractmethod``, ``raise NotImplementedError``; a trainer base class whose subclasses
+        define ``rollout()``/``compute_loss()``): what that code does to the mode -- a PPO rollout
+        calling ``policy.eval()`` every step, a loss calling ``policy.train()`` -- cannot be read here,
+        so the mode at the next training step is unknown."""
+        pending = [loop]
+        seen: set = set()
+        while pending and len(seen) < 40:
+            node = pending.pop()
+            for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+                callee = resolve_local_call(self.ctx, call)
+                if callee is None or callee in seen:
+                    continue
+                seen.add(callee)
+                if is_abstract(callee):
+                    return True
+                pending.append(callee)
+        return False
 
     def _evaluates(self, events, index, trains) -> bool:
         """Whether the switch serves an evaluation: it comes after the iteration's training step,

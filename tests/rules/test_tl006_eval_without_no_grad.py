@@ -563,3 +563,34 @@ def test_a_subclass_method_reached_with_autograd_on_is_reported(lint):
     direct = _EVALUATORS + "\n    EncDecEvaluator(trainer).evaluate_mt({}, 'valid')\n"
     findings = check(lint, direct, "TL006")
     assert "called at line 22" in findings[0].message
+
+
+# ----- a model read from a registry is what was stored in it ------------------------------------------
+_REGISTRY = """
+    import torch
+    import torchvision
+
+    models = {}
+
+    def predict(name, image):
+        return models[name](image, size=640)  # expect: TL006
+
+    if __name__ == "__main__":
+        for m in ["yolov5s", "yolov5m"]:
+            models[m] = STORED
+    """
+
+
+def test_a_hub_model_read_from_a_registry_is_the_entry_points_business(lint):
+    source = _REGISTRY.replace("STORED", 'torch.hub.load("ultralytics/yolov5", m)')
+    assert lint(source, "TL006") == []
+
+
+def test_a_model_built_here_and_read_from_a_registry_is_judged(lint):
+    stored = 'torchvision.models.resnet18().eval()\n            models[m].load_state_dict(torch.load(m + ".pt"))'
+    check(lint, _REGISTRY.replace("STORED", stored), "TL006")
+    # A registry that also takes entries from elsewhere (`{**defaults}`) is unknown: still reported.
+    unknown = _REGISTRY.replace("models = {}", "models = {**defaults}").replace(
+        "STORED", 'torch.hub.load("ultralytics/yolov5", m)'
+    )
+    check(lint, unknown, "TL006")

@@ -125,3 +125,28 @@ def _added(ctx: FileContext, name: ast.Name, scope: ast.AST, depth: int) -> list
         else:
             found += element_origins(ctx, node.args[0], depth + 1)
     return found
+
+
+def item_origins(ctx: FileContext, read: ast.Subscript) -> list[ast.AST | None]:
+    """What ``d[k]`` may be, for a mapping ``d`` bound by name: the values of the dict literal it is
+    bound to and of every ``d[...] = v`` in the file (a registry filled under ``__main__``, read in
+    a request handler). ``None`` for what cannot be told: ``d`` bound otherwise, or never filled."""
+    container = read.value
+    if not isinstance(container, ast.Name) or isinstance(read.slice, ast.Slice):
+        return [None]
+    flow = dataflow(ctx)
+    bindings = flow.reaching(container.id, read) or flow.bindings_anywhere(container.id)
+    found: list[ast.AST | None] = []
+    for binding in bindings:
+        if not (binding.kind == "assign" and isinstance(binding.value, ast.Dict)):
+            return [None]
+        if any(key is None for key in binding.value.keys):
+            return [None]  # `{**other}`: entries from elsewhere
+        for value in binding.value.values:
+            found += flow.origins(value)
+    for node in ctx.nodes(ast.Assign):
+        for target in node.targets:
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                if target.value.id == container.id:
+                    found += flow.origins(node.value)
+    return found or [None]

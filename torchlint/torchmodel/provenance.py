@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.containers import item_origins
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import dotted_name
 from torchlint.analysis.nodes import method_call
@@ -232,7 +233,11 @@ class ModelProvenance:
         """ "eval" when every value the model may hold comes from ``X.from_pretrained(...)`` (which
         returns it in eval mode) and nothing may train it here; "opaque" when it comes from
         ``torch.hub.load(...)``; None otherwise."""
-        origins = self.origins(call)
+        origins = [
+            found
+            for origin in self.origins(call)
+            for found in (item_origins(self.ctx, origin) if isinstance(origin, ast.Subscript) else [origin])
+        ]
         if not origins or None in origins:
             return None
         if all(isinstance(o, ast.Call) and self.ctx.call_qualname(o) == "torch.hub.load" for o in origins):

@@ -31,9 +31,10 @@ from torchlint.analysis.callgraph import resolve_callee, resolve_class
 from torchlint.analysis.containers import element_origins
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
-from torchlint.analysis.nodes import argument, method_call
+from torchlint.analysis.nodes import argument
 from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.provenance import through_model_keeping
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -41,8 +42,6 @@ if TYPE_CHECKING:
 _MAX_DEPTH = 6
 # What `ModeDependence._answer` may ask of a class or function: the method that answers it.
 _QUESTIONS = {"class": "class_shown", "returns": "returns_shown", "builds": "builds"}
-# Methods that hand back their receiver (a model), moved, cast or switched.
-_KEEPING_MODEL_METHODS = torch_names.MODULE_SELF_RETURNING
 
 
 class ModeDependence:
@@ -65,7 +64,7 @@ class ModeDependence:
         elements = self._loop_elements(expr)
         if elements is not None:
             return elements
-        return self.flow.origins(expr, _through_model_keeping, parameters=True)
+        return self.flow.origins(expr, through_model_keeping, parameters=True)
 
     def _loop_elements(self, expr: ast.AST) -> list | None:
         """What a loop variable (``for model in models:``) may hold: the elements of what the loop
@@ -202,13 +201,6 @@ class ModeDependence:
         )
         self._built[func] = shown
         return shown
-
-
-def _through_model_keeping(expr: ast.AST) -> ast.AST | None:
-    found = method_call(expr)
-    if found is not None and found[0] in _KEEPING_MODEL_METHODS:
-        return found[1]
-    return None
 
 
 def _literal_zero(expr: ast.AST | None) -> bool:

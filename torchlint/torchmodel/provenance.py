@@ -148,13 +148,7 @@ class ModelProvenance:
     def origins(self, call: ast.Call) -> list[ast.AST | None]:
         """The expressions that may have produced the model ``call`` runs (through moves, casts,
         ``.eval()``); None for what cannot be told (a parameter, an unpacked value)."""
-        return self.flow.origins(model_expression(call), self._through_model_keeping)
-
-    def _through_model_keeping(self, expr: ast.AST) -> ast.AST | None:
-        found = method_call(expr)
-        if found is not None and found[0] in _KEEPING_MODEL_METHODS:
-            return found[1]
-        return None
+        return self.flow.origins(model_expression(call), through_model_keeping)
 
     def fresh_and_untouched(self, call: ast.Call) -> bool:
         """The model is built here without pretrained weights, and nothing in this program trains,
@@ -251,3 +245,12 @@ class ModelProvenance:
         if from_pretrained and name is not None and not self._touched(name, model):
             return "eval"
         return None
+
+
+def through_model_keeping(expr: ast.AST) -> ast.AST | None:
+    """Look through what hands back its receiver, a module: a move or cast (``.to(device)``,
+    ``.cuda()``) or ``.eval()``."""
+    found = method_call(expr)
+    if found is not None and found[0] in _KEEPING_MODEL_METHODS:
+        return found[1]
+    return None

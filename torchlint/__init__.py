@@ -5,7 +5,7 @@ below are resolved lazily, on first use, from :mod:`torchlint.sanitizer`, and th
 linter's ``lint_source``/``lint_file`` from :mod:`torchlint.engine.lint`.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 # Where the project lives; the rule pages every finding links to are under it.
 __url__ = "https://github.com/torchlint/torchlint"
 

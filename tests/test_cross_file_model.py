@@ -437,3 +437,62 @@ def test_a_lint_that_reuses_what_another_lint_worked_out_lists_the_files_it_rest
     for name in ("b1.py", "b2.py"):
         result = lint_file(str(tmp_path / name), projects=projects)
         assert sorted(pathlib.Path(p).name for p in result.dependencies) == ["a.py", "c.py"], name
+
+
+SCHEDULES = """
+    import torch
+
+    class WarmupCosineSchedule(object):
+        def __init__(self, optimizer, ref_lr):
+            self.optimizer, self.ref_lr, self._step = optimizer, ref_lr, 0
+
+        def step(self):
+            self._step += 1
+            for group in self.optimizer.param_groups:
+                group["lr"] = self.ref_lr * min(1.0, self._step / 100)
+
+    class WarmupLR(torch.optim.lr_scheduler.LambdaLR):
+        def __init__(self, optimizer):
+            super().__init__(optimizer, lambda step: min(1.0, step / 100))
+"""
+
+INIT_OPT = """
+    import torch
+    from schedules import {cls}
+
+    def init_opt(model):
+        optimizer = torch.optim.AdamW(model.parameters())
+        return optimizer, {cls}(optimizer{args})
+"""
+
+TRAIN_WITH_INIT_OPT = """
+    from utils import init_opt
+
+    def train(model, loader):
+        optimizer, scheduler = init_opt(model)
+        for x in loader:
+            scheduler.step()
+            model(x).mean().backward()
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+
+
+def test_a_project_schedule_class_without_a_torch_base_steps_first_by_contract(tmp_path):
+    init_opt = INIT_OPT.format(cls="WarmupCosineSchedule", args=", ref_lr=1e-3")
+    write(
+        tmp_path,
+        {"pyproject.toml": "", "schedules.py": SCHEDULES, "utils.py": init_opt, "train.py": TRAIN_WITH_INIT_OPT},
+    )
+    assert both_ways(tmp_path, "schedules.py", "utils.py", "train.py") == []
+
+
+def test_a_project_schedule_class_with_a_torch_base_is_reported(tmp_path):
+    init_opt = INIT_OPT.format(cls="WarmupLR", args="")
+    write(
+        tmp_path,
+        {"pyproject.toml": "", "schedules.py": SCHEDULES, "utils.py": init_opt, "train.py": TRAIN_WITH_INIT_OPT},
+    )
+    assert both_ways(tmp_path, "schedules.py", "utils.py", "train.py") == [
+        ("train.py", 7, "TL015", "`scheduler.step()` runs before `optimizer.step()` (line 9) in the same iteration")
+    ]

@@ -57,6 +57,10 @@ def test_scheduler_in_helper_called_before_epoch(lint):
         """
         import torch
         class Trainer:
+            def __init__(self, model):
+                self.model = model
+                self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                self.scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, 100)
             def adjust_lr(self):
                 self.scheduler.step()  # expect: TL015
             def train_epoch(self, loader):
@@ -88,6 +92,8 @@ def test_warmup_scheduler_before_scaler_step(lint):
                     scaler.step(opt)
                     scaler.update()
                     opt.zero_grad()
+        def main(model, opt, loader):
+            train(model, opt, loader, torch.optim.lr_scheduler.LinearLR(opt, 0.1, total_iters=500))
         """,
         CODE,
     )
@@ -97,6 +103,7 @@ def test_step_function_without_loop(lint):
     check(
         lint,
         """
+        from transformers import get_cosine_schedule_with_warmup
         def training_step(model, batch, optimizer, scheduler):
             loss = model(batch).mean()
             loss.backward()
@@ -104,6 +111,34 @@ def test_step_function_without_loop(lint):
             optimizer.step()
             optimizer.zero_grad()
             return loss.item()
+        def fit(model, loader, optimizer):
+            scheduler = get_cosine_schedule_with_warmup(optimizer, 100, 10_000)
+            for batch in loader:
+                training_step(model, batch, optimizer, scheduler)
+        """,
+        CODE,
+    )
+
+
+def test_project_scheduler_class_subclassing_torch_through_a_project_base(lint):
+    check(
+        lint,
+        """
+        import torch
+        from torch.optim.lr_scheduler import LRScheduler
+        class WarmupBase(LRScheduler):
+            pass
+        class WarmupCosine(WarmupBase):
+            def get_lr(self):
+                return [0.1 for _ in self.base_lrs]
+        def train(model, loader):
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            sched = WarmupCosine(opt)
+            for x in loader:
+                sched.step()  # expect: TL015
+                model(x).mean().backward()
+                opt.step()
+                opt.zero_grad()
         """,
         CODE,
     )
@@ -253,3 +288,56 @@ def test_gan_scheduler_before_its_own_optimizer(lint):
         CODE,
     )
     assert "`schedG.step()` runs before `optG.step()` (line 14)" in findings[0].message
+
+
+def test_project_schedule_class_that_sets_the_coming_rate_itself_is_silent(lint):
+    # jepa's WarmupCosineSchedule: no torch scheduler base, step() writes the coming step's rate
+    # into the param groups (the optimizer is built without one): stepping it first is its contract.
+    assert not lint(
+        """
+        import math
+        import torch
+        class WarmupCosineSchedule(object):
+            def __init__(self, optimizer, warmup_steps, ref_lr, T_max):
+                self.optimizer, self.warmup_steps, self.ref_lr, self.T_max = optimizer, warmup_steps, ref_lr, T_max
+                self._step = 0
+            def step(self):
+                self._step += 1
+                new_lr = self.ref_lr * min(1.0, self._step / self.warmup_steps)
+                for group in self.optimizer.param_groups:
+                    group["lr"] = new_lr
+                return new_lr
+        def init_opt(model):
+            optimizer = torch.optim.AdamW(model.parameters())
+            return optimizer, WarmupCosineSchedule(optimizer, 10, 1e-3, 1000)
+        def train(model, loader):
+            optimizer, scheduler = init_opt(model)
+            for x in loader:
+                scheduler.step()
+                model(x).mean().backward()
+                optimizer.step()
+                optimizer.zero_grad()
+        """,
+        CODE,
+    )
+
+
+def test_schedule_built_by_a_project_module_not_shown_is_silent(lint):
+    # The class comes from a module of the project the linter cannot read, and the object is
+    # known only by its name: nothing shows torch's contract.
+    assert not lint(
+        """
+        import torch
+        from src.utils.schedulers import WarmupCosineSchedule
+        def train(model, loader, lr_scheduler):
+            optimizer = torch.optim.AdamW(model.parameters())
+            scheduler = WarmupCosineSchedule(optimizer, warmup_steps=10)
+            for x in loader:
+                scheduler.step()
+                lr_scheduler.step()
+                model(x).mean().backward()
+                optimizer.step()
+                optimizer.zero_grad()
+        """,
+        CODE,
+    )

@@ -12,7 +12,7 @@ from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.events import STEP_KINDS, EventKind, exclusive
 from torchlint.torchmodel.iterations import iterations
-from torchlint.torchmodel.roles import Role
+from torchlint.torchmodel.roles import Role, shown_torch_scheduler
 from torchlint.torchmodel.walk import event_walker
 
 
@@ -28,7 +28,12 @@ class SchedulerBeforeOptimizer(Rule):
         step, possibly in inner loops or helper functions of the same file), before the
         optimizer's first `step()` of that iteration (the optimizer the scheduler was built
         on, when the file shows it: `StepLR(optG, ...)` pairs with `optG.step()`). `scheduler.step(metric)` calls
-        (`ReduceLROnPlateau`, timm's `step(epoch)`) are not reported.
+        (`ReduceLROnPlateau`, timm's `step(epoch)`) are not reported. Only a scheduler the code
+        shows to be torch's is reported: data flow (assignments, returns, the arguments every
+        call site passes) reaches `torch.optim.lr_scheduler`, a `transformers`/`diffusers`
+        `get_*` schedule or a class whose bases are torch's. A project's own schedule class
+        (jepa's `WarmupCosineSchedule` writes the coming step's rate into the param groups and
+        is meant to step first) and an object known only by its name are left alone.
     """
     why = """
         Since PyTorch 1.1 the scheduler must step *after* the optimizer. Stepping it
@@ -39,6 +44,8 @@ class SchedulerBeforeOptimizer(Rule):
         to miss in a long log.
     """
     example = """
+        import torch
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
         for epoch in range(epochs):
             scheduler.step()
             for x, y in loader:
@@ -48,6 +55,8 @@ class SchedulerBeforeOptimizer(Rule):
                 optimizer.step()
     """
     instead = """
+        import torch
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
         for epoch in range(epochs):
             for x, y in loader:
                 loss = criterion(model(x), y)
@@ -95,6 +104,7 @@ def train(model, loader, epochs):
             opt.step()
 """,
         """
+from transformers import get_linear_schedule_with_warmup
 def train(model, optimizer, lr_scheduler, loader):
     for batch in loader:
         loss = model(**batch).loss
@@ -102,6 +112,8 @@ def train(model, optimizer, lr_scheduler, loader):
         lr_scheduler.step()  # expect: TL015
         optimizer.step()
         optimizer.zero_grad()
+def main(model, optimizer, loader):
+    train(model, optimizer, get_linear_schedule_with_warmup(optimizer, 100, 1000), loader)
 """,
     ]
 
@@ -174,7 +186,7 @@ def _is_plain_sched_step(ctx, call: ast.Call) -> bool:
     if not (isinstance(call.func, ast.Attribute) and call.func.attr == "step") or call.args or call.keywords:
         return False
     event = call_events(ctx).classify(call)
-    return event is not None and event.kind is EventKind.SCHED_STEP
+    return event is not None and event.kind is EventKind.SCHED_STEP and shown_torch_scheduler(ctx, call.func.value)
 
 
 def _same_iteration_step(event, sched) -> bool:

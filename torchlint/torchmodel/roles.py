@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
     from torchlint.analysis.dataflow import Binding
 
-__all__ = ["Role", "ObjectRoles", "object_roles", "role_from_name"]
+__all__ = ["Role", "ObjectRoles", "object_roles", "role_from_name", "shown_torch_scheduler"]
 
 _NAME_HINTS = (
     (re.compile(r"(^|_)sched(uler)?s?($|_)|lr_scheduler|scheduler", re.I), Role.SCHEDULER),
@@ -356,3 +356,13 @@ def _mark(found: dict[str, Role], expr: ast.AST, role: Role) -> None:
 def object_roles(ctx: FileContext) -> ObjectRoles:
     """The file's object roles, built the first time a rule asks and then shared."""
     return ctx.shared("roles", lambda: ObjectRoles(ctx))
+
+
+def shown_torch_scheduler(ctx: FileContext, expr: ast.AST) -> bool:
+    """Whether the code shows ``expr`` to be a torch learning-rate scheduler (or a library one with
+    its contract: ``step()`` after ``optimizer.step()``, reading the rate the optimizer already
+    holds): data flow reaches a constructor of the vocabulary (``torch.optim.lr_scheduler``,
+    ``transformers.get_*_schedule*``...) or a class whose bases, through the project, are torch's.
+    A name (``scheduler``) is not enough: a project's own schedule class that writes the coming
+    step's value into the param groups (``WarmupCosineSchedule.step()``) is meant to step first."""
+    return object_roles(ctx).role_of(expr, hint=False) is Role.SCHEDULER

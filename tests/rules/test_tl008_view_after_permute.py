@@ -416,3 +416,51 @@ def test_rank_of_pieces_unbound_from_a_permuted_tensor(lint):
             return out.view(B, N, C)  # expect: TL008
         """
     check(lint, source, CODE)
+
+
+# ----- permutations undone through elementwise ops ------------------------------------------------
+
+
+def test_permute_undone_after_an_elementwise_op_with_a_broadcast_tensor_is_contiguous(lint):
+    # kospeech's beam search: the sum keeps the layout of its strided first operand
+    # (TensorIterator), so permuting back restores a contiguous tensor and the view is legal.
+    assert not lint(
+        """
+        import torch
+        def beam_step(step_outputs, cumulative_ps, batch_size, beam_size):
+            current_ps, current_vs = step_outputs.topk(beam_size)
+            current_ps = (current_ps.permute(0, 2, 1) + cumulative_ps.unsqueeze(1)).permute(0, 2, 1)
+            current_ps = current_ps.view(batch_size, beam_size ** 2)
+            scaled = (current_vs.transpose(1, 2) * 0.5 - 1.0).transpose(1, 2)
+            return current_ps, scaled.view(batch_size, -1)
+        """,
+        CODE,
+    )
+
+
+def test_second_permute_that_does_not_undo_the_first_is_judged_composed(lint):
+    check(
+        lint,
+        """
+        import torch
+        def mix(x, bias):
+            b, c, h, w = x.shape
+            y = (x.permute(0, 2, 3, 1) + bias).permute(0, 3, 1, 2)
+            z = (x.permute(0, 2, 3, 1) * 2.0).transpose(1, 2)
+            return y.view(b, c, h * w), z.view(b, w * h, c)  # expect: TL008
+        """,
+        CODE,
+    )
+
+
+def test_attention_head_merge_after_a_scaled_transpose_is_still_reported(lint):
+    check(
+        lint,
+        """
+        import torch
+        def merge_heads(attn, v, B, N, C):
+            out = (attn @ v).permute(0, 2, 1, 3) * 1.0
+            return out.view(B, N, C)  # expect: TL008
+        """,
+        CODE,
+    )

@@ -181,6 +181,38 @@ class Layout:
             return expr.operand
         return None
 
+    def through_elementwise(self, expr: ast.AST) -> ast.AST | None:
+        """Like ``through_layout_keeping``, also through an elementwise operation of two tensors
+        (``a + b``, ``a * b``; not ``@``), to its first operand: TensorIterator lays the result out
+        in the dimension order of the first operand whose strides tell two dimensions apart, and a
+        permuted tensor's strides tell all of them (a broadcast operand's zero strides tell none)."""
+        kept = self.through_layout_keeping(expr)
+        if kept is not None:
+            return kept
+        if isinstance(expr, ast.BinOp) and not isinstance(expr.op, ast.MatMult):
+            return expr.left
+        return None
+
+    def permuted_input(self, op: ast.AST) -> ast.AST | None:
+        """The tensor a permuting operation permutes."""
+        if isinstance(op, ast.Attribute):
+            return op.value
+        if self.ctx.call_qualname(op) is not None:
+            return op.args[0] if op.args else None
+        return op.func.value
+
+    def earlier_permutation(self, op: ast.AST) -> ast.AST | None:
+        """The permuting operation whose layout the input of the permuting operation ``op`` keeps,
+        when that input has exactly one origin and it is one: in
+        ``(x.permute(0, 2, 1) + b.unsqueeze(1)).permute(0, 2, 1)`` the first ``permute``."""
+        base = self.permuted_input(op)
+        if base is None:
+            return None
+        origins = self.flow.origins(base, self.through_elementwise)
+        if len(origins) == 1 and origins[0] is not None and self.permuting_op(origins[0]) is not None:
+            return origins[0]
+        return None
+
     def permuted_origins(self, expr: ast.AST) -> list[ast.AST]:
         """The permuting operations that may have produced ``expr``'s value."""
         return [

@@ -21,7 +21,10 @@ condition around the view (``if x.shape[1:4] == torch.Size([1, 1, 1]):``, ``x.si
 What this cannot tell: sizes that are equal at run time but written differently (``c`` and
 ``g * (c // g)`` are different names to it), dimensions of size 1 that nothing declares, and
 inputs that were already non-contiguous before the permutation; in all three it stays silent or
-judges as if the input were contiguous.
+judges as if the input were contiguous. One such input is told: a permutation whose input keeps the
+layout of an earlier one (``(x.permute(0, 2, 1) + b.unsqueeze(1)).permute(0, 2, 1)``, the sum laid
+out like its strided first operand) is judged as the two composed, so a permute that undoes the
+first gives a contiguous tensor and any view of it is legal.
 """
 
 from __future__ import annotations
@@ -54,15 +57,21 @@ class OutOfOrderMerge:
 def out_of_order_merge(layout: Layout, view: ast.Call, shape: list[ast.AST], op: ast.AST) -> OutOfOrderMerge | None:
     """The merge that makes ``view`` (with sizes ``shape``) raise on the result of the permuting
     operation ``op``, when every reading of the view raises; None when it may be legal."""
-    ranks = _candidate_ranks(layout, op)
+    earlier = layout.earlier_permutation(op)
+    ranks = _candidate_ranks(layout, earlier if earlier is not None else op)
     if not ranks:
         return None
     found = None
     for rank in ranks:
         perm = _permutation(layout, op, rank)
-        if perm is None:
+        first = _permutation(layout, earlier, rank) if earlier is not None else None
+        if perm is None or (earlier is not None and first is None):
             return None
-        merge = _Geometry(layout, view, shape, op, perm).verdict()
+        if first is not None:
+            # The permuted tensor already had the layout of ``earlier``: dimension j of the result is
+            # dimension first[perm[j]] in memory order. A permute that undoes it restores contiguity.
+            perm = [first[p] for p in perm]
+        merge = _Geometry(layout, view, shape, earlier if earlier is not None else op, perm).verdict()
         if merge is None:
             return None
         found = found or merge
@@ -158,7 +167,7 @@ class _Geometry:
         self.layout, self.view, self.shape, self.op, self.perm = layout, view, shape, op, perm
         self.rank = len(perm)
         self.receiver = ast.unparse(view.func.value)
-        self.base = _base_of(layout, op)
+        self.base = layout.permuted_input(op)
         self.base_text = ast.unparse(self.base) if self.base is not None else None
         self.sizes = self._sizes()  # per dimension of the permuted tensor: the texts that name its size
         self.ones = self._size_one_dims()
@@ -360,15 +369,6 @@ def _size_access(expr: ast.AST) -> tuple[ast.AST | None, ast.AST | None]:
     if found is not None and found[0] == "size" and len(expr.args) == 1 and not expr.keywords:
         return found[1], expr.args[0]
     return None, None
-
-
-def _base_of(layout: Layout, op: ast.AST) -> ast.AST | None:
-    """The tensor a permuting operation permutes."""
-    if isinstance(op, ast.Attribute):
-        return op.value
-    if layout.ctx.call_qualname(op) is not None:
-        return op.args[0] if op.args else None
-    return op.func.value
 
 
 def _shape_written(layout: Layout, call: ast.Call) -> list[ast.AST] | None:

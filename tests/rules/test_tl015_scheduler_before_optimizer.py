@@ -341,3 +341,25 @@ def test_schedule_built_by_a_project_module_not_shown_is_silent(lint):
         """,
         CODE,
     )
+
+
+def test_a_schedule_free_optimizer_is_an_optimizer_not_a_scheduler(lint):
+    # `schedulefree.AdamWScheduleFree` has "Schedule" in its name but is an optimizer: its step()
+    # before another optimizer's step is no scheduler step.
+    assert not lint(
+        """
+        import torch
+        import schedulefree
+        def train(backbone, head, loader):
+            opt = schedulefree.AdamWScheduleFree(backbone.parameters(), lr=1e-3)
+            head_opt = torch.optim.SGD(head.parameters(), lr=0.1)
+            opt.train()
+            for x in loader:
+                head(backbone(x)).mean().backward()
+                opt.step()
+                head_opt.step()
+                opt.zero_grad()
+                head_opt.zero_grad()
+        """,
+        CODE,
+    )

@@ -45,6 +45,7 @@ class SchedulerBeforeOptimizer(Rule):
     """
     example = """
         import torch
+
         scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
         for epoch in range(epochs):
             scheduler.step()
@@ -56,6 +57,7 @@ class SchedulerBeforeOptimizer(Rule):
     """
     instead = """
         import torch
+
         scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
         for epoch in range(epochs):
             for x, y in loader:

@@ -67,7 +67,9 @@ def qualified_role(qual: str) -> Role | None:
         if qual.rsplit(".", 1)[-1][:1].isupper():
             return Role.OPTIMIZER
     if qual.startswith(torch_names.THIRD_PARTY_OPTIMIZERS):
-        return Role.SCHEDULER if "schedul" in qual.lower() else Role.OPTIMIZER
+        # Told by the class's own name, not the package's: `schedulefree.AdamWScheduleFree` is an optimizer.
+        last = qual.rsplit(".", 1)[-1].lower()
+        return Role.SCHEDULER if "scheduler" in last or last.startswith("get_") else Role.OPTIMIZER
     if qual.startswith(torch_names.SCHEDULERS):
         return Role.SCHEDULER
     if qual in torch_names.SCALERS:

@@ -14,7 +14,8 @@ from __future__ import annotations
 # ----- optimizers, schedulers, scalers ------------------------------------------------------------
 # `torch.optim.<Capitalised>` is an optimizer, except what lives in these packages.
 NOT_OPTIMIZER_PACKAGES = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
-# Optimizer classes of other libraries (a scheduler among them is told by its name: "schedul").
+# Optimizer classes of other libraries (a scheduler among them is told by its own name: "...Scheduler",
+# "get_..."; `schedulefree.AdamWScheduleFree` is an optimizer).
 THIRD_PARTY_OPTIMIZERS = (
     "transformers.AdamW",
     "transformers.Adafactor",

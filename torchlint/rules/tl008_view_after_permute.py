@@ -28,7 +28,9 @@ class ViewAfterPermute(Rule):
         that built the tensor, `x.size(i)`, products such as `h * w`, `-1`. Merging
         dimensions that stay adjacent (`x.permute(0, 2, 3, 1).view(b, h * w, c)`) and
         splitting one (`x.transpose(1, 2).view(B, C, H, W)`) are legal and not
-        reported; dimensions a condition declares to be of size 1
+        reported, and so is any view after a permutation that undoes an earlier one
+        through an elementwise op, whose result keeps the layout of its first operand
+        (`(p.permute(0, 2, 1) + s.unsqueeze(1)).permute(0, 2, 1)` is contiguous); dimensions a condition declares to be of size 1
         (`if x.shape[1:4] == torch.Size([1, 1, 1]):`) do not count, and views in a
         branch that runs only on XLA devices (`if device.type == "xla":`), whose
         tensors always report contiguous strides, are not reported. When the rule

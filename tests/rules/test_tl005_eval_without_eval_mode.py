@@ -890,6 +890,14 @@ _EVAL_AFTER_TRAINING = """
         "from mylib import Net\nmodel = Net()  # a class the linter cannot see into",
         "model = build_model(cfg)  # an unknown factory",
         "def linreg(X):\n    return X @ w + b\nmodel = linreg",
+        # a dropout rate from a constructor parameter that every caller leaves at zero
+        "class Decoder(nn.Module):\n"
+        "    def __init__(self, hidden, dropout_p=0.0):\n"
+        "        super().__init__()\n"
+        "        self.drop = nn.Dropout(dropout_p)\n"
+        "        self.gru = nn.GRU(hidden, hidden, 2, dropout=dropout_p)\n"
+        "model = Decoder(64)\n"
+        "other = Decoder(64, dropout_p=0)",
     ],
 )
 def test_models_not_shown_to_depend_on_the_mode_are_silent(lint, build):
@@ -939,9 +947,140 @@ def test_models_not_shown_to_depend_on_the_mode_are_silent(lint, build):
         "        return torchvision.models.resnet50()\n"
         "    return nn.Linear(4, 4)\n"
         "model = build(args.arch)",
+        # a dropout rate from a constructor parameter that a caller gives a non-zero value
+        "class Decoder(nn.Module):\n"
+        "    def __init__(self, hidden, n_layers=1, dropout_p=0.0):\n"
+        "        super().__init__()\n"
+        "        self.gru = nn.GRU(hidden, hidden, n_layers, dropout=dropout_p)\n"
+        "dropout_p = 0.05\n"
+        "model = Decoder(64, 2, dropout_p=dropout_p)",
     ],
 )
 def test_models_shown_to_depend_on_the_mode_are_reported(lint, build):
     source = _EVAL_AFTER_TRAINING.replace("BUILD", build.replace("\n", "\n    "))
     findings = lint(source, "TL005")
     assert [f.message.split(" evaluates")[0] for f in findings] == ["`model(...)`"], build
+
+
+# ----- a function redefined between experiments; an evaluation running several models ---------------
+_NOTEBOOK_EXPERIMENTS = """
+import torch
+from torch import nn
+
+def training_loop(model, optimizer, train_loader):
+    for imgs, labels in train_loader:
+        loss = nn.functional.cross_entropy(model(imgs), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+def validate(model, val_loader):
+    with torch.no_grad():
+        for imgs, labels in val_loader:
+            print(model(imgs).argmax(1))FIRST
+
+model = nn.Sequential(nn.Flatten(), nn.Linear(3072, 2))
+training_loop(model, torch.optim.SGD(model.parameters(), lr=0.01), train_loader)
+validate(model, val_loader)
+
+def validate(model, val_loader):
+    correct = 0
+    with torch.no_grad():
+        for imgs, labels in val_loader:
+            correct += (model(imgs).argmax(1) == labels).sum()SECOND
+    return correct
+
+model = nn.Sequential(nn.Flatten(), nn.Linear(3072, 2))
+training_loop(model, torch.optim.SGD(model.parameters(), lr=0.01), train_loader)
+validate(model, val_loader)
+model = DROPOUT_MODEL
+training_loop(model, torch.optim.SGD(model.parameters(), lr=0.01), train_loader)
+validate(model, val_loader)
+"""
+
+
+def test_a_redefined_function_is_judged_on_the_calls_that_run_it(lint):
+    """Each `def` rebinds the name: the calls below the second `validate` run the second one, one
+    of them with a dropout model; the first is called only with a Linear model."""
+    source = _NOTEBOOK_EXPERIMENTS.replace("FIRST", "").replace("SECOND", "  # expect: TL005")
+    source = source.replace("DROPOUT_MODEL", "nn.Sequential(nn.Flatten(), nn.Dropout(0.4), nn.Linear(3072, 2))")
+    findings = check(lint, source, "TL005")
+    assert "`validate()`" in findings[0].message
+
+
+def test_a_redefined_function_never_given_a_mode_dependent_model_is_silent(lint):
+    source = _NOTEBOOK_EXPERIMENTS.replace("FIRST", "").replace("SECOND", "")
+    source = source.replace("DROPOUT_MODEL", "nn.Sequential(nn.Flatten(), nn.Linear(3072, 2))")
+    assert lint(source, "TL005") == []
+
+
+_SEQ2SEQ = """
+import torch
+from torch import nn
+
+class Encoder(nn.Module):
+    def __init__(self, vocab, hidden, n_layers=1):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, hidden)
+        self.gru = nn.GRU(hidden, hidden, n_layers)
+
+    def forward(self, x, h):
+        return self.gru(self.embedding(x), h)
+
+class Decoder(nn.Module):
+    def __init__(self, hidden, vocab, n_layers=1, dropout_p=0.1):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, hidden)
+        self.gru = nn.GRU(hidden, hidden, n_layers, dropout=dropout_p)
+        self.out = nn.Linear(hidden, vocab)
+
+    def forward(self, x, h):
+        y, h = self.gru(self.embedding(x), h)
+        return self.out(y), h
+
+encoder = Encoder(1000, 256, 2)
+decoder = Decoder(256, 1000, 2, dropout_p=DROPOUT)
+encoder_opt = torch.optim.SGD(encoder.parameters(), lr=0.01)
+decoder_opt = torch.optim.SGD(decoder.parameters(), lr=0.01)
+
+for src, tgt in pairs:
+    encoder_opt.zero_grad()
+    decoder_opt.zero_grad()
+    _, h = encoder(src, None)
+    out, _ = decoder(tgt, h)
+    loss = nn.functional.cross_entropy(out.flatten(0, 1), tgt.flatten())
+    loss.backward()
+    encoder_opt.step()
+    decoder_opt.step()
+
+def evaluate(sentence, max_length=10):SWITCH
+    _, h = encoder(sentence, None)  # MARK
+    token = torch.zeros(1, 1, dtype=torch.long)
+    words = []
+    for _ in range(max_length):
+        out, h = decoder(token, h)
+        token = out.argmax(-1)
+        words.append(token.item())
+    return words
+
+print(evaluate(test_sentence))
+"""
+
+
+def test_an_evaluation_is_mode_dependent_through_any_model_it_runs(lint):
+    """The encoder has no mode-dependent layer, the decoder a dropout GRU: the evaluation is reported
+    where it starts, naming the decoder."""
+    source = _SEQ2SEQ.replace("DROPOUT", "0.05").replace("SWITCH", "").replace("# MARK", "# expect: TL005")
+    findings = check(lint, source, "TL005")
+    decoder_line = next(i for i, text in enumerate(source.splitlines(), 1) if "out, h = decoder(token, h)" in text)
+    assert findings[0].message.startswith(f"`decoder(...)` (line {decoder_line}) evaluates in training mode")
+
+
+@pytest.mark.parametrize(
+    ("dropout", "switch"),
+    [("0.0", ""), ("0.05", "\n    decoder.eval()")],
+    ids=["no-model-with-mode-layers", "the-mode-dependent-model-switched"],
+)
+def test_an_evaluation_whose_mode_dependent_models_are_in_eval_mode_is_silent(lint, dropout, switch):
+    source = _SEQ2SEQ.replace("DROPOUT", dropout).replace("SWITCH", switch).replace("  # MARK", "")
+    assert lint(source, "TL005") == []

@@ -116,10 +116,24 @@ def resolve_function_name(ctx: FileContext, name: str, at: ast.AST) -> FunctionN
     # A def may sit in a block (``for ...: def _backward(loss): ...``): its scope is what matters.
     for scope in ctx.ancestors(at):
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
-            for cand in candidates:
-                if ctx.enclosing_scope(cand) is scope:
-                    return cand
+            defined = [cand for cand in candidates if ctx.enclosing_scope(cand) is scope]
+            if defined:
+                return _bound_at(ctx, defined, scope, at)
     return None
+
+
+def _bound_at(ctx: FileContext, defined: list, scope: ast.AST, at: ast.AST) -> FunctionNode:
+    """Which of the ``def``s of one name in ``scope`` a call runs: each ``def`` rebinds the name, so
+    a call in the scope's own code runs the last one above it (a notebook that redefines
+    ``validate()`` between experiments); a call from a function nested in the scope runs once the
+    scope's code has run: the last one."""
+    if len(defined) == 1:
+        return defined[0]
+    ordered = sorted(defined, key=lambda d: d.lineno)
+    if ctx.enclosing_scope(at) is scope:
+        above = [d for d in ordered if d.lineno < at.lineno]
+        return above[-1] if above else ordered[0]
+    return ordered[-1]
 
 
 def local_base(ctx: FileContext, cls: ast.ClassDef) -> ast.ClassDef | None:

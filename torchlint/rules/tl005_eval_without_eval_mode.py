@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.evaluation import NOT_REACHED, evaluation_analysis
-from torchlint.torchmodel.forward_calls import model_expression
 
 
 @register
@@ -152,18 +152,27 @@ for epoch in range(10):
     def check(self, ctx):
         analysis = evaluation_analysis(ctx)
         for unit in analysis.units:
-            verdict = analysis.eval_mode(unit)
-            if verdict.reached is NOT_REACHED and analysis.mode_matters(model_expression(unit.first_call)):
-                yield self.report(unit.first_call, self._message(ctx, unit, verdict), evidence=unit)
+            # The finding is about the evaluation: any model it runs that depends on the mode makes
+            # it depend on the mode; the message names that model.
+            dependent = analysis.mode_dependent_call(unit)
+            if dependent is None:
+                continue
+            verdict = analysis.eval_mode(unit, dependent)
+            if verdict.reached is NOT_REACHED:
+                # The fix switches the model that depends on the mode (evidence: the unit seen from it).
+                evidence = replace(unit, first_call=dependent)
+                yield self.report(unit.first_call, self._message(ctx, unit, verdict, dependent), evidence=evidence)
 
     @staticmethod
-    def _message(ctx, unit, verdict) -> Message:
-        call = ast.unparse(unit.first_call.func)
+    def _message(ctx, unit, verdict, dependent) -> Message:
+        call = f"`{ast.unparse(dependent.func)}(...)`"
+        if dependent is not unit.first_call:
+            call += f" (line {dependent.lineno})"
         where = unit.label
         if verdict.site is not None:
             where += f", called at line {verdict.site.lineno} where no `.eval()` precedes it"
         return Message(
-            f"`{call}(...)` evaluates in training mode in {where}",
+            f"{call} evaluates in training mode in {where}",
             why="the model is still in training mode: dropout stays active and batch norm uses and updates "
             "batch statistics",
             help="call `model.eval()` before evaluating (and `model.train()` before training again)",

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callgraph import call_graph, local_base
 from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.imports import dotted_name
-from torchlint.torchmodel.forward_calls import ForwardCalls, mode_switches, same_model
+from torchlint.torchmodel.forward_calls import ForwardCalls, mode_switches, model_expression, same_model
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.mode_dependence import mode_dependence
 from torchlint.torchmodel.modules import module_classes
@@ -143,11 +143,20 @@ class EvaluationAnalysis:
         (dropout, batch norm...: ``mode_dependence``); an unknown model is not."""
         return mode_dependence(self.ctx).shown(expr)
 
-    def eval_mode(self, unit: EvalUnit) -> Verdict:
-        """Whether the model is in eval mode when the unit's first model call runs."""
+    def mode_dependent_call(self, unit: EvalUnit) -> ast.Call | None:
+        """The unit's first model call whose model is shown mode-dependent: an evaluation that runs
+        an encoder without dropout and then a decoder with dropout depends on the mode through the
+        decoder. None when no model it runs is shown to."""
+        calls = [unit.first_call] if unit.phase is not None else self.finder.calls_of(unit)
+        return next((c for c in calls if self.mode_matters(model_expression(c))), None)
+
+    def eval_mode(self, unit: EvalUnit, call: ast.Call | None = None) -> Verdict:
+        """Whether the model is in eval mode when ``call`` (by default the unit's first model call) runs."""
         if unit.phase is not None:
             return self._phase_verdict(unit.phase, self.phases.eval_mode(unit.phase), self.train_eval)
-        return self.train_eval.at(unit.first_call, unit.function)
+        if call is None or call is unit.first_call:
+            return self.train_eval.at(unit.first_call, unit.function)
+        return self.train_eval.at(call, self.ctx.enclosing_function(call))
 
     def no_grad(self, unit: EvalUnit) -> Verdict:
         """Whether autograd is off when the unit's first model call runs."""
@@ -254,6 +263,10 @@ class EvalUnits:
             if func not in seen and call in self._model_call_set and self._unit_of(call)[0] is None:
                 seen[func] = EvalUnit(func, "phase", call, func, False, phase)
         return sorted(seen.values(), key=lambda u: (u.first_call.lineno, u.first_call.col_offset))
+
+    def calls_of(self, unit: EvalUnit) -> list[ast.Call]:
+        """The model calls the unit runs, in source order (its first call first)."""
+        return [c for c in self.model_calls if c is unit.first_call or self._unit_of(c)[0] is unit.node]
 
     @cached_property
     def _model_call_set(self) -> frozenset:

@@ -122,11 +122,12 @@ class ModeDependence:
     def _torch_or_library(self, call: ast.Call, qual: str, depth: int) -> bool | None:
         """What a torch layer or a known library constructor builds; None for other names."""
         if qual in torch_names.MODE_DEPENDENT_LAYERS:
-            return not _literal_zero(argument(call, 0, "p"))
+            rate = argument(call, 0, "p")
+            return rate is None or self._rate_may_be_nonzero(rate)
         if qual in torch_names.DROPOUT_ARGUMENT_LAYERS:
             position, default_on = torch_names.DROPOUT_ARGUMENT_LAYERS[qual]
             rate = argument(call, position, "dropout")
-            return default_on if rate is None else not _literal_zero(rate)
+            return default_on if rate is None else self._rate_may_be_nonzero(rate)
         if qual in torch_names.RUNNING_STATS_NORMS:
             return _literal_true(argument(call, 4, "track_running_stats"))
         if qual in torch_names.LAYER_CONTAINERS:
@@ -141,6 +142,13 @@ class ModeDependence:
         if qual.startswith("torch.") or qual.startswith(("torchvision.", "timm.")):
             return False  # other torch layers (Linear, Conv2d, ReLU, LayerNorm, GroupNorm...) and names
         return None
+
+    def _rate_may_be_nonzero(self, rate: ast.AST) -> bool:
+        """A dropout rate that may be non-zero: a parameter (``nn.Dropout(dropout_p)`` in an
+        ``__init__``) holds what its call sites pass, so a rate is zero only when every value that
+        reaches it is a literal zero (a class built with its default ``dropout=0.0`` everywhere);
+        an unknown value may be non-zero."""
+        return not all(_literal_zero(o) for o in self.flow.origins(rate, parameters=True))
 
     def _part_shown(self, expr: ast.AST, depth: int) -> bool:
         """A layer handed to a container: built there, named, or unpacked (``*layers``, a dict)."""

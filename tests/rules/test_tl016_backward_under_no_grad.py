@@ -1,5 +1,6 @@
 """TL016 backward-under-no-grad: a backward pass where autograd is disabled."""
 
+import pytest
 from expect_markers import check
 
 CODE = "TL016"
@@ -99,3 +100,107 @@ def test_no_grad_function_that_only_evaluates(lint):
         """,
         CODE,
     )
+
+
+# ----- `x.backward(...)` is an autograd backward only when x may be a tensor -----------------------
+_CUSTOM_KERNEL = """
+import torch
+from torch.utils.cpp_extension import load
+
+KERNEL = None
+
+
+class WKV(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, k, v):
+        with torch.no_grad():
+            y = torch.empty_like(v)
+            KERNEL.forward(k, v, y)
+            ctx.save_for_backward(k, v)
+            return y
+
+    @staticmethod
+    def backward(ctx, gy):
+        k, v = ctx.saved_tensors
+        with torch.no_grad():
+            gk, gv = torch.empty_like(k), torch.empty_like(v)
+            KERNEL.backward(k, v, gy, gk, gv)MARK
+            return gk, gv
+
+
+def setup():
+    global KERNEL
+    KERNEL = LOADER
+"""
+
+
+@pytest.mark.parametrize(
+    "loader",
+    ['load(name="wkv", sources=["wkv_op.cpp", "wkv_cuda.cu"])', 'importlib.import_module("wkv_cuda")'],
+)
+def test_a_kernel_of_a_loaded_extension_called_backward_is_no_autograd_backward(lint, loader):
+    source = _CUSTOM_KERNEL.replace("LOADER", loader).replace("MARK", "")
+    assert lint("import importlib\n" + source, CODE) == []
+
+
+def test_a_kernel_of_an_imported_extension_module_is_no_autograd_backward(lint):
+    source = _CUSTOM_KERNEL.replace("\ndef setup():\n    global KERNEL\n    KERNEL = LOADER\n", "")
+    source = source.replace("KERNEL = None", "import wkv_cuda as KERNEL").replace("MARK", "")
+    assert lint(source, CODE) == []
+
+
+def test_a_tensor_bound_to_the_same_name_still_runs_an_autograd_backward(lint):
+    """The name is bound to the extension once and to a loss once: it may be a tensor."""
+    source = _CUSTOM_KERNEL.replace("LOADER", 'load(name="wkv", sources=["wkv.cu"])\n    KERNEL = model(x).sum()')
+    check(lint, source.replace("MARK", "  # expect: TL016"), CODE)
+
+
+def test_a_local_named_like_a_loaded_extension_is_a_tensor(lint):
+    source = _CUSTOM_KERNEL.replace("LOADER", 'load(name="wkv", sources=["wkv.cu"])').replace(
+        "        with torch.no_grad():\n            gk, gv",
+        "        KERNEL = (gy * v).sum()\n        with torch.no_grad():\n            gk, gv",
+    )
+    source = source.replace("KERNEL.backward(k, v, gy, gk, gv)MARK", "KERNEL.backward()  # expect: TL016")
+    check(lint, source, CODE)
+
+
+# ----- one function for both phases: the no-grad call is judged on the path its arguments select -------
+_SOLVER = """
+import torch
+
+class Solver:
+    def __init__(self, model, optimizer, loader):
+        self.model, self.optimizer, self.loader = model, optimizer, loader
+
+    def _run_one_epoch(self, epoch, train=True):
+        total = 0.0
+        for x, y in self.loader:
+            loss = torch.nn.functional.mse_loss(self.model(x), y)
+            if train:
+                loss.backward()MARK
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+            total += loss.item()
+        return total
+
+    def train(self, epochs):
+        for epoch in range(epochs):
+            self.model.train()
+            self._run_one_epoch(epoch)
+            self.model.eval()
+            with torch.no_grad():
+                valid = self._run_one_epoch(epochARGS)
+"""
+
+
+@pytest.mark.parametrize("args", [", train=False", ", False"])
+def test_a_no_grad_call_selecting_the_evaluation_path_runs_no_backward(lint, args):
+    assert lint(_SOLVER.replace("ARGS", args).replace("MARK", ""), CODE) == []
+
+
+@pytest.mark.parametrize("args", ["", ", train=True", ", train=args.finetune"])
+def test_a_no_grad_call_that_may_select_the_training_path_is_reported(lint, args):
+    """The default, an explicit True, or a value the linter cannot read: the backward may run."""
+    source = _SOLVER.replace("ARGS", args).replace("MARK", "  # expect: TL016")
+    findings = check(lint, source, CODE)
+    assert "(called from line" in findings[0].message

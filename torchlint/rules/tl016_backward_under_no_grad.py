@@ -8,6 +8,7 @@ from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.events import EventKind
 from torchlint.torchmodel.gradmode import grad_effect, lexical_grad_disabler
+from torchlint.torchmodel.phases import runs_when_called
 from torchlint.torchmodel.walk import event_walker
 
 
@@ -115,6 +116,8 @@ def run(model, opt, batches):
                     continue
                 if any(grad_effect(ctx, item.context_expr) is True for item in event.withs):
                     continue
+                if not _on_the_called_path(ctx, event):
+                    continue  # `if train: loss.backward()` reached by a call passing `train=False`
                 if lexical_grad_disabler(ctx, event.node) is None and not _enabled_in_callee(ctx, event.node):
                     reported.add(event.node)
                     yield self.report(event.node, self._message(ctx, event.node, disabler, via=event.via[0]))
@@ -154,3 +157,14 @@ def _enabled_in_callee(ctx, node) -> bool:
         elif isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return any(grad_effect(ctx, d) is True for d in ancestor.decorator_list)
     return False
+
+
+def _on_the_called_path(ctx, event) -> bool:
+    """Whether the backward may run on the path the calls that reach it select: at each call of
+    the chain, the conditions around the next step read with the constants that call passes."""
+    steps = [*event.via, event.node]
+    for site, node in zip(steps, steps[1:]):
+        func = ctx.enclosing_function(node)
+        if func is not None and not runs_when_called(ctx, site, func, node):
+            return False
+    return True

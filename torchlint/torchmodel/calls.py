@@ -68,6 +68,8 @@ class CallEvents:
             return None  # `self.zero_grad()` of a trainer class: its body (what it clears) decides
         owner_key = symbol(owner)
         if method in torch_names.BACKWARD_METHODS:
+            if self._names_a_module(owner):
+                return None  # `wkv_cuda.backward(...)`: an extension's kernel, no autograd backward
             if call.args:  # accelerator.backward(loss), self.manual_backward(loss)
                 return Event(EventKind.BACKWARD, call, target=owner_key, arg=call.args[0])
             return Event(EventKind.BACKWARD, call, arg=self._unwrap_scaled(owner))
@@ -105,6 +107,34 @@ class CallEvents:
                 return Event(EventKind.EVAL, call, target=owner_key)
             return None
         return None
+
+    def _names_a_module(self, owner: ast.AST) -> bool:
+        """``owner`` is a module, not a tensor or an accelerator: a name bound by ``import x`` /
+        ``import x as y``, or one every binding of which in the file (at module level, or in a
+        function declaring it ``global``) is a module loader's result (``load(...)`` of
+        ``torch.utils.cpp_extension``, ``importlib.import_module(...)``) or a ``None`` placeholder,
+        with no local binding of the name in the function of the call."""
+        if not isinstance(owner, ast.Name):
+            return False
+        ctx = self.ctx
+        binding = ctx.imports.bindings.get(owner.id)
+        if binding is not None and binding.name is None and binding.level == 0:
+            return True
+        function = ctx.enclosing_function(owner)
+        values = []
+        for assign in ctx.nodes(ast.Assign):
+            if not any(isinstance(t, ast.Name) and t.id == owner.id for t in assign.targets):
+                continue
+            scope = ctx.enclosing_function(assign)
+            if scope is not None and not _declares_global(scope, owner.id):
+                if scope is function:
+                    return False  # a local of the calling function
+                continue
+            if not (isinstance(assign.value, ast.Constant) and assign.value.value is None):
+                values.append(assign.value)  # `KERNEL = None`: a placeholder until the load, nothing to call
+        return bool(values) and all(
+            isinstance(v, ast.Call) and ctx.call_qualname(v) in torch_names.MODULE_LOADERS for v in values
+        )
 
     def _runs_own_method(self, call: ast.Call) -> bool:
         """``self.<method>(...)`` where the class (or a base of this file) defines the method: the
@@ -171,3 +201,7 @@ def clears_with(ctx: FileContext, expr: ast.AST) -> bool:
 
 def call_events(ctx: FileContext) -> CallEvents:
     return ctx.shared("call-events", lambda: CallEvents(ctx))
+
+
+def _declares_global(function: ast.AST, name: str) -> bool:
+    return any(isinstance(node, ast.Global) and name in node.names for node in ast.walk(function))

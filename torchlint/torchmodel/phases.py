@@ -101,15 +101,9 @@ class PhaseFunctions:
                     return EvaluationPhase(func, param, value, site, model_call)
         return None
 
-    def _value_at(self, site: ast.Call, func, param: str):
-        given = argument_for(site, func, param)
-        if given is None:
-            if passes_unknown_arguments(site):
-                return _NOT_A_VALUE
-            given = parameter_default(func, param)
-        if isinstance(given, ast.Constant):
-            return given.value
-        return _NOT_A_VALUE
+    @staticmethod
+    def _value_at(site: ast.Call, func, param: str):
+        return _value_passed(site, func, param)
 
     def _runs(self, node: ast.AST, param: str, value) -> bool | None:
         """Whether ``node`` runs on the path where ``param`` holds ``value`` (None: cannot tell)."""
@@ -196,3 +190,30 @@ class PhaseFunctions:
                 truth = truth_under(expr.args[0], {phase.param: phase.value})
                 return truth
         return grad_effect(self.ctx, expr)
+
+
+def _value_passed(site: ast.Call, func, param: str):
+    """The constant ``site`` passes for ``param`` of ``func`` (its default when left out);
+    ``_NOT_A_VALUE`` when it is not a literal or may hide in ``*args``/``**kwargs``."""
+    given = argument_for(site, func, param)
+    if given is None:
+        if passes_unknown_arguments(site):
+            return _NOT_A_VALUE
+        given = parameter_default(func, param)
+    if isinstance(given, ast.Constant):
+        return given.value
+    return _NOT_A_VALUE
+
+
+def runs_when_called(ctx: FileContext, site: ast.Call, func, node: ast.AST) -> bool:
+    """Whether ``node`` (in ``func``) may run when ``site`` calls ``func``: False when a condition
+    around it, read with the constants the call passes for the function's parameters
+    (``_run_one_epoch(epoch, train=False)`` for ``if train: loss.backward()``), fails on that path."""
+    params = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs}
+    for test, holds in conditions_at(ctx, node):
+        names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)} & params
+        values = {name: _value_passed(site, func, name) for name in names}
+        values = {name: value for name, value in values.items() if value is not _NOT_A_VALUE}
+        if values and truth_under(test, values) is (not holds):
+            return False
+    return True

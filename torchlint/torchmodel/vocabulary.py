@@ -394,6 +394,11 @@ SEQUENTIAL = "torch.nn.Sequential"
 # ----- the training step --------------------------------------------------------------------------------
 BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
 BACKWARD_METHODS = frozenset({"backward", "manual_backward"})  # accelerator/fabric .backward(loss)
+# Calls that return a loaded module (a compiled extension's kernels): `ext.backward(...)` on what
+# they return is the extension's function, no autograd backward.
+MODULE_LOADERS = frozenset(
+    {"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline", "importlib.import_module"}
+)
 STEP_METHODS = frozenset({"step", "optimizer_step"})  # opt.step(), xm.optimizer_step(opt)
 XLA_OPTIMIZER_STEP = "torch_xla.core.xla_model.optimizer_step"
 CLIP_FUNCTIONS = frozenset(

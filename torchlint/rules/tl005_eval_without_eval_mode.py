@@ -45,7 +45,11 @@ class EvalWithoutEvalMode(Rule):
         Face `from_pretrained` of a class whose configuration has dropout). A model
         the linter cannot see into (a parameter no call site of the file fills, a
         class of another package) is not reported, nor one of `Linear`/`ReLU`
-        layers or an `nn.RNN` with its default dropout 0. Lightning's
+        layers or an `nn.RNN` with its default dropout 0. A parameter holds what
+        any call site passes (of the `def` that call runs, when a notebook redefines
+        the function), a dropout rate from a constructor parameter what its callers
+        give it; an evaluation that runs several models (an encoder, then a decoder)
+        is reported when one of them depends on the mode, and the message names it. Lightning's
         `validation_step`/`test_step` and other framework hooks
         are not reported: the framework switches modes. A function that receives its
         model from a caller outside this file is not judged.

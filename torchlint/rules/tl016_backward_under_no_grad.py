@@ -23,7 +23,12 @@ class BackwardUnderNoGrad(Rule):
         `accelerator.backward(loss)`, `torch.autograd.backward(...)`) inside a
         `torch.no_grad()`, `torch.inference_mode()` or `torch.set_grad_enabled(False)`
         block or a function decorated with one of them, including a helper called
-        from inside such a block or such a function.
+        from inside such a block or such a function. A helper's backward under a
+        condition on its parameters counts only on the path the call selects
+        (`if train: loss.backward()` called with `train=False` runs none). The
+        `backward` function of a compiled extension (`ext.backward(...)` with `ext`
+        imported or from `torch.utils.cpp_extension.load(...)`, as in the
+        hand-written backward of a `torch.autograd.Function`) is no autograd backward.
     """
     why = """
         Under no-grad no graph is recorded, so the loss has no `grad_fn`: backward

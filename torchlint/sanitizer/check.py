@@ -75,6 +75,14 @@ class Check:
         return self.session.emit(code, name, message, details, location, explains=explains)
 
 
+class TrainingStepCheck(Check):
+    """A check of the training step itself (TS106-TS120): on unless ``training_checks=False``."""
+
+    @classmethod
+    def enabled(cls, options: SanitizerOptions) -> bool:
+        return bool(getattr(options, "training_checks", True))
+
+
 _EVENTS = (
     "on_module_pre",
     "on_module_post",

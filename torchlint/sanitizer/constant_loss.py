@@ -21,7 +21,7 @@ import weakref
 
 import torch
 
-from .check import BackwardEvent, Check
+from .check import BackwardEvent, TrainingStepCheck
 from .dtypes import INDEX_TARGET_LOSSES
 from .findings import CHECK_NAMES, Location
 from .tensors import shape_of
@@ -59,13 +59,13 @@ class _LossCall:
         self.location = location
 
 
-class ConstantLossCheck(Check):
+class ConstantLossCheck(TrainingStepCheck):
     codes = {"TS118": CHECK_NAMES["TS118"]}
     option_defaults = {"constant_loss_steps": 10}
 
     @classmethod
     def enabled(cls, options) -> bool:
-        return bool(getattr(options, "training_checks", True)) and int(options.constant_loss_steps) > 0
+        return super().enabled(options) and int(options.constant_loss_steps) > 0
 
     def install(self) -> None:
         self.steps = max(2, int(self.options.constant_loss_steps))

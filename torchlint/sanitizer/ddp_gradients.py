@@ -23,7 +23,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from .autograd_graph import graph_roots, walk
-from .check import BackwardEvent, Check
+from .check import BackwardEvent, TrainingStepCheck
 from .findings import CHECK_NAMES
 
 _MAX_LISTED = 6
@@ -64,12 +64,8 @@ def _waits_for_every_parameter(ddp: DistributedDataParallel) -> bool:
     )
 
 
-class DDPGradientCheck(Check):
+class DDPGradientCheck(TrainingStepCheck):
     codes = {"TS120": CHECK_NAMES["TS120"]}
-
-    @classmethod
-    def enabled(cls, options) -> bool:
-        return bool(getattr(options, "training_checks", True))
 
     def install(self) -> None:
         # DDP models whose reducer waits for the next backward pass.

@@ -25,7 +25,7 @@ import math
 
 import torch
 
-from .check import Check
+from .check import TrainingStepCheck
 from .dtypes import INDEX_TARGET_LOSSES
 from .findings import CHECK_NAMES
 from .hooks import LOSS_FUNCTIONS
@@ -52,12 +52,8 @@ def _fix_for(input_shape, target_shape) -> str:
     return "reshape one of them so that the shapes are equal"
 
 
-class LossInputCheck(Check):
+class LossInputCheck(TrainingStepCheck):
     codes = {code: CHECK_NAMES[code] for code in ("TS116", "TS117")}
-
-    @classmethod
-    def enabled(cls, options) -> bool:
-        return bool(getattr(options, "training_checks", True))
 
     def on_loss_pre(self, fn_name, input, target) -> None:
         if not (isinstance(input, torch.Tensor) and isinstance(target, torch.Tensor)):

@@ -22,7 +22,7 @@ from collections import deque
 
 import torch
 
-from .check import Check
+from .check import TrainingStepCheck
 
 _WINDOW = 100
 
@@ -41,13 +41,9 @@ class _ScalerState:
         self.start_scale: float | None = None
 
 
-class LossScaleCheck(Check):
+class LossScaleCheck(TrainingStepCheck):
     codes = {"TS113": "loss-scale-collapse"}
     option_defaults = {"scale_collapse_steps": 16}
-
-    @classmethod
-    def enabled(cls, options) -> bool:
-        return bool(getattr(options, "training_checks", True))
 
     def install(self) -> None:
         self._stepped: set[int] = set()  # optimizers that really stepped since the last update()

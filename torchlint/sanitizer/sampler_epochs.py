@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from torch.utils.data import DataLoader, DistributedSampler
 
 from . import locations
-from .check import Check
+from .check import TrainingStepCheck
 from .findings import CHECK_NAMES
 from .locations import frame_locals, name_in_frame
 
@@ -50,12 +50,8 @@ def _loader_name(sampler: DistributedSampler, frame) -> str | None:
     return None
 
 
-class SamplerEpochCheck(Check):
+class SamplerEpochCheck(TrainingStepCheck):
     codes = {"TS119": CHECK_NAMES["TS119"]}
-
-    @classmethod
-    def enabled(cls, options) -> bool:
-        return bool(getattr(options, "training_checks", True))
 
     def install(self) -> None:
         self._states: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

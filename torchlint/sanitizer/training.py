@@ -34,7 +34,7 @@ import math
 
 import torch
 
-from .check import Check
+from .check import TrainingStepCheck
 from .findings import CHECK_NAMES, Location
 from .hooks import closure_of
 from .locations import frame_locals, name_in_frame, user_frame
@@ -130,15 +130,11 @@ class OptimizerState:
         return f"a parameter of {self.label}"
 
 
-class TrainingChecks(Check):
+class TrainingChecks(TrainingStepCheck):
     """TS106-TS112 on the optimizer step, gradient accumulation and root models."""
 
     # Names come from the one public table of check codes.
     codes = {code: CHECK_NAMES[code] for code in ("TS106", "TS107", "TS108", "TS109", "TS110", "TS111", "TS112")}
-
-    @classmethod
-    def enabled(cls, options) -> bool:
-        return bool(getattr(options, "training_checks", True))
 
     # -- lifecycle -------------------------------------------------------------
     def install(self) -> None:

@@ -27,7 +27,7 @@ import weakref
 import torch
 
 from . import locations
-from .check import Check
+from .check import TrainingStepCheck
 from .findings import CHECK_NAMES, Location
 from .hooks import _CALL_IMPL_CODE
 from .training_params import mode_dependent_layers
@@ -64,12 +64,8 @@ def _called_by_library(module: torch.nn.Module) -> bool:
     return False
 
 
-class ValidationModeCheck(Check):
+class ValidationModeCheck(TrainingStepCheck):
     codes = {"TS115": CHECK_NAMES["TS115"]}
-
-    @classmethod
-    def enabled(cls, options) -> bool:
-        return bool(getattr(options, "training_checks", True))
 
     def install(self) -> None:
         self._runs: dict[int, _Run] = {}

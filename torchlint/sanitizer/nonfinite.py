@@ -263,14 +263,8 @@ class NonfiniteCheck(Check):
         """Read all queued device-side sums back with a single host sync per device, and judge them."""
         pending, self._pending, self._queued = self._pending, [], 0
         sums = [s for call in pending for s in (*(e.sum for e in call.entries), *call.referee)]
-        values: dict[int, float] = {}
-        by_device: dict[torch.device, list[torch.Tensor]] = {}
-        for total in sums:
-            by_device.setdefault(total.device, []).append(total)
-        for group in by_device.values():
-            self.syncs += 1
-            for total, value in zip(group, torch.stack([t.float() for t in group]).tolist()):
-                values[id(total)] = value
+        self.syncs += len({total.device for total in sums})  # host_values reads one device per sync
+        values = {id(total): value for total, value in zip(sums, host_values([t.float() for t in sums]))}
         for call in pending:
             referee_finite = bool(call.referee) and all(math.isfinite(values[id(s)]) for s in call.referee)
             if call.kind == "loss":

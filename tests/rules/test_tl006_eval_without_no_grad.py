@@ -594,3 +594,88 @@ def test_a_model_built_here_and_read_from_a_registry_is_judged(lint):
         "STORED", 'torch.hub.load("ultralytics/yolov5", m)'
     )
     check(lint, unknown, "TL006")
+
+
+# ----- a model run before anything trains or loads it is a smoke test -------------------------------
+_WARM_UP = """
+    import torch
+
+    def evaluate(model, loader, device, size):
+        model.eval()
+        weight = next(model.parameters())
+        model(torch.zeros(2, 3, size, size, device=device).type_as(weight))
+        hits = 0
+        for images, labels in loader:
+            GRAD
+            hits += (model(images.to(device)).argmax(1) == labels.to(device)).sum().item()  # expect: TL006
+        return hits
+    """
+
+
+def test_a_warm_up_on_a_cast_constant_tensor_is_not_the_evaluation(lint):
+    assert lint(_WARM_UP.replace("GRAD", "torch.set_grad_enabled(False)"), "TL006") == []
+    findings = check(lint, _WARM_UP.replace("GRAD", "pass"), "TL006")
+    assert findings[0].line == 11 and "`evaluate()`" in findings[0].message
+
+
+_CHECK_BEFORE_TRAINING = """
+    import torch
+    from torch import nn
+    from charset import encode_text
+
+    tagger = nn.Sequential(nn.Embedding(128, 64), nn.Linear(64, 10))
+
+    def show_prediction(text):
+        scores = tagger(encode_text(text))  # expect: TL006
+        print(text, scores.argmax(-1))
+
+    BEFORE
+    optimizer = torch.optim.SGD(tagger.parameters(), lr=0.1)
+    for epoch in range(10):
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(tagger(x), y).backward()
+            optimizer.step()
+        IN_LOOP
+    AFTER
+    """
+
+
+def _placed(source: str, before: str = "", in_loop: str = "pass", after: str = "") -> str:
+    return source.replace("BEFORE", before).replace("IN_LOOP", in_loop).replace("AFTER", after)
+
+
+def test_a_model_run_before_any_training_is_not_evaluated_yet(lint):
+    assert lint(_placed(_CHECK_BEFORE_TRAINING, before='show_prediction("a quick check")'), "TL006") == []
+
+
+def test_the_same_run_after_training_or_loading_is_evaluation(lint):
+    for placed in (
+        _placed(_CHECK_BEFORE_TRAINING, before='show_prediction("first")', after='show_prediction("again")'),
+        _placed(_CHECK_BEFORE_TRAINING, in_loop='show_prediction("during")'),
+        _placed(_CHECK_BEFORE_TRAINING, before='tagger.load_state_dict(torch.load("tagger.pt")); show_prediction("x")'),
+    ):
+        findings = check(lint, placed, "TL006")
+        assert "`show_prediction()`" in findings[0].message
+
+
+_FRESH_HEAD = """
+    import torch
+    from torch import nn
+
+    def test_heads(features, dim=16):
+        head = nn.Sequential(nn.Linear(dim, 32), nn.ReLU(), nn.Linear(32, 3))
+        print("parameters:", sum(p.numel() for p in head.parameters()))
+        LOAD
+        logits = head(features)  # expect: TL006
+        print(logits.shape, logits.softmax(-1))
+
+    test_heads(dataset.features[:4])
+    """
+
+
+def test_modules_built_in_the_function_and_run_untrained_are_a_smoke_test(lint):
+    assert lint(_FRESH_HEAD.replace("LOAD", "pass"), "TL006") == []
+    loaded = _FRESH_HEAD.replace("LOAD", 'head.load_state_dict(torch.load("head.pt"))')
+    findings = check(lint, loaded, "TL006")
+    assert findings[0].line == 9 and "`test_heads()`" in findings[0].message

@@ -47,6 +47,7 @@ from torchlint.torchmodel.reaching_modes import (
     Verdict,
 )
 from torchlint.torchmodel.training_steps import training_step_functions
+from torchlint.torchmodel.untrained_runs import UntrainedRuns
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -187,13 +188,16 @@ class EvalUnits:
     def model_calls(self) -> list[ast.Call]:
         """Model calls inside code that may be evaluation code, that evaluate: a model trained or
         loaded in this program run on data (not a shape probe on ``torch.randn(...)``, not a
-        freshly built model that nothing trains)."""
+        freshly built model that nothing trains, nor one run before anything trains it)."""
         calls = self.forward.within(self._candidate_spans)
         provenance = self.provenance
+        untrained = UntrainedRuns(self.ctx, provenance)
         return [
             call
             for call in calls
-            if not provenance.runs_on_synthetic_input(call) and not provenance.fresh_and_untouched(call)
+            if not provenance.runs_on_synthetic_input(call)
+            and not provenance.fresh_and_untouched(call)
+            and not untrained.runs_untrained(call)
         ]
 
     @cached_property

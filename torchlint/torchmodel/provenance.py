@@ -59,6 +59,7 @@ TENSOR_KEEPING_METHODS = torch_names.DEVICE_DTYPE_MOVES | {
     "long",
     "int",
     "type",
+    "type_as",  # `x.type_as(weight)`: x cast to another tensor's dtype and device
     "detach",
     "unsqueeze",
     "contiguous",
@@ -80,7 +81,9 @@ _WEIGHT_USES = frozenset(
     }
 )
 # Calls that only look at an object: handing a model to them neither trains nor loads it.
-_INSPECTING = frozenset({"print", "len", "type", "isinstance", "str", "repr", "id", "hasattr", "getattr", "summary"})
+INSPECTING_CALLS = frozenset(
+    {"print", "len", "type", "isinstance", "str", "repr", "id", "hasattr", "getattr", "summary"}
+)
 _PRETRAINED_KEYWORDS = frozenset({"pretrained", "weights", "checkpoint", "pretrained_path", "ckpt", "state_dict"})
 
 
@@ -154,13 +157,14 @@ class ModelProvenance:
         """The model is built here without pretrained weights, and nothing in this program trains,
         loads or hands on its weights."""
         origins = self.origins(call)
-        if not origins or any(not self._fresh_construction(o) for o in origins):
+        if not origins or any(not self.fresh_construction(o) for o in origins):
             return False
         model = model_expression(call)
         name = dotted_name(model)
         return name is not None and not self._touched(name, model)
 
-    def _fresh_construction(self, origin: ast.AST | None) -> bool:
+    def fresh_construction(self, origin: ast.AST | None) -> bool:
+        """``origin`` builds a model from its class, without pretrained weights."""
         if not isinstance(origin, ast.Call) or constructor_role(self.ctx, origin) != Role.MODEL:
             return False
         if isinstance(origin.func, ast.Attribute) and origin.func.attr == "from_pretrained":
@@ -190,7 +194,7 @@ class ModelProvenance:
                 return True
             if isinstance(parent, ast.Call) and node is not parent.func:
                 callee = dotted_name(parent.func) or ""
-                if callee.rsplit(".", 1)[-1] not in _INSPECTING:
+                if callee.rsplit(".", 1)[-1] not in INSPECTING_CALLS:
                     return True  # `train(net, loader)`, `load_checkpoint(net, path)`, `DDP(net)`
             if isinstance(parent, ast.Call) and node is parent.func and self._in_training_code(parent):
                 return True  # its forward feeds a backward: `net(x).sum().backward()` in a training loop
@@ -215,11 +219,11 @@ class ModelProvenance:
         if name.startswith("self."):
             return self.ctx.enclosing(at, ast.ClassDef) or self.ctx.tree
         func = self.ctx.enclosing_function(at)
-        if func is not None and "." not in name and self._bound_in(name, func):
+        if func is not None and "." not in name and self.bound_in(name, func):
             return func
         return self.ctx.tree
 
-    def _bound_in(self, name: str, func) -> bool:
+    def bound_in(self, name: str, func) -> bool:
         return any(b.stmt is not None for b in self.flow.flow(func).bindings.get(name, ()))
 
     # ----- loaders that manage the mode ------------------------------------------------------------

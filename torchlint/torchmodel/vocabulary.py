@@ -89,6 +89,31 @@ MODULE_SELF_RETURNING = DEVICE_DTYPE_MOVES | {"train", "eval"}
 PREPARE_METHODS = frozenset({"prepare", "setup", "initialize", "prepare_model", "setup_module"})
 # Methods whose result is a module's trainable tensors (what an optimizer is built from).
 PARAMETER_METHODS = frozenset({"parameters", "named_parameters"})
+# Methods of a module that load, reset or re-initialise its weights in place.
+WEIGHT_LOADING_METHODS = frozenset(
+    {"load_state_dict", "load", "load_weights", "apply", "init_weights", "reset_parameters", "from_pretrained"}
+)
+# Methods of a module that read it or move it and leave its weights as they are, whatever they are
+# handed (`model.to(device)`, `model.parameters()`, `model.register_forward_hook(fn)`).
+WEIGHT_KEEPING_METHODS = (
+    MODULE_SELF_RETURNING
+    | PARAMETER_METHODS
+    | {
+        "state_dict",
+        "buffers",
+        "named_buffers",
+        "modules",
+        "named_modules",
+        "children",
+        "named_children",
+        "zero_grad",
+        "requires_grad_",
+        "register_buffer",
+        "register_forward_hook",
+        "register_forward_pre_hook",
+        "register_full_backward_hook",
+    }
+)
 
 # ----- layers -----------------------------------------------------------------------------------------
 # torch.nn layers without weights or buffers: building one costs nothing and keeping one in a plain

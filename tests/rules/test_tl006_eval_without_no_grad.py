@@ -679,3 +679,31 @@ def test_modules_built_in_the_function_and_run_untrained_are_a_smoke_test(lint):
     loaded = _FRESH_HEAD.replace("LOAD", 'head.load_state_dict(torch.load("head.pt"))')
     findings = check(lint, loaded, "TL006")
     assert findings[0].line == 9 and "`test_heads()`" in findings[0].message
+
+
+_SCRIPT_BATCH = """
+    import torch
+
+    model = build_model()
+    optimizer = torch.optim.Adam(model.parameters())
+    for epoch in range(5):
+        for images, labels in train_loader:
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(images), labels).backward()
+            optimizer.step()
+
+    images, labels = next(iter(LOADER))
+    images = images.to(device)
+    GRAD
+    predicted = model(images).argmax(1)  # expect: TL006
+    show_grid(images.cpu(), predicted.cpu(), labels)
+    """
+
+
+def test_a_script_showing_predictions_on_an_unpacked_validation_batch_evaluates(lint):
+    findings = check(lint, _SCRIPT_BATCH.replace("LOADER", "val_loader").replace("GRAD", "pass"), "TL006")
+    assert findings[0].line == 15 and "the evaluation batch at line 15" in findings[0].message
+    off = _SCRIPT_BATCH.replace("LOADER", "val_loader").replace("GRAD", "torch.set_grad_enabled(False)")
+    assert lint(off, "TL006") == []
+    # A batch of training data is not evaluation data.
+    assert lint(_SCRIPT_BATCH.replace("LOADER", "train_loader").replace("GRAD", "pass"), "TL006") == []

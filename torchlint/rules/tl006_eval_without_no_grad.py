@@ -33,7 +33,8 @@ class EvalWithoutNoGrad(Rule):
         shape probes and warm-ups on synthetic input (`torch.randn(...)`), manual
         checks on a collection of values written in the code (a tokenizer's encoding
         of two literal sentences, `torch.tensor([[0.1, 0.9]])`), freshly built models
-        nothing trains or loads, unit tests (`test_*` functions that assert,
+        nothing trains or loads, or run only before anything in the program trains
+        or loads them (a shape check called before the optimizer exists), unit tests (`test_*` functions that assert,
         `unittest.TestCase` classes, helpers that only they call), and models from
         `torch.hub.load(...)`
         (whose entry point may wrap them in its own no-grad) are not reported,

@@ -221,8 +221,11 @@ class EvalUnits:
             for func in self.phases.phases:
                 spans.append((func.lineno, func.end_lineno or func.lineno))
         for draw in self._evaluation_draws:
-            owner = ctx.enclosing_function(draw) or ctx.enclosing(draw, ast.stmt)
-            spans.append((owner.lineno, owner.end_lineno or owner.lineno))
+            owner = ctx.enclosing_function(draw)
+            if owner is not None:
+                spans.append((owner.lineno, owner.end_lineno or owner.lineno))
+            else:  # a script draws the batch, then runs the model on it in later statements
+                spans.append((ctx.enclosing(draw, ast.stmt).lineno, ctx.tree.body[-1].end_lineno or draw.lineno))
         return spans
 
     @cached_property
@@ -247,6 +250,22 @@ class EvalUnits:
         flow = self.provenance.flow
         for arg in [*call.args, *(k.value for k in call.keywords)]:
             if any(origin in draws for origin in flow.origins(arg, _through_batch_access)):
+                return True
+            if self._unpacked_from(arg, draws, 0):
+                return True
+        return False
+
+    def _unpacked_from(self, expr: ast.AST, draws: set, depth: int) -> bool:
+        """``x, y = next(iter(val_loader)); x = x.cuda(); model(x)``: an element of a drawn batch,
+        unpacked (what ``origins`` does not follow into a call's result)."""
+        while (inner := _through_batch_access(expr)) is not None:
+            expr = inner
+        if not isinstance(expr, ast.Name) or depth > 4:
+            return False
+        for binding in self.provenance.flow.reaching(expr):
+            if binding.kind == "unpack" and binding.source in draws:
+                return True
+            if binding.value is not None and self._unpacked_from(binding.value, draws, depth + 1):
                 return True
         return False
 

@@ -56,8 +56,8 @@ class BlockEvents:
                 self._events[node] = event_walker(self.ctx).events(self.ctx.tree.body)
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
                 self._events[node] = iterations(self.ctx).iteration_events(node)
-            else:
-                self._events[node] = event_walker(self.ctx).events(node.body)
+            else:  # a function or compound statement; a simple statement (an evaluation batch) is its own body
+                self._events[node] = event_walker(self.ctx).events(getattr(node, "body", [node]))
         return self._events[node]
 
     def trains(self, node) -> bool:

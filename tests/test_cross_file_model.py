@@ -496,3 +496,52 @@ def test_a_project_schedule_class_with_a_torch_base_is_reported(tmp_path):
     assert both_ways(tmp_path, "schedules.py", "utils.py", "train.py") == [
         ("train.py", 7, "TL015", "`scheduler.step()` runs before `optimizer.step()` (line 9) in the same iteration")
     ]
+
+
+def test_a_helper_of_a_sibling_module_that_switches_a_copy_of_its_argument_to_eval(tmp_path):
+    attacks = """
+        import copy
+        import torch
+
+        def input_gradient_sign(net, images, targets):
+            net = copy.deepcopy(net)
+            net.eval()
+            images = images.clone().requires_grad_(True)
+            loss = torch.nn.functional.cross_entropy(net(images), targets)
+            loss.backward()
+            return images.grad.sign()
+    """
+    train = """
+        import torch
+        import torchvision
+        from attacks import input_gradient_sign
+
+        model = torchvision.models.resnet18(num_classes=10)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(30):
+            model.train()
+            for step, (x, y) in enumerate(train_loader):
+                opt.zero_grad()
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                if step % 2 == 0:
+                    x_adv = x + 0.03 * input_gradient_sign(model, x, y)
+                    loss = loss + torch.nn.functional.cross_entropy(model(x_adv), y)
+                loss.backward()
+                opt.step()
+            model.eval()
+            with torch.no_grad():
+                correct = sum((model(x).argmax(1) == y).sum() for x, y in val_loader)
+    """
+    write(tmp_path, {"pyproject.toml": "", "attacks.py": attacks, "train.py": train})
+    # The helper switches its own copy: the model being trained stays in train mode.
+    assert both_ways(tmp_path, "attacks.py", "train.py") == []
+    # Moving the argument hands back the same model: that one is switched and never switched back.
+    write(tmp_path, {"attacks.py": attacks.replace("copy.deepcopy(net)", "net.to(images.device)")})
+    assert both_ways(tmp_path, "attacks.py", "train.py") == [
+        (
+            "train.py",
+            14,
+            "TL007",
+            "`input_gradient_sign(model, x, y)` switches the model to eval mode inside the training loop at line 10",
+        )
+    ]

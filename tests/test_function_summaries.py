@@ -105,3 +105,81 @@ def test_a_call_is_summarised_when_the_linter_can_read_the_function_and_only_the
     set_eval_call, print_call = ctx.calls[-2:]
     assert call_summary(ctx, set_eval_call).does(EventKind.EVAL, "model")
     assert call_summary(ctx, print_call) is None
+
+
+REBINDING = """
+import copy
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def probe(model, images):
+    model = copy.deepcopy(model)
+    model.eval()
+    return model(images)
+
+def on_device(model, device):
+    model = model.to(device)
+    model.eval()
+
+def wrapped(model, rank):
+    model = DDP(model, device_ids=[rank])
+    model.train()
+
+def switch_then_copy(model):
+    model.eval()
+    model = copy.deepcopy(model)
+    model.train()
+
+def maybe_copy(model, keep_original):
+    if not keep_original:
+        model = copy.deepcopy(model)
+    model.eval()
+
+def restart(optimizer, model, lr):
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    optimizer.zero_grad()
+    optimizer.step()
+
+def clear(params):
+    params = list(params)
+    for p in params:
+        p.grad = None
+
+def clear_others(params, others):
+    params = others
+    for p in params:
+        p.grad = None
+
+def backward_scaled(loss, accum_steps):
+    loss = loss / accum_steps
+    loss.backward()
+
+def per_model(model, models):
+    for model in models:
+        model.eval()
+"""
+
+
+def effects_of_rebinding(name):
+    source = textwrap.dedent(REBINDING)
+    ctx = FileContext("rebinding.py", source, ast.parse(source))
+    return [(e.kind, e.parameter) for e in function_summary(ctx, ctx.functions[name][0]).effects]
+
+
+def test_an_effect_on_a_rebound_parameter_is_an_effect_on_something_else():
+    # A copy, a new optimizer, other tensors, a loop variable: the caller's argument is untouched.
+    assert effects_of_rebinding("probe") == [(EventKind.EVAL, None)]
+    assert effects_of_rebinding("restart") == [(EventKind.ZERO_GRAD, None), (EventKind.STEP, None)]
+    assert effects_of_rebinding("clear_others") == [(EventKind.CLEAR_GRAD, None)]
+    assert effects_of_rebinding("backward_scaled") == [(EventKind.BACKWARD, None)]
+    assert effects_of_rebinding("per_model") == [(EventKind.EVAL, None)]
+
+
+def test_rebinding_to_the_same_object_or_after_the_effect_keeps_it():
+    assert effects_of_rebinding("on_device") == [(EventKind.EVAL, "model")]
+    assert effects_of_rebinding("wrapped") == [(EventKind.TRAIN, "model")]
+    assert effects_of_rebinding("clear") == [(EventKind.CLEAR_GRAD, "params")]  # the same parameters
+    # Switched before the copy is made; the copy's train() is not the argument's.
+    assert effects_of_rebinding("switch_then_copy") == [(EventKind.EVAL, "model"), (EventKind.TRAIN, None)]
+    # On the path that keeps the argument, the switch is the argument's: an effect is what a call may do.
+    assert effects_of_rebinding("maybe_copy") == [(EventKind.EVAL, "model")]

@@ -462,3 +462,96 @@ def test_literal_phase_loop_inside_the_epoch_loop_continues_the_run(lint):
         """,
         "TL004",
     )
+
+
+# ----- optimizers that hold no state -------------------------------------------------------------
+NO_OP_OPTIMIZER = """
+import torch
+
+
+class FrozenOptimizer(torch.optim.Optimizer):
+    \"\"\"Stands in for the optimizer when a shared loop only measures.\"\"\"
+
+    def __init__(self):
+        self.param_groups = [{"lr": 0.0}]
+
+    def step(self, closure=None):
+        return None
+
+    def zero_grad(self, set_to_none=True):
+        pass
+
+
+def run_epoch(model, loader, optimizer, train):
+    total = 0.0
+    for x, y in loader:
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        if train:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        total += loss.item()
+    return total
+
+
+def fit(model, train_loader, val_loader, epochs):
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    for epoch in range(epochs):
+        model.train()
+        run_epoch(model, train_loader, optimizer, train=True)
+        model.eval()
+        with torch.no_grad():
+            run_epoch(model, val_loader, FrozenOptimizer(), train=False)
+"""
+
+
+def test_a_stand_in_optimizer_without_parameters_built_per_epoch_is_silent(lint):
+    check(lint, NO_OP_OPTIMIZER, "TL004")
+    # Whatever its constructor, an optimizer whose step does nothing keeps nothing between steps.
+    no_step = NO_OP_OPTIMIZER.replace("def __init__(self):", "def __init__(self, params=None):").replace(
+        "FrozenOptimizer()", "FrozenOptimizer(model.parameters())"
+    )
+    check(lint, no_step, "TL004")
+
+
+def test_a_project_optimizer_that_forwards_its_parameters_is_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+
+
+        class ClippedSGD(torch.optim.Optimizer):
+            def __init__(self, params, lr=0.1, max_norm=1.0):
+                super().__init__(params, dict(lr=lr, max_norm=max_norm))
+
+            @torch.no_grad()
+            def step(self, closure=None):
+                for group in self.param_groups:
+                    torch.nn.utils.clip_grad_norm_(group["params"], group["max_norm"])
+                    for p in group["params"]:
+                        if p.grad is not None:
+                            p.add_(p.grad, alpha=-group["lr"])
+
+
+        def fit(model, loader, epochs):
+            for epoch in range(epochs):
+                optimizer = ClippedSGD(params=model.parameters(), lr=0.1 * 0.95**epoch)  # expect: TL004
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    torch.nn.functional.cross_entropy(model(x), y).backward()
+                    optimizer.step()
+        """,
+        "TL004",
+    )
+    assert findings[0].message.startswith("`ClippedSGD(...)` builds a new optimizer in every iteration of")
+
+
+def test_a_stand_in_replaced_by_a_real_optimizer_in_the_epoch_loop_is_reported(lint):
+    source = NO_OP_OPTIMIZER.replace(
+        "run_epoch(model, val_loader, FrozenOptimizer(), train=False)",
+        "run_epoch(model, val_loader, FrozenOptimizer(), train=False)\n"
+        "        optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)  # expect: TL004",
+    )
+    findings = check(lint, source, "TL004")
+    assert findings[0].message.startswith("`torch.optim.AdamW(...)` builds a new optimizer in every iteration of")

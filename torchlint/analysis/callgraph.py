@@ -196,12 +196,26 @@ def is_abstract(func: FunctionNode) -> bool:
     if len(body) != 1:
         return False
     stmt = body[0]
-    if isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+    if _inert(stmt):
         return True
     if isinstance(stmt, ast.Raise) and stmt.exc is not None:
         exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
         return last_name(exc) == "NotImplementedError"
     return False
+
+
+def does_nothing(func: FunctionNode) -> bool:
+    """A function whose body has no effect: only docstrings, ``pass``, ``...``, constant
+    expressions (``None``) and ``return`` of nothing or of a constant."""
+    return all(
+        _inert(stmt) or (isinstance(stmt, ast.Return) and (stmt.value is None or isinstance(stmt.value, ast.Constant)))
+        for stmt in func.body
+    )
+
+
+def _inert(stmt: ast.stmt) -> bool:
+    """``pass`` or a bare constant (a docstring, ``...``, ``None``)."""
+    return isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))
 
 
 def parameter_default(func: FunctionNode, name: str) -> ast.AST | None:

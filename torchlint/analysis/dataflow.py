@@ -308,6 +308,31 @@ class Dataflow:
             if name in flow.declared_outer:
                 scope = self.ctx.tree
 
+    def still_parameter(
+        self, name: str, at: ast.AST, through: Callable[[ast.AST], ast.AST | None] | None = None, depth: int = 0
+    ) -> bool:
+        """Whether ``name``, a parameter of the function around ``at``, may still hold there the
+        argument the caller passed: on some path to ``at`` it is not rebound, or rebound only to a
+        value that ``through`` (or ``typing.cast``) looks through back to the same name holding it
+        (``model = model.to(device)`` for a ``through`` that knows ``.to`` hands back its receiver).
+        ``model = copy.deepcopy(model)``, ``model = Net()`` or ``for model in models:`` make the
+        name stand for something else from there on."""
+        for binding in self.reaching(name, at):
+            if binding.kind == "param":
+                return True
+            if binding.kind not in ("assign", "walrus") or binding.value is None or depth >= self.MAX_DEPTH:
+                continue
+            inner: ast.AST | None = binding.value
+            while inner is not None and not isinstance(inner, ast.Name):
+                inner = value_kept(self.ctx, inner) or (through(inner) if through is not None else None)
+            if (
+                isinstance(inner, ast.Name)
+                and inner.id == name
+                and self.still_parameter(name, inner, through, depth + 1)
+            ):
+                return True
+        return False
+
     def sole_value(self, name: ast.Name) -> ast.AST | None:
         """The value of a name bound exactly once in its scope, by a plain assignment
         (``workers = 4`` ... ``DataLoader(num_workers=workers)``); None for a name rebound anywhere

@@ -28,7 +28,11 @@ class OptimizerInLoop(Rule):
         trials, seeds, hyper-parameter values, tasks, federated rounds, a literal list of
         settings such as `for device in ["cpu", "cuda"]:`) is not reported, nor is an
         inner optimizer over a copy of the model made in the same
-        iteration (`copy.deepcopy(model)`, meta-learning).
+        iteration (`copy.deepcopy(model)`, meta-learning), nor an optimizer that
+        cannot hold state: a project subclass whose `step` does nothing, or one built
+        with no argument whose `__init__` takes no parameters and never reaches
+        `Optimizer.__init__` (a stand-in handed to the evaluation pass of a shared
+        `run_epoch`).
     """
     why = """
         An optimizer carries state between steps: momentum buffers, Adam's first

@@ -8,6 +8,8 @@
 the project is read there the same way (``analysis.callgraph.resolve_class``). A call that cannot be
 told (a function, a class of a library) is None. ``preserved_argument(ctx, call)``:
 the argument a wrapper (``DDP(model)``, ``torch.compile(model)``) hands back as the same object.
+``optimizer_holds_state(ctx, call)``: whether the optimizer a call builds can keep state about
+parameters (a no-op stand-in subclass cannot).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import ast
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import resolve_class
+from torchlint.analysis.callgraph import does_nothing, find_method, resolve_class
+from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import dotted_name
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.modules import module_classes
@@ -135,3 +138,35 @@ def preserved_argument(ctx: FileContext, call: ast.Call) -> ast.AST | None:
 def is_prepare_call(call: ast.Call) -> bool:
     """``accelerator.prepare(a, b)`` and the like: the results are the arguments, in order."""
     return isinstance(call.func, ast.Attribute) and call.func.attr in torch_names.PREPARE_METHODS
+
+
+def optimizer_holds_state(ctx: FileContext, call: ast.Call) -> bool:
+    """Whether the optimizer ``call`` builds can hold state about parameters (momentum, moments,
+    step counts): what is lost when it is built again. A torch or library optimizer is always
+    given parameters. A class of the project cannot when its ``step`` does nothing (its body only
+    ``pass``, ``None``, a docstring, a bare ``return``), nor when it is built with no argument
+    and its ``__init__`` takes none and never reaches a base ``__init__`` (``Optimizer.__init__``
+    is what files parameters into ``param_groups``): a stand-in passed where an optimizer is
+    expected (an evaluation pass of a shared ``run_epoch``)."""
+    found = resolve_class(ctx, call.func)
+    if found is None:
+        return True
+    cls = Definition(*found)
+    if _steps_nothing(cls):
+        return False
+    if call.args or call.keywords:
+        return True
+    init = find_method(cls, "__init__")
+    if init is None:
+        return True  # `Optimizer.__init__(params, defaults)`, which needs the parameters
+    args = init.node.args  # type: ignore[union-attr]
+    takes_arguments = len(args.posonlyargs + args.args) > 1 or args.vararg or args.kwonlyargs or args.kwarg
+    return bool(takes_arguments) or any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__"
+        for node in ast.walk(init.node)
+    )
+
+
+def _steps_nothing(cls: Definition) -> bool:
+    step = find_method(cls, "step")
+    return step is not None and does_nothing(step.node)  # type: ignore[arg-type]

@@ -23,8 +23,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_local_call
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import argument_for
+from torchlint.analysis.nodes import argument_for, method_call
+from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.constructors import preserved_argument
 from torchlint.torchmodel.events import Event, EventKind
 
 if TYPE_CHECKING:
@@ -82,9 +85,41 @@ def _outer(ctx: FileContext, name: str | None, event: Event) -> str | None:
         function = ctx.enclosing_function(node)
         if function is None or resolve_local_call(ctx, call) is not function or name not in _parameter_names(function):
             return None  # a closure run by `optimizer.step(closure)`, or a local of the callee
+        if not _still_argument(ctx, name, node):
+            return None
         name = _root_name(argument_for(call, function, name))
         node = call
+    function = ctx.enclosing_function(node)
+    if name is not None and function is not None and name in _parameter_names(function):
+        return name if _still_argument(ctx, name, node) else None
     return name
+
+
+def _still_argument(ctx: FileContext, parameter: str, node: ast.AST) -> bool:
+    """Whether ``parameter`` may still hold the caller's argument where ``node`` is written: an
+    effect on a parameter rebound before it (``model = copy.deepcopy(model)``, ``params = []``)
+    is an effect on something else. Rebinding to the same object (``model = model.to(device)``,
+    ``model = DDP(model)``, ``params = list(params)``: the same parameters) keeps it."""
+    return dataflow(ctx).still_parameter(parameter, node, lambda expr: _same_object(ctx, expr))
+
+
+def _same_object(ctx: FileContext, expr: ast.AST) -> ast.AST | None:
+    """The value ``expr`` hands back as the same object for training purposes: the receiver of a
+    module method that returns it (``model.to(device)``, ``model.train()``), the model a wrapper
+    wraps (``DDP(model)``), the iterable whose elements ``list(...)``/``tuple(...)`` copy."""
+    found = method_call(expr)
+    if found is not None and found[0] in torch_names.MODULE_SELF_RETURNING:
+        return found[1]
+    if not isinstance(expr, ast.Call):
+        return None
+    func = expr.func
+    if isinstance(func, ast.Name) and func.id in _ELEMENT_COPIES and ctx.qualname(func) is None and len(expr.args) == 1:
+        return expr.args[0]
+    return preserved_argument(ctx, expr)
+
+
+# Builtins that build a new container of the same elements.
+_ELEMENT_COPIES = frozenset({"list", "tuple"})
 
 
 def _cleared_name(ctx: FileContext, event: Event) -> str | None:

@@ -38,7 +38,7 @@ from torchlint.analysis.definitions import Definition
 from torchlint.analysis.nodes import last_name, name_ids, returns_of
 from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
-from torchlint.torchmodel.constructors import constructor_role
+from torchlint.torchmodel.constructors import constructor_role, optimizer_holds_state
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.fresh_runs import builds_fresh_run
 from torchlint.torchmodel.iterations import iterations
@@ -181,7 +181,7 @@ class Constructions:
             if qual.startswith(("timm.", "torchvision.")) and last[:1].islower() and _ZOO_HELPER.search(last):
                 return None  # `timm.models.model_parameters(model)`, `load_checkpoint(...)`: helpers, not builders
             return Role.MODEL
-        if role == Role.OPTIMIZER:
+        if role == Role.OPTIMIZER and optimizer_holds_state(self.ctx, call):
             return Role.OPTIMIZER
         return None
 

@@ -95,15 +95,17 @@ def train(rank, model, train_set, optimizer, epochs):
     assert "sampler.set_epoch(epoch)" in message
 
 
-def test_fsdp_script_with_init_process_group_only(lint):
+def test_fsdp_wrapped_model(lint):
     check(
         lint,
         """
         import torch
         from torch.distributed import init_process_group
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
         from torch.utils.data import DataLoader
         def fsdp_main(model, train_ds, optimizer):
             init_process_group("nccl")
+            model = FSDP(model)
             train_loader = DataLoader(train_ds, batch_size=8)  # expect: TL021
             for epoch in range(3):
                 for batch in train_loader:
@@ -114,7 +116,155 @@ def test_fsdp_script_with_init_process_group_only(lint):
     )
 
 
+def test_gradients_all_reduced_by_hand(lint):
+    """No DDP wrapper, but the step averages every parameter's gradient across ranks: data-parallel."""
+    findings = check(
+        lint,
+        """
+        import torch
+        import torch.distributed as dist
+        from torch.utils.data import DataLoader
+
+        def average_gradients(model, world_size):
+            for param in model.parameters():
+                if param.grad is not None:
+                    dist.all_reduce(param.grad, op=dist.ReduceOp.SUM)
+                    param.grad /= world_size
+
+        def run(rank, world_size, model, train_set, optimizer):
+            dist.init_process_group("gloo", rank=rank, world_size=world_size)
+            loader = DataLoader(train_set, batch_size=32, shuffle=True)  # expect: TL021
+            for epoch in range(5):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    torch.nn.functional.cross_entropy(model(x), y).backward()
+                    average_gradients(model, world_size)
+                    optimizer.step()
+        """,
+        CODE,
+    )
+    assert "`shuffle=True` and no sampler" in findings[0].message
+
+
+def test_rank_seed_that_does_not_reach_the_loader(lint):
+    """Seeding numpy and CUDA from the rank leaves torch's CPU generator (the loader's shuffle) shared;
+    and a loader that does not shuffle reads the same order on every rank whatever the seed."""
+    check(
+        lint,
+        DDP_HEADER
+        + """
+import numpy as np
+def main(args, model, train_set, extra_set, optimizer):
+    rank = dist.get_rank()
+    np.random.seed(args.seed + rank)
+    torch.cuda.manual_seed(args.seed + rank)
+    model = DDP(model, device_ids=[rank])
+    train_loader = DataLoader(train_set, batch_size=32, shuffle=True)  # expect: TL021
+    for x, y in train_loader:
+        model(x).sub(y).pow(2).mean().backward()
+        optimizer.step()
+""",
+        CODE,
+    )
+    check(
+        lint,
+        DDP_HEADER
+        + """
+def main(args, model, train_set, optimizer):
+    torch.manual_seed(args.seed + dist.get_rank())
+    model = DDP(model)
+    train_loader = DataLoader(train_set, batch_size=32)  # expect: TL021
+    for x, y in train_loader:
+        model(x).sub(y).pow(2).mean().backward()
+        optimizer.step()
+""",
+        CODE,
+    )
+
+
 # ----- hard negatives -------------------------------------------------------------------------
+
+
+def test_ranks_train_independent_networks(lint):
+    """A process group that splits networks across ranks, not data: no DDP wrap, only a metric is
+    all-reduced, and every network needs the whole dataset."""
+    assert not lint(
+        """
+        import torch
+        import torch.distributed as dist
+        from torch.utils.data import DataLoader
+
+        def train_members(rank, world_size, build_net, train_set, members_per_rank):
+            dist.init_process_group("nccl", rank=rank, world_size=world_size)
+            loader = DataLoader(train_set, batch_size=128, shuffle=True, num_workers=4)
+            losses = []
+            for k in range(members_per_rank):
+                net = build_net(seed=rank * members_per_rank + k).cuda(rank)
+                optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    loss = torch.nn.functional.cross_entropy(net(x.cuda(rank)), y.cuda(rank))
+                    loss.backward()
+                    optimizer.step()
+                losses.append(loss.detach())
+            total = torch.stack(losses).sum()
+            dist.all_reduce(total)
+            return total
+        """,
+        CODE,
+    )
+
+
+def test_shuffle_seeded_per_rank(lint):
+    """Each rank seeds torch from its rank (through a helper and an augmented assignment): the ranks
+    shuffle the dataset in different orders."""
+    assert not lint(
+        DDP_HEADER
+        + """
+import os
+import random
+
+def seed_everything(seed):
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+class Setup:
+    def __init__(self, cfg):
+        self.local_rank = int(os.environ["LOCAL_RANK"])
+        seed = cfg.seed
+        if cfg.world_size > 1:
+            seed += self.local_rank
+        seed_everything(seed)
+
+def main(cfg, model, train_set, optimizer):
+    setup = Setup(cfg)
+    model = DDP(model, device_ids=[setup.local_rank])
+    train_loader = DataLoader(train_set, batch_size=cfg.batch_size, shuffle=True)
+    for x, y in train_loader:
+        model(x).sub(y).pow(2).mean().backward()
+        optimizer.step()
+""",
+        CODE,
+    )
+
+
+def test_generator_seeded_from_environment_rank(lint):
+    assert not lint(
+        DDP_HEADER
+        + """
+import os
+def main(model, train_set, optimizer, base_seed=0):
+    g = torch.Generator()
+    g.manual_seed(base_seed + int(os.environ["RANK"]))
+    model = DDP(model)
+    loader = DataLoader(train_set, batch_size=16, shuffle=True, generator=g)
+    for x in loader:
+        model(x).mean().backward()
+        optimizer.step()
+""",
+        CODE,
+    )
+
 
 
 def test_sampler_passed_and_set_epoch_called(lint):

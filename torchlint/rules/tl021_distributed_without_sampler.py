@@ -7,6 +7,7 @@ import re
 
 from torchlint.analysis.imports import dotted_name
 from torchlint.engine.rule import Message, Rule, register
+from torchlint.torchmodel.distributed import data_parallel_call, seeds_per_rank, starts_process_group
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.scripts import (
     EVAL_WORDS,
@@ -19,12 +20,6 @@ from torchlint.torchmodel.scripts import (
     resolve_value,
 )
 
-DISTRIBUTED_SETUP = frozenset(
-    {
-        "torch.nn.parallel.DistributedDataParallel",
-        "torch.distributed.init_process_group",
-    }
-)
 # A branch on one of these decides between the distributed and the single-process setup.
 _DISTRIBUTED_WORDS = re.compile(r"distributed|ddp|world_size|rank|multi_?gpu|is_initialized", re.I)
 # Datasets that shard themselves per rank need no sampler.
@@ -40,16 +35,20 @@ class DistributedWithoutSampler(Rule):
     severity = "warning"
     summary = "A distributed training script gives every rank the same data."
     what = """
-        In a file that trains under `DistributedDataParallel` or calls
-        `torch.distributed.init_process_group`, reports the training `DataLoader(...)` (one
-        with `shuffle=True`, named or built from something named "train", or iterated by a
-        training loop of the file) when it has no `sampler=`/`batch_sampler=`, and a
-        `DataLoader` whose `DistributedSampler` is never told the epoch (no
-        `.set_epoch(epoch)` anywhere in the file). Evaluation loaders, datasets that shard
-        themselves by rank, loaders built in `if args.distributed:`-style branches, and
-        loaders that a framework re-samples (handed to `accelerator.prepare` /
-        `fabric.setup_dataloaders`, returned by a Lightning `*_dataloader` hook) are not
-        reported.
+        In a file that trains one model data-parallel (wraps it in `DistributedDataParallel`
+        or FSDP, or all-reduces parameter gradients itself), reports the training
+        `DataLoader(...)` (one with `shuffle=True`, named or built from something named
+        "train", or iterated by a training loop of the file) when it has no
+        `sampler=`/`batch_sampler=`; in a file that starts a process group or trains
+        data-parallel, reports a `DataLoader` whose `DistributedSampler` is never told the
+        epoch (no `.set_epoch(epoch)` anywhere in the file). Evaluation loaders, datasets
+        that shard themselves by rank, shuffling loaders in a file that seeds torch from the
+        rank (`torch.manual_seed(seed + rank)`: each rank shuffles its own way), loaders built
+        in `if args.distributed:`-style branches, and loaders that a framework re-samples
+        (handed to `accelerator.prepare` / `fabric.setup_dataloaders`, returned by a
+        Lightning `*_dataloader` hook) are not reported. A process group alone (ranks that
+        each train their own networks, evaluate their own checkpoints) needs the whole
+        dataset on every rank.
     """
     why = """
         Without a `DistributedSampler` each of the N processes iterates the whole dataset:
@@ -131,7 +130,10 @@ def main(model, train_set, opt):
     ]
 
     def check(self, ctx):
-        if not any(ctx.call_qualname(c) in DISTRIBUTED_SETUP for c in ctx.calls):
+        # A loader without a sampler is wrong only where the ranks train one model on shards of the data;
+        # a DistributedSampler is told the epoch wherever processes are started.
+        data_parallel = data_parallel_call(ctx) is not None
+        if not data_parallel and not starts_process_group(ctx):
             return
         loaders = dataloader_calls(ctx)
         if not loaders:
@@ -143,7 +145,7 @@ def main(model, train_set, opt):
             if not _is_training_loader(ctx, loader, name, iterated) or _framework_managed(ctx, loader, name):
                 continue
             if not loader.given("sampler") and not loader.given("batch_sampler"):
-                if not _decided_by_distributed_branch(ctx, loader.call) and not _shards_itself(ctx, loader):
+                if data_parallel and not _each_rank_differs(ctx, loader):
                     yield self.report(loader.call, self._no_sampler_message(ctx, loader))
                 continue
             sampler = is_distributed_sampler(ctx, loader.arg("sampler"))
@@ -170,6 +172,16 @@ def main(model, train_set, opt):
             why="no `.set_epoch(epoch)` call in this file, so every epoch is shuffled in the same order",
             help="call `sampler.set_epoch(epoch)` at the start of each epoch",
         )
+
+
+def _each_rank_differs(ctx, loader: LoaderCall) -> bool:
+    """The ranks do not replay one another: the loader is built only for the single-process case, its
+    dataset shards itself by rank, or it shuffles with a generator seeded from the rank."""
+    if _decided_by_distributed_branch(ctx, loader.call) or _shards_itself(ctx, loader):
+        return True
+    shuffle = loader.arg("shuffle")
+    shuffles = shuffle is not None and not (isinstance(shuffle, ast.Constant) and not shuffle.value)
+    return shuffles and seeds_per_rank(ctx)
 
 
 def _is_true(expr) -> bool:

@@ -449,3 +449,48 @@ DATALOADER = "torch.utils.data.DataLoader"
 DISTRIBUTED_SAMPLER = "torch.utils.data.DistributedSampler"
 # DataLoader's positional parameters, in order.
 DATALOADER_PARAMS = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers")
+
+# ----- distributed training -----------------------------------------------------------------------------
+# Wrappers that train one model data-parallel: every rank holds the model (or a shard of it), reads its
+# own part of the data, and the gradients are averaged across ranks.
+DATA_PARALLEL_WRAPPERS = frozenset(
+    {
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_shard",
+        "torch.distributed._composable.fsdp.fully_shard",
+        "torch.distributed._composable.fully_shard",
+        "fairscale.nn.FullyShardedDataParallel",
+        "fairscale.nn.data_parallel.FullyShardedDataParallel",
+        "fairscale.nn.data_parallel.ShardedDataParallel",
+    }
+)
+# The same wrappers by the bare names they are imported under from places the linter does not resolve.
+DATA_PARALLEL_WRAPPER_NAMES = frozenset(
+    {"DDP", "DistributedDataParallel", "FSDP", "FullyShardedDataParallel", "fully_shard"}
+)
+# Collectives that sum (or average) a tensor across ranks: handed parameter gradients, they make a
+# hand-written data-parallel step.
+REDUCING_COLLECTIVES = frozenset(
+    {
+        "torch.distributed.all_reduce",
+        "torch.distributed.all_reduce_coalesced",
+        "torch.distributed.reduce",
+        "torch.distributed.reduce_scatter",
+        "torch.distributed.reduce_scatter_tensor",
+    }
+)
+# Calls that start the processes' communication without saying how the work is split.
+PROCESS_GROUP_SETUP = frozenset({"torch.distributed.init_process_group"})
+# Seeding functions that do not reach the generator a shuffling DataLoader draws from (torch's default
+# CPU generator): a per-rank seed given only to these leaves every rank's shuffle the same.
+SEEDS_OUTSIDE_TORCH = frozenset(
+    {
+        "random.seed",
+        "numpy.random.seed",
+        "torch.cuda.manual_seed",
+        "torch.cuda.manual_seed_all",
+        "tensorflow.random.set_seed",
+    }
+)

@@ -1,0 +1,87 @@
+"""How a distributed script splits its work across ranks, as far as the file shows it.
+
+Starting a process group says only that several processes talk. What they share decides whether
+every rank must read a different part of the data:
+
+* data-parallel training (one model, each rank a shard of the data, gradients averaged) shows itself
+  by a model wrapped in ``DistributedDataParallel``/FSDP, or by parameter gradients (``p.grad``)
+  handed to a reducing collective (``dist.all_reduce(p.grad)``): a hand-written DDP step;
+* other splits (each rank trains its own independent networks, evaluates its own checkpoints, runs
+  its own hyper-parameters) need the whole dataset on every rank.
+
+A rank that seeds torch's generator from its rank (``torch.manual_seed(seed + rank)``) also shuffles
+differently from the others: its loaders do not replay another rank's order.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING
+
+from torchlint.analysis.influence import draws_on
+from torchlint.torchmodel import vocabulary as torch_names
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+
+# Identifiers and environment keys that hold a process's place among the ranks
+# (`rank`, `args.local_rank`, `dist.get_rank()`, `os.environ["LOCAL_RANK"]`, `xm.get_ordinal()`,
+# `accelerator.process_index`).
+_RANK_WORDS = re.compile(r"rank|ordinal|process_index", re.I)
+# Environment keys that hold it (`os.environ["LOCAL_RANK"]`).
+_RANK_KEY = re.compile(r"((local|global|world|node)_)?rank", re.I)
+# Callees that seed a generator (`torch.manual_seed`, `g.manual_seed`, `seed_everything`, a file's own
+# `set_seed`/`init_seeds`).
+_SEEDING = re.compile(r"seed", re.I)
+
+
+def data_parallel_call(ctx: FileContext) -> ast.Call | None:
+    """The first call of the file that trains a model data-parallel: a DDP/FSDP wrap, or a reducing
+    collective handed parameter gradients. None when the file shows neither."""
+    return ctx.shared(("distributed", "data_parallel"), lambda: _first_data_parallel_call(ctx))
+
+
+def starts_process_group(ctx: FileContext) -> bool:
+    return any(ctx.call_qualname(call) in torch_names.PROCESS_GROUP_SETUP for call in ctx.calls)
+
+
+def seeds_per_rank(ctx: FileContext) -> bool:
+    """Whether the file seeds torch's generator with a value drawn from the process's rank
+    (``torch.manual_seed(args.seed + rank)``, ``seed += dist.get_rank()`` ... ``set_seed(seed)``)."""
+    return ctx.shared(("distributed", "seeds_per_rank"), lambda: any(_rank_seeding(ctx, c) for c in ctx.calls))
+
+
+def _first_data_parallel_call(ctx: FileContext) -> ast.Call | None:
+    for call in ctx.calls:
+        qual = ctx.call_qualname(call)
+        if qual in torch_names.DATA_PARALLEL_WRAPPERS:
+            return call
+        if qual is None and isinstance(call.func, ast.Name) and call.func.id in torch_names.DATA_PARALLEL_WRAPPER_NAMES:
+            return call
+        if qual in torch_names.REDUCING_COLLECTIVES and call.args and draws_on(ctx, call.args[0], _is_gradient):
+            return call
+    return None
+
+
+def _is_gradient(expr: ast.AST) -> bool:
+    """A parameter's gradient: ``p.grad``, ``param.grad.data``."""
+    return isinstance(expr, ast.Attribute) and expr.attr == "grad"
+
+
+def _rank_seeding(ctx: FileContext, call: ast.Call) -> bool:
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+    if not _SEEDING.search(name) or ctx.call_qualname(call) in torch_names.SEEDS_OUTSIDE_TORCH:
+        return False
+    arguments = [*call.args, *(k.value for k in call.keywords)]
+    return any(draws_on(ctx, argument, _names_rank) for argument in arguments)
+
+
+def _names_rank(expr: ast.AST) -> bool:
+    if isinstance(expr, ast.Name):
+        return bool(_RANK_WORDS.search(expr.id))
+    if isinstance(expr, ast.Attribute):
+        return bool(_RANK_WORDS.search(expr.attr))
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return bool(_RANK_KEY.fullmatch(expr.value))
+    return False

@@ -117,7 +117,100 @@ def test_optimizer_factory_called_per_epoch_in_neutral_loop(lint):
     assert "`make_optimizer(...)`" in findings[0].message
 
 
+def test_helper_building_the_optimizer_from_its_argument_for_one_outer_model(lint):
+    """The helper builds Adam over the parameters it is given, and every call gives it the same model:
+    one run, restarted optimizer state each time."""
+    findings = check(
+        lint,
+        """
+        import torch
+
+        def fit_some_more(net, batches, lr):
+            opt = torch.optim.Adam(net.parameters(), lr=lr)  # expect: TL004
+            for x, y in batches:
+                opt.zero_grad()
+                torch.nn.functional.mse_loss(net(x), y).backward()
+                opt.step()
+
+        regressor = Regressor(hidden=64)
+        for i in range(40):
+            fit_some_more(regressor, make_batches(i), lr=3e-4)
+        """,
+        "TL004",
+    )
+    assert "loop at line 12 (`for i in range(40)`), through the call at line 13" in findings[0].message
+
+
+def test_models_handed_out_inside_a_continuing_loop_are_still_reported(lint):
+    """A loop over models counts as a sweep only when each iteration trains its model through a loop of
+    steps: one step per model, repeated by an outer loop, rebuilds each model's optimizer every time;
+    and a loop over models inside the epoch loop continues the epoch's run."""
+    check(
+        lint,
+        """
+        import torch
+
+        for i in range(num_updates):
+            x, y = next(stream)
+            for net in heads:
+                opt = torch.optim.Adam(net.parameters(), lr=1e-3)  # expect: TL004
+                opt.zero_grad()
+                torch.nn.functional.mse_loss(net(x), y).backward()
+                opt.step()
+        """,
+        "TL004",
+    )
+    check(
+        lint,
+        """
+        import torch
+
+        def one_epoch(net, loader):
+            opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)  # expect: TL004
+            for x, y in loader:
+                opt.zero_grad()
+                torch.nn.functional.cross_entropy(net(x), y).backward()
+                opt.step()
+
+        for epoch in range(20):
+            for net in students:
+                one_epoch(net, train_loader)
+        """,
+        "TL004",
+    )
+
+
 # ----- hard negatives ------------------------------------------------------------------------------
+def test_loop_handing_out_each_model_of_an_ensemble_to_a_training_helper_is_silent(lint):
+    """Each iteration trains a different network with an optimizer over that network's parameters,
+    whether the optimizer is built by a helper the loop calls or in the loop's own body."""
+    assert not lint(
+        """
+        import torch
+
+        def fit(member, data, steps=2000):
+            inputs, targets = data
+            opt = torch.optim.Adam(params=member.parameters(), lr=1e-3)
+            for _ in range(steps):
+                opt.zero_grad()
+                torch.nn.functional.mse_loss(member(inputs), targets).backward()
+                opt.step()
+            return member
+
+        committee = [Regressor(hidden=32) for _ in range(8)]
+        for member in committee:
+            fit(member, (x_train, y_train))
+
+        for net in [Regressor(hidden=16), Regressor(hidden=64)]:
+            opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+            for x, y in loader:
+                opt.zero_grad()
+                torch.nn.functional.mse_loss(net(x), y).backward()
+                opt.step()
+        """,
+        "TL004",
+    )
+
 def test_kfold_cross_validation_with_fresh_model_per_fold_is_silent(lint):
     assert not lint(
         """

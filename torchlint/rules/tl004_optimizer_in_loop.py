@@ -26,7 +26,9 @@ class OptimizerInLoop(Rule):
         a loop is reported along with the model (TL003): fixing one leaves the other.
         An outer loop whose body is a whole training run with its own model (folds,
         trials, seeds, hyper-parameter values, tasks, federated rounds, a literal list of
-        settings such as `for device in ["cpu", "cuda"]:`) is not reported, nor is an
+        settings such as `for device in ["cpu", "cuda"]:`, a loop handing out a different
+        model each iteration that trains it with an optimizer over its parameters:
+        `for net in ensemble: train(net)`) is not reported, nor is an
         inner optimizer over a copy of the model made in the same
         iteration (`copy.deepcopy(model)`, meta-learning), nor an optimizer that
         cannot hold state: a project subclass whose `step` does nothing, or one built

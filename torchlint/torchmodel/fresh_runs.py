@@ -1,21 +1,28 @@
-"""An optimizer built over a model built in the same loop iteration starts a run of its own.
+"""An optimizer built over the iteration's own model starts a run of its own.
 
 A freshly constructed module has no gradients (``.grad`` is None) and a fresh optimizer has no
 state, so an iteration that builds both (``for case in cases: net = Net(**case);
 opt = SGD(net.parameters()); ...; opt.step()``) carries nothing over from the previous iteration:
 no gradient accumulates and no optimizer state is thrown away. Such a loop is a sweep of
-independent runs, whatever it iterates over. An optimizer rebuilt over a model that outlives the
-iteration, over a copy (``deepcopy`` keeps ``.grad``) or over a wrapper of an outer model
-(``DDP(model)``, ``Wrapper(model)``) is not.
+independent runs, whatever it iterates over. So is a loop that hands out a different model each
+iteration and trains it, through a loop of steps, with an optimizer over that model
+(``for net in ensemble: train(net, data)`` where ``train`` builds ``Adam(net.parameters())``): each
+optimizer serves one model's run. The optimizer may be built in the iteration itself or in a
+function it calls, its parameters followed from the call's argument. An optimizer rebuilt over a
+model that outlives the iteration, over a copy (``deepcopy`` keeps ``.grad``) or over a wrapper of
+an outer model (``DDP(model)``, ``Wrapper(model)``) is not.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.callgraph import call_graph
 from torchlint.analysis.dataflow import dataflow
-from torchlint.analysis.nodes import argument, last_name
+from torchlint.analysis.nodes import argument, argument_for, last_name
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.roles import Role, object_roles
 
@@ -26,47 +33,75 @@ if TYPE_CHECKING:
 _PARAMETER_VIEWS = frozenset({"parameters", "named_parameters", "values", "items", "keys"})
 _PARAMETER_BUILTINS = frozenset({"list", "tuple", "filter", "iter", "chain"})
 _MAX_DEPTH = 8
+_MAX_CALL_DEPTH = 2
 
 
-def fresh_model_sources(ctx: FileContext, optimizer: ast.Call) -> list[ast.Call] | None:
+@dataclass(frozen=True)
+class _Iteration:
+    """One loop iteration the optimizer is built for: the loop, the calls from its body down to the
+    function that builds the optimizer (outermost first), and whether a model the loop hands out
+    counts as the iteration's own."""
+
+    loop: ast.AST
+    sites: tuple[ast.Call, ...] = ()
+    handed_out: bool = False
+
+
+def fresh_model_sources(ctx: FileContext, optimizer: ast.Call) -> list[ast.AST] | None:
     """The constructions whose parameters ``optimizer`` (an optimizer's construction) is built
     over, when they all are fresh modules built in the optimizer's own loop iteration; else None."""
-    params = argument(optimizer, 0, "params")
     loops = ctx.enclosing_loops(optimizer)
-    if params is None or not loops:
+    return _own_model_sources(ctx, optimizer, _Iteration(loops[0])) if loops else None
+
+
+def _own_model_sources(ctx: FileContext, optimizer: ast.Call, iteration: _Iteration) -> list[ast.AST] | None:
+    params = argument(optimizer, 0, "params")
+    if params is None:
         return None
-    found: list[ast.Call] = []
-    if not _sources(ctx, params, loops[0], found, 0) or not found:
+    found: list[ast.AST] = []
+    if not _sources(ctx, params, iteration, found, 0) or not found:
         return None
     return found
 
 
-def _sources(ctx: FileContext, expr: ast.AST, loop: ast.AST, found: list, depth: int) -> bool:
-    """Add to ``found`` the constructions ``expr``'s parameters come from; False when one of them
-    is not a fresh module of ``loop``'s iteration (or cannot be told)."""
+def _sources(ctx: FileContext, expr: ast.AST, iteration: _Iteration, found: list, depth: int) -> bool:
+    """Add to ``found`` the modules ``expr``'s parameters come from; False when one of them is not
+    the iteration's own (or cannot be told)."""
     if depth > _MAX_DEPTH:
         return False
     if isinstance(expr, (ast.List, ast.Tuple)):
-        return all(_sources(ctx, e, loop, found, depth + 1) for e in expr.elts)
+        return all(_sources(ctx, e, iteration, found, depth + 1) for e in expr.elts)
     if isinstance(expr, ast.Dict):  # a parameter group `{"params": m.parameters(), "lr": ...}`
         group = [v for k, v in zip(expr.keys, expr.values) if isinstance(k, ast.Constant) and k.value == "params"]
-        return bool(group) and _sources(ctx, group[0], loop, found, depth + 1)
+        return bool(group) and _sources(ctx, group[0], iteration, found, depth + 1)
     if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.DictComp, ast.SetComp)):
-        return all(_sources(ctx, g.iter, loop, found, depth + 1) for g in expr.generators)
-    return all(_origin_sources(ctx, origin, loop, found, depth) for origin in dataflow(ctx).origins(expr))
+        return all(_sources(ctx, g.iter, iteration, found, depth + 1) for g in expr.generators)
+    if isinstance(expr, ast.Name):
+        bindings = dataflow(ctx).reaching(expr)
+        if bindings and all(b.kind == "param" for b in bindings) and iteration.sites:
+            # A parameter of the function the iteration calls: what that call passes.
+            site, function = iteration.sites[-1], ctx.enclosing_function(expr)
+            given = argument_for(site, function, expr.id) if function is not None else None
+            outer = replace(iteration, sites=iteration.sites[:-1])
+            return given is not None and _sources(ctx, given, outer, found, depth + 1)
+        if bindings and all(b.kind == "for" and b.stmt is iteration.loop for b in bindings):
+            # `for net in ensemble:` -- a different model every iteration.
+            found.append(expr)
+            return iteration.handed_out
+    return all(_origin_sources(ctx, origin, iteration, found, depth) for origin in dataflow(ctx).origins(expr))
 
 
-def _origin_sources(ctx: FileContext, origin: ast.AST | None, loop: ast.AST, found: list, depth: int) -> bool:
+def _origin_sources(ctx: FileContext, origin: ast.AST | None, iteration: _Iteration, found: list, depth: int) -> bool:
     if _is_container(origin):
-        return _sources(ctx, origin, loop, found, depth + 1)
+        return _sources(ctx, origin, iteration, found, depth + 1)
     if not isinstance(origin, ast.Call):
         return False
     func = origin.func
     if isinstance(func, ast.Attribute) and func.attr in _PARAMETER_VIEWS:
-        return _sources(ctx, func.value, loop, found, depth + 1)
+        return _sources(ctx, func.value, iteration, found, depth + 1)
     if isinstance(func, ast.Name) and func.id in _PARAMETER_BUILTINS and not dataflow(ctx).reaching(func):
-        return bool(origin.args) and _sources(ctx, origin.args[-1], loop, found, depth + 1)
-    if not _fresh_module(ctx, origin, loop):
+        return bool(origin.args) and _sources(ctx, origin.args[-1], iteration, found, depth + 1)
+    if not _fresh_module(ctx, origin, iteration):
         return False
     found.append(origin)
     return True
@@ -76,11 +111,12 @@ def _is_container(expr: ast.AST | None) -> bool:
     return isinstance(expr, (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.GeneratorExp, ast.DictComp, ast.SetComp))
 
 
-def _fresh_module(ctx: FileContext, call: ast.Call, loop: ast.AST) -> bool:
-    """``call`` constructs a new module in ``loop``'s own iteration: a class (capitalised callee),
-    not a copy or a wrapper, and handed no model of the code around it."""
+def _fresh_module(ctx: FileContext, call: ast.Call, iteration: _Iteration) -> bool:
+    """``call`` constructs a new module once per iteration (in the loop's body, or outside any loop
+    of the function the body calls): a class (capitalised callee), not a copy or a wrapper, and
+    handed no model of the code around it."""
     loops = ctx.enclosing_loops(call)
-    if not loops or loops[0] is not loop:
+    if loops[:1] != ([] if iteration.sites else [iteration.loop]):
         return False
     qual = ctx.call_qualname(call) or ""
     name = last_name(call.func) or ""
@@ -106,6 +142,29 @@ def steps_fresh_optimizer(ctx: FileContext, step: ast.AST, loop: ast.AST) -> boo
     )
 
 
-def builds_fresh_run(ctx: FileContext, loop: ast.AST, optimizers: list[ast.Call]) -> bool:
-    """One of ``optimizers`` (constructions) is built in ``loop``'s own iteration over fresh modules."""
-    return any(ctx.enclosing_loops(o)[:1] == [loop] and fresh_model_sources(ctx, o) is not None for o in optimizers)
+def builds_fresh_run(ctx: FileContext, loop: ast.AST, optimizers: list[ast.Call], trains_handed_out: bool) -> bool:
+    """One of ``optimizers`` (constructions) is built for ``loop``'s own iteration (in its body, or
+    once per call of a function the body calls) over the iteration's own modules: fresh ones, or,
+    when ``trains_handed_out`` (the iteration runs a loop of optimizer steps), the model the loop
+    hands out."""
+    return any(
+        _own_model_sources(ctx, optimizer, _Iteration(loop, sites, trains_handed_out)) is not None
+        for optimizer in optimizers
+        for sites in _call_chains(ctx, optimizer, loop, 0)
+    )
+
+
+def _call_chains(ctx: FileContext, node: ast.AST, loop: ast.AST, depth: int) -> Iterator[tuple[ast.Call, ...]]:
+    """The chains of calls (outermost first) by which ``loop``'s body runs ``node`` once per call:
+    ``()`` when ``node`` sits in the body itself; none through a loop of the called function."""
+    loops = ctx.enclosing_loops(node)
+    if loops:
+        if loops[0] is loop:
+            yield ()
+        return
+    function = ctx.enclosing_function(node)
+    if function is None or depth >= _MAX_CALL_DEPTH:
+        return
+    for site in call_graph(ctx).callers(function):
+        for chain in _call_chains(ctx, site, loop, depth + 1):
+            yield (*chain, site)

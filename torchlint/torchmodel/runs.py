@@ -459,15 +459,15 @@ class RunAnalysis:
             # `for epoch ...: for shard_id ...:` -- a loop repeated every epoch is part of one run.
             return CONTINUING, "epoch"
         optimizers = [c for c, r in self.built.constructions() if r == Role.OPTIMIZER]
-        if builds_fresh_run(self.ctx, loop, optimizers):
-            # `for case in cases: net = Net(**case); opt = SGD(net.parameters())`: nothing carries
-            # over from one iteration to the next, whatever the loop iterates.
+        depths = self.step_depths(loop)
+        if builds_fresh_run(self.ctx, loop, optimizers, trains_handed_out=bool(depths) and min(depths) >= 1):
+            # `for case in cases: net = Net(**case); opt = SGD(net.parameters())`, `for net in ensemble:
+            # train(net)`: each iteration trains its own model, nothing carries over to the next.
             return INDEPENDENT, "fresh-run"
         if _over_literal_settings(loop):
             # `for device in ["cpu", "cuda"]:`, `for lr in (0.1, 0.01):` -- a sweep over settings
             # written out in the code, not data or time: each value gets a run of its own.
             return INDEPENDENT, "settings"
-        depths = self.step_depths(loop)
         if depths and min(depths) >= 2:
             return INDEPENDENT, "whole-runs"
         if depths == {0}:

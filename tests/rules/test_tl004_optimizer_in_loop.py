@@ -211,6 +211,7 @@ def test_loop_handing_out_each_model_of_an_ensemble_to_a_training_helper_is_sile
         "TL004",
     )
 
+
 def test_kfold_cross_validation_with_fresh_model_per_fold_is_silent(lint):
     assert not lint(
         """

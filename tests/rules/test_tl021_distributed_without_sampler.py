@@ -266,7 +266,6 @@ def main(model, train_set, optimizer, base_seed=0):
     )
 
 
-
 def test_sampler_passed_and_set_epoch_called(lint):
     assert not lint(
         DDP_HEADER

@@ -1084,3 +1084,57 @@ def test_an_evaluation_is_mode_dependent_through_any_model_it_runs(lint):
 def test_an_evaluation_whose_mode_dependent_models_are_in_eval_mode_is_silent(lint, dropout, switch):
     source = _SEQ2SEQ.replace("DROPOUT", dropout).replace("SWITCH", switch).replace("  # MARK", "")
     assert lint(source, "TL005") == []
+
+
+# ----- recurrent dropout acts between stacked layers only ---------------------------------------------
+_CHAR_DECODER = """
+import torch
+import torch.nn as nn
+
+LAYERS = {layers}
+
+class CharDecoder(nn.Module):
+    def __init__(self, vocab, hidden, n_layers=1, drop=0.2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, hidden)
+        self.rnn = nn.LSTM(hidden, hidden, n_layers, dropout=drop)
+        self.head = nn.Linear(hidden, vocab)
+
+    def forward(self, tokens, state=None):
+        out, state = self.rnn(self.embed(tokens), state)
+        return self.head(out), state
+
+decoder = CharDecoder(128, 256, LAYERS)
+optimizer = torch.optim.Adam(decoder.parameters())
+
+def validate():
+    with torch.no_grad():
+        for tokens, targets in val_loader:
+            logits, _ = decoder(tokens){marker}
+            print(nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten()).item())
+
+for epoch in range(10):
+    for tokens, targets in loader:
+        optimizer.zero_grad()
+        logits, _ = decoder(tokens)
+        nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten()).backward()
+        optimizer.step()
+    validate()
+"""
+
+
+def test_stacked_recurrent_dropout_evaluated_in_training_mode(lint):
+    (finding,) = check(lint, _CHAR_DECODER.format(layers=2, marker="  # expect: TL005"), "TL005")
+    assert "`decoder(...)` evaluates in training mode" in finding.message
+
+
+def test_single_layer_recurrent_dropout_is_inert(lint):
+    # PyTorch applies an LSTM's dropout between stacked layers only; with one layer it does nothing.
+    check(lint, _CHAR_DECODER.format(layers=1, marker=""), "TL005")
+
+
+def test_dropout_of_rate_zero_is_inert(lint):
+    source = _CHAR_DECODER.format(layers=1, marker="").replace(
+        "self.head = nn.Linear(hidden, vocab)", "self.head = nn.Sequential(nn.Dropout(0.0), nn.Linear(hidden, vocab))"
+    )
+    check(lint, source, "TL005")

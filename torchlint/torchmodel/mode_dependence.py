@@ -6,7 +6,8 @@ forward that branches on ``self.training``. The question is answered positively 
 a model is *shown* mode-dependent when data flow takes it to a construction that is
 
 * a ``torch.nn`` layer that depends on the mode as built (``vocabulary.MODE_DEPENDENT_LAYERS``,
-  a recurrent/attention layer given a non-zero ``dropout``, an instance norm asked to
+  a recurrent/attention layer given a non-zero ``dropout`` (a recurrent one with more than one
+  layer: its dropout acts between stacked layers), an instance norm asked to
   ``track_running_stats``), or a container (``Sequential``, ``ModuleList``...) holding one;
 * a class (of this file, or of the project where ``analysis.callgraph.resolve_class`` reaches
   it) whose body, a base, or a helper it calls to build its layers, builds one of those, uses a
@@ -123,11 +124,13 @@ class ModeDependence:
         """What a torch layer or a known library constructor builds; None for other names."""
         if qual in torch_names.MODE_DEPENDENT_LAYERS:
             rate = argument(call, 0, "p")
-            return rate is None or self._rate_may_be_nonzero(rate)
+            return rate is None or rate_may_be_nonzero(self.ctx, rate)
         if qual in torch_names.DROPOUT_ARGUMENT_LAYERS:
             position, default_on = torch_names.DROPOUT_ARGUMENT_LAYERS[qual]
             rate = argument(call, position, "dropout")
-            return default_on if rate is None else self._rate_may_be_nonzero(rate)
+            if rate is None:
+                return default_on
+            return rate_may_be_nonzero(self.ctx, rate) and self._may_stack(call, qual)
         if qual in torch_names.RUNNING_STATS_NORMS:
             return _literal_true(argument(call, 4, "track_running_stats"))
         if qual in torch_names.LAYER_CONTAINERS:
@@ -143,12 +146,21 @@ class ModeDependence:
             return False  # other torch layers (Linear, Conv2d, ReLU, LayerNorm, GroupNorm...) and names
         return None
 
-    def _rate_may_be_nonzero(self, rate: ast.AST) -> bool:
-        """A dropout rate that may be non-zero: a parameter (``nn.Dropout(dropout_p)`` in an
-        ``__init__``) holds what its call sites pass, so a rate is zero only when every value that
-        reaches it is a literal zero (a class built with its default ``dropout=0.0`` everywhere);
-        an unknown value may be non-zero."""
-        return not all(_literal_zero(o) for o in self.flow.origins(rate, parameters=True))
+    def _may_stack(self, call: ast.Call, qual: str) -> bool:
+        """A recurrent layer's dropout acts between stacked layers only: it matters unless every
+        value that reaches ``num_layers`` (a constant, a parameter's default, what the call sites
+        pass) is a literal 1. An unknown count may be more: a configurable depth given a dropout
+        is meant to stack, and an RNN evaluated in training mode then drops activations."""
+        position = torch_names.STACKED_DROPOUT_LAYERS.get(qual)
+        if position is None:
+            return True  # attention and transformer layers apply their dropout as given
+        layers = argument(call, position, "num_layers")
+        if layers is None:
+            return False  # the default: one layer
+        return not all(
+            isinstance(o, ast.Constant) and type(o.value) is int and o.value <= 1
+            for o in self.flow.origins(layers, parameters=True)
+        )
 
     def _part_shown(self, expr: ast.AST, depth: int) -> bool:
         """A layer handed to a container: built there, named, or unpacked (``*layers``, a dict)."""
@@ -209,6 +221,15 @@ class ModeDependence:
         )
         self._built[func] = shown
         return shown
+
+
+def rate_may_be_nonzero(ctx: FileContext, rate: ast.AST) -> bool:
+    """A dropout rate that may be non-zero: a parameter (``nn.Dropout(dropout_p)`` in an
+    ``__init__``) holds what its call sites pass (its default where one leaves it out), an
+    attribute (``F.dropout(x, self.p)``) what its assignments give it, so a rate is zero only when
+    every value that reaches it is a literal zero (a class built with its default ``dropout=0.0``
+    everywhere); an unknown value may be non-zero."""
+    return not all(_literal_zero(o) for o in dataflow(ctx).origins(rate, parameters=True))
 
 
 def _literal_zero(expr: ast.AST | None) -> bool:

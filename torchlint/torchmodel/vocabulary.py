@@ -245,6 +245,9 @@ DROPOUT_ARGUMENT_LAYERS = {
     "torch.nn.TransformerEncoderLayer": (3, True),
     "torch.nn.TransformerDecoderLayer": (3, True),
 }
+# Recurrent layers apply their `dropout` only between stacked layers, never after the last one
+# (PyTorch warns when `num_layers` is 1): the position of `num_layers`, whose default is 1.
+STACKED_DROPOUT_LAYERS = {"torch.nn.RNN": 2, "torch.nn.LSTM": 2, "torch.nn.GRU": 2}
 # torch.nn containers whose mode is that of the layers handed to them (positionally).
 LAYER_CONTAINERS = frozenset(
     {

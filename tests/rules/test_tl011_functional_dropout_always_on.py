@@ -314,3 +314,119 @@ def test_dropout_in_forward_next_to_a_no_grad_block_is_reported(lint):
                 return self.head(x), target
         """
     check(lint, source, CODE)
+
+
+# ----- a rate that is zero on every path, a class only ever trained -----------------------------------
+
+_MESSAGE_PASSING = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class EdgeDecoder(nn.Module):
+    def __init__(self, n_in, n_hid, edge_types, drop_rate=0.0):
+        super().__init__()
+        self.msg = nn.Linear(2 * n_in, n_hid)
+        self.out = nn.Linear(n_in + n_hid, n_in)
+        self.drop_rate = drop_rate
+
+    def forward(self, nodes, senders, receivers):
+        msg = F.relu(self.msg(torch.cat([nodes[senders], nodes[receivers]], -1)))
+        msg = F.dropout(msg, p=self.drop_rate){marker}
+        agg = torch.zeros_like(nodes[:, : msg.size(-1)]).index_add_(0, receivers, msg)
+        return nodes + self.out(torch.cat([nodes, agg], -1))
+
+decoder = EdgeDecoder(n_in=4, n_hid=64, edge_types=2{extra})
+optimizer = torch.optim.Adam(decoder.parameters(), lr=5e-4)
+for epoch in range(100):
+    for nodes, senders, receivers, target in loader:
+        optimizer.zero_grad()
+        loss = F.mse_loss(decoder(nodes, senders, receivers), target)
+        loss.backward()
+        optimizer.step()
+decoder.eval()
+with torch.no_grad():
+    print(sum(F.mse_loss(decoder(n, s, r), t).item() for n, s, r, t in val_loader))
+"""
+
+
+def test_rate_zero_in_a_file_that_only_defines_the_class_is_reported(lint):
+    # Without a training script building the class here, other files may build it with a rate.
+    source = _MESSAGE_PASSING.format(marker="  # expect: TL011", extra="")
+    check(lint, source[: source.index("decoder = EdgeDecoder")], CODE)
+
+
+def test_rate_passed_by_a_construction_is_reported(lint):
+    source = _MESSAGE_PASSING.format(marker="  # expect: TL011", extra=", drop_rate=0.2")
+    (finding,) = check(lint, source, CODE)
+    assert finding.line == 15
+    assert "`F.dropout(msg, p=self.drop_rate)` has no `training=` argument" in finding.message
+
+
+def test_rate_zero_on_every_path_is_silent(lint):
+    # The constructor's default 0.0 is what every construction of the file leaves in place.
+    check(lint, _MESSAGE_PASSING.format(marker="", extra=""), CODE)
+
+
+_GAN = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch import optim
+
+class Critic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 256)
+        self.fc2 = nn.Linear(256, 1)
+
+    def forward(self, x):
+        x = F.dropout(F.leaky_relu(self.fc1(x), 0.2), 0.3){marker}
+        return torch.sigmoid(self.fc2(x))
+
+class Maker(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(100, 784)
+
+    def forward(self, z):
+        return torch.tanh(self.fc(z))
+
+def sample_grid(noise):
+    maker.eval()
+    images = maker(noise)
+    maker.train()
+    return images
+
+maker = Maker().cuda()
+critic = Critic().cuda()
+opt_c = optim.Adam(critic.parameters(), lr=2e-4)
+opt_m = optim.Adam(maker.parameters(), lr=2e-4)
+for epoch in range(20):
+    for real, _ in loader:
+        critic.zero_grad()
+        loss_c = bce(critic(real), ones) + bce(critic(maker(torch.randn(64, 100)).detach()), zeros)
+        loss_c.backward()
+        opt_c.step()
+        maker.zero_grad()
+        loss_m = bce(critic(maker(torch.randn(64, 100))), ones)
+        loss_m.backward()
+        opt_m.step()
+    sample_grid(torch.randn(25, 100))
+{evaluation}"""
+
+
+def test_class_evaluated_somewhere_is_reported(lint):
+    evaluation = "critic.eval()\nscores = critic(held_out)\n"
+    (finding,) = check(lint, _GAN.format(marker="  # expect: TL011", evaluation=evaluation), CODE)
+    assert finding.line == 14 and "no `training=` argument" in finding.message
+
+
+def test_class_run_under_no_grad_is_reported(lint):
+    evaluation = "with torch.no_grad():\n    scores = critic(held_out)\n"
+    check(lint, _GAN.format(marker="  # expect: TL011", evaluation=evaluation), CODE)
+
+
+def test_class_only_ever_trained_is_silent(lint):
+    # Only the generator is switched to eval mode; the critic runs in training mode wherever it runs.
+    check(lint, _GAN.format(marker="", evaluation=""), CODE)

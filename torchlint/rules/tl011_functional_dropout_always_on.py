@@ -10,6 +10,8 @@ from torchlint.analysis.nodes import argument
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.gradmode import grad_effect
+from torchlint.torchmodel.instance_modes import instances_shown, may_run_in_eval_mode
+from torchlint.torchmodel.mode_dependence import rate_may_be_nonzero
 from torchlint.torchmodel.modules import module_classes
 
 
@@ -29,7 +31,13 @@ class FunctionalDropoutAlwaysOn(Rule):
         else x`, below `if not self.training: return x`) is not reported, nor is
         dropout in a method decorated with `@torch.no_grad()` or
         `@torch.inference_mode()` (a sampling option of `generate()`): that method
-        never trains, so its dropout is meant to run at inference.
+        never trains, so its dropout is meant to run at inference. Nor is dropout
+        whose rate is zero on every path (`F.dropout(x, p=self.p)` where `self.p` is a
+        constructor parameter defaulting to `0.0` that no construction in a training
+        script building the class sets): it drops nothing in either mode; nor dropout of a class whose every
+        instance, built in a training script, is only trained and never switched to
+        eval mode, run under no-grad or loaded (a GAN's discriminator): it runs in
+        training mode wherever it runs.
     """
     why = """
         Unlike the `nn.Dropout` module, the functional form does not know the module's
@@ -105,6 +113,8 @@ class Block(nn.Module):
                 continue
             if _runs_only_in_training_mode(ctx, call) or _in_no_grad_method(ctx, call, cls):
                 continue
+            if _rate_always_zero(ctx, call, cls) or not may_run_in_eval_mode(ctx, cls):
+                continue
             yield self.report(call, self._message(ctx, call, parameter))
 
     @staticmethod
@@ -156,3 +166,12 @@ def _in_no_grad_method(ctx, call: ast.Call, cls: ast.ClassDef) -> bool:
             if any(grad_effect(ctx, decorator) is False for decorator in ancestor.decorator_list):
                 return True
     return False
+
+
+def _rate_always_zero(ctx, call: ast.Call, cls: ast.ClassDef) -> bool:
+    """Every value that reaches the rate is a literal zero (``F.dropout(x, self.p)`` with ``self.p``
+    a constructor parameter defaulting to 0.0 that no construction sets), in a training script that
+    shows every instance of the class: dropout off in both modes. A class only defined here may be
+    built elsewhere with a rate."""
+    rate = argument(call, 1, "p")
+    return rate is not None and instances_shown(ctx, cls) and not rate_may_be_nonzero(ctx, rate)

@@ -559,3 +559,99 @@ def test_a_training_step_implemented_here_that_never_restores_is_reported(lint):
         "ROLLOUT", "def rollout(self, queries):\n            return [q.float() for q in queries]"
     )
     check(lint, source, "TL007")
+
+
+# ----- `.eval()` of an object that is no torch module -------------------------------------------------
+_ROLLOUT_TRAINER = """
+import torch
+import torch.nn as nn
+
+class Arcade:
+    def __init__(self, game):
+        self.game = game
+        self.training = True
+
+    def eval(self):
+        self.training = False
+
+    def reset(self):
+        lives = 5 if self.training else 1  # episodes end at the first lost life only in training
+        return torch.zeros(4, 84, 84) + lives
+
+class Policy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Flatten(), nn.Linear(4 * 84 * 84, 256), nn.Dropout(0.1), nn.Linear(256, 6))
+
+    def forward(self, x):
+        return self.body(x)
+
+def rollout_return(policy, game):
+    arcade = Arcade(game)
+    arcade.eval(){env_marker}
+    {model_switch}
+    with torch.no_grad():
+        return policy(arcade.reset()[None]).max().item()
+
+policy = Policy()
+optimizer = torch.optim.AdamW(policy.parameters(), lr=6e-4)
+for epoch in range(5):
+    for states, actions in loader:
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(policy(states), actions).backward()
+        optimizer.step()
+    print(rollout_return(policy, "Pong")){call_marker}
+"""
+
+
+def test_eval_of_the_model_next_to_a_plain_object_is_reported(lint):
+    source = _ROLLOUT_TRAINER.format(env_marker="", model_switch="policy.eval()", call_marker="  # expect: TL007")
+    (finding,) = check(lint, source, "TL007")
+    assert "calls `policy.eval()`" in finding.message and "arcade" not in finding.message
+
+
+def test_eval_method_of_a_plain_project_class_is_no_mode_switch(lint):
+    check(lint, _ROLLOUT_TRAINER.format(env_marker="", model_switch="pass", call_marker=""), "TL007")
+
+
+# ----- `model.train(flag)` at the start of the training function restores the mode --------------------
+_RUN_EPOCH = """
+import torch
+import torch.nn as nn
+
+model = nn.Sequential(nn.Linear(32, 64), nn.Dropout(0.2), nn.Linear(64, 4))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+def run_epoch(split):
+    is_train = split == "train"
+    {switch}
+    for x, y in loaders[split]:
+        loss = nn.functional.cross_entropy(model(x), y)
+        if is_train:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+def probe_accuracy():
+    model.train(False)
+    with torch.no_grad():
+        return sum((model(x).argmax(1) == y).float().mean().item() for x, y in loaders["probe"])
+
+for epoch in range(30):
+    run_epoch("train")
+    print(probe_accuracy()){marker}
+"""
+
+
+def test_switch_to_eval_without_any_restore_is_reported(lint):
+    (finding,) = check(lint, _RUN_EPOCH.format(switch="pass", marker="  # expect: TL007"), "TL007")
+    assert "calls `model.train(False)`" in finding.message
+
+
+def test_train_with_a_flag_that_may_be_true_restores_the_mode(lint):
+    check(lint, _RUN_EPOCH.format(switch="model.train(is_train)", marker=""), "TL007")
+
+
+def test_train_with_a_flag_that_is_always_false_restores_nothing(lint):
+    source = _RUN_EPOCH.format(switch="frozen = False\n    model.train(frozen)", marker="  # expect: TL007")
+    check(lint, source, "TL007")

@@ -19,6 +19,7 @@ from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.events import Event, EventKind
+from torchlint.torchmodel.modules import never_a_module
 from torchlint.torchmodel.roles import Role, object_roles
 
 if TYPE_CHECKING:
@@ -95,17 +96,19 @@ class CallEvents:
             return Event(EventKind.UNSCALE, call, target=symbol(call.args[0]) if call.args else None)
         if method in torch_names.CLIP_METHODS:
             return Event(EventKind.CLIP, call, target=owner_key)
+        if method in ("eval", "train") and never_a_module(ctx, owner):
+            return None  # `env.eval()` of a plain project class: no train/eval mode switch
         if method == "eval" and not call.args:
             return Event(EventKind.EVAL, call, target=owner_key)
         if method == "train":
             # model.train(), model.train(True), model.train(False), model.train(mode=False);
-            # a mode held in a variable (model.train(was_training)) could be either.
+            # a mode held in a value (model.train(was_training)) could be either.
             mode = argument(call, 0, "mode")
             if mode is None or (isinstance(mode, ast.Constant) and mode.value is True):
                 return Event(EventKind.TRAIN, call, target=owner_key)
             if isinstance(mode, ast.Constant) and mode.value is False:
                 return Event(EventKind.EVAL, call, target=owner_key)
-            return None
+            return Event(EventKind.SET_MODE, call, target=owner_key, arg=mode)
         return None
 
     def _names_a_module(self, owner: ast.AST) -> bool:

@@ -30,6 +30,7 @@ class EventKind(Enum):
     SCHED_STEP = "sched_step"  # scheduler.step()
     TRAIN = "train"  # model.train() / model.train(True)
     EVAL = "eval"  # model.eval() / model.train(False)
+    SET_MODE = "set_mode"  # model.train(is_train): the mode a value says (``arg``), either one
     OPAQUE_STEP = "opaque_step"  # a callable given a loss and an optimizer (timm/MAE's loss_scaler): backward and step
     CONTINUE = "continue"
     BREAK = "break"

@@ -19,6 +19,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import is_abstract, resolve_local_call
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.nodes import last_name, name_ids, position
 from torchlint.torchmodel.evaluation import evaluation_analysis
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
@@ -195,6 +196,9 @@ class RestoreAnalysis:
         if self._training_sets_eval(events, evaluation, first_train):
             return True  # the training code owns the mode: it trains in eval mode on purpose
         for j, other in enumerate(events):
+            if other.kind is EventKind.SET_MODE and j < first_train and self._same_model(other, evaluation):
+                if self._may_say_train(other):
+                    return True  # `model.train(is_train)` at the start of the training function
             if other.kind is not EventKind.TRAIN or not self._same_model(other, evaluation):
                 continue
             if j > index:  # later in the same iteration
@@ -204,6 +208,13 @@ class RestoreAnalysis:
             if evaluation.loops and evaluation.loops[-1] in other.loops:
                 return True  # in the same inner loop (a train/val phase loop): its next pass restores
         return False
+
+    def _may_say_train(self, event) -> bool:
+        """``model.train(flag)`` whose flag may be true (``is_train = split == "train"``): before the
+        iteration's first training step, that step runs in the mode the flag sets, which is
+        training mode unless every value reaching the flag is a literal false."""
+        origins = dataflow(self.ctx).origins(event.arg, parameters=True)
+        return not all(isinstance(o, ast.Constant) and not o.value for o in origins)
 
     def _training_sets_eval(self, events, evaluation, first_train) -> bool:
         """An unconditional switch of the same model to eval mode before the iteration's first

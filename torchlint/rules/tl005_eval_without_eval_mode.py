@@ -45,7 +45,9 @@ class EvalWithoutEvalMode(Rule):
         Face `from_pretrained` of a class whose configuration has dropout). A model
         the linter cannot see into (a parameter no call site of the file fills, a
         class of another package) is not reported, nor one of `Linear`/`ReLU`
-        layers or an `nn.RNN` with its default dropout 0. A parameter holds what
+        layers, an `nn.RNN` with its default dropout 0, or a recurrent layer whose
+        `num_layers` is 1 on every path (its dropout acts between stacked layers
+        only; an unknown count may be more, and is reported). A parameter holds what
         any call site passes (of the `def` that call runs, when a notebook redefines
         the function), a dropout rate from a constructor parameter what its callers
         give it; an evaluation that runs several models (an encoder, then a decoder)

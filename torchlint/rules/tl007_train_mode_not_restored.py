@@ -31,7 +31,10 @@ class TrainModeNotRestored(Rule):
         layers, or one the linter cannot see into, is not reported). A switch under
         a condition inside the training
         function (`if freeze_bn: model.eval()`) configures training; it is not an
-        evaluation.
+        evaluation. `x.eval()` where `x` is an instance of a project class that does
+        not derive from `nn.Module` (an environment's own evaluation flag) is no
+        switch at all, and `model.train(is_train)` before the first training step,
+        with a flag that may be true, restores the mode.
     """
     why = """
         After the first validation the model stays in eval mode for the rest of

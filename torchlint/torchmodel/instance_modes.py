@@ -6,8 +6,8 @@ wherever it runs, while its generator is switched to eval mode to draw samples. 
 "never" only when the file shows every instance: the file trains (it has a training loop), each
 instance is built in this file under a plain name (``D = Discriminator().cuda()``), that name is
 only called, asked for attributes, or handed to functions of this file, and nothing switches a
-value that may hold it to eval mode (``.eval()``, ``.train(<not True>)``), runs it under no-grad or
-loads weights into it. Anything else -- an instance built in a container or in another module,
+value that may hold it to eval mode (``.eval()``, ``.train(<not True>)``), evaluates it (an
+evaluation loop, even one that forgets ``eval()``), runs it under no-grad or loads weights into it. Anything else -- an instance built in a container or in another module,
 a class no code of the file builds (it is built elsewhere), a subclass -- may run in eval mode.
 """
 
@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callgraph import call_graph, resolve_local_call
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.nodes import argument
+from torchlint.torchmodel.evaluation import evaluation_analysis
+from torchlint.torchmodel.forward_calls import model_expression
 from torchlint.torchmodel.gradmode import lexical_grad_disabler
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.provenance import through_model_keeping
@@ -51,9 +53,23 @@ def _only_trained(ctx: FileContext, cls: ast.ClassDef) -> bool:
     if any(name is None for name in names):
         return False
     instances = set(builds)
-    return all(_plain_use(ctx, use) for use in _uses(ctx, set(names))) and not any(
-        _switches_to_eval(ctx, call, instances) for call in ctx.calls
+    return (
+        all(_plain_use(ctx, use) for use in _uses(ctx, set(names)))
+        and not any(_switches_to_eval(ctx, call, instances) for call in ctx.calls)
+        and not any(_may_hold(ctx, model_expression(call), instances) for call in _evaluating_calls(ctx))
     )
+
+
+def _evaluating_calls(ctx: FileContext) -> list[ast.Call]:
+    """The model calls of the file's evaluation code (TL005/TL006's units: a test loop run with
+    autograd on and no ``eval()`` evaluates too)."""
+    analysis = evaluation_analysis(ctx)
+    return [call for unit in analysis.units for call in analysis.finder.calls_of(unit)]
+
+
+def _may_hold(ctx: FileContext, expr: ast.AST, instances: set[ast.Call]) -> bool:
+    origins = dataflow(ctx).origins(expr, through_model_keeping, parameters=True)
+    return any(origin is None or origin in instances for origin in origins)
 
 
 def _bound_name(ctx: FileContext, build: ast.Call) -> str | None:
@@ -98,5 +114,4 @@ def _switches_to_eval(ctx: FileContext, call: ast.Call, instances: set[ast.Call]
         mode = argument(call, 0, "mode")
         if mode is None or (isinstance(mode, ast.Constant) and mode.value is True):
             return False
-    origins = dataflow(ctx).origins(func.value, through_model_keeping, parameters=True)
-    return any(origin is None or origin in instances for origin in origins)
+    return _may_hold(ctx, func.value, instances)

@@ -204,3 +204,144 @@ def test_a_no_grad_call_that_may_select_the_training_path_is_reported(lint, args
     source = _SOLVER.replace("ARGS", args).replace("MARK", "  # expect: TL016")
     findings = check(lint, source, CODE)
     assert "(called from line" in findings[0].message
+
+
+# The grad mode that matters is where the backpropagated tensor was computed (recording), not
+# where backward is called: a loss computed under `torch.enable_grad()` has its graph even when
+# its backward runs under no-grad, in the helper itself or because the whole helper is called
+# from a no-grad block.
+
+
+def test_a_loss_computed_under_no_grad_in_a_helper_called_from_no_grad_is_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+
+        class Attack:
+            def input_gradient(self, images, labels):
+                images = images.clone().requires_grad_()
+                scores = self.model(images)
+                loss = scores.gather(1, labels[:, None]).sum()
+                loss.backward()  # expect: TL016
+                return images.grad
+
+            def run(self, images, labels, steps):
+                for _ in range(steps):
+                    with torch.no_grad():
+                        grad = self.input_gradient(images, labels)
+                        images = images + 0.01 * grad.sign()
+                return images
+        """,
+        CODE,
+    )
+    assert "`loss.backward()` runs under `torch.no_grad()` (line 14) (called from line 15)" in findings[0].message
+
+
+@pytest.mark.parametrize(
+    "switch",
+    ["with torch.enable_grad():", "with torch.set_grad_enabled(True):", "with torch.no_grad(), torch.enable_grad():"],
+)
+def test_a_loss_recorded_under_enable_grad_keeps_its_graph_outside_the_block(lint, switch):
+    check(
+        lint,
+        f"""
+        import torch
+
+        class Attack:
+            def logit_jacobian(self, images):
+                images = images.clone().requires_grad_()
+                {switch}
+                    logits = self.model(images)
+                rows = []
+                seed = torch.zeros_like(logits)
+                for k in range(logits.shape[1]):
+                    seed[:, k] = 1.0
+                    logits.backward(seed, retain_graph=True)
+                    seed[:, k] = 0.0
+                    rows.append(images.grad.clone())
+                    images.grad.zero_()
+                return torch.stack(rows, 1)
+
+            def margin_gradient(self, images, a, b):
+                images = images.clone().requires_grad_()
+                {switch}
+                    logits = self.model(images)
+                    margin = (logits[:, a] - logits[:, b]).sum()
+                margin.backward()
+                return images.grad
+
+            def run(self, images, a, b):
+                with torch.no_grad():
+                    jac = self.logit_jacobian(images)
+                    step = self.margin_gradient(images, a, b)
+                return jac, step
+        """,
+        CODE,
+    )
+
+
+def test_a_loss_returned_by_an_enable_grad_helper_keeps_its_graph_under_no_grad(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        @torch.enable_grad()
+        def energy(model, x):
+            return model(x).logsumexp(1).sum()
+
+        def refine(model, x, scaler):
+            x = x.detach().requires_grad_()
+            with torch.no_grad():
+                e = energy(model, x)
+                e.backward()
+                x -= 0.1 * x.grad
+            return x
+        """,
+        CODE,
+    )
+
+
+def test_a_value_computed_from_the_recorded_one_under_no_grad_has_no_graph(lint):
+    # Only where the backpropagated tensor itself was computed counts: `.sum()` under no-grad
+    # records nothing, even of a tensor that carries a graph.
+    findings = check(
+        lint,
+        """
+        import torch
+
+        def score_gradient(model, x):
+            x = x.clone().requires_grad_()
+            with torch.no_grad():
+                with torch.enable_grad():
+                    logits = model(x)
+                total = logits.sum()
+                total.backward()  # expect: TL016
+            return x.grad
+        """,
+        CODE,
+    )
+    assert "`total.backward()` runs under `torch.no_grad()` (line 6)" in findings[0].message
+
+
+def test_enable_grad_inside_inference_mode_records_nothing(lint):
+    # Inference mode is not undone by enable_grad: its tensors never record a graph.
+    check(
+        lint,
+        """
+        import torch
+
+        def input_gradient(model, x):
+            x = x.clone().requires_grad_()
+            with torch.enable_grad():
+                loss = model(x).sum()
+            loss.backward()  # expect: TL016
+            return x.grad
+
+        @torch.inference_mode()
+        def explain(model, batches):
+            return [input_gradient(model, x) for x in batches]
+        """,
+        CODE,
+    )

@@ -7,7 +7,7 @@ import ast
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.events import EventKind
-from torchlint.torchmodel.gradmode import grad_effect, lexical_grad_disabler
+from torchlint.torchmodel.gradmode import grad_effect, is_inference_mode, lexical_grad_disabler, recorded_with_grad
 from torchlint.torchmodel.phases import runs_when_called
 from torchlint.torchmodel.walk import event_walker
 
@@ -111,7 +111,7 @@ def run(model, opt, batches):
             if event is None or event.kind is not EventKind.BACKWARD:
                 continue
             disabler = lexical_grad_disabler(ctx, call)
-            if disabler is not None:
+            if disabler is not None and not _graph_recorded(ctx, event, disabler):
                 reported.add(call)
                 yield self.report(call, self._message(ctx, call, disabler))
         # A helper that runs backward, called from inside a no-grad block or a no-grad function.
@@ -123,6 +123,8 @@ def run(model, opt, batches):
                     continue
                 if not _on_the_called_path(ctx, event):
                     continue  # `if train: loss.backward()` reached by a call passing `train=False`
+                if _graph_recorded(ctx, event, disabler):
+                    continue  # the loss was computed under `torch.enable_grad()`: it has its graph
                 if lexical_grad_disabler(ctx, event.node) is None and not _enabled_in_callee(ctx, event.node):
                     reported.add(event.node)
                     yield self.report(event.node, self._message(ctx, event.node, disabler, via=event.via[0]))
@@ -151,6 +153,24 @@ def _disabled_regions(ctx):
             if grad_effect(ctx, decorator) is False:
                 yield func.body, decorator
                 break
+
+
+def _graph_recorded(ctx, event, disabler) -> bool:
+    """Whether the tensor the backward runs on was computed where grad is switched back on, so
+    that it has a graph although the backward call itself runs under ``disabler`` (grad mode
+    governs recording, not backward). Inside ``inference_mode`` nothing switches recording back on.
+
+    ``owner.backward(arg)`` is either a tensor's backward with a gradient (``y.backward(grad_mask)``)
+    or a framework's backward of a loss (``accelerator.backward(loss)``): either tensor shown
+    recorded (a framework object is never what an ``enable_grad`` block computes) is taken as the
+    loss's graph."""
+    if is_inference_mode(ctx, disabler):
+        return False
+    tensors = [event.arg]
+    call = event.node
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.args:
+        tensors.append(call.func.value)
+    return any(t is not None and recorded_with_grad(ctx, t) for t in tensors)
 
 
 def _enabled_in_callee(ctx, node) -> bool:

@@ -1,11 +1,15 @@
 """Where autograd is switched off: ``torch.no_grad()``, ``torch.inference_mode()``,
-``torch.set_grad_enabled(False)`` as with-blocks or decorators (and where it is turned back on)."""
+``torch.set_grad_enabled(False)`` as with-blocks or decorators (and where it is turned back on),
+and whether a tensor was recorded in a graph where it was computed."""
 
 from __future__ import annotations
 
 import ast
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.callgraph import resolve_local_call
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.nodes import returns_of
 from torchlint.torchmodel import vocabulary as torch_names
 
 if TYPE_CHECKING:
@@ -17,7 +21,7 @@ def grad_effect(ctx: FileContext, expr: ast.AST) -> bool | None:
     call = expr if isinstance(expr, ast.Call) else None
     qual = ctx.qualname(call.func if call else expr)
     if qual in torch_names.NO_GRAD:
-        if qual == "torch.inference_mode" and call and call.args and _is_false(call.args[0]):
+        if qual == torch_names.INFERENCE_MODE and call and call.args and _is_false(call.args[0]):
             return None  # inference_mode(False) leaves grad mode alone
         return False
     if qual in torch_names.ENABLE_GRAD:
@@ -34,25 +38,108 @@ def _is_false(expr: ast.AST) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is False
 
 
-def lexical_grad_disabler(ctx: FileContext, node: ast.AST) -> ast.AST | None:
-    """The with-item or decorator that disables grad where ``node`` runs, judged lexically
-    within ``node``'s own function (the nearest enclosing switch wins), or None."""
+def is_inference_mode(ctx: FileContext, expr: ast.AST) -> bool:
+    """``torch.inference_mode()`` (not ``inference_mode(False)``): unlike ``no_grad``, a
+    ``torch.enable_grad()`` inside it records nothing (its tensors are inference tensors)."""
+    call = expr if isinstance(expr, ast.Call) else None
+    return ctx.qualname(call.func if call else expr) == torch_names.INFERENCE_MODE and grad_effect(ctx, expr) is False
+
+
+def lexical_grad_switch(ctx: FileContext, node: ast.AST) -> ast.AST | None:
+    """The with-item or decorator that sets the grad mode where ``node`` runs, judged lexically
+    within ``node``'s own function (the nearest enclosing switch, on or off), or None."""
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, (ast.With, ast.AsyncWith)):
             for item in reversed(ancestor.items):
-                effect = grad_effect(ctx, item.context_expr)
-                if effect is False:
+                if grad_effect(ctx, item.context_expr) is not None:
                     return item.context_expr
-                if effect is True:
-                    return None
         elif isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for decorator in ancestor.decorator_list:
-                effect = grad_effect(ctx, decorator)
-                if effect is False:
+                if grad_effect(ctx, decorator) is not None:
                     return decorator
-                if effect is True:
-                    return None
             return None
         elif isinstance(ancestor, (ast.Lambda, ast.ClassDef)):
             return None
     return None
+
+
+def lexical_grad_disabler(ctx: FileContext, node: ast.AST) -> ast.AST | None:
+    """The with-item or decorator that disables grad where ``node`` runs, judged lexically
+    within ``node``'s own function (the nearest enclosing switch wins), or None."""
+    switch = lexical_grad_switch(ctx, node)
+    return switch if switch is not None and grad_effect(ctx, switch) is False else None
+
+
+MAX_RECORDING_DEPTH = 3  # helper calls followed from a value to the statements that computed it
+
+
+def recorded_with_grad(ctx: FileContext, expr: ast.AST) -> bool:
+    """Whether every value the tensor ``expr`` may hold is shown to have been computed where grad is
+    switched back on (``with torch.enable_grad():``, ``torch.set_grad_enabled(True)``, a function
+    decorated ``@torch.enable_grad()``), so that it carries a graph even where the code around
+    ``expr`` runs under no-grad: recording happens when a value is computed, not when it is used.
+
+    The value is followed through names to the expressions that computed it (also to the arguments
+    the call sites of a parameter's function pass), and from a call of a function of this file to
+    what that function returns. A value of unknown origin, or one computed with no switch around it
+    (in the mode of whoever runs the code), is not shown to be recorded."""
+    return _recording(ctx, expr, 0) is True
+
+
+def _recording(ctx: FileContext, expr: ast.AST, depth: int) -> bool | None:
+    """True when every value of ``expr`` was computed with grad switched on, False when one was
+    computed with it switched off, None when not shown either way (a value computed with no switch
+    in its function, whose mode is that of whoever runs it, or one of unknown origin)."""
+    if depth > MAX_RECORDING_DEPTH:
+        return None
+    origins = dataflow(ctx).origins(expr, parameters=True)
+    return _combined({_computed_with_grad(ctx, o, depth) if o is not None else None for o in origins})
+
+
+def _combined(modes: set) -> bool | None:
+    """All values recorded (True), one not (False), or not shown (None)."""
+    if False in modes:
+        return False
+    return True if modes == {True} else None
+
+
+def _computed_with_grad(ctx: FileContext, origin: ast.AST, depth: int) -> bool | None:
+    """The grad mode ``origin`` was computed in: a call of a function of this file that switches
+    the mode itself or returns values its own switches decide, else the nearest switch around it."""
+    if isinstance(origin, (ast.List, ast.Tuple)):  # `torch.autograd.backward([a, b])`: each tensor's own place
+        return _combined({_recording(ctx, elt, depth) for elt in origin.elts})
+    if _inside_inference_mode(ctx, origin):
+        return False
+    if isinstance(origin, ast.Call):
+        callee = resolve_local_call(ctx, origin)
+        if isinstance(callee, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            own = _callee_recording(ctx, callee, depth)
+            if own is not None:
+                return own
+    switch = lexical_grad_switch(ctx, origin)
+    return None if switch is None else grad_effect(ctx, switch)
+
+
+def _callee_recording(ctx: FileContext, callee: ast.AST, depth: int) -> bool | None:
+    """The grad mode of what ``callee`` returns when its own decorator or switches decide it."""
+    for decorator in callee.decorator_list:
+        effect = grad_effect(ctx, decorator)
+        if effect is not None:
+            return effect
+    returned = [ret.value for ret in returns_of(callee)]
+    if not returned or any(v is None for v in returned):
+        return None
+    return _combined({_recording(ctx, v, depth + 1) for v in returned})
+
+
+def _inside_inference_mode(ctx: FileContext, node: ast.AST) -> bool:
+    """An ``inference_mode()`` block or decorator around ``node`` in its function, however deep."""
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (ast.With, ast.AsyncWith)):
+            if any(is_inference_mode(ctx, item.context_expr) for item in ancestor.items):
+                return True
+        elif isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return any(is_inference_mode(ctx, d) for d in ancestor.decorator_list)
+        elif isinstance(ancestor, (ast.Lambda, ast.ClassDef)):
+            return False
+    return False

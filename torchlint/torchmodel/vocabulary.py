@@ -440,7 +440,8 @@ ZEROS_FUNCTIONS = frozenset({"torch.zeros_like", "torch.zeros"})
 LOSS_SCALING_METHODS = frozenset({"scale", "scale_loss"})
 
 # ----- autograd mode -------------------------------------------------------------------------------------
-NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode"})
+INFERENCE_MODE = "torch.inference_mode"
+NO_GRAD = frozenset({"torch.no_grad", INFERENCE_MODE})
 ENABLE_GRAD = frozenset({"torch.enable_grad"})
 SET_GRAD_ENABLED = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
 

@@ -25,7 +25,11 @@ class BackwardUnderNoGrad(Rule):
         block or a function decorated with one of them, including a helper called
         from inside such a block or such a function. A helper's backward under a
         condition on its parameters counts only on the path the call selects
-        (`if train: loss.backward()` called with `train=False` runs none). The
+        (`if train: loss.backward()` called with `train=False` runs none). What counts
+        is the mode where the backpropagated tensor was computed: a loss computed in a
+        `torch.enable_grad()` block (or by an `@torch.enable_grad()` helper) has its
+        graph, so its backward under no-grad is fine (but not inside
+        `inference_mode`, which `enable_grad` does not undo). The
         `backward` function of a compiled extension (`ext.backward(...)` with `ext`
         imported or from `torch.utils.cpp_extension.load(...)`, as in the
         hand-written backward of a `torch.autograd.Function`) is no autograd backward.

@@ -345,3 +345,45 @@ def test_enable_grad_inside_inference_mode_records_nothing(lint):
         """,
         CODE,
     )
+
+
+def test_a_bare_set_grad_enabled_true_before_the_loss_records_it(lint):
+    # `torch.set_grad_enabled(True)` as a statement switches recording on for what follows;
+    # one in a branch may not run, and a later `False` switches it off again.
+    check(
+        lint,
+        """
+        import torch
+
+        def refine(model, x, steps):
+            x = x.clone().requires_grad_()
+            torch.set_grad_enabled(True)
+            energy = model(x).logsumexp(1).sum()
+            energy.backward()
+            return x.grad
+
+        def maybe_refine(model, x, enable):
+            x = x.clone().requires_grad_()
+            if enable:
+                torch.set_grad_enabled(True)
+            energy = model(x).sum()
+            energy.backward()  # expect: TL016
+            return x.grad
+
+        def switched_off_again(model, x):
+            x = x.clone().requires_grad_()
+            torch.set_grad_enabled(True)
+            torch.set_grad_enabled(False)
+            energy = model(x).sum()
+            energy.backward()  # expect: TL016
+            return x.grad
+
+        @torch.no_grad()
+        def sample(model, x):
+            a = refine(model, x, 3)
+            b = maybe_refine(model, x, True)
+            c = switched_off_again(model, x)
+            return a, b, c
+        """,
+        CODE,
+    )

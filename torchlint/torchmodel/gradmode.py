@@ -38,6 +38,20 @@ def _is_false(expr: ast.AST) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is False
 
 
+def grad_mode_statements(ctx: FileContext) -> list[ast.Call]:
+    """Bare ``torch.set_grad_enabled(...)`` statements (no ``with``): they switch the mode for the
+    rest of the code that runs after them, until the next switch."""
+
+    def build() -> list[ast.Call]:
+        return [
+            c
+            for c in ctx.calls
+            if isinstance(ctx.parent(c), ast.Expr) and ctx.call_qualname(c) in torch_names.SET_GRAD_ENABLED
+        ]
+
+    return ctx.shared("grad-mode-statements", build)
+
+
 def is_inference_mode(ctx: FileContext, expr: ast.AST) -> bool:
     """``torch.inference_mode()`` (not ``inference_mode(False)``): unlike ``no_grad``, a
     ``torch.enable_grad()`` inside it records nothing (its tensors are inference tensors)."""
@@ -116,8 +130,34 @@ def _computed_with_grad(ctx: FileContext, origin: ast.AST, depth: int) -> bool |
             own = _callee_recording(ctx, callee, depth)
             if own is not None:
                 return own
-    switch = lexical_grad_switch(ctx, origin)
+    switch = _latest_switch(ctx, origin)
     return None if switch is None else grad_effect(ctx, switch)
+
+
+def _latest_switch(ctx: FileContext, node: ast.AST) -> ast.AST | None:
+    """The switch in effect where ``node`` runs, within its function: the nearest enclosing with-item
+    or decorator, unless a bare ``torch.set_grad_enabled(...)`` statement inside it surely ran
+    later (before ``node``, in a block that encloses ``node``: not in a branch or a closed ``with``)."""
+    switch = lexical_grad_switch(ctx, node)
+    owner = ctx.parent(switch) if switch is not None else None  # the with-item's `with`, or the function
+    if isinstance(owner, ast.withitem):
+        owner = ctx.parent(owner)
+    function = ctx.enclosing_function(node)
+    enclosing = {id(a) for a in ctx.ancestors(node)}
+    pos = (node.lineno, node.col_offset)
+    latest = None
+    for statement in grad_mode_statements(ctx):
+        expr = ctx.parent(statement)
+        if (
+            ctx.enclosing_function(statement) is function
+            and _block_encloses(ctx, expr, enclosing)
+            and (statement.lineno, statement.col_offset) < pos
+            and grad_effect(ctx, statement) is not None
+            and (owner is None or ctx.is_inside(statement, owner))
+            and (latest is None or (statement.lineno, statement.col_offset) > (latest.lineno, latest.col_offset))
+        ):
+            latest = statement
+    return latest if latest is not None else switch
 
 
 def _callee_recording(ctx: FileContext, callee: ast.AST, depth: int) -> bool | None:
@@ -142,4 +182,13 @@ def _inside_inference_mode(ctx: FileContext, node: ast.AST) -> bool:
             return any(is_inference_mode(ctx, d) for d in ancestor.decorator_list)
         elif isinstance(ancestor, (ast.Lambda, ast.ClassDef)):
             return False
+    return False
+
+
+def _block_encloses(ctx: FileContext, statement: ast.stmt, enclosing: set[int]) -> bool:
+    """Whether the statement list ``statement`` sits in also holds a statement around the point
+    whose ancestors' ids are ``enclosing`` (so that ``statement`` surely runs on the way to it)."""
+    for _, block in ast.iter_fields(ctx.parent(statement)):
+        if isinstance(block, list) and any(s is statement for s in block):
+            return any(id(s) in enclosing for s in block)
     return False

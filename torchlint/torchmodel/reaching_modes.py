@@ -19,10 +19,9 @@ from torchlint.analysis.callgraph import call_graph
 from torchlint.analysis.dataflow import instance_method_calls
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name, position
-from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.events import MODE_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.forward_calls import mode_switches, model_expression, same_model
-from torchlint.torchmodel.gradmode import grad_effect, lexical_grad_disabler
+from torchlint.torchmodel.gradmode import grad_effect, grad_mode_statements, lexical_grad_disabler
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.roles import Role, object_roles
 from torchlint.torchmodel.walk import event_walker
@@ -321,21 +320,13 @@ class AutogradMode:
 
     def _global_grad_off(self, func, pos) -> bool:
         """A bare `torch.set_grad_enabled(False)` statement before ``pos`` in ``func`` (or at module level)."""
-        for stmt_call in self._set_grad_calls:
+        for stmt_call in grad_mode_statements(self.ctx):
             if grad_effect(self.ctx, stmt_call) is not False:
                 continue
             owner = self.ctx.enclosing_function(stmt_call)
             if owner is None or (owner is func and pos is not None and position(stmt_call) < pos):
                 return True
         return False
-
-    @cached_property
-    def _set_grad_calls(self) -> list[ast.Call]:
-        return [
-            c
-            for c in self.ctx.calls
-            if isinstance(self.ctx.parent(c), ast.Expr) and self.ctx.call_qualname(c) in torch_names.SET_GRAD_ENABLED
-        ]
 
 
 def _params(func) -> set[str]:

@@ -707,3 +707,156 @@ def test_a_script_showing_predictions_on_an_unpacked_validation_batch_evaluates(
     assert lint(off, "TL006") == []
     # A batch of training data is not evaluation data.
     assert lint(_SCRIPT_BATCH.replace("LOADER", "train_loader").replace("GRAD", "pass"), "TL006") == []
+
+
+# ----- helpers reached through an instance the class holds (`self.checks.method(...)`) -----------------
+_HELD_HELPER = """
+    import unittest
+
+    import torch
+    from mylib import TinyTagger, make_config_and_inputs
+
+
+    class TaggerChecks:
+        def __init__(self, parent, batch_size=2):
+            self.parent = parent
+            self.batch_size = batch_size
+
+        def check_tag_prediction(self, config, input_ids, labels):
+            tagger = TinyTagger(config)
+            tagger.to("cpu")
+            tagger.eval()
+            logits = tagger(input_ids, labels=labels)
+            self.parent.assertEqual(logits.shape[0], self.batch_size)
+
+
+    class TaggerTest(unittest.TestCase):
+        def setUp(self):
+            self.checks = TaggerChecks(self)
+
+        def test_tag_prediction(self):
+            self.checks.check_tag_prediction(*make_config_and_inputs())
+    """
+
+
+def test_a_checker_held_by_a_test_case_is_a_unit_test_helper(lint):
+    assert lint(_HELD_HELPER, "TL006") == []
+
+
+_HELD_PREDICTOR = """
+    import torch
+
+
+    class Predictor:
+        def __init__(self, model):
+            self.model = model
+
+        def predict_batch(self, images):
+            return self.model(images).argmax(1)  # expect: TL006
+
+
+    class Trainer:
+        def __init__(self, model, optimizer):
+            self.model = model
+            self.optimizer = optimizer
+            self.predictor = Predictor(model)
+
+        def fit(self, train_loader, val_loader, epochs):
+            for epoch in range(epochs):
+                self.model.train()
+                for images, labels in train_loader:
+                    self.optimizer.zero_grad()
+                    torch.nn.functional.cross_entropy(self.model(images), labels).backward()
+                    self.optimizer.step()
+                self.model.eval()
+                correct = 0
+                for images, labels in val_loader:
+                    correct += (self.predictor.predict_batch(images) == labels).sum().item()
+                print(epoch, correct)
+    """
+
+
+def test_a_predictor_held_by_the_trainer_is_judged_at_the_trainers_call(lint):
+    findings = check(lint, _HELD_PREDICTOR, "TL006")
+    assert "`predict_batch()`" in findings[0].message
+    assert "called at line 29 outside any no-grad block" in findings[0].message
+    # Under no-grad at that call, the helper is fine.
+    wrapped = _HELD_PREDICTOR.replace(
+        "correct += (self.predictor", "with torch.no_grad(): correct += (self.predictor"
+    ).replace("  # expect: TL006", "")
+    assert lint(wrapped, "TL006") == []
+
+
+# ----- another framework's models ------------------------------------------------------------------
+_KERAS_FILE = """
+    import numpy as np
+    IMPORTS
+
+
+    def evaluate(model, dataset):
+        losses = []
+        for features, labels in dataset:
+            predictions = model(features)  # expect: TL006
+            losses.append(float(np.mean((predictions - labels) ** 2)))
+        return sum(losses) / len(losses)
+
+
+    def validate_against_reference(keras_model, features):
+        import torch
+
+        reference = torch.load("reference.pt")
+        reference.eval()
+        for batch in features:
+            print(reference(torch.from_numpy(batch)), keras_model(batch))  # expect: TL006
+
+
+    model = load_model("checkpoints/last")
+    print(evaluate(model, val_dataset))
+    validate_against_reference(model, val_features)
+    """
+
+
+def test_code_that_sees_only_another_framework_gets_no_torch_findings(lint):
+    tf_only = _KERAS_FILE.replace("IMPORTS", "import tensorflow as tf")
+    findings = lint(tf_only, "TL006")
+    # `evaluate` sees only TensorFlow; the function that imports torch itself is torch code.
+    assert [f.line for f in findings] == [20]
+    assert "`validate_against_reference()`" in findings[0].message
+
+
+def test_a_file_importing_torch_at_the_top_keeps_its_findings(lint):
+    for imports in ("import tensorflow as tf\nimport torch", "import torch", "from models import Net"):
+        source = _KERAS_FILE.replace("IMPORTS", imports.replace("\n", "\n    "))
+        findings = check(lint, source, "TL006")
+        assert "`evaluate()`" in findings[0].message
+
+
+# ----- the branch a call's constant arguments select ------------------------------------------------
+_FRAMEWORK_SWITCH = """
+    import torch
+
+
+    def infer_output_shapes(pipeline, framework):
+        tokens = pipeline.tokenizer("a sample sentence", return_tensors=framework)
+        outputs = pipeline.model(**tokens) if framework == "pt" else pipeline.model(tokens)  # expect: TL006
+        return [o.shape for o in outputs], tokens
+
+
+    def export_pytorch(pipeline, path):
+        GRAD
+            shapes, tokens = infer_output_shapes(pipeline, "pt")
+        torch.onnx.export(pipeline.model, tuple(tokens.values()), path)
+
+
+    def export_tensorflow(pipeline, path):
+        shapes, tokens = infer_output_shapes(pipeline, framework="tf")
+        save_keras(pipeline.model, shapes, path)
+    """
+
+
+def test_a_call_site_selecting_the_other_branch_is_no_path_to_judge(lint):
+    clean = _FRAMEWORK_SWITCH.replace("GRAD", "with torch.no_grad():").replace("  # expect: TL006", "")
+    assert lint(clean, "TL006") == []
+    buggy = _FRAMEWORK_SWITCH.replace("GRAD", "if True:")
+    findings = check(lint, buggy, "TL006")
+    assert "called at line 13 outside any no-grad block" in findings[0].message

@@ -9,6 +9,9 @@ One mechanism answers "which function does this call run" for every analysis:
 * ``self.method(...)`` in a class: the method of the class or of its bases, in this file or,
   through imports, another (``class Trainer(BaseTrainer)`` with ``BaseTrainer`` in base.py);
   ``super().method(...)``: the same, from the bases;
+* ``self.<name>.method(...)`` (same file only, ``resolve_local_call``): the method of the class of
+  this file that every assignment to ``self.<name>`` in the class family instantiates
+  (``self.tester = ModelTester(self)`` in ``setUp``; ``held_instance_class``);
 * an attribute chain on an imported module or class: ``u.f(...)``, ``pkg.util.f(...)``,
   ``Helper.build(...)``.
 
@@ -96,6 +99,57 @@ def resolve_local_call(ctx: FileContext, call: ast.Call) -> FunctionNode | None:
         if cls is not None:
             found = find_method(Definition(ctx, cls), func.attr, local=True)
             return found.node if found is not None else None  # type: ignore[return-value]
+    elif isinstance(func, ast.Attribute) and _is_self_method(func.value):
+        held = held_instance_class(ctx, func.value)  # type: ignore[arg-type]
+        if held is not None:
+            found = find_method(Definition(ctx, held), func.attr, local=True)
+            return found.node if found is not None else None  # type: ignore[return-value]
+    return None
+
+
+def held_instance_class(ctx: FileContext, attribute: ast.Attribute) -> ast.ClassDef | None:
+    """The class of this file whose instance ``self.<name>`` holds: every assignment to
+    ``self.<name>`` in the class around it, its bases and its subclasses of this file builds an
+    instance of that one class (``self.tester = ModelTester(self)`` in ``setUp``); None when one
+    assigns anything else, or none does."""
+    cls = ctx.enclosing(attribute, ast.ClassDef)
+    if cls is None:
+        return None
+    held = ctx.shared(("held-instances", cls), lambda: _held_instances(ctx, cls))
+    return held.get(attribute.attr)
+
+
+def _held_instances(ctx: FileContext, cls: ast.ClassDef) -> dict[str, ast.ClassDef | None]:
+    family = {cls}
+    base = local_base(ctx, cls)
+    while base is not None and base not in family and len(family) < MAX_BASE_DEPTH:
+        family.add(base)
+        base = local_base(ctx, base)
+    for other in ctx.nodes(ast.ClassDef):
+        base, seen = local_base(ctx, other), {other}
+        while base is not None and base not in seen:
+            if base is cls:
+                family.add(other)
+                break
+            seen.add(base)
+            base = local_base(ctx, base)
+    held: dict[str, ast.ClassDef | None] = {}
+    for member in family:
+        for node in ast.walk(member):
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                continue
+            for target in targets:
+                if isinstance(target, ast.Attribute) and _is_self_method(target):
+                    built = _instantiated_class(ctx, node.value)
+                    name = target.attr
+                    held[name] = built if held.get(name, built) is built else None
+    return held
+
+
+def _instantiated_class(ctx: FileContext, value: ast.AST | None) -> ast.ClassDef | None:
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        return ctx.classes.get(value.func.id)
     return None
 
 

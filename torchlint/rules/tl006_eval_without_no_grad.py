@@ -25,7 +25,10 @@ class EvalWithoutNoGrad(Rule):
         that value: `torch.set_grad_enabled(mode == "train")` counts) — when
         autograd is still on there: no `torch.no_grad()`, `torch.inference_mode()` or
         `torch.set_grad_enabled(False)` as a `with` block or decorator, in the
-        function or around the calls into it in this file. Evaluation that needs
+        function or around the calls into it in this file (a call whose constant
+        arguments select a branch without the model call, `infer(model,
+        framework="tf")` for `model(**x) if framework == "pt" else ...`, is no path
+        into it). Evaluation that needs
         gradients on purpose (it calls `backward()` or `torch.autograd.grad`, e.g.
         saliency maps or adversarial examples) is not reported, nor are
         Lightning's `validation_step`/`test_step`, which the framework runs under
@@ -38,7 +41,12 @@ class EvalWithoutNoGrad(Rule):
         `unittest.TestCase` classes, helpers that only they call), and models from
         `torch.hub.load(...)`
         (whose entry point may wrap them in its own no-grad) are not reported,
-        whatever the file's path.
+        whatever the file's path. Helpers called through an object a test case
+        holds (`self.tester.check_prediction(...)`, with `self.tester =
+        Tester(self)` in `setUp`) are unit-test helpers too. Code that can only
+        see another framework (a file importing TensorFlow, Keras or JAX and
+        nothing of PyTorch at its top level, outside functions that import torch
+        themselves) runs that framework's models and is not reported.
     """
     why = """
         With autograd on, every forward pass records its graph and keeps every

@@ -31,6 +31,7 @@ from torchlint.analysis.callgraph import call_graph, local_base
 from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.imports import dotted_name
 from torchlint.torchmodel.forward_calls import ForwardCalls, mode_switches, model_expression, same_model
+from torchlint.torchmodel.frameworks import runs_other_framework
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.mode_dependence import mode_dependence
 from torchlint.torchmodel.modules import module_classes
@@ -188,8 +189,9 @@ class EvalUnits:
     def model_calls(self) -> list[ast.Call]:
         """Model calls inside code that may be evaluation code, that evaluate: a model trained or
         loaded in this program run on data (not a shape probe on ``torch.randn(...)``, not a
-        freshly built model that nothing trains, nor one run before anything trains it)."""
-        calls = self.forward.within(self._candidate_spans)
+        freshly built model that nothing trains, nor one run before anything trains it, nor
+        another framework's model: ``frameworks``)."""
+        calls = [c for c in self.forward.within(self._candidate_spans) if not runs_other_framework(self.ctx, c)]
         provenance = self.provenance
         untrained = UntrainedRuns(self.ctx, provenance)
         return [

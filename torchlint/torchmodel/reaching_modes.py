@@ -23,6 +23,7 @@ from torchlint.torchmodel.events import MODE_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.forward_calls import mode_switches, model_expression, same_model
 from torchlint.torchmodel.gradmode import grad_effect, grad_mode_statements, lexical_grad_disabler
 from torchlint.torchmodel.iterations import iterations
+from torchlint.torchmodel.phases import runs_when_called
 from torchlint.torchmodel.roles import Role, object_roles
 from torchlint.torchmodel.walk import event_walker
 
@@ -111,6 +112,9 @@ class CallerChain:
             if depth == 0 and self._switched_elsewhere_in_class(node, func):
                 return Verdict(UNKNOWN)  # `fit()` ends with `self.model.eval()`; `predict()` relies on it
             return Verdict(REACHED if fallback() else NOT_REACHED)
+        # A call site whose constant arguments select another branch (`infer(model, framework="tf")`
+        # for `model(**x) if framework == "pt" else ...`) never runs ``node``: it is no path to judge.
+        sites = [site for site in sites if runs_when_called(self.ctx, site, func, node)]
         unknown = False
         for site in sites:
             verdict = check(site, self.ctx.enclosing_function(site), depth + 1, seen | {func})

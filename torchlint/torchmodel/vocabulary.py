@@ -43,6 +43,34 @@ SCHEDULERS = (
 )
 SCALERS = frozenset({"torch.amp.GradScaler", "torch.GradScaler"})
 
+# ----- frameworks -----------------------------------------------------------------------------------
+# Top-level packages of other deep-learning frameworks: a file that imports one of them and nothing
+# of PyTorch runs that framework's models (``torchmodel.frameworks``).
+OTHER_FRAMEWORKS = frozenset(
+    {"tensorflow", "keras", "tf_keras", "jax", "flax", "haiku", "paddle", "mxnet", "mindspore", "oneflow"}
+)
+# Top-level packages whose import shows PyTorch code: torch itself and libraries built only on it.
+TORCH_PACKAGES = frozenset(
+    {
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "torchtext",
+        "torchmetrics",
+        "pytorch_lightning",
+        "lightning",
+        "timm",
+        "accelerate",
+        "deepspeed",
+        "apex",
+        "monai",
+        "fairseq",
+        "detectron2",
+        "mmcv",
+        "peft",
+    }
+)
+
 # ----- models ---------------------------------------------------------------------------------------
 # Base classes that make a class a torch module (its instances are models).
 MODULE_BASES = frozenset(

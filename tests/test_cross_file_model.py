@@ -545,3 +545,105 @@ def test_a_helper_of_a_sibling_module_that_switches_a_copy_of_its_argument_to_ev
             "`input_gradient_sign(model, x, y)` switches the model to eval mode inside the training loop at line 10",
         )
     ]
+
+
+EVAL_CONTEXT = """
+    import contextlib
+    import torch
+
+    @contextlib.contextmanager
+    def evaluating(*nets):
+        was = [n.training for n in nets]
+        try:
+            with torch.no_grad():
+                yield [n.eval() for n in nets]
+        finally:
+            for n, mode in zip(nets, was):
+                n.train(mode)
+"""
+
+TRAIN_THEN_VALIDATE_IN = """
+    import torch
+    from netutils import evaluating
+
+    def fit(model, optimizer, train_loader, val_loader, criterion):
+        for epoch in range(10):
+            model.train()
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            with evaluating(model):
+                for x, y in val_loader:
+                    print(criterion(model(x), y).item())
+"""
+
+
+def test_a_context_manager_of_a_sibling_module_that_yields_under_no_grad(tmp_path):
+    write(tmp_path, {"pyproject.toml": "", "netutils.py": EVAL_CONTEXT, "train.py": TRAIN_THEN_VALIDATE_IN})
+    assert both_ways(tmp_path, "netutils.py", "train.py") == []
+
+
+def test_a_context_manager_of_a_sibling_module_that_leaves_autograd_on(tmp_path):
+    helper = EVAL_CONTEXT.replace("with torch.no_grad():", "if True:")
+    write(tmp_path, {"pyproject.toml": "", "netutils.py": helper, "train.py": TRAIN_THEN_VALIDATE_IN})
+    found = both_ways(tmp_path, "netutils.py", "train.py")
+    assert [(name, line, code) for name, line, code, _ in found] == [("train.py", 14, "TL006")]
+
+
+METRICS = """
+    import torch
+    import torch.nn as nn
+
+    class EdgeAccuracy(nn.Module):
+        def __init__(self, threshold=0.5):
+            super().__init__()
+            self.threshold = threshold
+
+        def __call__(self, labels, outputs):
+            return ((outputs > self.threshold) == (labels > self.threshold)).float().mean()
+
+    class LearnedScore(nn.Module):
+        def __init__(self, channels=1):
+            super().__init__()
+            self.head = nn.Linear(channels, 1)
+
+        def forward(self, outputs):
+            return self.head(outputs.flatten(1)).mean()
+"""
+
+RUNNER = """
+    import torch
+    from metrics import EdgeAccuracy, LearnedScore
+
+    class Runner:
+        def __init__(self, model, metric_config):
+            self.model = model
+            self.metric = {metric}
+
+        def evaluate(self, val_loader, cached):
+            self.model.eval()
+            for images, edges in val_loader:
+                score = self.metric(edges, cached)
+                outputs = self.model(images)
+                print(score.item(), outputs.mean().item())
+
+    runner = Runner(torch.load("model.pt"), {"threshold": 0.5})
+    runner.evaluate(val_loader, None)
+"""
+
+
+def test_a_parameterless_metric_module_of_a_sibling_module_is_not_where_the_graph_is_recorded(tmp_path):
+    runner = RUNNER.replace("{metric}", "EdgeAccuracy(**metric_config).to('cuda')")
+    write(tmp_path, {"pyproject.toml": "", "metrics.py": METRICS, "runner.py": runner})
+    found = both_ways(tmp_path, "metrics.py", "runner.py")
+    assert [(name, line, code) for name, line, code, _ in found] == [("runner.py", 14, "TL006")]
+    assert found[0][3].startswith("`self.model(...)` evaluates with autograd on in `evaluate()`")
+
+
+def test_a_metric_module_with_a_learned_layer_records_a_graph(tmp_path):
+    runner = RUNNER.replace("{metric}", "LearnedScore(**metric_config).to('cuda')")
+    write(tmp_path, {"pyproject.toml": "", "metrics.py": METRICS, "runner.py": runner})
+    found = both_ways(tmp_path, "metrics.py", "runner.py")
+    assert [(name, line, code) for name, line, code, _ in found] == [("runner.py", 13, "TL006")]
+    assert found[0][3].startswith("`self.metric(...)` evaluates with autograd on in `evaluate()`")

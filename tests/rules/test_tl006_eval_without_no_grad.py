@@ -860,3 +860,253 @@ def test_a_call_site_selecting_the_other_branch_is_no_path_to_judge(lint):
     buggy = _FRAMEWORK_SWITCH.replace("GRAD", "if True:")
     findings = check(lint, buggy, "TL006")
     assert "called at line 13 outside any no-grad block" in findings[0].message
+# ----- context managers that switch autograd off for their block -----------------------------------
+def test_library_context_manager_documented_to_disable_grad_is_no_grad(lint):
+    check(
+        lint,
+        """
+        import torch
+        from monai.networks.utils import eval_mode
+
+        for epoch in range(max_epochs):
+            net.train()
+            for batch in train_loader:
+                optimizer.zero_grad()
+                loss_function(net(batch["img"]), batch["seg"]).backward()
+                optimizer.step()
+            with eval_mode(net):
+                dice = 0.0
+                for batch in val_loader:
+                    dice += metric(net(batch["img"]), batch["seg"]).item()
+        """,
+        "TL006",
+    )
+
+
+def test_generator_context_manager_yielding_under_no_grad_is_no_grad(lint):
+    findings = check(
+        lint,
+        """
+        import contextlib
+        import torch
+
+        @contextlib.contextmanager
+        def frozen(module):
+            was_training = module.training
+            module.eval()
+            try:
+                with torch.no_grad():
+                    yield module
+            finally:
+                module.train(was_training)
+
+        @contextlib.contextmanager
+        def timed(name):
+            start = time.time()
+            yield
+            print(name, time.time() - start)
+
+        for epoch in range(epochs):
+            model.train()
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+            with frozen(model):
+                top1 = sum((model(x).argmax(1) == y).sum().item() for x, y in val_loader)
+            with timed("test"):
+                for x, y in test_loader:
+                    top1 += (model(x).argmax(1) == y).sum().item()  # expect: TL006
+        """,
+        "TL006",
+    )
+    assert "the evaluation loop at line 30" in findings[0].message
+
+
+def test_generator_context_manager_with_bare_grad_switch_before_yield(lint):
+    check(
+        lint,
+        """
+        from contextlib import contextmanager
+        import torch
+
+        @contextmanager
+        def no_autograd():
+            previous = torch.is_grad_enabled()
+            torch.set_grad_enabled(False)
+            try:
+                yield
+            finally:
+                torch.set_grad_enabled(previous)
+
+        def evaluate(model, loader):
+            model.eval()
+            with no_autograd():
+                return [model(x).argmax(1) for x, _ in loader]
+        """,
+        "TL006",
+    )
+
+
+# ----- a helper shared by the training step and a no-grad validation ------------------------------
+def test_helper_reached_only_from_backpropagated_step_and_no_grad_validation(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        class Trainer:
+            def run_epoch(self):
+                for inputs in self.train_loader:
+                    outputs, losses = self.forward_batch(inputs)
+                    self.optimizer.zero_grad()
+                    losses["total"].backward()
+                    self.optimizer.step()
+                self.validate()
+
+            def forward_batch(self, inputs):
+                features = self.encoder(inputs["image"])
+                outputs = self.predict_motion(inputs, features)
+                return outputs, {"total": self.criterion(outputs, inputs)}
+
+            def predict_motion(self, inputs, features):
+                outputs = {}
+                for frame in self.frames:
+                    outputs[frame] = self.pose_net(torch.cat([features, inputs[frame]], 1))
+                return outputs
+
+            def validate(self):
+                self.encoder.eval()
+                with torch.no_grad():
+                    outputs, losses = self.forward_batch(next(self.val_iter))
+                self.encoder.train()
+        """,
+        "TL006",
+    )
+
+
+def test_helper_shared_with_validation_that_forgets_no_grad(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+
+        class Trainer:
+            def run_epoch(self):
+                for inputs in self.train_loader:
+                    outputs, losses = self.forward_batch(inputs)
+                    self.optimizer.zero_grad()
+                    losses["total"].backward()
+                    self.optimizer.step()
+                self.validate()
+
+            def forward_batch(self, inputs):
+                features = self.encoder(inputs["image"])
+                outputs = self.predict_motion(inputs, features)
+                return outputs, {"total": self.criterion(outputs, inputs)}
+
+            def predict_motion(self, inputs, features):
+                outputs = {}
+                for frame in self.frames:
+                    outputs[frame] = self.pose_net(torch.cat([features, inputs[frame]], 1))  # expect: TL006
+                return outputs
+
+            def validate(self):
+                self.encoder.eval()
+                outputs, losses = self.forward_batch(next(self.val_iter))
+                self.encoder.train()
+        """,
+        "TL006",
+    )
+    assert "`predict_motion()`, called at line 15 outside any no-grad block" in findings[0].message
+
+
+# ----- evaluation that needs gradients with respect to its input ----------------------------------
+def test_input_marked_requires_grad_for_a_gradient_matching_loss(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        def test(loader, student, teacher, criterion_kd, jacobian_matching):
+            student.eval()
+            total = 0.0
+            for img, target in loader:
+                if jacobian_matching:
+                    img.requires_grad = True
+                    out_s, out_t = student(img), teacher(img)
+                else:
+                    with torch.no_grad():
+                        out_s, out_t = student(img), teacher(img)
+                total += criterion_kd(out_s, out_t, img, target).item()
+            return total / len(loader)
+        """,
+        "TL006",
+    )
+
+
+def test_freezing_the_input_is_no_need_for_gradients(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        def test(loader, student):
+            student.eval()
+            total = 0
+            for img, target in loader:
+                img.requires_grad = False
+                total += (student(img).argmax(1) == target).sum().item()  # expect: TL006
+            return total
+        """,
+        "TL006",
+    )
+
+
+# ----- where the finding points: a call that records a graph --------------------------------------
+def test_anchor_is_the_model_method_that_runs_the_model(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+        import torch.nn as nn
+
+        class EdgeModel(nn.Module):
+            def __init__(self, channels):
+                super().__init__()
+                self.generator = nn.Conv2d(channels, 1, 3, padding=1)
+                self.optimizer = torch.optim.Adam(self.generator.parameters())
+
+            def forward(self, images):
+                return torch.sigmoid(self.generator(images))
+
+            def process(self, images, edges):
+                outputs = self(images)
+                return outputs, nn.functional.binary_cross_entropy(outputs, edges)
+
+        class Runner:
+            def __init__(self, channels, checkpoint):
+                self.edge_model = EdgeModel(channels).to("cuda")
+                self.edge_model.load_state_dict(torch.load(checkpoint))
+
+            def train(self, loader, val_loader, mode):
+                for images, edges in loader:
+                    outputs, loss = self.edge_model.process(images, edges)
+                    self.edge_model.optimizer.zero_grad()
+                    loss.backward()
+                    self.edge_model.optimizer.step()
+                self.eval(val_loader, mode)
+
+            def eval(self, val_loader, mode):
+                self.edge_model.eval()
+                for images, edges in val_loader:
+                    if mode == "loss":
+                        outputs, loss = self.edge_model.process(images, edges)  # expect: TL006
+                        print(loss.item())
+                    else:
+                        outputs = self.edge_model(images)
+                        print((outputs > 0.5).float().mean().item())
+        """,
+        "TL006",
+    )
+    assert findings[0].message.startswith("`self.edge_model.process(...)` evaluates with autograd on in `eval()`")

@@ -430,3 +430,75 @@ def test_candidates_also_used_straight_from_the_dict_are_reported(lint):
     source = _CANDIDATES.replace("MARK", "  # expect: TL013")
     source = source.replace("USE", 'x = self.resnet_dict["resnet18"](x) + sum(h(x) for h in self.heads.values())')
     check(lint, source, CODE)
+
+
+# ----- a plain dict whose entries a registering container also holds --------------------------------
+def test_dict_values_handed_to_a_module_list_are_registered(lint):
+    check(
+        lint,
+        """
+        from collections import OrderedDict
+        import torch.nn as nn
+
+        class PoseHead(nn.Module):
+            def __init__(self, channels, frames):
+                super().__init__()
+                self.stages = OrderedDict()
+                self.stages["squeeze"] = nn.Conv2d(channels, 256, 1)
+                self.stages["pose", 0] = nn.Conv2d(frames * 256, 256, 3, padding=1)
+                self.stages["pose", 1] = nn.Conv2d(256, 6 * frames, 1)
+                self.registered = nn.ModuleList(list(self.stages.values()))
+
+            def forward(self, features):
+                out = self.stages["squeeze"](features)
+                for i in range(2):
+                    out = self.stages["pose", i](out)
+                return out.mean(3).mean(2)
+        """,
+        CODE,
+    )
+
+
+def test_dict_values_spread_into_a_sequential_are_registered(lint):
+    check(
+        lint,
+        """
+        import torch.nn as nn
+
+        class Tower(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.blocks = {}
+                for i in range(4):
+                    self.blocks[i] = nn.Linear(width, width)
+                self.body = nn.Sequential(*[block for block in self.blocks.values()])
+
+            def forward(self, x):
+                return self.blocks[3](self.body(x))
+        """,
+        CODE,
+    )
+
+
+def test_dict_values_only_listed_in_a_plain_list_stay_unregistered(lint):
+    findings = check(
+        lint,
+        """
+        import torch.nn as nn
+
+        class Tower(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.blocks = {}  # expect: TL013
+                for i in range(4):
+                    self.blocks[i] = nn.Linear(width, width)
+                self.order = list(self.blocks.values())
+
+            def forward(self, x):
+                for block in self.order:
+                    x = block(x)
+                return x
+        """,
+        CODE,
+    )
+    assert "`self.blocks` keeps submodules in a plain dict (filled later in `__init__`)" in findings[0].message

@@ -24,13 +24,17 @@ class EvalWithoutNoGrad(Rule):
         serves both phases (`run_epoch(..., mode)` called with `"val"`, read with
         that value: `torch.set_grad_enabled(mode == "train")` counts) — when
         autograd is still on there: no `torch.no_grad()`, `torch.inference_mode()` or
-        `torch.set_grad_enabled(False)` as a `with` block or decorator, in the
-        function or around the calls into it in this file (a call whose constant
-        arguments select a branch without the model call, `infer(model,
-        framework="tf")` for `model(**x) if framework == "pt" else ...`, is no path
-        into it). Evaluation that needs
-        gradients on purpose (it calls `backward()` or `torch.autograd.grad`, e.g.
-        saliency maps or adversarial examples) is not reported, nor are
+        `torch.set_grad_enabled(False)` as a `with` block or decorator, nor a context
+        manager that switches it off (a `@contextmanager` of the project whose `yield`
+        runs under one, MONAI's `eval_mode`), in the function or around the calls into
+        it in this file. A helper shared with the training step is judged by each path
+        into it: a call whose result is backpropagated trains, it is no evaluation, and
+        a call whose constant arguments select a branch without the model call
+        (`infer(model, framework="tf")` for `model(**x) if framework == "pt" else ...`)
+        is no path into it. Evaluation that needs gradients on purpose (it calls
+        `backward()` or `torch.autograd.grad`, or marks a tensor `requires_grad`, e.g.
+        saliency maps, adversarial examples, losses on input gradients) is not
+        reported, nor are
         Lightning's `validation_step`/`test_step`, which the framework runs under
         no-grad. Evaluation runs a model trained or loaded in this program on data:
         shape probes and warm-ups on synthetic input (`torch.randn(...)`), manual
@@ -46,7 +50,10 @@ class EvalWithoutNoGrad(Rule):
         Tester(self)` in `setUp`) are unit-test helpers too. Code that can only
         see another framework (a file importing TensorFlow, Keras or JAX and
         nothing of PyTorch at its top level, outside functions that import torch
-        themselves) runs that framework's models and is not reported.
+        themselves) runs that framework's models and is not reported. The finding
+        points at the first call there that records a graph: a model call or a
+        model's method that runs it (`model.process(x)`), not a module shown to hold
+        no parameters (a metric).
     """
     why = """
         With autograd on, every forward pass records its graph and keeps every
@@ -133,11 +140,12 @@ for epoch in range(5):
                 continue
             verdict = analysis.no_grad(unit)
             if verdict.reached is NOT_REACHED:
-                yield self.report(unit.first_call, self._message(ctx, unit, verdict), evidence=unit)
+                anchor = analysis.recording_call(unit)
+                yield self.report(anchor, self._message(anchor, unit, verdict), evidence=unit)
 
     @staticmethod
-    def _message(ctx, unit, verdict) -> Message:
-        call = ast.unparse(unit.first_call.func)
+    def _message(anchor, unit, verdict) -> Message:
+        call = ast.unparse(anchor.func)
         where = unit.label
         if verdict.site is not None:
             where += f", called at line {verdict.site.lineno} outside any no-grad block"

@@ -60,7 +60,8 @@ class UnregisteredParameter(Rule):
         comprehension, or filled with `.append(...)` — and a tensor made trainable with
         `requires_grad=True` or `.requires_grad_()` instead of `nn.Parameter`. Lists of
         modules that are registered anyway (passed to `nn.Sequential(*layers)`,
-        `nn.ModuleList(...)`, `add_module`), lists of references to registered
+        `nn.ModuleList(...)`, `add_module`, or their entries handed to a torch container:
+        `nn.ModuleList(list(self.convs.values()))`), lists of references to registered
         submodules, buffers and plain-data lists are fine.
     """
     why = """
@@ -334,14 +335,19 @@ class _InitChecker:
     # ----- whether the container gets registered anyway --------------------------------------------
     def _wrapped_later(self, attr: str) -> bool:
         """``self.attr`` passed to a call anywhere in the class (``nn.Sequential(*self.attr)``,
-        ``nn.Parameter(self.attr)``, a helper), other than builtins that only inspect it."""
+        ``nn.Parameter(self.attr)``, a helper), other than builtins that only inspect it; or its
+        entries handed to a registering torch container (``nn.ModuleList(list(self.convs.values()))``,
+        ``nn.Sequential(*self.blocks.values())``), which registers the same objects."""
         for call in self._class_calls:
             if isinstance(call.func, ast.Name) and call.func.id in INSPECTING_BUILTINS:
                 continue
+            registering = self.ctx.call_qualname(call) in torch_names.REGISTERING_CONTAINERS
             for arg in [*call.args, *(kw.value for kw in call.keywords)]:
                 if isinstance(arg, ast.Starred):
                     arg = arg.value
                 if self._self_attribute(arg) == attr:
+                    return True
+                if registering and self._self_attribute(_container_of_entries(arg)) == attr:
                     return True
         return False
 
@@ -395,6 +401,29 @@ class _InitChecker:
         if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == self.receiver:
             return expr.attr
         return None
+
+
+def _container_of_entries(expr: ast.AST) -> ast.AST | None:
+    """The container whose entries ``expr`` hands on as they are: ``table.values()``, ``list(...)``,
+    ``tuple(...)`` of them, ``[*table.values()]``, ``[m for m in table.values()]``."""
+    while True:
+        if isinstance(expr, ast.Starred):
+            expr = expr.value
+        elif isinstance(expr, (ast.List, ast.Tuple)) and len(expr.elts) == 1 and isinstance(expr.elts[0], ast.Starred):
+            expr = expr.elts[0].value
+        elif isinstance(expr, (ast.ListComp, ast.GeneratorExp)) and len(expr.generators) == 1:
+            loop = expr.generators[0]
+            if not (isinstance(loop.target, ast.Name) and isinstance(expr.elt, ast.Name)):
+                return None
+            if expr.elt.id != loop.target.id or loop.ifs:
+                return None
+            expr = loop.iter
+        elif _called(expr) in ("list", "tuple") and len(expr.args) == 1 and not expr.keywords:
+            expr = expr.args[0]
+        elif _called(expr) == "values" and isinstance(expr.func, ast.Attribute) and not expr.args:
+            expr = expr.func.value
+        else:
+            return expr
 
 
 def _reaches_no_entry(node: ast.AST, parent: ast.AST, kind: str) -> bool:

@@ -47,6 +47,7 @@ from torchlint.torchmodel.reaching_modes import (
     TrainEvalMode,
     Verdict,
 )
+from torchlint.torchmodel.recording_calls import holds_no_parameters, runs_model_method
 from torchlint.torchmodel.training_steps import training_step_functions
 from torchlint.torchmodel.untrained_runs import UntrainedRuns
 
@@ -151,6 +152,30 @@ class EvaluationAnalysis:
         decoder. None when no model it runs is shown to."""
         calls = [unit.first_call] if unit.phase is not None else self.finder.calls_of(unit)
         return next((c for c in calls if self.mode_matters(model_expression(c))), None)
+
+    def recording_call(self, unit: EvalUnit) -> ast.Call:
+        """Where the unit is shown to record a graph with autograd on (TL006's anchor): its first call,
+        in source order, of a model not shown to hold no parameters (not a metric written as a
+        module), or of a model's method that runs the model (``model.process(x)``), that runs with
+        autograd on like the first model call; else its first model call."""
+        if unit.phase is not None:
+            return unit.first_call
+        ctx = self.ctx
+        calls = [c for c in self.finder.calls_of(unit) if not holds_no_parameters(ctx, model_expression(c))]
+        calls += [
+            c
+            for c in ctx.calls
+            if isinstance(c.func, ast.Attribute)
+            and ctx.is_inside(c, unit.node)
+            and self.forward.is_model(c.func.value)
+            and runs_model_method(ctx, c)
+        ]
+        for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
+            if call is unit.first_call:
+                return call
+            if self.autograd.at(call, ctx.enclosing_function(call)).reached is NOT_REACHED:
+                return call
+        return unit.first_call
 
     def eval_mode(self, unit: EvalUnit, call: ast.Call | None = None) -> Verdict:
         """Whether the model is in eval mode when ``call`` (by default the unit's first model call) runs."""
@@ -405,9 +430,14 @@ class EvalUnits:
         return False
 
     def _needs_grad(self, node) -> bool:
+        """The unit backpropagates, or asks autograd for gradients (``torch.autograd.grad``), or makes
+        a tensor require them (``x.requires_grad_()``, ``x.requires_grad = True``: gradients with
+        respect to the input, for a saliency map or a loss on input gradients)."""
         if self.blocks.has_backward(node):
             return True
         for sub in ast.walk(node):
+            if isinstance(sub, (ast.Assign, ast.AnnAssign)) and _sets_requires_grad(sub):
+                return True
             if isinstance(sub, ast.Call):
                 func = sub.func
                 if isinstance(func, ast.Attribute) and func.attr in _GRAD_NEEDING_METHODS:
@@ -432,6 +462,16 @@ def _through_batch_access(expr: ast.AST) -> ast.AST | None:
         if isinstance(func, ast.Name) and func.id == "Variable" and expr.args:
             return expr.args[0]
     return None
+
+
+def _sets_requires_grad(assign: ast.Assign | ast.AnnAssign) -> bool:
+    """``x.requires_grad = True``."""
+    targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+    return (
+        isinstance(assign.value, ast.Constant)
+        and assign.value.value is True
+        and any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in targets)
+    )
 
 
 def _asserts(func) -> bool:

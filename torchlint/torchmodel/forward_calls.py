@@ -33,7 +33,10 @@ class ForwardCalls:
         self.ctx = ctx
 
     def is_model_call(self, call: ast.Call) -> bool:
-        func = model_expression(call)
+        return self.is_model(model_expression(call))
+
+    def is_model(self, func: ast.AST) -> bool:
+        """Whether the object ``func`` names is a model (by what the code shows, else its name)."""
         if not isinstance(func, (ast.Name, ast.Attribute, ast.Subscript)):
             return False
         ctx = self.ctx

@@ -7,9 +7,11 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import resolve_local_call
+from torchlint.analysis.callgraph import resolve_callee, resolve_local_call
 from torchlint.analysis.dataflow import dataflow
-from torchlint.analysis.nodes import returns_of
+from torchlint.analysis.definitions import Definition
+from torchlint.analysis.nodes import returns_of, walk_function_body
+from torchlint.analysis.summaries import function_summary as run_summary
 from torchlint.torchmodel import vocabulary as torch_names
 
 if TYPE_CHECKING:
@@ -17,21 +19,53 @@ if TYPE_CHECKING:
 
 
 def grad_effect(ctx: FileContext, expr: ast.AST) -> bool | None:
-    """False if ``expr`` (a with item or decorator) disables grad, True if it enables it, else None."""
+    """False if ``expr`` (a with item or decorator) disables grad, True if it enables it, else None.
+
+    Besides torch's own switches: a library's context manager documented to switch autograd
+    (``vocabulary.GRAD_DISABLING_CONTEXTS``), and a generator context manager of the project whose
+    every ``yield`` runs under the same switch (``@contextmanager def evaluating(net): ... with
+    torch.no_grad(): yield``), in this file or another."""
     call = expr if isinstance(expr, ast.Call) else None
     qual = ctx.qualname(call.func if call else expr)
     if qual in torch_names.NO_GRAD:
         if qual == torch_names.INFERENCE_MODE and call and call.args and _is_false(call.args[0]):
             return None  # inference_mode(False) leaves grad mode alone
         return False
-    if qual in torch_names.ENABLE_GRAD:
+    if qual in torch_names.ENABLE_GRAD or qual in torch_names.GRAD_ENABLING_CONTEXTS:
         return True
-    if qual in torch_names.SET_GRAD_ENABLED and call and call.args:
-        if _is_false(call.args[0]):
+    if qual in torch_names.GRAD_DISABLING_CONTEXTS:
+        return False
+    if qual in torch_names.SET_GRAD_ENABLED:
+        if call and call.args and _is_false(call.args[0]):
             return False
-        if isinstance(call.args[0], ast.Constant) and call.args[0].value is True:
+        if call and call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value is True:
             return True
+        return None
+    if call is not None and isinstance(call.func, (ast.Name, ast.Attribute)):
+        return ctx.shared(("entered-grad-effect", call), lambda: _entered_context_effect(ctx, call))
     return None
+
+
+def _entered_context_effect(ctx: FileContext, call: ast.Call) -> bool | None:
+    """The grad mode a generator context manager of the project (``call`` builds it) switches to
+    while it is entered: the same switch around each of its ``yield``s (a summary of the function,
+    computed once per run)."""
+    callee = resolve_callee(ctx, call)
+    if callee is None:
+        return None
+    home, function = callee
+    return run_summary(Definition(home, function), "torch.entered-grad", lambda _: _yield_effect(home, function), None)
+
+
+def _yield_effect(ctx: FileContext, function: ast.AST) -> bool | None:
+    if not any(ctx.qualname(d) in torch_names.GENERATOR_CONTEXT_DECORATORS for d in function.decorator_list):
+        return None
+    yields = [n for n in walk_function_body(function) if isinstance(n, (ast.Yield, ast.YieldFrom))]
+    effects = set()
+    for point in yields:
+        switch = _latest_switch(ctx, point)
+        effects.add(None if switch is None else grad_effect(ctx, switch))
+    return effects.pop() if len(effects) == 1 else None
 
 
 def _is_false(expr: ast.AST) -> bool:

@@ -25,6 +25,7 @@ from torchlint.torchmodel.gradmode import grad_effect, grad_mode_statements, lex
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.phases import runs_when_called
 from torchlint.torchmodel.roles import Role, object_roles
+from torchlint.torchmodel.training_steps import backpropagated_calls
 from torchlint.torchmodel.walk import event_walker
 
 if TYPE_CHECKING:
@@ -281,6 +282,10 @@ class AutogradMode:
 
     def at(self, node, func, depth=0, seen=frozenset()) -> Verdict:
         if lexical_grad_disabler(self.ctx, node) is not None:
+            return Verdict(REACHED)
+        if depth > 0 and node in backpropagated_calls(self.ctx):
+            # A call site whose result is backpropagated: this path trains, autograd is needed on it.
+            # It evaluates nothing, so it counts with the paths that are fine.
             return Verdict(REACHED)
         if self._enabled_around(node, func):
             return Verdict(NOT_REACHED)

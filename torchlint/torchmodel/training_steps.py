@@ -27,19 +27,29 @@ _GRAPH_KEEPING_METHODS = frozenset({"mean", "sum", "float", "to", "squeeze", "vi
 
 def training_step_functions(ctx: FileContext) -> frozenset:
     """The functions of the file whose return value some call site sends to a backward."""
-    return ctx.shared("training-step-functions", lambda: frozenset(_find(ctx)))
+
+    def build() -> frozenset:
+        called = (resolve_local_call(ctx, call) for call in backpropagated_calls(ctx))
+        return frozenset(func for func in called if func is not None)
+
+    return ctx.shared("training-step-functions", build)
 
 
-def _find(ctx: FileContext) -> set:
-    flow = dataflow(ctx)
-    found: set = set()
-    for loss, _ in backward_losses(ctx):
-        for origin in _loss_origins(flow, loss):
-            if isinstance(origin, ast.Call):
-                func = resolve_local_call(ctx, origin)
-                if func is not None:
-                    found.add(func)
-    return found
+def backpropagated_calls(ctx: FileContext) -> frozenset:
+    """The calls of the file whose returned value is sent to a backward (``outputs, losses =
+    self.process_batch(inputs)`` followed by ``losses["loss"].backward()``): the path through such a
+    call trains, it needs autograd on."""
+
+    def build() -> frozenset:
+        flow = dataflow(ctx)
+        return frozenset(
+            origin
+            for loss, _ in backward_losses(ctx)
+            for origin in _loss_origins(flow, loss)
+            if isinstance(origin, ast.Call)
+        )
+
+    return ctx.shared("backpropagated-calls", build)
 
 
 def _loss_origins(flow, loss: ast.AST) -> list:

@@ -286,6 +286,17 @@ LAYER_CONTAINERS = frozenset(
         "torch.nn.TransformerDecoder",
     }
 )
+# torch.nn containers that register the very modules or parameters handed to them (not copies:
+# `TransformerEncoder` clones its layer, so the layer handed to it stays unregistered).
+REGISTERING_CONTAINERS = frozenset(
+    {
+        "torch.nn.Sequential",
+        "torch.nn.ModuleList",
+        "torch.nn.ModuleDict",
+        "torch.nn.ParameterList",
+        "torch.nn.ParameterDict",
+    }
+)
 # Norm layers that keep running statistics, and so differ between modes, only when asked
 # (`track_running_stats=True`; batch norm, above, keeps them by default).
 RUNNING_STATS_NORMS = frozenset(
@@ -472,6 +483,16 @@ INFERENCE_MODE = "torch.inference_mode"
 NO_GRAD = frozenset({"torch.no_grad", INFERENCE_MODE})
 ENABLE_GRAD = frozenset({"torch.enable_grad"})
 SET_GRAD_ENABLED = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
+# Context managers of other libraries, whose source the linter does not read, that switch autograd
+# while they are entered, as their documentation says (a project's own ones are read: a generator
+# context manager whose `yield` sits inside a switch, see `gradmode.grad_effect`).
+# MONAI's `eval_mode(*nets)` puts the networks in eval mode and yields inside `torch.no_grad()`;
+# its `train_mode(*nets)` puts them in train mode and yields inside `torch.set_grad_enabled(True)`.
+GRAD_DISABLING_CONTEXTS = frozenset({"monai.networks.utils.eval_mode", "monai.networks.eval_mode"})
+GRAD_ENABLING_CONTEXTS = frozenset({"monai.networks.utils.train_mode", "monai.networks.train_mode"})
+# `contextlib.contextmanager`: a generator function made a context manager; its body up to the
+# `yield` runs on entry, so what is switched around the `yield` is switched inside the `with` block.
+GENERATOR_CONTEXT_DECORATORS = frozenset({"contextlib.contextmanager", "contextlib.asynccontextmanager"})
 
 # `nn.Parameter(...)`, by both of its spellings.
 PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})

@@ -860,6 +860,8 @@ def test_a_call_site_selecting_the_other_branch_is_no_path_to_judge(lint):
     buggy = _FRAMEWORK_SWITCH.replace("GRAD", "if True:")
     findings = check(lint, buggy, "TL006")
     assert "called at line 13 outside any no-grad block" in findings[0].message
+
+
 # ----- context managers that switch autograd off for their block -----------------------------------
 def test_library_context_manager_documented_to_disable_grad_is_no_grad(lint):
     check(

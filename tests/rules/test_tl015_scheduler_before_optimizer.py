@@ -363,3 +363,76 @@ def test_a_schedule_free_optimizer_is_an_optimizer_not_a_scheduler(lint):
         """,
         CODE,
     )
+
+
+# ----- project subclasses of torch's schedulers ---------------------------------------------------
+
+
+def test_subclass_keeping_torchs_step_at_epoch_start(lint):
+    """A subclass that only rewrites ``get_lr()`` keeps torch's ``step()`` and its contract."""
+    findings = check(
+        lint,
+        """
+        import torch
+        from torch.optim.lr_scheduler import _LRScheduler
+
+        class ExponentialRamp(_LRScheduler):
+            def __init__(self, optimizer, total, last_epoch=-1):
+                self.total = total
+                super().__init__(optimizer, last_epoch)
+
+            def get_lr(self):
+                return [base * 10 ** (self.last_epoch / self.total) for base in self.base_lrs]
+
+        model = Net()
+        optimizer = torch.optim.SGD(model.parameters(), lr=1e-5)
+        ramp = ExponentialRamp(optimizer, total=100)
+        for epoch in range(10):
+            ramp.step()  # expect: TL015
+            for x, y in loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+        """,
+        CODE,
+    )
+    assert "`ramp.step()` runs before `optimizer.step()` (line 21)" in findings[0].message
+
+
+def test_subclass_with_its_own_step_has_its_own_contract(lint):
+    """A warm-up subclass that replaces ``step()`` (stepped at the start of each epoch, rate 0 at
+    epoch 0) is the project's schedule, not torch's."""
+    check(
+        lint,
+        """
+        import torch
+        from torch.optim import lr_scheduler
+
+        class LinearWarmup(lr_scheduler._LRScheduler):
+            def __init__(self, optimizer, warmup_epochs, after):
+                self.warmup_epochs = warmup_epochs
+                self.after = after
+                super().__init__(optimizer)
+
+            def get_lr(self):
+                return [base * self.last_epoch / self.warmup_epochs for base in self.base_lrs]
+
+            def step(self, epoch=None):
+                if self.last_epoch >= self.warmup_epochs:
+                    self.after.step()
+                else:
+                    super().step()
+
+        model = Net()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+        cosine = lr_scheduler.CosineAnnealingLR(optimizer, T_max=50)
+        warmup = LinearWarmup(optimizer, warmup_epochs=5, after=cosine)
+        for epoch in range(55):
+            warmup.step()
+            for x, y in loader:
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+        """,
+        CODE,
+    )

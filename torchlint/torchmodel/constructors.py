@@ -167,6 +167,15 @@ def optimizer_holds_state(ctx: FileContext, call: ast.Call) -> bool:
     )
 
 
+def defines_own_step(ctx: FileContext, call: ast.Call) -> bool:
+    """Whether ``call`` builds an instance of a project class that defines ``step()`` itself (in it or
+    a project base): its ``step`` is the project's, with the project's contract (a warm-up schedule
+    meant to step at the start of an epoch), not the one of the torch base it derives from. A class
+    that only overrides ``get_lr()`` keeps torch's ``step()`` and its contract."""
+    found = resolve_class(ctx, call.func)
+    return found is not None and find_method(Definition(*found), "step") is not None
+
+
 def _steps_nothing(cls: Definition) -> bool:
     step = find_method(cls, "step")
     return step is not None and does_nothing(step.node)  # type: ignore[arg-type]

@@ -33,7 +33,13 @@ from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument, last_name, returns_of, walk_function_body, walk_no_scopes
 from torchlint.torchmodel import vocabulary as torch_names
-from torchlint.torchmodel.constructors import Role, constructor_role, is_prepare_call, preserved_argument
+from torchlint.torchmodel.constructors import (
+    Role,
+    constructor_role,
+    defines_own_step,
+    is_prepare_call,
+    preserved_argument,
+)
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -364,5 +370,12 @@ def shown_torch_scheduler(ctx: FileContext, expr: ast.AST) -> bool:
     holds): data flow reaches a constructor of the vocabulary (``torch.optim.lr_scheduler``,
     ``transformers.get_*_schedule*``...) or a class whose bases, through the project, are torch's.
     A name (``scheduler``) is not enough: a project's own schedule class that writes the coming
-    step's value into the param groups (``WarmupCosineSchedule.step()``) is meant to step first."""
-    return object_roles(ctx).role_of(expr, hint=False) is Role.SCHEDULER
+    step's value into the param groups (``WarmupCosineSchedule.step()``) is meant to step first, and
+    so is a subclass of torch's that replaces ``step()`` with its own (a warm-up scheduler stepped at
+    the start of each epoch): torch's contract holds for the ``step()`` torch wrote."""
+    if object_roles(ctx).role_of(expr, hint=False) is not Role.SCHEDULER:
+        return False
+    return not any(
+        isinstance(origin, ast.Call) and defines_own_step(ctx, origin)
+        for origin in dataflow(ctx).origins(expr, parameters=True)
+    )

@@ -430,3 +430,68 @@ def test_class_run_under_no_grad_is_reported(lint):
 def test_class_only_ever_trained_is_silent(lint):
     # Only the generator is switched to eval mode; the critic runs in training mode wherever it runs.
     check(lint, _GAN.format(marker="", evaluation=""), CODE)
+
+
+# ----- a rate gated on the training flag -------------------------------------------------------
+
+_ATTENTION = """
+import math
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class SelfAttention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+
+    def _attend(self, q, k, v, mask=None, drop_rate: float = 0.0):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+        if mask is not None:
+            scores = scores + mask
+        weights = F.dropout(scores.softmax(-1), p=drop_rate){marker}
+        return weights @ v
+
+    def forward(self, x, mask=None):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return self._attend(q, k, v, mask=mask, drop_rate={rate})
+"""
+
+
+def test_rate_passed_in_every_mode_is_reported(lint):
+    source = _ATTENTION.format(marker="  # expect: TL011", rate="self.cfg.attention_dropout")
+    (finding,) = check(lint, source, CODE)
+    assert finding.line == 17 and "has no `training=` argument" in finding.message
+
+
+def test_rate_zero_when_not_training_at_the_call_site_is_silent(lint):
+    source = _ATTENTION.format(marker="", rate="0.0 if not self.training else self.cfg.attention_dropout")
+    check(lint, source, CODE)
+
+
+def test_rate_chosen_by_the_training_flag_in_the_method_is_silent(lint):
+    check(
+        lint,
+        """
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Embedder(nn.Module):
+            def __init__(self, vocab, dim, p=0.1):
+                super().__init__()
+                self.table = nn.Embedding(vocab, dim)
+                self.p = p
+
+            def forward(self, ids):
+                rate = self.p if self.training else 0.0
+                return F.dropout(self.table(ids), rate)
+        """,
+        CODE,
+    )
+
+
+def test_rate_gated_on_something_else_is_reported(lint):
+    # A rate switched by a flag that is not the module's mode stays on in eval mode.
+    source = _ATTENTION.format(marker="  # expect: TL011", rate="0.0 if self.cfg.deterministic else 0.1")
+    check(lint, source, CODE)

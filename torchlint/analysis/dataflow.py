@@ -537,7 +537,8 @@ class Dataflow:
         Follows names (reaching plain assignments), ``self.attr`` (every assignment
         in the class), ``a if c else b`` (both arms), ``typing.cast(T, v)`` (``v``), with
         ``parameters`` a parameter to the argument every call site of its function in this file
-        passes (``callgraph``), and ``through(e)`` when it returns a sub-expression to look through.
+        passes (``callgraph``), and ``through(e)`` when it returns a sub-expression to look through
+        (for ``a if c else b``, the one arm it returns instead of both).
         Anything else is an origin itself; ``None`` stands for a value that cannot be told
         (parameter, loop variable, unpacked call result, augmented assignment, too deep)."""
         found: list[ast.AST | None] = []
@@ -553,6 +554,10 @@ class Dataflow:
         if isinstance(expr, ast.NamedExpr):
             return self._origins(expr.value, question, at, depth + 1)
         if isinstance(expr, ast.IfExp):
+            # ``through`` may pick the arm that runs (the question knows which way the test goes).
+            chosen = question.through(expr) if question.through is not None else None
+            if chosen is not None:
+                return self._origins(chosen, question, at, depth + 1)
             self._origins(expr.body, question, at, depth + 1)
             self._origins(expr.orelse, question, at, depth + 1)
             return

@@ -11,7 +11,7 @@ from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.gradmode import grad_effect
 from torchlint.torchmodel.instance_modes import instances_shown, may_run_in_eval_mode
-from torchlint.torchmodel.mode_dependence import rate_may_be_nonzero
+from torchlint.torchmodel.mode_dependence import is_training_flag, rate_may_be_nonzero, rate_may_be_nonzero_in_eval_mode
 from torchlint.torchmodel.modules import module_classes
 
 
@@ -34,7 +34,11 @@ class FunctionalDropoutAlwaysOn(Rule):
         never trains, so its dropout is meant to run at inference. Nor is dropout
         whose rate is zero on every path (`F.dropout(x, p=self.p)` where `self.p` is a
         constructor parameter defaulting to `0.0` that no construction in a training
-        script building the class sets): it drops nothing in either mode; nor dropout of a class whose every
+        script building the class sets): it drops nothing in either mode; nor dropout
+        whose rate is zero whenever the module is not training (a `dropout_p`
+        parameter defaulting to `0.0` whose every call site passes `0.0 if not
+        self.training else cfg.attention_dropout`, or `p = self.p if self.training
+        else 0.0`): in eval mode it drops nothing; nor dropout of a class whose every
         instance, built in a training script, is only trained and never switched to
         eval mode, run under no-grad or loaded (a GAN's discriminator): it runs in
         training mode wherever it runs.
@@ -113,7 +117,9 @@ class Block(nn.Module):
                 continue
             if _runs_only_in_training_mode(ctx, call) or _in_no_grad_method(ctx, call, cls):
                 continue
-            if _rate_always_zero(ctx, call, cls) or not may_run_in_eval_mode(ctx, cls):
+            if _rate_always_zero(ctx, call, cls) or _rate_gated_on_training(ctx, call):
+                continue
+            if not may_run_in_eval_mode(ctx, cls):
                 continue
             yield self.report(call, self._message(ctx, call, parameter))
 
@@ -144,16 +150,20 @@ def _in_training_only_method(ctx, call: ast.Call, cls: ast.ClassDef) -> bool:
     return method is None or method.name in TRAINING_ONLY_METHODS
 
 
-def _is_mode_flag(expr: ast.AST) -> bool | None:
-    """``self.training`` (or any module's ``.training``): true exactly in training mode."""
-    return True if isinstance(expr, ast.Attribute) and expr.attr == "training" else None
-
-
 def _runs_only_in_training_mode(ctx, call: ast.Call) -> bool:
     """The dropout sits on a path that requires the module's training flag: ``if self.training
     and self.p > 0:``, ``F.dropout(x) if self.training else x``, below ``if not self.training:
     return x``. In eval mode that path does not run, which is what ``training=`` would do."""
-    return any(implies(test, value, _is_mode_flag) for test, value in conditions_at(ctx, call))
+    return any(implies(test, value, is_training_flag) for test, value in conditions_at(ctx, call))
+
+
+def _rate_gated_on_training(ctx, call: ast.Call) -> bool:
+    """The rate is zero whenever the module is not training, and only the training flag makes it
+    non-zero: ``dropout_p`` defaulting to 0.0 whose every call site passes ``0.0 if not
+    self.training else cfg.attention_dropout``, or ``p = self.p if self.training else 0.0``. Then
+    dropout is off in eval mode, which is what ``training=`` would do."""
+    rate = argument(call, 1, "p")
+    return rate is not None and rate_may_be_nonzero(ctx, rate) and not rate_may_be_nonzero_in_eval_mode(ctx, rate)
 
 
 def _in_no_grad_method(ctx, call: ast.Call, cls: ast.ClassDef) -> bool:

@@ -29,6 +29,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_callee, resolve_class
+from torchlint.analysis.conditions import implies
 from torchlint.analysis.containers import element_origins
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
@@ -230,6 +231,31 @@ def rate_may_be_nonzero(ctx: FileContext, rate: ast.AST) -> bool:
     every value that reaches it is a literal zero (a class built with its default ``dropout=0.0``
     everywhere); an unknown value may be non-zero."""
     return not all(_literal_zero(o) for o in dataflow(ctx).origins(rate, parameters=True))
+
+
+def rate_may_be_nonzero_in_eval_mode(ctx: FileContext, rate: ast.AST) -> bool:
+    """``rate_may_be_nonzero`` in eval mode: of ``a if self.training else b`` (also ``b if not
+    self.training else a``, at a call site that fills the rate's parameter or in an assignment the
+    rate reads) only the arm that runs when the module's training flag is off counts, so a rate
+    gated on the flag (``dropout_p=0.0 if not self.training else cfg.attention_dropout``) is zero
+    in eval mode."""
+    origins = dataflow(ctx).origins(rate, _arm_in_eval_mode, parameters=True)
+    return not all(_literal_zero(o) for o in origins)
+
+
+def is_training_flag(expr: ast.AST) -> bool | None:
+    """``self.training`` (or any module's ``.training``): true exactly in training mode."""
+    return True if isinstance(expr, ast.Attribute) and expr.attr == "training" else None
+
+
+def _arm_in_eval_mode(expr: ast.AST) -> ast.AST | None:
+    if not isinstance(expr, ast.IfExp):
+        return None
+    if implies(expr.test, True, is_training_flag):
+        return expr.orelse  # the test holds only in training mode
+    if implies(expr.test, False, is_training_flag):
+        return expr.body  # the test fails only in training mode
+    return None
 
 
 def _literal_zero(expr: ast.AST | None) -> bool:

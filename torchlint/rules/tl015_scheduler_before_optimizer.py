@@ -33,7 +33,10 @@ class SchedulerBeforeOptimizer(Rule):
         call site passes) reaches `torch.optim.lr_scheduler`, a `transformers`/`diffusers`
         `get_*` schedule or a class whose bases are torch's. A project's own schedule class
         (jepa's `WarmupCosineSchedule` writes the coming step's rate into the param groups and
-        is meant to step first) and an object known only by its name are left alone.
+        is meant to step first), a subclass of torch's that replaces `step()` with its own
+        (a warm-up scheduler stepped at the start of each epoch: its contract is the
+        project's) and an object known only by its name are left alone; a subclass that
+        only rewrites `get_lr()` keeps torch's `step()` and is reported.
     """
     why = """
         Since PyTorch 1.1 the scheduler must step *after* the optimizer. Stepping it

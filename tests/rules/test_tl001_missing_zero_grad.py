@@ -868,3 +868,108 @@ def test_a_step_closure_called_in_a_loop_that_never_clears_is_reported(lint):
     )
     findings = check(lint, never, CODE)
     assert "in the loop at line 24" in findings[0].message
+
+
+# ----- one step on parameters the function builds --------------------------------------------
+
+
+def test_one_step_on_a_model_built_by_the_function_is_silent(lint):
+    """A checkpoint test's helper builds a model and an optimizer, steps once to give the optimizer
+    state, and returns both: each call starts from parameters with no gradient."""
+    check(
+        lint,
+        """
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from myproject.optim import build_optimizer
+
+        def make_model_and_optimizer(cfg):
+            model = DDP(torch.nn.Linear(8, 8).to(dist.get_rank()))
+            optim = build_optimizer(cfg, model)
+            model(torch.rand(2, 8)).pow(2).mean().backward()
+            optim.step()
+            return model, optim
+
+        def check_round_trip(cfg, path):
+            model, optim = make_model_and_optimizer(cfg)
+            save_checkpoint(path, model, optim)
+            model2, optim2 = make_model_and_optimizer(cfg)
+            load_checkpoint(path, model2, optim2)
+            for a, b in zip(optim.state.values(), optim2.state.values()):
+                assert torch.equal(a["exp_avg"], b["exp_avg"])
+        """,
+        CODE,
+    )
+
+
+def test_one_step_per_call_on_a_model_handed_in_is_reported(lint):
+    """The same single step on the caller's model: every call adds to the gradients of the last."""
+    (finding,) = check(
+        lint,
+        """
+        import torch
+
+        def make_optimizer(model):
+            return torch.optim.Adam(model.parameters(), lr=1e-3)
+
+        def take_step(model, optim, batch):
+            model(batch).pow(2).mean().backward()
+            optim.step()  # expect: TL001
+
+        model = torch.nn.Linear(8, 8)
+        optim = make_optimizer(model)
+        for batch in loader:
+            take_step(model, optim, batch)
+        """,
+        CODE,
+    )
+    assert "`optim.step()` applies gradients that are never cleared" in finding.message
+
+
+def test_steps_in_a_loop_on_a_model_built_by_the_function_are_reported(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        def fit(data):
+            net = torch.nn.Linear(8, 1)
+            optim = torch.optim.SGD(net.parameters(), lr=0.1)
+            for x, y in data:
+                torch.nn.functional.mse_loss(net(x), y).backward()
+                optim.step()  # expect: TL001
+            return net
+        """,
+        CODE,
+    )
+
+
+def test_one_step_on_a_new_head_over_a_handed_in_encoder_is_reported(lint):
+    """The head is new on every call, but the encoder inside it is the caller's: its gradients
+    pile up from call to call."""
+    check(
+        lint,
+        """
+        import torch
+
+        class Classifier(torch.nn.Module):
+            def __init__(self, encoder):
+                super().__init__()
+                self.encoder = encoder
+                self.fc = torch.nn.Linear(64, 2)
+
+            def forward(self, x):
+                return self.fc(self.encoder(x))
+
+        def probe_once(encoder, x, y):
+            model = Classifier(encoder)
+            optim = torch.optim.SGD(model.parameters(), lr=0.01)
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optim.step()  # expect: TL001
+
+        for x, y in loader:
+            probe_once(encoder, x, y)
+        """,
+        CODE,
+    )

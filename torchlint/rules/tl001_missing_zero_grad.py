@@ -10,7 +10,7 @@ from torchlint.torchmodel.accumulation import gradient_accumulation
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.clearing import clearing
 from torchlint.torchmodel.events import CLEAR_KINDS, guard_key
-from torchlint.torchmodel.fresh_runs import steps_fresh_optimizer
+from torchlint.torchmodel.fresh_runs import steps_fresh_model_once, steps_fresh_optimizer
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.roles import Role, object_roles
 
@@ -32,7 +32,10 @@ class MissingZeroGrad(Rule):
         of these. Each optimizer is judged on its own (a GAN's two optimizers), and a clear
         that runs only on some iterations -- once before the loop, or in one branch only
         (e.g. only when AMP is on) -- does not cover a step that runs on the others; a clear
-        at the start of an accumulation window (`if i % accum == 0:`) does. Not judged:
+        at the start of an accumulation window (`if i % accum == 0:`) does. A single step,
+        outside any loop of its function, of an optimizer that function builds over models
+        it builds itself (a test helper giving a fresh optimizer some state) starts from
+        empty gradients on every call: not reported. Not judged:
         `test_*` functions (one step to check something), helpers handed the caller's loss
         (`loss_scaler(loss, optimizer)`), and steps given a closure or a distributed-autograd
         context the file does not show (`opt.step(closure)` from elsewhere, `opt.step(context_id)`).
@@ -142,6 +145,8 @@ def train(model, loader, optimizer, scaler, use_amp):
                     continue
                 if unit.is_loop and steps_fresh_optimizer(ctx, step.node, unit.owner):
                     continue  # a fresh model and optimizer each iteration: no gradient carries over
+                if steps_fresh_model_once(ctx, step.node):
+                    continue  # one step per call, on parameters each call builds: nothing to carry over
                 ok = _cleared(ctx, unit, step, stepped)
                 previous = verdicts.get(step.node)
                 if previous is None:

@@ -24,6 +24,7 @@ from torchlint.analysis.callgraph import call_graph
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.nodes import argument, argument_for, last_name
 from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.constructors import constructor_role, preserved_argument
 from torchlint.torchmodel.roles import Role, object_roles
 
 if TYPE_CHECKING:
@@ -116,15 +117,24 @@ def _fresh_module(ctx: FileContext, call: ast.Call, iteration: _Iteration) -> bo
     of the function the body calls): a class (capitalised callee), not a copy or a wrapper, and
     handed no model of the code around it."""
     loops = ctx.enclosing_loops(call)
-    if loops[:1] != ([] if iteration.sites else [iteration.loop]):
-        return False
+    return loops[:1] == ([] if iteration.sites else [iteration.loop]) and _new_module(ctx, call)
+
+
+def _new_module(ctx: FileContext, call: ast.Call) -> bool:
+    """``call`` constructs a new module handed no model of the code around it."""
+    roles = object_roles(ctx)
+    return _constructs_module(ctx, call) and not any(roles.role_of(a, hint=False) == Role.MODEL for a in _handed(call))
+
+
+def _constructs_module(ctx: FileContext, call: ast.Call) -> bool:
+    """A class is called (capitalised callee), not a copy or a wrapper."""
     qual = ctx.call_qualname(call) or ""
     name = last_name(call.func) or ""
-    if not name[:1].isupper() or qual in torch_names.MODEL_WRAPPERS or name in torch_names.MODEL_WRAPPER_NAMES:
-        return False
-    roles = object_roles(ctx)
-    handed = [a.value if isinstance(a, ast.Starred) else a for a in call.args] + [k.value for k in call.keywords]
-    return not any(roles.role_of(a, hint=False) == Role.MODEL for a in handed)
+    return name[:1].isupper() and qual not in torch_names.MODEL_WRAPPERS and name not in torch_names.MODEL_WRAPPER_NAMES
+
+
+def _handed(call: ast.Call) -> list[ast.AST]:
+    return [a.value if isinstance(a, ast.Starred) else a for a in call.args] + [k.value for k in call.keywords]
 
 
 def steps_fresh_optimizer(ctx: FileContext, step: ast.AST, loop: ast.AST) -> bool:
@@ -140,6 +150,91 @@ def steps_fresh_optimizer(ctx: FileContext, step: ast.AST, loop: ast.AST) -> boo
         isinstance(o, ast.Call) and ctx.enclosing_loops(o)[:1] == [loop] and fresh_model_sources(ctx, o) is not None
         for o in origins
     )
+
+
+def steps_fresh_model_once(ctx: FileContext, step: ast.AST) -> bool:
+    """``step`` runs once per call of its function (no loop around it there) and steps an optimizer
+    built in that function (outside any loop) over models built fresh there (through moves and
+    wrappers: ``FSDP(nn.Linear(4, 4).cuda())``): each call starts from parameters with no
+    gradient, so the single step cannot apply stale ones however often, or from wherever, the
+    function is called."""
+    function = ctx.enclosing_function(step)
+    if not isinstance(step, ast.Call) or function is None or ctx.enclosing_loops(step):
+        return False
+    origins = dataflow(ctx).origins(_stepped_optimizer(ctx, step))
+    return bool(origins) and all(
+        isinstance(o, ast.Call) and _once_in(ctx, o, function) and _over_fresh_models(ctx, o, function) for o in origins
+    )
+
+
+def _stepped_optimizer(ctx: FileContext, step: ast.Call) -> ast.AST:
+    """The optimizer ``opt.step()`` or ``scaler.step(opt)`` steps."""
+    receiver = step.func.value if isinstance(step.func, ast.Attribute) else step.func
+    if step.args and object_roles(ctx).role_of(receiver) == Role.SCALER:
+        return step.args[0]
+    return receiver
+
+
+def _once_in(ctx: FileContext, node: ast.AST, function: ast.AST) -> bool:
+    return ctx.enclosing_function(node) is function and not ctx.enclosing_loops(node)
+
+
+def _over_fresh_models(ctx: FileContext, optimizer: ast.Call, function: ast.AST) -> bool:
+    """Every model handed to the optimizer's construction (``SGD(net.parameters())``,
+    ``build_optimizer(cfg, model)``) is built fresh in ``function``, and there is one."""
+    found: list[ast.AST] = []
+    return all(_fresh_in(ctx, arg, function, found, 0) for arg in _handed(optimizer)) and bool(found)
+
+
+def _fresh_in(ctx: FileContext, expr: ast.AST, function: ast.AST, found: list, depth: int) -> bool:
+    """Add to ``found`` the fresh models of ``function`` whose parameters ``expr`` hands on; False
+    when it hands on a model (or its parameters) from anywhere else. A value that is no model
+    (a configuration, a learning rate) is no source."""
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(expr, (ast.List, ast.Tuple)):
+        return all(_fresh_in(ctx, e, function, found, depth + 1) for e in expr.elts)
+    if isinstance(expr, ast.Dict):
+        return all(_fresh_in(ctx, v, function, found, depth + 1) for v in expr.values)
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr in torch_names.DEVICE_DTYPE_MOVES:
+            return _fresh_in(ctx, func.value, function, found, depth + 1)
+        if isinstance(func, ast.Attribute) and func.attr in _PARAMETER_VIEWS:
+            before = len(found)  # parameters come from a model: it must be one of the fresh ones
+            return _fresh_in(ctx, func.value, function, found, depth + 1) and len(found) > before
+        wrapped = preserved_argument(ctx, expr)
+        if wrapped is not None:
+            return _fresh_in(ctx, wrapped, function, found, depth + 1)
+        if constructor_role(ctx, expr) == Role.MODEL:
+            # A container of layers built on the spot (`Sequential(Linear(...), ReLU())`) is fresh too.
+            inner: list[ast.AST] = []
+            if not (_once_in(ctx, expr, function) and _constructs_module(ctx, expr)):
+                return False
+            if not all(_fresh_part(ctx, part, function, inner, depth + 1) for part in _handed(expr)):
+                return False
+            found.append(expr)
+            return True
+        return object_roles(ctx).role_of(expr, hint=False) != Role.MODEL
+    if isinstance(expr, ast.Name):
+        origins = dataflow(ctx).origins(expr)
+        if None in origins:
+            return object_roles(ctx).role_of(expr) != Role.MODEL
+        return all(_fresh_in(ctx, o, function, found, depth + 1) for o in origins)
+    return object_roles(ctx).role_of(expr) != Role.MODEL
+
+
+def _fresh_part(ctx: FileContext, expr: ast.AST, function: ast.AST, found: list, depth: int) -> bool:
+    """An argument of a fresh model's construction: a module built fresh too, or a value that is
+    shown to be no model (a literal, something the data flow shows to be of another kind). A value
+    of unknown origin (``Classifier(encoder)`` with ``encoder`` from the caller) may be a model
+    that outlives the call, with gradients of its own."""
+    if isinstance(expr, ast.Constant):
+        return True
+    if isinstance(expr, ast.Name) and None in dataflow(ctx).origins(expr):
+        role = object_roles(ctx).role_of(expr, hint=False)
+        return role is not None and role != Role.MODEL
+    return _fresh_in(ctx, expr, function, found, depth)
 
 
 def builds_fresh_run(ctx: FileContext, loop: ast.AST, optimizers: list[ast.Call], trains_handed_out: bool) -> bool:

@@ -655,3 +655,55 @@ def test_train_with_a_flag_that_may_be_true_restores_the_mode(lint):
 def test_train_with_a_flag_that_is_always_false_restores_nothing(lint):
     source = _RUN_EPOCH.format(switch="frozen = False\n    model.train(frozen)", marker="  # expect: TL007")
     check(lint, source, "TL007")
+
+
+# ----- a method of the model that sets the mode of what it trains --------------------------------
+
+_HEAD_ON_FROZEN_ENCODER = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Probe(nn.Module):
+    def __init__(self, encoder, n_classes):
+        super().__init__()
+        self.encoder = encoder
+        self.head = nn.Sequential(nn.Dropout(0.2), nn.Linear(768, n_classes))
+
+    def {method}(self):
+        for p in self.encoder.parameters():
+            p.requires_grad = False
+        {body}
+
+    def forward(self, x):
+        return self.head(self.encoder(x).mean(1))
+
+def fit_epoch(probe, loader, optimizer):
+    probe.{method}()
+    for x, y in loader:
+        optimizer.zero_grad()
+        F.cross_entropy(probe(x), y).backward()
+        optimizer.step()
+
+def evaluate(probe, loader):
+    probe.eval()
+    with torch.no_grad():
+        return sum((probe(x).argmax(1) == y).sum().item() for x, y in loader)
+
+probe = Probe(Encoder(), n_classes=4)
+optimizer = torch.optim.Adam(probe.head.parameters(), lr=1e-4)
+for epoch in range(10):
+    fit_epoch(probe, train_loader, optimizer)
+    evaluate(probe, val_loader){marker}
+"""
+
+
+def test_model_method_that_switches_the_trained_head_back_restores_the_mode(lint):
+    source = _HEAD_ON_FROZEN_ENCODER.format(method="start_training", body="self.head.train()", marker="")
+    check(lint, source, "TL007")
+
+
+def test_model_method_that_switches_nothing_restores_nothing(lint):
+    source = _HEAD_ON_FROZEN_ENCODER.format(method="start_training", body="self.steps = 0", marker="  # expect: TL007")
+    (finding,) = check(lint, source, "TL007")
+    assert "`evaluate(...)` (which calls `probe.eval()` at line 28)" in finding.message

@@ -167,9 +167,12 @@ def argument(call: ast.Call, index: int, name: str) -> ast.AST | None:
 
 def argument_for(call: ast.Call, func: ast.AST, name: str) -> ast.AST | None:
     """The argument expression ``call`` passes for parameter ``name`` of the def ``func``
-    (``self``/``cls`` skipped for a method called on an object)."""
+    (``self``/``cls`` skipped for a method called on an object, which it names: ``obj`` of
+    ``obj.method()`` is what ``self`` holds)."""
     params = [a.arg for a in func.args.posonlyargs + func.args.args]
     if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        if name == params[0]:
+            return call.func.value
         params = params[1:]
     index = params.index(name) if name in params else len(call.args)
     return argument(call, index, name)

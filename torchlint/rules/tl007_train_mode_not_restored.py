@@ -34,7 +34,10 @@ class TrainModeNotRestored(Rule):
         evaluation. `x.eval()` where `x` is an instance of a project class that does
         not derive from `nn.Module` (an environment's own evaluation flag) is no
         switch at all, and `model.train(is_train)` before the first training step,
-        with a flag that may be true, restores the mode.
+        with a flag that may be true, restores the mode. So does a method of the
+        model's own class (`probe.train_custom()`, the class shown by data flow) that
+        calls `self.train()` or `.train()` on a submodule (the trained head of a
+        frozen encoder).
     """
     why = """
         After the first validation the model stays in eval mode for the rest of

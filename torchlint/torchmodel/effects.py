@@ -22,12 +22,13 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import resolve_local_call
+from torchlint.analysis.callgraph import find_method, resolve_class, resolve_local_call
 from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument_for, method_call
 from torchlint.torchmodel import vocabulary as torch_names
-from torchlint.torchmodel.constructors import preserved_argument
+from torchlint.torchmodel.constructors import Role, constructor_role, preserved_argument
 from torchlint.torchmodel.events import Event, EventKind
 
 if TYPE_CHECKING:
@@ -116,6 +117,28 @@ def _same_object(ctx: FileContext, expr: ast.AST) -> ast.AST | None:
     if isinstance(func, ast.Name) and func.id in _ELEMENT_COPIES and ctx.qualname(func) is None and len(expr.args) == 1:
         return expr.args[0]
     return preserved_argument(ctx, expr)
+
+
+def model_method(ctx: FileContext, call: ast.Call) -> Definition | None:
+    """The method of a project model class that ``obj.method(...)`` runs, when data flow shows
+    ``obj`` to be an instance of that one class (its construction, through moves, wrappers and the
+    arguments every call site passes: ``discriminator.train_custom()`` in a function handed the
+    ``Discriminator(...)`` built by its caller); None otherwise."""
+    found = method_call(call)
+    if found is None or not isinstance(found[1], (ast.Name, ast.Attribute)) or ctx.call_qualname(call):
+        return None
+    name, receiver = found
+    classes = set()
+    for origin in dataflow(ctx).origins(receiver, lambda expr: _same_object(ctx, expr), parameters=True):
+        if not isinstance(origin, ast.Call) or constructor_role(ctx, origin) != Role.MODEL:
+            return None
+        cls = resolve_class(ctx, origin.func)
+        if cls is None:
+            return None
+        classes.add(Definition(*cls))
+    if len(classes) != 1:
+        return None
+    return find_method(classes.pop(), name)
 
 
 # Builtins that build a new container of the same elements.

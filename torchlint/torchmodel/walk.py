@@ -27,8 +27,8 @@ from torchlint.analysis.definitions import Definition
 from torchlint.analysis.nodes import walk_no_scopes
 from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel.calls import call_events, clears_with
-from torchlint.torchmodel.effects import Effect, effects_of, events_at_call
-from torchlint.torchmodel.events import Event, EventKind
+from torchlint.torchmodel.effects import Effect, effects_of, events_at_call, model_method
+from torchlint.torchmodel.events import MODE_KINDS, Event, EventKind
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -87,7 +87,11 @@ class EventWalker:
         for call in calls:
             event = self.calls.classify(call)
             target = self._local_target(call) if event is None else None
-            elsewhere = self._effects_elsewhere(call) if event is None and target is None else None
+            elsewhere = (
+                self._effects_elsewhere(call) or self._model_method_modes(call)
+                if event is None and target is None
+                else None
+            )
             opaque = self.calls.opaque_step(call) if event is None and target is None and not elsewhere else None
             if event is not None or target is not None or opaque is not None or elsewhere:
                 plan.append((call, event, target, opaque, elsewhere))
@@ -105,6 +109,18 @@ class EventWalker:
         if callee is None:
             return None
         return events_at_call(call, callee.node, event_walker(callee.ctx).effects(callee.node))
+
+    def _model_method_modes(self, call: ast.Call) -> list[Event] | None:
+        """The mode switches a method of the project's model class makes on the instance it is
+        called on (``model.train_custom()`` calling ``self.head.train()``): the model's own method
+        sets the mode of what it trains. Only switches: what else a model's method does is the
+        model's business."""
+        method = model_method(self.ctx, call)
+        if method is None:
+            return None
+        effects = event_walker(method.ctx).effects(method.node)  # type: ignore[arg-type]
+        switches = tuple(e for e in effects if e.kind in MODE_KINDS)
+        return events_at_call(call, method.node, switches) or None
 
     @cached_property
     def kinds_elsewhere(self) -> frozenset[EventKind]:

@@ -1138,3 +1138,51 @@ def test_dropout_of_rate_zero_is_inert(lint):
         "self.head = nn.Linear(hidden, vocab)", "self.head = nn.Sequential(nn.Dropout(0.0), nn.Linear(hidden, vocab))"
     )
     check(lint, source, "TL005")
+
+
+# ----- a model loaded in eval mode, handed through helpers -----------------------------------------
+
+_HEAD_SCORING = """
+import torch
+from transformers import GPT2LMHeadModel
+
+def score_heads(model, eval_loader, head_mask):
+    head_mask.requires_grad_(True)
+    total = 0.0
+    for batch in eval_loader:
+        loss = model(batch, labels=batch, head_mask=head_mask).loss  {marker}
+        loss.backward()
+        total += loss.item()
+    return head_mask.grad.abs(), total
+
+def prune(model, eval_loader, n_layers, n_heads):
+    mask = torch.ones(n_layers, n_heads)
+    importance, loss = score_heads(model, eval_loader, mask)
+    {extra}
+    return importance
+
+model = GPT2LMHeadModel.from_pretrained("gpt2")
+model.to("cuda")
+if torch.cuda.device_count() > 1:
+    model = torch.nn.DataParallel(model)
+prune(model, eval_loader, 12, 12)
+"""
+
+
+def test_model_from_an_eval_mode_loader_handed_through_helpers_is_silent(lint):
+    # `from_pretrained` returns the model in eval mode; nothing here switches it back.
+    check(lint, _HEAD_SCORING.format(marker="", extra="pass"), "TL005")
+
+
+def test_model_from_an_eval_mode_loader_switched_to_train_is_reported(lint):
+    source = _HEAD_SCORING.format(marker="# expect: TL005", extra="model.train()")
+    (finding,) = check(lint, source, "TL005")
+    assert "evaluates in training mode" in finding.message
+
+
+def test_model_from_an_eval_mode_loader_handed_to_a_library_trainer_is_reported(lint):
+    source = _HEAD_SCORING.format(marker="# expect: TL005", extra="pass").replace(
+        "prune(model, eval_loader, 12, 12)",
+        "Trainer(model=model, train_dataset=data).train()\nprune(model, eval_loader, 12, 12)",
+    )
+    check(lint, source, "TL005")

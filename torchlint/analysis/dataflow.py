@@ -547,9 +547,11 @@ class Dataflow:
 
     def _origins(self, expr, question: _Question, at, depth) -> None:
         found = question.found
-        if depth > self.MAX_DEPTH or id(expr) in question.seen:
+        if depth > self.MAX_DEPTH:
             found.append(None)
             return
+        if id(expr) in question.seen:
+            return  # reached again (two paths to one value, a loop): its origins are already found
         question.seen.add(id(expr))
         if isinstance(expr, ast.NamedExpr):
             return self._origins(expr.value, question, at, depth + 1)

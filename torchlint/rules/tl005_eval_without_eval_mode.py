@@ -34,9 +34,12 @@ class EvalWithoutEvalMode(Rule):
         freshly built model that nothing trains, loads or hands on are not
         evaluation, nor are unit tests (`test_*` functions that assert,
         `unittest.TestCase` classes and their mixins, helpers that only they call),
-        whatever the file's path. A model from `X.from_pretrained(...)` that nothing trains here
-        is in eval mode; one from `torch.hub.load(...)` is the hub entry point's
-        business. Only a model shown to behave differently in the two modes is
+        whatever the file's path. A model starts in the mode its loader gives it: one
+        from a loader documented to return eval mode (`X.from_pretrained(...)`), also
+        handed through helpers, moves and `DataParallel`/`DDP` wrappers, is in eval
+        mode unless a `.train()` of this program may reach it or it is handed to code
+        the linter cannot read (a library trainer); one from `torch.hub.load(...)` is
+        the hub entry point's business. Only a model shown to behave differently in the two modes is
         reported: data flow takes it to dropout, batch norm, an instance norm
         tracking running statistics, a recurrent or attention layer given a
         dropout, a class (through its bases and the helpers that build its layers)

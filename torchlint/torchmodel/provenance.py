@@ -19,14 +19,15 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.callgraph import calls_elsewhere, resolve_local_call
 from torchlint.analysis.containers import item_origins
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import dotted_name
 from torchlint.analysis.nodes import method_call
 from torchlint.torchmodel import vocabulary as torch_names
-from torchlint.torchmodel.constructors import constructor_role
+from torchlint.torchmodel.constructors import constructor_role, preserved_argument
 from torchlint.torchmodel.events import EventKind
-from torchlint.torchmodel.forward_calls import model_expression
+from torchlint.torchmodel.forward_calls import mode_switches, model_expression
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.roles import Role
 from torchlint.torchmodel.walk import event_walker
@@ -228,9 +229,9 @@ class ModelProvenance:
 
     # ----- loaders that manage the mode ------------------------------------------------------------
     def loader_mode(self, call: ast.Call) -> str | None:
-        """ "eval" when every value the model may hold comes from ``X.from_pretrained(...)`` (which
-        returns it in eval mode) and nothing may train it here; "opaque" when it comes from
-        ``torch.hub.load(...)``; None otherwise."""
+        """ "eval" when the model ``call`` runs comes in eval mode from a loader that returns it so
+        (``loaded_in_eval_mode``); "opaque" when it comes from ``torch.hub.load(...)``; None
+        otherwise."""
         origins = [
             found
             for origin in self.origins(call)
@@ -240,15 +241,62 @@ class ModelProvenance:
             return None
         if all(isinstance(o, ast.Call) and self.ctx.call_qualname(o) == "torch.hub.load" for o in origins):
             return "opaque"
-        from_pretrained = all(
-            isinstance(o, ast.Call) and isinstance(o.func, ast.Attribute) and o.func.attr == "from_pretrained"
-            for o in origins
-        )
-        model = model_expression(call)
+        return "eval" if self.loaded_in_eval_mode(model_expression(call)) else None
+
+    def loaded_in_eval_mode(self, model: ast.AST) -> bool:
+        """A model starts in the mode its constructor or loader gives it: every value ``model`` may
+        hold comes from a loader documented to return eval mode (``X.from_pretrained(...)``,
+        through moves and wrappers: ``DDP(model)``), and nothing in this program may switch it to
+        train mode: no ``.train()`` in this file or the project functions it calls, and the model
+        is handed to no code the linter cannot read (a trainer of another library may train it)."""
+        origins = self.flow.origins(model, _through_moves_and_wrappers(self.ctx))
+        if not origins or not all(_eval_mode_load(o) for o in origins):
+            return False
+        if self._may_switch_to_train():
+            return False
         name = dotted_name(model)
-        if from_pretrained and name is not None and not self._touched(name, model):
-            return "eval"
-        return None
+        return name is not None and not self._handed_to_unread_code(name, model)
+
+    def _may_switch_to_train(self) -> bool:
+        kinds = {e.kind for e in mode_switches(self.ctx)} | event_walker(self.ctx).kinds_elsewhere
+        return EventKind.TRAIN in kinds or EventKind.SET_MODE in kinds
+
+    def _handed_to_unread_code(self, name: str, at: ast.AST) -> bool:
+        """``name`` is handed to a call that is neither a function of this project (whose mode
+        switches count above), nor torch's, nor a wrapper, nor one that only inspects it."""
+        for node in ast.walk(self._scope_of(name, at)):
+            if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
+                continue
+            parent = self.ctx.parent(node)
+            if dotted_name(node) != name or not isinstance(parent, ast.Call) or node is parent.func:
+                continue
+            if resolve_local_call(self.ctx, parent) is not None or parent in calls_elsewhere(self.ctx):
+                continue
+            qual = self.ctx.call_qualname(parent) or ""
+            if qual.startswith("torch.") or preserved_argument(self.ctx, parent) is not None:
+                continue
+            if (dotted_name(parent.func) or "").rsplit(".", 1)[-1] in INSPECTING_CALLS:
+                continue
+            return True
+        return False
+
+
+def _eval_mode_load(origin: ast.AST | None) -> bool:
+    return (
+        isinstance(origin, ast.Call)
+        and isinstance(origin.func, ast.Attribute)
+        and origin.func.attr in torch_names.EVAL_MODE_LOADER_METHODS
+    )
+
+
+def _through_moves_and_wrappers(ctx: FileContext):
+    def through(expr: ast.AST) -> ast.AST | None:
+        kept = through_model_keeping(expr)
+        if kept is not None:
+            return kept
+        return preserved_argument(ctx, expr) if isinstance(expr, ast.Call) else None
+
+    return through
 
 
 def through_model_keeping(expr: ast.AST) -> ast.AST | None:

@@ -213,11 +213,22 @@ class TrainEvalMode:
             loaded = self.chain.provenance.loader_mode(node)
             if loaded is not None:  # `from_pretrained` returns eval mode; a hub entry point is opaque
                 return Verdict(REACHED if loaded == "eval" else UNKNOWN)
+        elif self._hands_on_eval_loaded(node):
+            return Verdict(REACHED)  # a call site handing on models that start, and stay, in eval mode
         if func is None:
             return Verdict(REACHED if self._file_sets_eval_once() else NOT_REACHED)
         return self.chain.judge(
             node, func, depth, seen, self.at, self._file_sets_eval_once, self.autograd.disabled_by_itself
         )
+
+    def _hands_on_eval_loaded(self, site) -> bool:
+        """Every model the call site hands on was loaded in eval mode and nothing switches it to
+        train mode (``provenance.loaded_in_eval_mode``)."""
+        if not isinstance(site, ast.Call):
+            return False
+        roles = object_roles(self.ctx)
+        handed = [a for a in [*site.args, *(k.value for k in site.keywords)] if roles.role_of(a) == Role.MODEL]
+        return bool(handed) and all(self.chain.provenance.loaded_in_eval_mode(a) for a in handed)
 
     def _local_mode(self, node, func) -> bool | None:
         """True/False when a switch in ``func`` (before ``node``) or a context around ``node`` decides the mode."""

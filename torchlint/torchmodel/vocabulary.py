@@ -366,6 +366,10 @@ TIMM_MODE_DEPENDENT_FAMILIES = (
 )
 # `timm.create_model(...)` keywords that switch on dropout or stochastic depth when non-zero.
 TIMM_DROP_KEYWORDS = frozenset({"drop_rate", "drop_path_rate", "drop_block_rate"})
+# Loader methods documented to hand back their model in eval mode: transformers'
+# `PreTrainedModel.from_pretrained` and diffusers' `ModelMixin.from_pretrained` call `model.eval()`
+# before returning (so does peft's `PeftModel.from_pretrained` unless asked for a trainable model).
+EVAL_MODE_LOADER_METHODS = frozenset({"from_pretrained"})
 # Hugging Face classes (`<Prefix>...from_pretrained(...)`) whose default configuration has dropout
 # (hidden/attention dropout 0.1). Llama-style models (dropout 0.0) are not among them.
 HF_DROPOUT_MODEL_PREFIXES = (

@@ -276,3 +276,36 @@ def test_origins_follow_a_parameter_to_every_call_site_when_asked():
     assert flow.origins(crit) == [None]  # a parameter, by default unknown
     assert [ast.unparse(o) for o in flow.origins(crit, parameters=True)] == ["nn.CrossEntropyLoss()", "make_loss()"]
     assert flow.origins(_use(ctx, "crit", 9), parameters=True) == [None]  # no call site in this file
+
+
+def _move_receiver(expr):
+    """Look through ``x.cuda()``: the result is the receiver."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "cuda":
+        return expr.func.value
+    return None
+
+
+def test_origins_reached_by_two_paths_are_found_once_and_known():
+    ctx, flow = _setup(
+        """
+        net = Net()
+        if use_gpu:
+            net = net.cuda()
+        out = net(x)
+        """
+    )
+    origins = flow.origins(_use(ctx, "net", 5), _move_receiver)
+    assert [ast.unparse(o) for o in origins] == ["Net()"]
+
+
+def test_through_may_choose_one_arm_of_a_conditional_expression():
+    ctx, flow = _setup(
+        """
+        p = 0.0 if not training else rate
+        y = p
+        """
+    )
+    use = _use(ctx, "p", 3)
+    assert sorted(ast.unparse(o) for o in flow.origins(use)) == ["0.0", "rate"]
+    origins = flow.origins(use, lambda e: e.body if isinstance(e, ast.IfExp) else None)
+    assert [ast.unparse(o) for o in origins] == ["0.0"]

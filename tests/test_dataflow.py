@@ -301,11 +301,12 @@ def test_origins_reached_by_two_paths_are_found_once_and_known():
 def test_through_may_choose_one_arm_of_a_conditional_expression():
     ctx, flow = _setup(
         """
+        rate = 0.1
         p = 0.0 if not training else rate
         y = p
         """
     )
-    use = _use(ctx, "p", 3)
-    assert sorted(ast.unparse(o) for o in flow.origins(use)) == ["0.0", "rate"]
+    use = _use(ctx, "p", 4)
+    assert sorted(ast.unparse(o) for o in flow.origins(use)) == ["0.0", "0.1"]
     origins = flow.origins(use, lambda e: e.body if isinstance(e, ast.IfExp) else None)
     assert [ast.unparse(o) for o in origins] == ["0.0"]

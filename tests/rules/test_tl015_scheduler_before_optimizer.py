@@ -436,3 +436,91 @@ def test_subclass_with_its_own_step_has_its_own_contract(lint):
         """,
         CODE,
     )
+
+
+# ----- schedulers drawn from a table of classes -----------------------------------------------------
+
+
+def test_scheduler_built_from_a_table_of_torch_classes_by_a_factory(lint):
+    """A factory that calls a class drawn from a dict of torch schedulers (and a subclass that only
+    rewrites ``get_lr()``) returns a torch scheduler."""
+    findings = check(
+        lint,
+        """
+        import torch
+        from torch.optim.lr_scheduler import CosineAnnealingLR, StepLR, _LRScheduler
+
+        class Flat(_LRScheduler):
+            def get_lr(self):
+                return list(self.base_lrs)
+
+        SCHEDULES = {"step": StepLR, "cosine": CosineAnnealingLR, "flat": Flat}
+
+        def make_schedule(optimizer, cfg):
+            kind = cfg.pop("kind")
+            return SCHEDULES[kind](optimizer, **cfg)
+
+        def train(model, loader, cfg):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            schedule = make_schedule(optimizer, cfg)
+            for x, y in loader:
+                schedule.step()  # expect: TL015
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+        """,
+        CODE,
+    )
+    assert "`schedule.step()` runs before `optimizer.step()` (line 22)" in findings[0].message
+
+
+def test_table_with_a_scheduler_that_steps_itself_is_silent(lint):
+    """One element of the table replaces ``step()`` with its own contract; which one is drawn is not
+    known, so the object is not shown to be torch's."""
+    check(
+        lint,
+        """
+        import torch
+        from torch.optim.lr_scheduler import StepLR, _LRScheduler
+
+        class WarmStart(_LRScheduler):
+            def step(self, epoch=None):
+                super().step(epoch)
+
+        SCHEDULES = [StepLR, WarmStart]
+
+        def train(model, loader, which):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            schedule = SCHEDULES[which](optimizer, 10)
+            for x, y in loader:
+                schedule.step()
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+        """,
+        CODE,
+    )
+
+
+def test_table_filled_elsewhere_is_silent(lint):
+    """A table another module adds to (``update``) may hold anything."""
+    check(
+        lint,
+        """
+        import torch
+        from torch.optim.lr_scheduler import StepLR
+
+        SCHEDULES = {"step": StepLR}
+        SCHEDULES.update(plugin_schedules())
+
+        def train(model, loader, kind):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            schedule = SCHEDULES[kind](optimizer, 10)
+            for x, y in loader:
+                schedule.step()
+                optimizer.zero_grad()
+                criterion(model(x), y).backward()
+                optimizer.step()
+        """,
+        CODE,
+    )

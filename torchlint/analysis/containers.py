@@ -131,22 +131,46 @@ def item_origins(ctx: FileContext, read: ast.Subscript) -> list[ast.AST | None]:
     """What ``d[k]`` may be, for a mapping ``d`` bound by name: the values of the dict literal it is
     bound to and of every ``d[...] = v`` in the file (a registry filled under ``__main__``, read in
     a request handler). ``None`` for what cannot be told: ``d`` bound otherwise, or never filled."""
+    flow = dataflow(ctx)
+    found: list[ast.AST | None] = []
+    for value in written_items(ctx, read, mappings_only=True):
+        found += [None] if value is None else flow.origins(value)
+    return found or [None]
+
+
+def written_items(ctx: FileContext, read: ast.Subscript, mappings_only: bool = False) -> list[ast.expr | None]:
+    """What ``c[k]`` may be, as the file writes it: the values of the dict literal (or, unless
+    ``mappings_only``, the elements of the list or tuple literal) the name ``c`` is bound to, and
+    every ``c[...] = v``. ``None`` for what cannot be told: ``c`` bound otherwise, entries spread in
+    from elsewhere (``{**other}``, ``[*xs]``), or added by a method (``c.update(...)``,
+    ``c.append(...)``) whose entries are not followed here."""
     container = read.value
     if not isinstance(container, ast.Name) or isinstance(read.slice, ast.Slice):
         return [None]
     flow = dataflow(ctx)
-    bindings = flow.reaching(container.id, read) or flow.bindings_anywhere(container.id)
-    found: list[ast.AST | None] = []
-    for binding in bindings:
-        if not (binding.kind == "assign" and isinstance(binding.value, ast.Dict)):
+    literals = (ast.Dict,) if mappings_only else (ast.Dict, ast.List, ast.Tuple)
+    found: list[ast.expr | None] = []
+    for binding in flow.reaching(container.id, read) or flow.bindings_anywhere(container.id):
+        literal = binding.value
+        if not (binding.kind == "assign" and isinstance(literal, literals)):
             return [None]
-        if any(key is None for key in binding.value.keys):
-            return [None]  # `{**other}`: entries from elsewhere
-        for value in binding.value.values:
-            found += flow.origins(value)
-    for node in ctx.nodes(ast.Assign):
+        values = literal.values if isinstance(literal, ast.Dict) else literal.elts
+        if (isinstance(literal, ast.Dict) and None in literal.keys) or any(isinstance(v, ast.Starred) for v in values):
+            return [None]  # `{**other}`, `[*xs]`: entries from elsewhere
+        found += values
+    for node in ctx.nodes(ast.Assign, ast.Call):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == container.id
+                and func.attr in _ADDING_ONE | _ADDING_MANY | {"setdefault"}
+            ):
+                found.append(None)
+            continue
         for target in node.targets:
             if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
                 if target.value.id == container.id:
-                    found += flow.origins(node.value)
-    return found or [None]
+                    found.append(node.value)
+    return found

@@ -19,6 +19,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import does_nothing, find_method, resolve_class
+from torchlint.analysis.containers import written_items
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import dotted_name
 from torchlint.torchmodel import vocabulary as torch_names
@@ -57,11 +58,44 @@ def _constructor_role(ctx: FileContext, call: ast.Call) -> Role | None:
     found = resolve_class(ctx, func)
     if found is not None:
         return class_role(*found)
+    if isinstance(func, ast.Subscript):
+        return _drawn_class_role(ctx, func)
     if isinstance(func, ast.Attribute) and func.attr == "from_pretrained":
         base = dotted_name(func.value) or ""
         if base.rsplit(".", 1)[-1].startswith("Auto") and "Tokenizer" not in base and "Config" not in base:
             return Role.MODEL
     return None
+
+
+def _drawn_class_role(ctx: FileContext, drawn: ast.Subscript) -> Role | None:
+    """What calling a class drawn from a literal builds (``SCHEDULERS[name](optimizer)`` over
+    ``SCHEDULERS = {"step": StepLR, "cosine": CosineAnnealingLR}``): the role every element the file
+    writes there gives, when they all agree. Which element is drawn is not known, so what is told
+    later of one built object (a scheduler class that replaces torch's ``step()``) must hold for
+    all of them here: a scheduler only when every element is one that keeps torch's ``step()``."""
+    roles = set()
+    for element in written_items(ctx, drawn):
+        if element is None:
+            return None
+        roles.add(_class_reference_role(ctx, element))
+    role = roles.pop() if len(roles) == 1 else None
+    return role if role is not Role.OTHER else None
+
+
+def _class_reference_role(ctx: FileContext, expr: ast.AST) -> Role | None:
+    """The role of what calling the class (or factory) ``expr`` names builds."""
+    qual = ctx.qualname(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else None
+    if qual:
+        role = qualified_role(qual)
+        if role is not None:
+            return role
+    found = resolve_class(ctx, expr)
+    if found is None:
+        return None
+    role = class_role(*found)
+    if role is Role.SCHEDULER and _steps_itself(found):
+        return None  # its own `step()`: not torch's contract, and not told apart once drawn
+    return role
 
 
 def qualified_role(qual: str) -> Role | None:
@@ -173,7 +207,12 @@ def defines_own_step(ctx: FileContext, call: ast.Call) -> bool:
     meant to step at the start of an epoch), not the one of the torch base it derives from. A class
     that only overrides ``get_lr()`` keeps torch's ``step()`` and its contract."""
     found = resolve_class(ctx, call.func)
-    return found is not None and find_method(Definition(*found), "step") is not None
+    return found is not None and _steps_itself(found)
+
+
+def _steps_itself(found: tuple[FileContext, ast.ClassDef]) -> bool:
+    """The class (or a project base of it) defines ``step()``."""
+    return find_method(Definition(*found), "step") is not None
 
 
 def _steps_nothing(cls: Definition) -> bool:

@@ -1112,3 +1112,43 @@ def test_anchor_is_the_model_method_that_runs_the_model(lint):
         "TL006",
     )
     assert findings[0].message.startswith("`self.edge_model.process(...)` evaluates with autograd on in `eval()`")
+
+
+# ----- models taken from what the caller hands over ---------------------------------------------------
+
+
+RENDERER = """
+import torch
+
+def render(nets, rays, for_test=False):
+    coarse_net = nets[0]
+
+    def infer(net, points):
+        return net(points)
+
+    if for_test:
+        out = infer(coarse_net, rays)
+    else:
+        out = infer(coarse_net, rays)
+    return out
+"""
+
+
+def test_renderer_taking_its_model_from_a_handed_list_is_left_to_its_callers(lint):
+    """A module function never called in its file, whose model comes out of a list its caller
+    passes (``coarse = nets[0]``): the callers, in other files, decide the grad mode."""
+    check(lint, RENDERER, "TL006")
+
+
+def test_renderer_called_in_its_file_outside_no_grad_is_reported(lint):
+    findings = check(
+        lint,
+        RENDERER.replace("return net(points)", "return net(points)  # expect: TL006")
+        + """
+def predict(checkpoint, loader):
+    nets = [torch.load(checkpoint)]
+    return [render(nets, rays, for_test=True) for rays in loader]
+""",
+        "TL006",
+    )
+    assert "called at line 11 outside any no-grad block" in findings[0].message

@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import call_graph
-from torchlint.analysis.dataflow import instance_method_calls
+from torchlint.analysis.dataflow import dataflow, instance_method_calls
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name, position
 from torchlint.torchmodel.events import MODE_KINDS, STEP_KINDS, EventKind
@@ -160,7 +160,8 @@ class CallerChain:
 
     def _model_from_caller(self, node, func) -> bool:
         """Whether the model used at ``node`` (a model call, or a call site handing a model on) is a
-        parameter of ``func`` or an attribute of ``self``: then ``func``'s caller decides its mode."""
+        parameter of ``func`` or an attribute of ``self``, or taken from one (``net = models[0]``,
+        ``net = nets.coarse``): then ``func``'s caller decides its mode."""
         if self.forward.is_model_call(node):
             exprs = [model_expression(node)]
         else:
@@ -170,7 +171,8 @@ class CallerChain:
                 if object_roles(self.ctx).role_of(a) == Role.MODEL
             ]
         owners = _params(func) | {"self"}
-        return any(_root_name(e) in owners for e in exprs)
+        flow = dataflow(self.ctx)
+        return any(_root_name(o) in owners for e in exprs for o in [e, *flow.origins(e)] if o is not None)
 
     def ancestors_in(self, node, func):
         for ancestor in self.ctx.ancestors(node):

@@ -1152,3 +1152,153 @@ def predict(checkpoint, loader):
         "TL006",
     )
     assert "called at line 11 outside any no-grad block" in findings[0].message
+
+
+# ----- a model whose every parameter is frozen records no graph ------------------------------------
+def test_restored_model_frozen_whole_before_testing_is_silent(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        def main(weights, test_loader, device):
+            restorer = Restorer(depth=8)
+            restorer.load_state_dict(torch.load(weights), strict=True)
+            restorer.eval()
+            for _, param in restorer.named_parameters():
+                param.requires_grad = False
+            restorer = restorer.to(device)
+            scores = []
+            for noisy, clean in test_loader:
+                restored = restorer(noisy.to(device))
+                scores.append(psnr(restored, clean.to(device)).item())
+            return sum(scores) / len(scores)
+
+        def export(weights, test_loader):
+            net = Restorer(depth=8)
+            net.load_state_dict(torch.load(weights))
+            net.requires_grad_(False)
+            net = net.eval()
+            for noisy, _ in test_loader:
+                save(net(noisy))
+        """,
+        "TL006",
+    )
+
+
+def test_freezing_only_the_backbone_or_in_one_branch_still_records(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+
+        def main(weights, test_loader, freeze):
+            model = Segmenter()
+            model.load_state_dict(torch.load(weights))
+            model.eval()
+            for param in model.backbone.parameters():
+                param.requires_grad = False
+            for image, mask in test_loader:
+                print(iou(model(image), mask))  # expect: TL006
+
+        def probe(weights, test_loader, freeze):
+            model = Segmenter()
+            model.load_state_dict(torch.load(weights))
+            model.eval()
+            if freeze:
+                model.requires_grad_(False)
+            for image, mask in test_loader:
+                print(iou(model(image), mask))  # expect: TL006
+
+        def by_name(weights, test_loader):
+            model = Segmenter()
+            model.load_state_dict(torch.load(weights))
+            model.eval()
+            for name, param in model.named_parameters():
+                if "head" not in name:
+                    param.requires_grad = False
+            for image, mask in test_loader:
+                print(iou(model(image), mask))  # expect: TL006
+        """,
+        "TL006",
+    )
+    assert findings[0].message.startswith("`model(...)` evaluates with autograd on in the evaluation loop")
+
+
+def test_frozen_model_unfrozen_again_still_records(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        def main(weights, test_loader, tune_head):
+            model = Segmenter()
+            model.load_state_dict(torch.load(weights))
+            model.eval()
+            model.requires_grad_(False)
+            if tune_head:
+                model.head.requires_grad_(True)
+            for image, mask in test_loader:
+                print(iou(model(image), mask))  # expect: TL006
+        """,
+        "TL006",
+    )
+
+
+# ----- a module name rebound to a model built from it --------------------------------------------
+def test_imported_module_name_rebound_to_the_model_is_the_model(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+        import model
+
+        model = model.LanguageModel(ntokens, 400, 1150, 3)
+        model = model.cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=30)
+
+        def evaluate(data_source):
+            model.eval()
+            total = 0.0
+            hidden = model.init_hidden(10)
+            for i in range(0, data_source.size(0) - 1, 70):
+                data, targets = get_batch(data_source, i, evaluation=True)
+                output, hidden = model(data, hidden)  # expect: TL006
+                total += len(data) * criterion(model.decoder(output), targets).item()
+            return total / len(data_source)
+
+        for epoch in range(1, 40):
+            model.train()
+            for i in range(0, train_data.size(0) - 1, 70):
+                data, targets = get_batch(train_data, i)
+                output, hidden = model(data, model.init_hidden(80))
+                loss = criterion(model.decoder(output), targets)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            val_loss = evaluate(val_data)
+        """,
+        "TL006",
+    )
+    assert "`evaluate()`" in findings[0].message
+
+
+def test_imported_module_kept_as_module_is_no_model(lint):
+    check(
+        lint,
+        """
+        import torch
+        import model
+
+        def evaluate(val_loader, features):
+            scores = []
+            for images, labels in val_loader:
+                scores.append(model.encoder(images, labels, features).mean().item())
+            return scores
+
+        def export(path):
+            model = torch.load(path)
+            return model
+        """,
+        "TL006",
+    )

@@ -716,3 +716,61 @@ def test_what_a_callable_loss_object_returns_is_read_in_its_call_method(lint):
         """,
         "TL010",
     )
+
+
+# ----- a rollout buffer that reaches the loss through arithmetic ---------------------------------
+def test_rollout_values_reaching_a_weighted_loss_are_kept_on_purpose(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        obs = env.reset()
+        while step < total_steps:
+            critic_values, rewards = [], []
+            bonus = 0
+            for _ in range(horizon):
+                policy, critic_value = model(torch.as_tensor(obs))
+                move = policy.sample()
+                obs, reward, done, _ = env.step(move.numpy())
+                bonus += policy.entropy().mean()
+                critic_values.append(critic_value)
+                rewards.append(torch.as_tensor(reward))
+                step += 1
+            targets = discounted(rewards).detach()
+            gap = targets - torch.cat(critic_values)
+            value_loss = gap.pow(2).mean()
+            total = 0.25 * value_loss - 0.01 * bonus + penalty(gap.detach())
+            optimizer.zero_grad()
+            total.backward()
+            optimizer.step()
+        """,
+        CODE,
+    )
+
+
+def test_log_of_critic_values_kept_across_updates_is_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+
+        history = []
+        while step < total_steps:
+            critic_values = []
+            for _ in range(horizon):
+                policy, critic_value = model(torch.as_tensor(obs))
+                obs, reward, done, _ = env.step(policy.sample().numpy())
+                critic_values.append(critic_value)
+                history.append(critic_value)  # expect: TL010
+                step += 1
+            gap = returns(reward) - torch.cat(critic_values)
+            total = 0.5 * gap.pow(2).mean()
+            optimizer.zero_grad()
+            total.backward()
+            optimizer.step()
+        plot(torch.stack(history))
+        """,
+        CODE,
+    )
+    assert "`history.append(critic_value)`" in findings[0].message

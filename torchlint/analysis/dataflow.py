@@ -308,6 +308,16 @@ class Dataflow:
             if name in flow.declared_outer:
                 scope = self.ctx.tree
 
+    def names_import(self, name: ast.Name) -> bool:
+        """Whether ``name`` holds what an import bound: every binding reaching it is an import
+        (``import model`` ... ``model.f()``). A name rebound on the way to a value, even one built
+        from the module (``model = model.RNNModel(...)``), holds that value from there on. A name
+        bound nowhere the flow sees falls back to the file's import table."""
+        bindings = self.reaching(name)
+        if not bindings:
+            return name.id in self.ctx.imports.aliases
+        return all(binding.kind == "import" for binding in bindings)
+
     def still_parameter(
         self, name: str, at: ast.AST, through: Callable[[ast.AST], ast.AST | None] | None = None, depth: int = 0
     ) -> bool:

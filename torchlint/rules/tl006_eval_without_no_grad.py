@@ -136,7 +136,7 @@ for epoch in range(5):
     def check(self, ctx):
         analysis = evaluation_analysis(ctx)
         for unit in analysis.units:
-            if unit.needs_grad:
+            if unit.needs_grad or not analysis.records_graph(unit):
                 continue
             verdict = analysis.no_grad(unit)
             if verdict.reached is NOT_REACHED:

@@ -14,7 +14,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_function_name, resolve_local_call
-from torchlint.analysis.dataflow import value_kept
+from torchlint.analysis.dataflow import dataflow, value_kept
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument
 from torchlint.torchmodel import vocabulary as torch_names
@@ -112,7 +112,7 @@ class CallEvents:
         return None
 
     def _names_a_module(self, owner: ast.AST) -> bool:
-        """``owner`` is a module, not a tensor or an accelerator: a name bound by ``import x`` /
+        """``owner`` is a module, not a tensor or an accelerator: a name that only ``import x`` /
         ``import x as y``, or one every binding of which in the file (at module level, or in a
         function declaring it ``global``) is a module loader's result (``load(...)`` of
         ``torch.utils.cpp_extension``, ``importlib.import_module(...)``) or a ``None`` placeholder,
@@ -122,7 +122,8 @@ class CallEvents:
         ctx = self.ctx
         binding = ctx.imports.bindings.get(owner.id)
         if binding is not None and binding.name is None and binding.level == 0:
-            return True
+            # the module, unless rebound on the way to a value (`model = model.RNNModel(...)`)
+            return dataflow(ctx).names_import(owner)
         function = ctx.enclosing_function(owner)
         values = []
         for assign in ctx.nodes(ast.Assign):

@@ -32,6 +32,7 @@ from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.imports import dotted_name
 from torchlint.torchmodel.forward_calls import ForwardCalls, mode_switches, model_expression, same_model
 from torchlint.torchmodel.frameworks import runs_other_framework
+from torchlint.torchmodel.frozen import runs_frozen_model
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.mode_dependence import mode_dependence
 from torchlint.torchmodel.modules import module_classes
@@ -160,6 +161,31 @@ class EvaluationAnalysis:
         autograd on like the first model call; else its first model call."""
         if unit.phase is not None:
             return unit.first_call
+        for call in self._recording_candidates(unit):
+            if call is unit.first_call:
+                return call
+            if self.autograd.at(call, self.ctx.enclosing_function(call)).reached is NOT_REACHED:
+                return call
+        return unit.first_call
+
+    def records_graph(self, unit: EvalUnit) -> bool:
+        """Whether a model call of the unit may record a graph: not when every model it runs has
+        all its parameters frozen before the call (``frozen``) and the unit marks no tensor as
+        requiring grad (``needs_grad``)."""
+        if unit.phase is not None or unit.needs_grad:
+            return True
+        return not all(self._runs_frozen(c) for c in [unit.first_call, *self._recording_candidates(unit)])
+
+    def _runs_frozen(self, call: ast.Call) -> bool:
+        """``model(x)``, ``model.forward(x)``, ``model.decoder(h)``, ``model.process(x)`` of a model
+        frozen whole."""
+        if runs_frozen_model(self.ctx, call, model_expression(call)):
+            return True
+        return isinstance(call.func, ast.Attribute) and runs_frozen_model(self.ctx, call, call.func.value)
+
+    def _recording_candidates(self, unit: EvalUnit) -> list[ast.Call]:
+        """The unit's calls, in source order, of a model not shown to hold no parameters (not a
+        metric written as a module), and of a model's methods that run the model."""
         ctx = self.ctx
         calls = [c for c in self.finder.calls_of(unit) if not holds_no_parameters(ctx, model_expression(c))]
         calls += [
@@ -170,12 +196,7 @@ class EvaluationAnalysis:
             and self.forward.is_model(c.func.value)
             and runs_model_method(ctx, c)
         ]
-        for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
-            if call is unit.first_call:
-                return call
-            if self.autograd.at(call, ctx.enclosing_function(call)).reached is NOT_REACHED:
-                return call
-        return unit.first_call
+        return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
 
     def eval_mode(self, unit: EvalUnit, call: ast.Call | None = None) -> Verdict:
         """Whether the model is in eval mode when ``call`` (by default the unit's first model call) runs."""

@@ -9,6 +9,7 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.events import MODE_KINDS
@@ -40,12 +41,13 @@ class ForwardCalls:
         if not isinstance(func, (ast.Name, ast.Attribute, ast.Subscript)):
             return False
         ctx = self.ctx
-        if isinstance(func, ast.Name) and (
-            func.id in ctx.classes or func.id in ctx.functions or func.id in ctx.imports.aliases
-        ):
+        if isinstance(func, ast.Name) and (func.id in ctx.classes or func.id in ctx.functions):
             return False
-        if _root(func) in ctx.imports.aliases:
-            return False  # `open_clip.list_models()`, `hub.model(...)`: a library's function or class
+        root = _root(func)
+        if root is not None and dataflow(ctx).names_import(root):
+            # `open_clip.list_models()`, `hub.model(...)`: a library's function or class; not a name
+            # rebound to a value since (`model = model.RNNModel(...)` ... `model.decoder(h)`)
+            return False
         key = symbol(func)
         if key is None:
             return False
@@ -71,10 +73,10 @@ class ForwardCalls:
         return found
 
 
-def _root(expr: ast.AST) -> str | None:
+def _root(expr: ast.AST) -> ast.Name | None:
     while isinstance(expr, (ast.Attribute, ast.Subscript)):
         expr = expr.value
-    return expr.id if isinstance(expr, ast.Name) else None
+    return expr if isinstance(expr, ast.Name) else None
 
 
 def model_expression(call: ast.Call) -> ast.AST:

@@ -497,6 +497,8 @@ class GraphValues:
 
     # ----- what may flow into backward() --------------------------------------------------------
     def _feed(self, expr: ast.AST, at: ast.AST, depth: int) -> None:
+        # ``depth`` counts the bindings followed, not the operators of one expression: a loss
+        # built by arithmetic (``a + 0.5 * b.pow(2).mean()``) reaches as far as a plain one.
         if depth > MAX_DEPTH or expr is None:
             return
         key = symbol(expr)
@@ -512,27 +514,27 @@ class GraphValues:
                 elif binding.kind == "for" and binding.source is not None:
                     self._feed(binding.source, binding.stmt, depth + 1)
         elif isinstance(expr, ast.BinOp):
-            self._feed(expr.left, at, depth + 1)
-            self._feed(expr.right, at, depth + 1)
+            self._feed(expr.left, at, depth)
+            self._feed(expr.right, at, depth)
         elif isinstance(expr, ast.UnaryOp):
-            self._feed(expr.operand, at, depth + 1)
+            self._feed(expr.operand, at, depth)
         elif isinstance(expr, (ast.Subscript, ast.Attribute)):
-            self._feed(expr.value, at, depth + 1)
+            self._feed(expr.value, at, depth)
         elif isinstance(expr, (ast.List, ast.Tuple)):
             for element in expr.elts:
-                self._feed(element, at, depth + 1)
+                self._feed(element, at, depth)
         elif isinstance(expr, (ast.GeneratorExp, ast.ListComp)):
-            self._feed(expr.elt, at, depth + 1)
+            self._feed(expr.elt, at, depth)
             for generator in expr.generators:
-                self._feed(generator.iter, at, depth + 1)
+                self._feed(generator.iter, at, depth)
         elif isinstance(expr, ast.Call):
             # What a call computes from: the receiver of a graph-keeping method, and every argument
             # (``torch.stack(values)``, a loss function given a list stacked into it).
             found = method_call(expr)
             if found is not None and found[0] in GRAPH_KEEPING_METHODS:
-                self._feed(found[1], at, depth + 1)
+                self._feed(found[1], at, depth)
             for arg in [*expr.args, *(kw.value for kw in expr.keywords)]:
-                self._feed(arg.value if isinstance(arg, ast.Starred) else arg, at, depth + 1)
+                self._feed(arg.value if isinstance(arg, ast.Starred) else arg, at, depth)
 
     def feeds_backward(self, node: ast.AST, total: ast.AST) -> bool:
         """Whether the running total ``total``, updated at ``node`` (an augmented assignment,

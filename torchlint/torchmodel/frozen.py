@@ -1,0 +1,173 @@
+"""Models whose every parameter is frozen before they run: their forward records no graph.
+
+``for p in model.parameters(): p.requires_grad = False`` (or ``named_parameters()``,
+``p.requires_grad_(False)``) and ``model.requires_grad_(False)`` switch gradients off for every
+parameter of the model: a forward pass on inputs that do not require grad then records nothing, so
+there is no graph for ``torch.no_grad()`` to save. Shown, else not frozen: the freeze must run on
+every path to the call, in the same function, on the very object the call runs (rebound since only
+by a move that hands the same module back: ``model = model.to(device)``), and nothing in the file
+may switch a gradient back on (``p.requires_grad = True``, ``requires_grad_()``). Freezing part of a
+model (``model.backbone.parameters()``, a test on the parameter's name) freezes only that part.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import argument, position
+from torchlint.torchmodel import vocabulary as torch_names
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+
+__all__ = ["runs_frozen_model"]
+
+_MAX_MOVES = 8
+
+
+def runs_frozen_model(ctx: FileContext, call: ast.Call, model: ast.AST) -> bool:
+    """Whether every parameter of ``model``, which ``call`` runs, is shown frozen when it runs."""
+    if not isinstance(model, ast.Name) or _unfreezes_somewhere(ctx):
+        return False
+    return any(_freeze_reaches(ctx, freeze, call, model) for freeze in _freezes(ctx).get(model.id, ()))
+
+
+def _freeze_reaches(ctx: FileContext, freeze: ast.stmt, call: ast.Call, model: ast.Name) -> bool:
+    """``freeze`` runs on every path to ``call`` (a statement of a block around the call, before it,
+    in the same function) and the model the call runs is the object it froze."""
+    if ctx.enclosing_function(freeze) is not ctx.enclosing_function(call):
+        return False
+    if not _dominates(ctx, freeze, call):
+        return False
+    return _same_object_since(ctx, model, freeze, 0)
+
+
+def _dominates(ctx: FileContext, freeze: ast.stmt, call: ast.Call) -> bool:
+    """``freeze`` sits in a block of statements a later one of which holds ``call``: whenever the
+    call runs, the freeze ran before it (not in one branch of an ``if`` and the call in the other)."""
+    parent = ctx.parent(freeze)
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and freeze in block:
+            return any(ctx.is_inside(call, stmt) for stmt in block[block.index(freeze) + 1 :])
+    return False
+
+
+def _same_object_since(ctx: FileContext, name: ast.Name, freeze: ast.stmt, depth: int) -> bool:
+    """Every binding of ``name`` reaching it was made before ``freeze`` ran, or hands back the
+    object the name held (``model = model.to(device)``, ``model = model.eval()``)."""
+    bindings = dataflow(ctx).reaching(name)
+    if not bindings or depth > _MAX_MOVES:
+        return False
+    for binding in bindings:
+        if position(binding.stmt) < position(freeze):
+            continue
+        value = binding.value
+        if binding.kind != "assign" or not _self_returning_move(value, name.id):
+            return False
+        if not _same_object_since(ctx, value.func.value, freeze, depth + 1):
+            return False
+    return True
+
+
+def _self_returning_move(value: ast.AST | None, name: str) -> bool:
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in torch_names.MODULE_SELF_RETURNING
+        and isinstance(value.func.value, ast.Name)
+        and value.func.value.id == name
+    )
+
+
+def _freezes(ctx: FileContext) -> dict[str, list[ast.stmt]]:
+    """Statements that freeze every parameter of a model held in a name, by that name."""
+
+    def build() -> dict[str, list[ast.stmt]]:
+        found: dict[str, list[ast.stmt]] = {}
+        for loop in ctx.nodes(ast.For):
+            owner = _parameter_loop_owner(loop)
+            if owner is not None and any(_freezes_parameter(stmt, loop) for stmt in loop.body):
+                found.setdefault(owner, []).append(loop)
+        for call in ctx.calls:
+            func = call.func
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr == "requires_grad_"
+                and isinstance(func.value, ast.Name)
+                and _is_false(argument(call, 0, "requires_grad"))
+            ):
+                stmt = ctx.parent(call)
+                if isinstance(stmt, ast.Expr):
+                    found.setdefault(func.value.id, []).append(stmt)
+        return found
+
+    return ctx.shared("frozen-models", build)
+
+
+def _parameter_loop_owner(loop: ast.For) -> str | None:
+    """``model`` for ``for p in model.parameters():`` / ``for n, p in model.named_parameters():``."""
+    it = loop.iter
+    if (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Attribute)
+        and it.func.attr in torch_names.PARAMETER_METHODS
+        and isinstance(it.func.value, ast.Name)
+        and not it.args
+    ):
+        return it.func.value.id
+    return None
+
+
+def _loop_parameter(loop: ast.For) -> str | None:
+    """The name the loop binds to each parameter (the second of ``named_parameters()``'s pairs)."""
+    target = loop.target
+    if isinstance(target, ast.Tuple) and len(target.elts) == 2:
+        target = target.elts[1]
+    return target.id if isinstance(target, ast.Name) else None
+
+
+def _freezes_parameter(stmt: ast.stmt, loop: ast.For) -> bool:
+    """A statement directly in the loop body (not under a test) that freezes the loop's parameter."""
+    param = _loop_parameter(loop)
+    if param is None:
+        return False
+    if isinstance(stmt, ast.Assign):
+        return _is_false(stmt.value) and any(
+            isinstance(t, ast.Attribute) and t.attr == "requires_grad" and symbol(t.value) == param
+            for t in stmt.targets
+        )
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        func = stmt.value.func
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr == "requires_grad_"
+            and symbol(func.value) == param
+            and _is_false(argument(stmt.value, 0, "requires_grad"))
+        )
+    return False
+
+
+def _is_false(expr: ast.AST | None) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is False
+
+
+def _unfreezes_somewhere(ctx: FileContext) -> bool:
+    """Anything in the file may switch a gradient back on: ``x.requires_grad = <not False>``,
+    ``x.requires_grad_()`` / ``x.requires_grad_(<not False>)``."""
+
+    def build() -> bool:
+        for node in ctx.nodes(ast.Assign):
+            if any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in node.targets):
+                if not _is_false(node.value):
+                    return True
+        for call in ctx.calls:
+            if isinstance(call.func, ast.Attribute) and call.func.attr == "requires_grad_":
+                if not _is_false(argument(call, 0, "requires_grad")):
+                    return True
+        return False
+
+    return ctx.shared("unfreezes-somewhere", build)

@@ -167,6 +167,20 @@ class FileContext:
     def is_inside(self, node: ast.AST, container: ast.AST) -> bool:
         return any(a is container for a in self.ancestors(node))
 
+    def declares_global(self, node: ast.AST, name: str) -> bool:
+        """Whether a ``global name`` statement lies anywhere inside ``node`` (nested defs included),
+        from a per-file index: ``global`` is rare, and walking a function per question was not cheap."""
+        return name in self._globals_inside.get(node, ())
+
+    @cached_property
+    def _globals_inside(self) -> dict[ast.AST, set[str]]:
+        """Node -> the names of the ``global`` statements inside it."""
+        inside: dict[ast.AST, set[str]] = {}
+        for statement in self.nodes(ast.Global):
+            for ancestor in self.ancestors(statement):
+                inside.setdefault(ancestor, set()).update(statement.names)
+        return inside
+
     # ----- names --------------------------------------------------------------------------
     @cached_property
     def imports(self) -> ImportResolver:

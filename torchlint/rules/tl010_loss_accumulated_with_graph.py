@@ -177,7 +177,7 @@ def _outlives_its_function(ctx, accumulator) -> bool:
         return accumulator.value.id == "self"
     func = ctx.enclosing_function(accumulator)
     if isinstance(accumulator, ast.Name) and func is not None:
-        return any(isinstance(n, ast.Global) and accumulator.id in n.names for n in ast.walk(func))
+        return ctx.declares_global(func, accumulator.id)
     return False
 
 

@@ -130,7 +130,7 @@ class CallEvents:
             if not any(isinstance(t, ast.Name) and t.id == owner.id for t in assign.targets):
                 continue
             scope = ctx.enclosing_function(assign)
-            if scope is not None and not _declares_global(scope, owner.id):
+            if scope is not None and not ctx.declares_global(scope, owner.id):
                 if scope is function:
                     return False  # a local of the calling function
                 continue
@@ -205,7 +205,3 @@ def clears_with(ctx: FileContext, expr: ast.AST) -> bool:
 
 def call_events(ctx: FileContext) -> CallEvents:
     return ctx.shared("call-events", lambda: CallEvents(ctx))
-
-
-def _declares_global(function: ast.AST, name: str) -> bool:
-    return any(isinstance(node, ast.Global) and name in node.names for node in ast.walk(function))

@@ -134,17 +134,28 @@ def _held_instances(ctx: FileContext, cls: ast.ClassDef) -> dict[str, ast.ClassD
             seen.add(base)
             base = local_base(ctx, base)
     held: dict[str, ast.ClassDef | None] = {}
+    assigned = ctx.shared("self-assignments-by-class", lambda: _self_assignments_by_class(ctx))
     for member in family:
-        for node in ast.walk(member):
-            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-            if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                continue
-            for target in targets:
-                if isinstance(target, ast.Attribute) and _is_self_method(target):
-                    built = _instantiated_class(ctx, node.value)
-                    name = target.attr
-                    held[name] = built if held.get(name, built) is built else None
+        for name, built in assigned.get(member, ()):
+            held[name] = built if held.get(name, built) is built else None
     return held
+
+
+def _self_assignments_by_class(ctx: FileContext) -> dict[ast.ClassDef, list[tuple[str, ast.ClassDef | None]]]:
+    """Class -> (name, class of this file built) of every ``self.<name> = ...`` anywhere inside it
+    (nested classes and functions included): one pass over the file's assignments, instead of a
+    walk of each class's whole family per class asked about."""
+    index: dict[ast.ClassDef, list[tuple[str, ast.ClassDef | None]]] = {}
+    for node in ctx.nodes(ast.Assign, ast.AnnAssign, ast.AugAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = [t.attr for t in targets if isinstance(t, ast.Attribute) and _is_self_method(t)]
+        if not names:
+            continue
+        built = _instantiated_class(ctx, node.value)
+        for ancestor in ctx.ancestors(node):
+            if isinstance(ancestor, ast.ClassDef):
+                index.setdefault(ancestor, []).extend((name, built) for name in names)
+    return index
 
 
 def _instantiated_class(ctx: FileContext, value: ast.AST | None) -> ast.ClassDef | None:

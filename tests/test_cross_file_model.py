@@ -647,3 +647,53 @@ def test_a_metric_module_with_a_learned_layer_records_a_graph(tmp_path):
     found = both_ways(tmp_path, "metrics.py", "runner.py")
     assert [(name, line, code) for name, line, code, _ in found] == [("runner.py", 13, "TL006")]
     assert found[0][3].startswith("`self.metric(...)` evaluates with autograd on in `evaluate()`")
+
+
+STAR_HELPERS = """
+    import torch
+    import torch.nn.functional as F
+
+    def batches(data, size):
+        for i in range(0, len(data), size):
+            yield data[i : i + size]
+"""
+
+STAR_EVALUATE = """
+    import torch.nn as nn
+    from star_helpers import *
+
+    model = nn.LSTM(10, 10)
+
+    def evaluate(data):
+        model.eval()
+        with torch.no_grad():
+            return sum(F.mse_loss(model(x)[0], x).item() for x in batches(data, 8))
+
+    for epoch in range(3):
+        model.train()
+        train_epoch(model)
+        evaluate(valid)
+"""
+
+
+def test_torch_bound_only_through_a_star_import_of_a_project_module(tmp_path):
+    # `torch` comes from `from star_helpers import *`: `torch.no_grad()` is known, evaluation is fine.
+    write(tmp_path, {"pyproject.toml": "", "star_helpers.py": STAR_HELPERS, "evaluate.py": STAR_EVALUATE})
+    assert both_ways(tmp_path, "star_helpers.py", "evaluate.py") == []
+    # A module's `__all__` limits what its star import brings: `torch` stays unknown, so the
+    # `with torch.no_grad():` block cannot be judged and nothing is reported either ...
+    write(tmp_path, {"star_helpers.py": STAR_HELPERS + '    __all__ = ["batches"]\n'})
+    assert both_ways(tmp_path, "star_helpers.py", "evaluate.py") == []
+    # ... while evaluation outside any grad switch, with `torch` resolved, is reported.
+    unguarded = STAR_EVALUATE.replace("        with torch.no_grad():\n            return", "        return")
+    write(tmp_path, {"star_helpers.py": STAR_HELPERS, "evaluate.py": unguarded})
+    assert both_ways(tmp_path, "star_helpers.py", "evaluate.py") == [
+        (
+            "evaluate.py",
+            9,
+            "TL006",
+            "`model(...)` evaluates with autograd on in `evaluate()`, called at line 14 outside any no-grad block",
+        )
+    ]
+    result = lint_file(str(tmp_path / "evaluate.py"), projects=Projects())
+    assert [pathlib.Path(p).name for p in result.dependencies] == ["star_helpers.py"]

@@ -649,3 +649,66 @@ def test_a_stand_in_replaced_by_a_real_optimizer_in_the_epoch_loop_is_reported(l
     )
     findings = check(lint, source, "TL004")
     assert findings[0].message.startswith("`torch.optim.AdamW(...)` builds a new optimizer in every iteration of")
+
+
+# ----- an optimizer over tensors the iteration itself creates ------------------------------------
+def test_optimizer_over_an_input_tensor_made_again_in_each_step_is_not_reported(lint):
+    check(
+        lint,
+        """
+        import torch
+        from torch.autograd import Variable
+
+        def as_leaf(image):
+            tensor = torch.from_numpy(image).float().unsqueeze(0)
+            return Variable(tensor, requires_grad=True)
+
+        for step in range(200):
+            canvas = as_leaf(picture)
+            optimizer = torch.optim.SGD([canvas], lr=0.5)
+            optimizer.zero_grad()
+            score = -net(canvas)[0, target]
+            score.backward()
+            optimizer.step()
+            picture = to_image(canvas)
+        """,
+        "TL004",
+    )
+
+
+def test_optimizer_over_a_requires_grad_factory_in_the_epoch_loop_is_not_reported(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        for epoch in range(10):
+            noise = torch.zeros(1, 3, 32, 32, requires_grad=True)
+            opt = torch.optim.Adam([noise], lr=0.01)
+            for _ in range(5):
+                opt.zero_grad()
+                (-loss_fn(model(x + noise), y)).backward()
+                opt.step()
+        """,
+        "TL004",
+    )
+
+
+def test_optimizer_over_a_tensor_made_once_before_the_loop_is_still_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+
+        delta = torch.zeros(1, 3, 32, 32, requires_grad=True)
+        for step in range(200):
+            opt = torch.optim.Adam([delta], lr=0.01)  # expect: TL004
+            opt.zero_grad()
+            (-loss_fn(model(x + delta), y)).backward()
+            opt.step()
+        """,
+        "TL004",
+    )
+    assert (
+        "`torch.optim.Adam(...)` builds a new optimizer in every iteration of the loop at line 5" in findings[0].message
+    )

@@ -1302,3 +1302,77 @@ def test_imported_module_kept_as_module_is_no_model(lint):
         """,
         "TL006",
     )
+
+
+# ----- legacy Variable wrappers and grad switches that cannot be resolved --------------------------
+def test_smoke_test_on_a_variable_wrapped_random_batch_is_not_reported(lint):
+    check(
+        lint,
+        """
+        import torch
+        import torch.nn as nn
+        from torch.autograd import Variable
+
+        class TinyNet(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8))
+
+            def forward(self, x):
+                return self.body(x)
+
+        def make_net():
+            return TinyNet()
+
+        def test_tiny():
+            net = make_net()
+            batch = torch.randn(2, 3, 32, 32)
+            out = net(Variable(batch))
+            print(out.shape)
+        """,
+        "TL005",
+        "TL006",
+    )
+
+
+def test_evaluation_of_a_trained_model_on_variable_wrapped_data_is_still_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+        from torch.autograd import Variable
+
+        def test(epoch):
+            net.eval()
+            for inputs, targets in testloader:
+                outputs = net(Variable(inputs, volatile=True))  # expect: TL006
+                correct += outputs.argmax(1).eq(targets).sum().item()
+
+        for epoch in range(10):
+            train(epoch)
+            test(epoch)
+        """,
+        "TL006",
+    )
+    assert "`net(...)` evaluates with autograd on in `test()`" in findings[0].message
+
+
+def test_no_grad_block_through_a_star_import_the_linter_cannot_read_is_not_reported(lint):
+    check(
+        lint,
+        """
+        from helpers.common import *
+
+        def evaluate(split):
+            model.eval()
+            with torch.no_grad():
+                for x, y in batches(split):
+                    total += criterion(model(x), y).item()
+            return total
+
+        for epoch in range(5):
+            train_one_epoch()
+            evaluate("valid")
+        """,
+        "TL006",
+    )

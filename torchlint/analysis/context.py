@@ -184,7 +184,11 @@ class FileContext:
     # ----- names --------------------------------------------------------------------------
     @cached_property
     def imports(self) -> ImportResolver:
-        return ImportResolver(self.nodes(ast.Import, ast.ImportFrom))
+        nodes = self.nodes(ast.Import, ast.ImportFrom)
+        stars = self.project is not None and any(
+            isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in nodes
+        )
+        return ImportResolver(nodes, self.project.star_imported_names(self) if stars else None)
 
     def qualname(self, expr: ast.AST) -> str | None:
         return self.imports.qualname(expr)

@@ -14,6 +14,7 @@ aliases (``Net = ResNet``).
 from __future__ import annotations
 
 import ast
+import builtins
 import os
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -172,3 +173,38 @@ def class_member(cls: ast.ClassDef, name: str) -> DefNode | None:
         if isinstance(stmt, (*FUNCTION_NODES, ast.ClassDef)) and stmt.name == name:
             found = stmt
     return found
+
+
+def unknown_star_name(ctx: FileContext, expr: ast.AST) -> bool:
+    """``expr`` (a name, an attribute chain on one, or a call of those) starts with a name the file
+    binds nowhere -- no import the linter resolved, no ``def``/``class``, assignment, parameter or
+    builtin -- while the file has ``from ... import *``: the name may come from there, and what it
+    is cannot be told."""
+    if isinstance(expr, ast.Call):
+        expr = expr.func
+    while isinstance(expr, ast.Attribute):
+        expr = expr.value
+    if not isinstance(expr, ast.Name) or not module_names(ctx).star_imports:
+        return False
+    return expr.id not in ctx.imports.aliases and expr.id not in _bound_names(ctx)
+
+
+def _bound_names(ctx: FileContext) -> frozenset[str]:
+    def build() -> frozenset[str]:
+        bound = set(dir(builtins))
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                bound.add(node.id)
+            elif isinstance(node, ast.arg):
+                bound.add(node.arg)
+            elif isinstance(node, (*FUNCTION_NODES, ast.ClassDef)):
+                bound.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                bound.update((a.asname or a.name).split(".", 1)[0] for a in node.names)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                bound.update(node.names)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                bound.add(node.name)
+        return frozenset(bound)
+
+    return ctx.shared("bound_names", build)

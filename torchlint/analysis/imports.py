@@ -52,8 +52,10 @@ class ImportBinding(NamedTuple):
 
 
 class ImportResolver:
-    def __init__(self, import_nodes: Iterable[ast.AST]):
-        self.aliases: dict[str, str] = {}
+    def __init__(self, import_nodes: Iterable[ast.AST], star_imported: dict[str, str] | None = None):
+        # Names brought in by ``from <module> import *`` (found by analysis.project, which can read
+        # the module) come first: the file's own imports replace them.
+        self.aliases: dict[str, str] = dict(star_imported or {})
         # The same bindings, kept structured: a relative import's level cannot be told from a dotted string.
         self.bindings: dict[str, ImportBinding] = {}
         # Answers by node: rules and shared models resolve the same call's name many times.

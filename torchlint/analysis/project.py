@@ -384,6 +384,43 @@ class Project:
         ctx.shared(_READ_FROM_HERE, set).update(frame.deps)
         return target
 
+    def star_imported_names(self, ctx: FileContext) -> dict[str, str]:
+        """The absolute imports that ``from <project module> import *`` statements of ``ctx``'s file
+        bring in (``utils.py`` does ``import torch``, so a file star-importing it can name
+        ``torch.no_grad``): bound name -> imported dotted name, as ``ImportResolver.aliases`` spells
+        it. Star imports inside those modules are followed too (``MAX_IMPORT_HOPS`` deep); a
+        module's ``__all__`` limits what it exports, and one the linter cannot read exports
+        nothing. Names the file binds itself are not here (its own bindings win)."""
+        found: dict[str, str] = {}
+        with self.recorder.frame() as frame:
+            self._collect_star_imports(ctx, found, set(), 0)
+        ctx.shared(_READ_FROM_HERE, set).update(frame.deps)
+        own = module_names(ctx)
+        return {
+            name: dotted for name, dotted in found.items() if name not in own.definitions and name not in own.aliases
+        }
+
+    def _collect_star_imports(self, ctx: FileContext, found: dict[str, str], seen: set[str], hops: int) -> None:
+        if hops >= MAX_IMPORT_HOPS:
+            self.recorder.truncate()
+            return
+        for star in module_names(ctx).star_imports:
+            module = self.resolve_import(ctx, star.level, star.module)
+            if module is None or not module.file or module.path in seen:
+                continue
+            seen.add(module.path)
+            source = self.context(module.path)
+            if source is None:
+                continue
+            names = module_names(source)
+            exported = _exported_names(source.tree)
+            for bound, binding in names.imports.items():
+                if binding.level or bound.startswith("_") or (exported is not None and bound not in exported):
+                    continue
+                dotted = binding.module if binding.name is None else f"{binding.module}.{binding.name}"
+                found.setdefault(bound, dotted)
+            self._collect_star_imports(source, found, seen, hops + 1)
+
     def _head(self, ctx: FileContext, name: str) -> Definition | Module | None:
         """What a bare name of ``ctx``'s file names at its top level: an import, a def/class, an alias."""
         binding = ctx.imports.bindings.get(name)
@@ -499,3 +536,17 @@ class Project:
                 return None
             target = self._attribute(target, part, hops + 1)
         return target
+
+
+def _exported_names(tree: ast.Module) -> frozenset[str] | None:
+    """The names a module's top-level ``__all__`` lists (an empty set when it is built some other
+    way: then what it exports cannot be told); None without an ``__all__``."""
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in stmt.targets):
+            value = stmt.value
+            if isinstance(value, (ast.List, ast.Tuple)) and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts
+            ):
+                return frozenset(e.value for e in value.elts)
+            return frozenset()
+    return None

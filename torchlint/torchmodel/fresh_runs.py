@@ -25,6 +25,7 @@ from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.nodes import argument, argument_for, last_name
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role, preserved_argument
+from torchlint.torchmodel.new_tensors import creates_leaf_tensor
 from torchlint.torchmodel.roles import Role, object_roles
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ def _origin_sources(ctx: FileContext, origin: ast.AST | None, iteration: _Iterat
         return _sources(ctx, func.value, iteration, found, depth + 1)
     if isinstance(func, ast.Name) and func.id in _PARAMETER_BUILTINS and not dataflow(ctx).reaching(func):
         return bool(origin.args) and _sources(ctx, origin.args[-1], iteration, found, depth + 1)
-    if not _fresh_module(ctx, origin, iteration):
+    if not _fresh_module(ctx, origin, iteration) and not _new_tensor(ctx, origin, iteration):
         return False
     found.append(origin)
     return True
@@ -116,8 +117,18 @@ def _fresh_module(ctx: FileContext, call: ast.Call, iteration: _Iteration) -> bo
     """``call`` constructs a new module once per iteration (in the loop's body, or outside any loop
     of the function the body calls): a class (capitalised callee), not a copy or a wrapper, and
     handed no model of the code around it."""
-    loops = ctx.enclosing_loops(call)
-    return loops[:1] == ([] if iteration.sites else [iteration.loop]) and _new_module(ctx, call)
+    return _once_per_iteration(ctx, call, iteration) and _new_module(ctx, call)
+
+
+def _new_tensor(ctx: FileContext, call: ast.Call, iteration: _Iteration) -> bool:
+    """``call`` creates a new leaf tensor to optimise once per iteration (where ``_fresh_module``
+    builds a module): an optimizer over it cannot be built before the loop."""
+    return _once_per_iteration(ctx, call, iteration) and creates_leaf_tensor(ctx, call)
+
+
+def _once_per_iteration(ctx: FileContext, node: ast.AST, iteration: _Iteration) -> bool:
+    """In the loop's body, or outside any loop of the function the body calls."""
+    return ctx.enclosing_loops(node)[:1] == ([] if iteration.sites else [iteration.loop])
 
 
 def _new_module(ctx: FileContext, call: ast.Call) -> bool:
@@ -247,6 +258,17 @@ def builds_fresh_run(ctx: FileContext, loop: ast.AST, optimizers: list[ast.Call]
         for optimizer in optimizers
         for sites in _call_chains(ctx, optimizer, loop, 0)
     )
+
+
+def optimizes_new_tensors(ctx: FileContext, loop: ast.AST, optimizers: list[ast.Call]) -> bool:
+    """One of ``optimizers`` is built for ``loop``'s own iteration over tensors that iteration
+    creates and nothing else: whatever the loop is, the optimizer cannot be built before it."""
+    for optimizer in optimizers:
+        for sites in _call_chains(ctx, optimizer, loop, 0):
+            found = _own_model_sources(ctx, optimizer, _Iteration(loop, sites))
+            if found and all(isinstance(f, ast.Call) and creates_leaf_tensor(ctx, f) for f in found):
+                return True
+    return False
 
 
 def _call_chains(ctx: FileContext, node: ast.AST, loop: ast.AST, depth: int) -> Iterator[tuple[ast.Call, ...]]:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_callee, resolve_local_call
 from torchlint.analysis.dataflow import dataflow
-from torchlint.analysis.definitions import Definition
+from torchlint.analysis.definitions import Definition, unknown_star_name
 from torchlint.analysis.nodes import returns_of, walk_function_body
 from torchlint.analysis.summaries import function_summary as run_summary
 from torchlint.torchmodel import vocabulary as torch_names
@@ -116,6 +116,30 @@ def lexical_grad_disabler(ctx: FileContext, node: ast.AST) -> ast.AST | None:
     within ``node``'s own function (the nearest enclosing switch wins), or None."""
     switch = lexical_grad_switch(ctx, node)
     return switch if switch is not None and grad_effect(ctx, switch) is False else None
+
+
+def lexical_unknown_switch(ctx: FileContext, node: ast.AST) -> ast.AST | None:
+    """A with-item or decorator around ``node`` (within its own function, nearer than any known
+    switch) whose context manager the linter cannot resolve at all (a name that may come from a
+    star import it could not read, ``with torch.no_grad():`` with ``torch`` bound only there): it
+    may switch autograd off, so whether grad is on at ``node`` is unknown."""
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (ast.With, ast.AsyncWith)):
+            items = [item.context_expr for item in ancestor.items]
+        elif isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            items = ancestor.decorator_list
+        elif isinstance(ancestor, (ast.Lambda, ast.ClassDef)):
+            return None
+        else:
+            continue
+        for expr in reversed(items):
+            if grad_effect(ctx, expr) is not None:
+                return None
+            if unknown_star_name(ctx, expr):
+                return expr
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+    return None
 
 
 MAX_RECORDING_DEPTH = 3  # helper calls followed from a value to the statements that computed it

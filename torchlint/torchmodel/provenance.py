@@ -117,12 +117,15 @@ class ModelProvenance:
         if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
             return self._synthetic(expr.value, depth + 1)  # `encoded["input_ids"]` of a literal's encoding
         if isinstance(expr, ast.Call):
-            if self.ctx.call_qualname(expr) in SYNTHETIC_FACTORIES:
+            qualname = self.ctx.call_qualname(expr)
+            if qualname in SYNTHETIC_FACTORIES:
                 return True
+            if qualname in torch_names.VARIABLE_WRAPPERS and expr.args:
+                return self._synthetic(expr.args[0], depth + 1)  # `Variable(x)` is `x`
             found = method_call(expr)
             if found is not None and found[0] in SYNTHETIC_METHODS:
                 return True
-            if found is not None and found[0] in TENSOR_KEEPING_METHODS and self.ctx.call_qualname(expr) is None:
+            if found is not None and found[0] in TENSOR_KEEPING_METHODS and qualname is None:
                 return self._synthetic(found[1], depth + 1)
             return self._derived_from_literals(expr, depth)
         if isinstance(expr, ast.Name):

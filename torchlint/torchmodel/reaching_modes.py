@@ -21,7 +21,12 @@ from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name, position
 from torchlint.torchmodel.events import MODE_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.forward_calls import mode_switches, model_expression, same_model
-from torchlint.torchmodel.gradmode import grad_effect, grad_mode_statements, lexical_grad_disabler
+from torchlint.torchmodel.gradmode import (
+    grad_effect,
+    grad_mode_statements,
+    lexical_grad_disabler,
+    lexical_unknown_switch,
+)
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.phases import runs_when_called
 from torchlint.torchmodel.roles import Role, object_roles
@@ -296,6 +301,8 @@ class AutogradMode:
     def at(self, node, func, depth=0, seen=frozenset()) -> Verdict:
         if lexical_grad_disabler(self.ctx, node) is not None:
             return Verdict(REACHED)
+        if lexical_unknown_switch(self.ctx, node) is not None:
+            return Verdict(UNKNOWN)  # shown, else silent: it may switch autograd off
         if depth > 0 and node in backpropagated_calls(self.ctx):
             # A call site whose result is backpropagated: this path trains, autograd is needed on it.
             # It evaluates nothing, so it counts with the paths that are fine.

@@ -40,7 +40,7 @@ from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role, optimizer_holds_state
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
-from torchlint.torchmodel.fresh_runs import builds_fresh_run
+from torchlint.torchmodel.fresh_runs import builds_fresh_run, optimizes_new_tensors
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.roles import Role, object_roles
 from torchlint.torchmodel.walk import event_walker
@@ -453,12 +453,16 @@ class RunAnalysis:
         kind = loop_name_kind(loop)
         if kind == "run":
             return INDEPENDENT, "named"
+        optimizers = [c for c, r in self.built.constructions() if r == Role.OPTIMIZER]
+        if optimizes_new_tensors(self.ctx, loop, optimizers):
+            # `for i in range(n): x = Variable(img, requires_grad=True); opt = SGD([x])`: the
+            # optimizer's tensors are the iteration's own, there is no optimizer to build before it.
+            return INDEPENDENT, "fresh-tensors"
         if kind in ("epoch", "step"):
             return CONTINUING, kind
         if self._inside_epoch_loop(loop):
             # `for epoch ...: for shard_id ...:` -- a loop repeated every epoch is part of one run.
             return CONTINUING, "epoch"
-        optimizers = [c for c, r in self.built.constructions() if r == Role.OPTIMIZER]
         depths = self.step_depths(loop)
         if builds_fresh_run(self.ctx, loop, optimizers, trains_handed_out=bool(depths) and min(depths) >= 1):
             # `for case in cases: net = Net(**case); opt = SGD(net.parameters())`, `for net in ensemble:

@@ -500,6 +500,9 @@ GENERATOR_CONTEXT_DECORATORS = frozenset({"contextlib.contextmanager", "contextl
 
 # `nn.Parameter(...)`, by both of its spellings.
 PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+# The legacy `Variable(x)` wrapper: since PyTorch 0.4 it hands back the tensor `x` itself (same
+# data; `requires_grad=True` marks it a leaf to optimise, `volatile` is ignored).
+VARIABLE_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 
 # ----- data ------------------------------------------------------------------------------------------------
 DATALOADER = "torch.utils.data.DataLoader"

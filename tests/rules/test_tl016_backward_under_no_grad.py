@@ -387,3 +387,89 @@ def test_a_bare_set_grad_enabled_true_before_the_loss_records_it(lint):
         """,
         CODE,
     )
+
+
+# The phase argument may be a name that stands for one constant: an enum member, a class
+# attribute or a module-level constant, defined in this file or imported from another.
+_PHASED = """
+import enum
+import torch
+
+DEFINITIONS
+
+def run_epoch(net, optimizer, batches, stage):
+    net.train() if stage == Stage.FIT else net.eval()
+    total = 0.0
+    for inputs, targets in batches:
+        loss = torch.nn.functional.mse_loss(net(inputs), targets)
+        if stage == Stage.FIT:
+            optimizer.zero_grad()
+            loss.backward()MARK
+            optimizer.step()
+        total += loss.item()
+    return total
+
+def fit(net, optimizer, train_batches, val_batches, epochs):
+    for _ in range(epochs):
+        run_epoch(net, optimizer, train_batches, Stage.FIT)
+        with torch.no_grad():
+            run_epoch(net, optimizer, val_batches, stage=Stage.CHOSEN)
+"""
+
+_ENUM = "class Stage(enum.Enum):\n    FIT = enum.auto()\n    CHECK = enum.auto()"
+_CLASS = "class Stage:\n    FIT = 'fit'\n    CHECK = 'check'"
+_INT_ENUM = "class Stage(enum.IntEnum):\n    FIT = 0\n    CHECK = 1"
+
+
+@pytest.mark.parametrize("definitions", [_ENUM, _CLASS, _INT_ENUM])
+def test_a_no_grad_call_passing_another_member_runs_no_backward(lint, definitions):
+    source = _PHASED.replace("DEFINITIONS", definitions).replace("CHOSEN", "CHECK").replace("MARK", "")
+    assert lint(source, CODE) == []
+
+
+@pytest.mark.parametrize("definitions", [_ENUM, _CLASS, _INT_ENUM])
+def test_a_no_grad_call_passing_the_training_member_is_reported(lint, definitions):
+    source = _PHASED.replace("DEFINITIONS", definitions).replace("CHOSEN", "FIT").replace("MARK", "  # expect: TL016")
+    findings = check(lint, source, CODE)
+    assert "runs under `torch.no_grad()` (line 24) (called from line 25)" in findings[0].message
+
+
+def test_an_enum_alias_of_the_training_member_is_the_training_member(lint):
+    """``enum`` makes a member with an equal value an alias: ``Stage.TRAIN is Stage.FIT``."""
+    definitions = "class Stage(enum.Enum):\n    FIT = 0\n    CHECK = 1\n    TRAIN = 0"
+    source = _PHASED.replace("DEFINITIONS", definitions).replace("CHOSEN", "TRAIN").replace("MARK", "  # expect: TL016")
+    check(lint, source, CODE)
+
+
+def test_a_class_whose_attributes_a_base_may_change_is_not_read(lint):
+    definitions = "class Stage(Base):\n    FIT = 'fit'\n    CHECK = 'check'"
+    source = _PHASED.replace("DEFINITIONS", "from phases import Base\n" + definitions)
+    source = source.replace("CHOSEN", "CHECK").replace("MARK", "  # expect: TL016")
+    check(lint, source, CODE)
+
+
+def test_module_constants_select_the_path(lint):
+    source = _PHASED.replace("DEFINITIONS", "FIT = 'fit'\nCHECK = 'check'").replace("Stage.", "")
+    assert lint(source.replace("CHOSEN", "CHECK").replace("MARK", ""), CODE) == []
+    check(lint, source.replace("CHOSEN", "FIT").replace("MARK", "  # expect: TL016"), CODE)
+
+
+def test_a_module_name_assigned_twice_is_no_constant(lint):
+    source = _PHASED.replace("DEFINITIONS", "FIT = 'fit'\nCHECK = 'check'\nCHECK = FIT").replace("Stage.", "")
+    check(lint, source.replace("CHOSEN", "CHECK").replace("MARK", "  # expect: TL016"), CODE)
+
+
+@pytest.mark.parametrize("imports", ["from constants import *", "from constants import Stage"])
+def test_a_member_of_an_enum_defined_in_another_file(tmp_path, imports):
+    import json
+    import subprocess
+    import sys
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "constants.py").write_text("import enum\n\n" + _ENUM + "\n")
+    for chosen, expected in (("CHECK", []), ("FIT", [14])):
+        source = _PHASED.replace("DEFINITIONS", imports).replace("CHOSEN", chosen).replace("MARK", "")
+        (tmp_path / "train.py").write_text(source)
+        cmd = [sys.executable, "-m", "torchlint", "--format", "json", "--no-cache", "--exit-zero", "train.py"]
+        out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+        assert [f["line"] for f in json.loads(out) if f["code"] == CODE] == expected

@@ -19,6 +19,8 @@ import ast
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.constants import UNKNOWN, EnumMember
+
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
 
@@ -96,57 +98,61 @@ def implies(test: ast.AST, value: bool, atom: Callable[[ast.AST], bool | None]) 
     return False
 
 
-_UNKNOWN = object()
 
 
-def truth_under(test: ast.AST, values: dict[str, object]) -> bool | None:
+def truth_under(
+    test: ast.AST, values: dict[str, object], constant: Callable[[ast.AST], object] | None = None
+) -> bool | None:
     """The truth of ``test`` when the names in ``values`` hold those Python values (``mode ==
     "train"`` with ``mode="val"``: False; ``not train``, ``optimizer is not None``, ``a and b``);
-    None when it depends on anything else."""
-    value = _value_under(test, values)
-    return None if value is _UNKNOWN else bool(value)
+    None when it depends on anything else. ``constant`` gives the value of another name or
+    attribute (``LoopPhase.TRAIN``) when it stands for one constant, ``UNKNOWN`` otherwise."""
+    value = _value_under(test, values, constant)
+    return None if value is UNKNOWN else bool(value)
 
 
-def _value_under(expr: ast.AST, values: dict[str, object]):
+def _value_under(expr: ast.AST, values: dict[str, object], constant=None):
     if isinstance(expr, ast.Constant):
         return expr.value
-    if isinstance(expr, ast.Name):
-        return values.get(expr.id, _UNKNOWN)
+    if isinstance(expr, ast.Name) and expr.id in values:
+        return values[expr.id]
+    if isinstance(expr, (ast.Name, ast.Attribute)):
+        return constant(expr) if constant is not None else UNKNOWN
     if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
-        items = [_value_under(e, values) for e in expr.elts]
-        return _UNKNOWN if any(i is _UNKNOWN for i in items) else tuple(items)
+        items = [_value_under(e, values, constant) for e in expr.elts]
+        return UNKNOWN if any(i is UNKNOWN for i in items) else tuple(items)
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
-        inner = _value_under(expr.operand, values)
-        return _UNKNOWN if inner is _UNKNOWN else not inner
+        inner = _value_under(expr.operand, values, constant)
+        return UNKNOWN if inner is UNKNOWN else not inner
     if isinstance(expr, ast.BoolOp):
         # Three-valued: `False and <unknown>` is False, `True or <unknown>` is True.
         decisive = isinstance(expr.op, ast.Or)
         unknown = False
         for operand in expr.values:
-            value = _value_under(operand, values)
-            if value is _UNKNOWN:
+            value = _value_under(operand, values, constant)
+            if value is UNKNOWN:
                 unknown = True
             elif bool(value) == decisive:
                 return value
-        return _UNKNOWN if unknown else (not decisive)
+        return UNKNOWN if unknown else (not decisive)
     if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
-        left, right = _value_under(expr.left, values), _value_under(expr.comparators[0], values)
-        if left is _UNKNOWN or right is _UNKNOWN:
-            return _UNKNOWN
+        left, right = _value_under(expr.left, values, constant), _value_under(expr.comparators[0], values, constant)
+        if left is UNKNOWN or right is UNKNOWN:
+            return UNKNOWN
         op = expr.ops[0]
         try:
             if isinstance(op, ast.Eq):
                 return left == right
             if isinstance(op, ast.NotEq):
                 return left != right
-            if isinstance(op, ast.Is):
-                return left is right
-            if isinstance(op, ast.IsNot):
-                return left is not right
+            if isinstance(op, (ast.Is, ast.IsNot)):
+                # An enum member read twice is one object; the values standing for it are not.
+                same = left == right if isinstance(left, EnumMember) else left is right
+                return same if isinstance(op, ast.Is) else not same
             if isinstance(op, ast.In):
                 return left in right
             if isinstance(op, ast.NotIn):
                 return left not in right
         except TypeError:
-            return _UNKNOWN
-    return _UNKNOWN
+            return UNKNOWN
+    return UNKNOWN

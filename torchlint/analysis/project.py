@@ -429,12 +429,35 @@ class Project:
             if found is not None:
                 return found
             alias = module_names(ctx).aliases.get(name)
-            return self._alias(ctx, alias, 0) if alias is not None else None
+            if alias is not None:
+                return self._alias(ctx, alias, 0)
+            return self._starred(ctx, name)
         if self.resolve_import(ctx, binding.level, binding.module) is None:
             return None  # an import from outside the project (torch, numpy): told from folder listings alone
         # Answers by file and name: most calls of a file go through a few imported names.
         heads = ctx.shared("project_heads", dict)
         return self._remembered(heads, name, lambda: self._binding(ctx, binding, 0))
+
+    def _starred(self, ctx: FileContext, name: str) -> Definition | Module | None:
+        """A name only a star import of ``ctx``'s file binds (``from utils.constants import *``);
+        a name the file assigns anywhere is left unknown."""
+        stars = module_names(ctx).star_imports
+        if not stars or name.startswith("_"):
+            return None
+        if any(n.id == name and isinstance(n.ctx, ast.Store) for n in ctx.nodes(ast.Name)):
+            return None
+        heads = ctx.shared("project_heads", dict)
+        return self._remembered(heads, name, lambda: self._from_stars(ctx, stars, name))
+
+    def _from_stars(self, ctx: FileContext, stars, name: str) -> Definition | Module | None:
+        # The last star import that provides the name wins, as at run time.
+        for star in reversed(stars):
+            source = self.resolve_import(ctx, star.level, star.module)
+            if source is not None:
+                found = self._module_attribute(source, name, 1)
+                if found is not None:
+                    return found
+        return None
 
     def _remembered(self, memo: dict, key, compute) -> Definition | Module | None:
         """Lookups are remembered with the files they read (recorded again on every use), as places

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import call_graph, parameter_default, passes_unknown_arguments
 from torchlint.analysis.conditions import conditions_at, truth_under
+from torchlint.analysis.constants import UNKNOWN, constant_value
 from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument_for, position
@@ -92,7 +93,7 @@ class PhaseFunctions:
             param = names.pop()
             for site in call_graph(self.ctx).callers(func):
                 value = self._value_at(site, func, param)
-                if value is _NOT_A_VALUE or truth_under(test, {param: value}) in (None, branch):
+                if value is _NOT_A_VALUE or self._truth(test, {param: value}) in (None, branch):
                     continue
                 if any(self._runs(e.site, param, value) is not False for e in training):
                     continue  # some training still runs on that path: not an evaluation phase
@@ -101,15 +102,17 @@ class PhaseFunctions:
                     return EvaluationPhase(func, param, value, site, model_call)
         return None
 
-    @staticmethod
-    def _value_at(site: ast.Call, func, param: str):
-        return _value_passed(site, func, param)
+    def _value_at(self, site: ast.Call, func, param: str):
+        return _value_passed(self.ctx, site, func, param)
+
+    def _truth(self, test: ast.AST, values: dict[str, object]) -> bool | None:
+        return _truth(self.ctx, test, values)
 
     def _runs(self, node: ast.AST, param: str, value) -> bool | None:
         """Whether ``node`` runs on the path where ``param`` holds ``value`` (None: cannot tell)."""
         verdict = True
         for test, holds in conditions_at(self.ctx, node):
-            truth = truth_under(test, {param: value})
+            truth = self._truth(test, {param: value})
             if truth is None:
                 verdict = None
             elif truth != holds:
@@ -153,14 +156,13 @@ class PhaseFunctions:
             and self.ctx.enclosing_function(c) is func
         ]
 
-    @staticmethod
-    def _switch_mode(call: ast.Call, phase: EvaluationPhase) -> str | None:
+    def _switch_mode(self, call: ast.Call, phase: EvaluationPhase) -> str | None:
         if call.func.attr == "eval":
             return "eval" if not call.args else None
         mode = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "mode"), None)
         if mode is None:
             return "train"
-        truth = truth_under(mode, {phase.param: phase.value})
+        truth = self._truth(mode, {phase.param: phase.value})
         return None if truth is None else "train" if truth else "eval"
 
     def grad_off(self, phase: EvaluationPhase) -> bool | None:
@@ -181,28 +183,33 @@ class PhaseFunctions:
     def _context_effect(self, expr: ast.AST, phase: EvaluationPhase) -> bool | None:
         """Autograd on (True) or off (False) inside ``with expr:`` on the path; None: no effect known."""
         if isinstance(expr, ast.IfExp):
-            truth = truth_under(expr.test, {phase.param: phase.value})
+            truth = self._truth(expr.test, {phase.param: phase.value})
             if truth is None:
                 return None
             return self._context_effect(expr.body if truth else expr.orelse, phase)
         if isinstance(expr, ast.Call) and self.ctx.call_qualname(expr) in torch_names.SET_GRAD_ENABLED:
             if expr.args:
-                truth = truth_under(expr.args[0], {phase.param: phase.value})
+                truth = self._truth(expr.args[0], {phase.param: phase.value})
                 return truth
         return grad_effect(self.ctx, expr)
 
 
-def _value_passed(site: ast.Call, func, param: str):
-    """The constant ``site`` passes for ``param`` of ``func`` (its default when left out);
-    ``_NOT_A_VALUE`` when it is not a literal or may hide in ``*args``/``**kwargs``."""
+def _truth(ctx: FileContext, test: ast.AST, values: dict[str, object]) -> bool | None:
+    """``truth_under`` that also reads the names that stand for one constant (``LoopPhase.TRAIN``)."""
+    return truth_under(test, values, lambda expr: constant_value(ctx, expr))
+
+
+def _value_passed(ctx: FileContext, site: ast.Call, func, param: str):
+    """The constant ``site`` passes for ``param`` of ``func`` (its default when left out): a
+    literal or a name that stands for one (``phase=LoopPhase.VAL``, ``analysis.constants``);
+    ``_NOT_A_VALUE`` when it is neither or may hide in ``*args``/``**kwargs``."""
     given = argument_for(site, func, param)
     if given is None:
         if passes_unknown_arguments(site):
             return _NOT_A_VALUE
         given = parameter_default(func, param)
-    if isinstance(given, ast.Constant):
-        return given.value
-    return _NOT_A_VALUE
+    value = constant_value(ctx, given) if given is not None else UNKNOWN
+    return _NOT_A_VALUE if value is UNKNOWN else value
 
 
 def runs_when_called(ctx: FileContext, site: ast.Call, func, node: ast.AST) -> bool:
@@ -212,8 +219,8 @@ def runs_when_called(ctx: FileContext, site: ast.Call, func, node: ast.AST) -> b
     params = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs}
     for test, holds in conditions_at(ctx, node):
         names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)} & params
-        values = {name: _value_passed(site, func, name) for name in names}
+        values = {name: _value_passed(ctx, site, func, name) for name in names}
         values = {name: value for name, value in values.items() if value is not _NOT_A_VALUE}
-        if values and truth_under(test, values) is (not holds):
+        if values and _truth(ctx, test, values) is (not holds):
             return False
     return True

@@ -1,0 +1,132 @@
+"""Names that stand for one constant: ``TRAIN = "train"`` at a module's top level, a class
+attribute (``Split.VAL = 1`` in the class body), a member of an ``enum.Enum``
+(``LoopPhase.VAL``), here or imported from another file of the project.
+
+``constant_value(ctx, expr)`` gives the Python value such an expression holds wherever it is
+read, so that a condition like ``phase == LoopPhase.TRAIN`` can be decided for a call that
+passes ``phase=LoopPhase.VAL``. Only what the code shows counts: a module-level name bound once
+in its file, a class attribute assigned once in the body of a class with no base but ``object``
+or an enum base, a literal value. Anything else is ``UNKNOWN``.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from torchlint.analysis.definitions import Definition, definition_at
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+
+UNKNOWN = object()
+
+# Enum members equal to their values (``IntEnum.A == 0``): the literal value stands for them.
+_VALUE_ENUMS = frozenset({"enum.IntEnum", "enum.StrEnum"})
+# Members equal only to themselves (and to their aliases, members with the same value).
+_PLAIN_ENUMS = frozenset({"enum.Enum"})
+
+
+@dataclass(frozen=True)
+class EnumMember:
+    """A member of a plain ``enum.Enum``: equal to a member of the same class with the same value."""
+
+    enum: str  # the class, by file and qualified name
+    value: object
+
+
+def constant_value(ctx: FileContext, expr: ast.AST):
+    """The value ``expr`` holds wherever it is read, or ``UNKNOWN``."""
+    if isinstance(expr, ast.Constant):
+        return expr.value
+    if isinstance(expr, ast.Name):
+        return UNKNOWN if _is_parameter(ctx, expr) else _module_constant(ctx, expr.id)
+    if isinstance(expr, ast.Attribute):
+        owner = _class_of(ctx, expr.value)
+        if owner is not None:
+            return _class_constant(owner, expr.attr)
+    return UNKNOWN
+
+
+def _is_parameter(ctx: FileContext, name: ast.Name) -> bool:
+    """Whether a function around ``name`` has a parameter of that name (it shadows the module's)."""
+    for ancestor in ctx.ancestors(name):
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            if name.id in {a.arg for a in ast.walk(ancestor.args) if isinstance(a, ast.arg)}:
+                return True
+    return False
+
+
+def _literal(node: ast.AST):
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return UNKNOWN
+
+
+def _module_constant(ctx: FileContext, name: str):
+    """A name bound exactly once in its file, at the top level, to a literal; or imported by name
+    from a project module where it is one."""
+    stores = [n for n in ctx.nodes(ast.Name) if n.id == name and isinstance(n.ctx, ast.Store)]
+    if len(stores) == 1:
+        assign = ctx.parent(stores[0])
+        if isinstance(assign, ast.Assign) and ctx.parent(assign) is ctx.tree and assign.targets == [stores[0]]:
+            return _literal(assign.value)
+        return UNKNOWN
+    binding = ctx.imports.bindings.get(name)
+    project = ctx.project
+    if stores or binding is None or binding.name is None or project is None:
+        return UNKNOWN
+    module = project.resolve_import(ctx, binding.level, binding.module)
+    source = project.context(module.path) if module is not None and module.file else None
+    if source is None or source is ctx:
+        return UNKNOWN
+    return _module_constant(source, binding.name)
+
+
+def _class_of(ctx: FileContext, expr: ast.AST) -> Definition | None:
+    found = ctx.project.lookup(ctx, expr) if ctx.project is not None else None
+    if found is None and isinstance(expr, ast.Name):
+        found = definition_at(ctx, [expr.id])
+    return found if isinstance(found, Definition) and found.is_class else None
+
+
+def _class_constant(owner: Definition, attr: str):
+    """The value of a class attribute assigned once in the class body to a literal."""
+    node = owner.node
+    assigns = [
+        stmt
+        for stmt in node.body
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+        and attr
+        in {t.id for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) if isinstance(t, ast.Name)}
+    ]
+    if len(assigns) != 1 or assigns[0].value is None:
+        return UNKNOWN
+    kind = _class_kind(owner)
+    value = assigns[0].value
+    if kind == "plain-enum":
+        if isinstance(value, ast.Call) and (owner.ctx.qualname(value.func) or "").endswith("auto"):
+            return EnumMember(f"{owner.path}:{owner.qualname}", ("auto", attr))  # auto() values are distinct
+        literal = _literal(value)
+        return UNKNOWN if literal is UNKNOWN else EnumMember(f"{owner.path}:{owner.qualname}", literal)
+    if kind == "plain":
+        return _literal(value)
+    return UNKNOWN
+
+
+def _class_kind(owner: Definition) -> str | None:
+    """ "plain" (no base but ``object``, or an enum whose members equal their values),
+    "plain-enum" (``enum.Enum``), None (a base that may change what attributes hold)."""
+    node = owner.node
+    if node.keywords:
+        return None  # a metaclass
+    bases = [owner.ctx.qualname(b) or "" for b in node.bases]
+    if all(b in ("object", "builtins.object") for b in bases):
+        return "plain"
+    if len(bases) == 1 and bases[0] in _PLAIN_ENUMS:
+        return "plain-enum"
+    if len(bases) == 1 and bases[0] in _VALUE_ENUMS:
+        return "plain"
+    return None

@@ -98,8 +98,6 @@ def implies(test: ast.AST, value: bool, atom: Callable[[ast.AST], bool | None]) 
     return False
 
 
-
-
 def truth_under(
     test: ast.AST, values: dict[str, object], constant: Callable[[ast.AST], object] | None = None
 ) -> bool | None:

@@ -29,3 +29,13 @@ def reach(definition) -> frozenset[str]:
                 found.add(callee.qualname)
                 found |= function_summary(callee, REACH, reach, frozenset())
     return frozenset(found)
+
+
+def lint_in_project(root, files: dict[str, str], target: str, code: str) -> list:
+    """The ``code`` findings of ``target`` once ``files`` are written under ``root`` (a project
+    with a ``pyproject.toml``), linted as the command lints it, its imports read from disk."""
+    from torchlint.engine.lint import lint_file
+    from torchlint.engine.rule import all_rules
+
+    write(root, {"pyproject.toml": "", **files})
+    return [f for f in lint_file(str(root / target), [all_rules()[code]]).findings if f.code == code]

@@ -1,6 +1,7 @@
 """TL007 train-mode-not-restored: positives and hard negatives shaped like real training scripts."""
 
 from expect_markers import check
+from project_helpers import lint_in_project
 
 TRAIN_NO_SWITCH = """
 import torch
@@ -707,3 +708,101 @@ def test_model_method_that_switches_nothing_restores_nothing(lint):
     source = _HEAD_ON_FROZEN_ENCODER.format(method="start_training", body="self.steps = 0", marker="  # expect: TL007")
     (finding,) = check(lint, source, "TL007")
     assert "`evaluate(...)` (which calls `probe.eval()` at line 28)" in finding.message
+
+
+# Building an object of a class this file defines, handed a loss and an optimizer, runs its
+# `__init__` only: no training step (unlike an unknown `loss_scaler(loss, optimizer)`).
+_CHECKPOINTS = """
+import glob
+import torch
+
+class Runner:
+    def __init__(self, model, optimizer, loss_fn):
+        self.model = model
+        self.optimizer = optimizer
+        self.loss_fn = loss_fn
+
+    def fit_epoch(self, batches):
+        for inputs, targets in batches:
+            self.optimizer.zero_grad()
+            self.loss_fn(self.model(inputs), targets).backward()
+            self.optimizer.step()
+
+    @torch.no_grad()
+    def score(self, batches):
+        return sum(self.loss_fn(self.model(x), y).item() for x, y in batches)
+
+def make_runner(model, optimizer, loss_fn):
+    return Runner(model, optimizer, loss_fn)
+
+def score_checkpoint(path, batches, build):
+    model = build()
+    model.load_state_dict(torch.load(path))
+    model.eval()
+    return make_runner(model, None, loss_fn=torch.nn.MSELoss()).score(batches)
+"""
+
+
+def test_a_loop_over_checkpoints_that_only_scores_them_is_no_training_loop(lint):
+    source = (
+        _CHECKPOINTS
+        + """
+def score_all(folder, batches, build):
+    scores = {}
+    for path in sorted(glob.glob(folder + "/*.pt")):
+        scores[path] = score_checkpoint(path, batches, build)
+    return scores
+"""
+    )
+    assert lint(source, "TL007") == []
+    assert lint(source, "TL003") == []
+
+
+def test_a_loop_stepping_through_an_unknown_callable_handed_loss_and_optimizer_is_reported(lint):
+    """An imported class's instance called with the loss and the optimizer (timm's loss scaler)
+    still hides a backward and a step: the loop trains."""
+    findings = check(
+        lint,
+        """
+        import torch
+        from timm.utils import NativeScaler
+
+        def fit(loader, epochs):
+            model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.2))
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            loss_scaler = NativeScaler()
+            for epoch in range(epochs):
+                for inputs, targets in loader:
+                    loss = torch.nn.functional.mse_loss(model(inputs), targets)
+                    loss_scaler(loss, optimizer)
+                model.eval()  # expect: TL007
+                with torch.no_grad():
+                    print(epoch, model(inputs).mean().item())
+        """,
+        "TL007",
+    )
+    assert "inside the training loop at line 9" in findings[0].message, findings[0].message
+
+
+def test_a_loop_over_checkpoints_scored_through_a_runner_built_in_another_file(tmp_path):
+    """``make_runner`` of another file builds a ``Runner`` handed a loss and an optimizer
+    argument: a constructor, not a hidden training step, so the loop trains nothing."""
+    runner_module = _CHECKPOINTS.split("def score_checkpoint")[0]
+    script = """
+    import glob
+    import torch
+    from runners import make_runner
+
+    def score_checkpoint(path, batches, optimizer):
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.1))
+        model.load_state_dict(torch.load(path))
+        model.eval()
+        return make_runner(model, optimizer, loss_fn=torch.nn.MSELoss()).score(batches)
+
+    def score_all(folder, batches, optimizer):
+        for path in sorted(glob.glob(folder + "/*.pt")):
+            print(path, score_checkpoint(path, batches, optimizer))
+    """
+    files = {"runners.py": runner_module, "score.py": script}
+    assert lint_in_project(tmp_path, files, "score.py", "TL007") == []
+    assert lint_in_project(tmp_path, files, "score.py", "TL003") == []

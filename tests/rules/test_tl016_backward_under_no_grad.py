@@ -2,6 +2,7 @@
 
 import pytest
 from expect_markers import check
+from project_helpers import lint_in_project
 
 CODE = "TL016"
 
@@ -461,15 +462,7 @@ def test_a_module_name_assigned_twice_is_no_constant(lint):
 
 @pytest.mark.parametrize("imports", ["from constants import *", "from constants import Stage"])
 def test_a_member_of_an_enum_defined_in_another_file(tmp_path, imports):
-    import json
-    import subprocess
-    import sys
-
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "constants.py").write_text("import enum\n\n" + _ENUM + "\n")
     for chosen, expected in (("CHECK", []), ("FIT", [14])):
         source = _PHASED.replace("DEFINITIONS", imports).replace("CHOSEN", chosen).replace("MARK", "")
-        (tmp_path / "train.py").write_text(source)
-        cmd = [sys.executable, "-m", "torchlint", "--format", "json", "--no-cache", "--exit-zero", "train.py"]
-        out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, check=True).stdout
-        assert [f["line"] for f in json.loads(out) if f["code"] == CODE] == expected
+        files = {"constants.py": "import enum\n\n" + _ENUM + "\n", "train.py": source}
+        assert [f.line for f in lint_in_project(tmp_path, files, "train.py", CODE)] == expected

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import resolve_function_name, resolve_local_call
+from torchlint.analysis.callgraph import resolve_class, resolve_function_name, resolve_local_call
 from torchlint.analysis.dataflow import dataflow, value_kept
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument
@@ -171,9 +171,23 @@ class CallEvents:
         if loss is None:
             return None
         opt = next((symbol(a) for a in args if symbol(a) and self.roles.role_of(a) == Role.OPTIMIZER), None)
-        if opt is None:
+        if opt is None or self._stores_what_it_is_handed(call):
             return None
         return Event(EventKind.OPAQUE_STEP, call, target=opt, arg=loss)
+
+    def _stores_what_it_is_handed(self, call: ast.Call) -> bool:
+        """Whether ``call`` builds an object of a class the project defines whose own ``__init__``
+        runs no backward or step (``Trainer(args, model, optim, loss)``): it keeps the loss and the
+        optimizer for later, where its methods' own calls show what they do."""
+        found = resolve_class(self.ctx, call.func)
+        if found is None:
+            return False
+        init = next((s for s in found[1].body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        training = torch_names.STEP_METHODS | torch_names.BACKWARD_METHODS
+        return init is None or not any(
+            isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in training
+            for c in ast.walk(init)
+        )
 
     def step_closures(self, call: ast.Call) -> list:
         """The closures an ``optimizer.step(closure)`` call is handed that this file defines

@@ -453,10 +453,15 @@ class Project:
         # The last star import that provides the name wins, as at run time.
         for star in reversed(stars):
             source = self.resolve_import(ctx, star.level, star.module)
-            if source is not None:
-                found = self._module_attribute(source, name, 1)
-                if found is not None:
-                    return found
+            if source is None or not source.file:
+                continue
+            module = self.context(source.path)
+            exported = _exported_names(module.tree) if module is not None else frozenset()
+            if exported is not None and name not in exported:
+                continue
+            found = self._module_attribute(source, name, 1)
+            if found is not None:
+                return found
         return None
 
     def _remembered(self, memo: dict, key, compute) -> Definition | Module | None:

@@ -1,6 +1,8 @@
 """TL013 unregistered-parameter: submodules in plain containers, trainable bare tensors."""
 
+import pytest
 from expect_markers import check
+from project_helpers import lint_in_project
 
 CODE = "TL013"
 
@@ -502,3 +504,81 @@ def test_dict_values_only_listed_in_a_plain_list_stay_unregistered(lint):
         CODE,
     )
     assert "`self.blocks` keeps submodules in a plain dict (filled later in `__init__`)" in findings[0].message
+
+
+# Instances of the file's own module classes in a plain list: lost state only when the class
+# (transitively) owns a parameter, a buffer or mode-dependent behaviour.
+_SMOOTHERS = """
+import torch
+from torch import nn
+
+class Smooth(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.width = width
+        self.pool = nn.AvgPool1d(width, stride=1)
+
+    def forward(self, x):
+        pad = (self.width - 1) // 2
+        x = torch.cat([x[..., :1].repeat(1, 1, pad), x, x[..., -1:].repeat(1, 1, pad)], dim=-1)
+        return self.pool(x)
+
+class Split(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.smooth = Smooth(width)
+
+    def forward(self, x):
+        trend = self.smooth(x)
+        return x - trend, trend
+
+LAYER
+
+class MultiSplit(nn.Module):
+    def __init__(self, widths):
+        super().__init__()
+        self.splits = [KIND(w) for w in widths]MARK
+
+    def forward(self, x):
+        parts = [split(x) for split in self.splits]
+        return sum(p[0] for p in parts) / len(parts)
+"""
+
+_LEARNED = """class Learned(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.smooth = Smooth(width)
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.proj(self.smooth(x)), x
+"""
+
+_HANDED_IN = """class Wrapped(nn.Module):
+    def __init__(self, width, inner=None):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x), x
+"""
+
+
+def test_a_plain_list_of_stateless_project_modules_loses_nothing(lint):
+    source = _SMOOTHERS.replace("LAYER", "").replace("KIND", "Split").replace("MARK", "")
+    assert lint(source, CODE) == []
+
+
+@pytest.mark.parametrize(("layer", "kind"), [(_LEARNED, "Learned"), (_HANDED_IN, "Wrapped")])
+def test_a_plain_list_of_project_modules_with_state_is_reported(lint, layer, kind):
+    source = _SMOOTHERS.replace("LAYER", layer).replace("KIND", kind).replace("MARK", "  # expect: TL013")
+    findings = check(lint, source, CODE)
+    assert "`self.splits` keeps submodules in a plain list" in findings[0].message
+
+
+def test_a_stateless_module_class_of_another_file(tmp_path):
+    library = _SMOOTHERS.split("LAYER")[0]
+    model = _SMOOTHERS.split("LAYER")[1].replace("KIND", "Split").replace("MARK", "")
+    model = "from torch import nn\nfrom decomposition import Split\n" + model
+    files = {"decomposition.py": library, "model.py": model}
+    assert lint_in_project(tmp_path, files, "model.py", CODE) == []

@@ -14,12 +14,10 @@ from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.modules import imported_layer_class, module_classes
 from torchlint.torchmodel.roles import Role
+from torchlint.torchmodel.stateless import stateless_class, stateless_layer
 
 PARAMETER = "torch.nn.Parameter"
 EMPTY_CONTAINER_CALLS = frozenset({"list", "dict", "tuple", "OrderedDict", "collections.OrderedDict"})
-# Layers with no parameters, no buffers and the same behaviour in train and eval mode:
-# keeping them in a plain list loses nothing. (Dropout and normalisation layers are not here.)
-STATELESS_LAYERS = frozenset("torch.nn." + name for name in torch_names.WEIGHTLESS_LAYERS - torch_names.DROPOUT_LAYERS)
 # Builtins that look at a container without reaching its entries (whatever its kind).
 _SIZE_BUILTINS = frozenset({"len", "print", "isinstance", "repr", "str"})
 # Methods that fill a container (not reads of what it holds).
@@ -253,11 +251,9 @@ class _InitChecker:
         qual = self.ctx.call_qualname(expr)
         if qual in torch_names.PARAMETER_CLASSES:
             return "parameter"
-        if constructor_role(self.ctx, expr) == Role.MODEL:
-            if qual in STATELESS_LAYERS:
+        if constructor_role(self.ctx, expr) == Role.MODEL or imported_layer_class(self.ctx, expr):
+            if stateless_layer(qual) or stateless_class(self.ctx, expr):
                 return None  # no parameters, buffers or train/eval behaviour: nothing is lost
-            return "module"
-        if imported_layer_class(self.ctx, expr):
             return "module"
         return None
 

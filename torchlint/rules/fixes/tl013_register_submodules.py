@@ -56,7 +56,9 @@ class Net(nn.Module):
 import torch
 from torch.nn import Module, Linear
 class Block(Module):
-    pass
+    def __init__(self):
+        super().__init__()
+        self.proj = Linear(4, 4)
 class Net(Module):
     def __init__(self, depth):
         super().__init__()
@@ -69,7 +71,9 @@ class Net(Module):
 import torch
 from torch.nn import Module, Linear
 class Block(Module):
-    pass
+    def __init__(self):
+        super().__init__()
+        self.proj = Linear(4, 4)
 class Net(Module):
     def __init__(self, depth):
         super().__init__()

@@ -20,12 +20,12 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.constants import UNKNOWN, EnumMember
+from torchlint.analysis.reachability import EXITS
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
-_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
 
 def conditions_at(ctx: FileContext, node: ast.AST) -> Iterator[tuple[ast.expr, bool]]:
@@ -69,7 +69,7 @@ def _early_exits(parent: ast.AST, stmt: ast.stmt) -> Iterator[tuple[ast.expr, bo
 
 
 def _always_exits(block: list[ast.stmt]) -> bool:
-    return bool(block) and isinstance(block[-1], _EXITS)
+    return bool(block) and isinstance(block[-1], EXITS)
 
 
 def consequences(test: ast.AST, value: bool) -> Iterator[tuple[ast.AST, bool]]:

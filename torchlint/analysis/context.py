@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from torchlint.analysis.imports import ImportResolver
 from torchlint.analysis.nodes import CHILD_FIELDS, child_fields, position
+from torchlint.analysis.reachability import BLOCK_FIELDS, live_length
 
 if TYPE_CHECKING:
     from torchlint.analysis.project import Project
@@ -66,18 +67,22 @@ class FileContext:
         # is the engine's biggest cost after the parse). Expression contexts and operators
         # (Load, Store, Add, Eq, ...) are not indexed: CPython shares one instance of each
         # across the whole tree, so they have no parent of their own and nothing asks for them.
+        # Statements after an unconditional jump (analysis.reachability) never run: they get
+        # parents (a walk of a function body still meets them) but stay out of the type index, so
+        # no rule sees their calls, assignments or definitions.
         parents: dict[ast.AST, ast.AST] = {}
         by_type: dict[type, list[ast.AST]] = defaultdict(list)
         self.__dict__["parents"], self.__dict__["_by_type"] = parents, by_type
         fields_of = CHILD_FIELDS
-        stack = [tree]
+        stack = [(tree, True)]
         pop = stack.pop
         push = stack.append
         AST = ast.AST
         while stack:
-            node = pop()
+            node, live = pop()
             cls = type(node)
-            by_type[cls].append(node)
+            if live:
+                by_type[cls].append(node)
             fields = fields_of.get(cls)
             if fields is None:
                 fields = child_fields(cls)
@@ -86,14 +91,15 @@ class FileContext:
                 if value is None:
                     continue
                 if type(value) is list:
+                    cut = live_length(value) if live and name in BLOCK_FIELDS else len(value)
                     for index in range(len(value) - 1, -1, -1):
                         item = value[index]
                         if isinstance(item, AST):
                             parents[item] = node
-                            push(item)
+                            push((item, live and index < cut))
                 elif isinstance(value, AST):
                     parents[value] = node
-                    push(value)
+                    push((value, live))
 
     def release(self) -> None:
         """Drop the shared per-file facts once nothing will ask for them (the engine calls this when

@@ -25,6 +25,7 @@ from torchlint.analysis.callgraph import calls_elsewhere, resolve_local_call
 from torchlint.analysis.dataflow import resolve_returned_function
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.nodes import walk_no_scopes
+from torchlint.analysis.reachability import live_statements
 from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel.calls import call_events, clears_with
 from torchlint.torchmodel.effects import Effect, effects_of, events_at_call, model_method
@@ -178,7 +179,7 @@ class _Walk:
         return True
 
     def block(self, body, guards, loops, via, withs, stack) -> None:
-        for stmt in body:
+        for stmt in live_statements(body):  # nothing after a return/raise/continue/break runs
             self.statement(stmt, guards, loops, via, withs, stack)
 
     def statement(self, stmt, guards, loops, via, withs, stack) -> None:

@@ -98,18 +98,37 @@ def implies(test: ast.AST, value: bool, atom: Callable[[ast.AST], bool | None]) 
     return False
 
 
+class _NotNone:
+    """The value of an expression shown to hold some object, never ``None``, and nothing more: it
+    decides ``x is None`` and ``x is not None``, and no other test."""
+
+    def __repr__(self) -> str:
+        return "NOT_NONE"
+
+
+NOT_NONE = _NotNone()
+
+
 def truth_under(
     test: ast.AST, values: dict[str, object], constant: Callable[[ast.AST], object] | None = None
 ) -> bool | None:
     """The truth of ``test`` when the names in ``values`` hold those Python values (``mode ==
     "train"`` with ``mode="val"``: False; ``not train``, ``optimizer is not None``, ``a and b``);
     None when it depends on anything else. ``constant`` gives the value of another name or
-    attribute (``LoopPhase.TRAIN``) when it stands for one constant, ``UNKNOWN`` otherwise."""
+    attribute (``LoopPhase.TRAIN``) when it stands for one constant, ``UNKNOWN`` otherwise.
+    A name given ``NOT_NONE`` decides only its tests against ``None``."""
     value = _value_under(test, values, constant)
     return None if value is UNKNOWN else bool(value)
 
 
 def _value_under(expr: ast.AST, values: dict[str, object], constant=None):
+    """``_any_value_under`` with ``NOT_NONE`` read as unknown: outside a test against ``None``
+    it says nothing (an object may be falsy, equal to anything)."""
+    value = _any_value_under(expr, values, constant)
+    return UNKNOWN if value is NOT_NONE else value
+
+
+def _any_value_under(expr: ast.AST, values: dict[str, object], constant=None):
     if isinstance(expr, ast.Constant):
         return expr.value
     if isinstance(expr, ast.Name) and expr.id in values:
@@ -134,10 +153,15 @@ def _value_under(expr: ast.AST, values: dict[str, object], constant=None):
                 return value
         return UNKNOWN if unknown else (not decisive)
     if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
-        left, right = _value_under(expr.left, values, constant), _value_under(expr.comparators[0], values, constant)
+        op = expr.ops[0]
+        left = _any_value_under(expr.left, values, constant)
+        right = _any_value_under(expr.comparators[0], values, constant)
+        if left is NOT_NONE or right is NOT_NONE:
+            if isinstance(op, (ast.Is, ast.IsNot)) and (left is None or right is None):
+                return isinstance(op, ast.IsNot)  # an object is not None
+            return UNKNOWN
         if left is UNKNOWN or right is UNKNOWN:
             return UNKNOWN
-        op = expr.ops[0]
         try:
             if isinstance(op, ast.Eq):
                 return left == right

@@ -17,13 +17,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import call_graph, parameter_default, passes_unknown_arguments
-from torchlint.analysis.conditions import conditions_at, truth_under
+from torchlint.analysis.callgraph import call_graph, parameter_default, passes_unknown_arguments, resolve_class
+from torchlint.analysis.conditions import NOT_NONE, conditions_at, truth_under
 from torchlint.analysis.constants import UNKNOWN, constant_value
 from torchlint.analysis.context import FUNCTION_TYPES
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument_for, position
 from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS
 from torchlint.torchmodel.forward_calls import model_expression, same_model
 from torchlint.torchmodel.gradmode import grad_effect
@@ -209,7 +211,27 @@ def _value_passed(ctx: FileContext, site: ast.Call, func, param: str):
             return _NOT_A_VALUE
         given = parameter_default(func, param)
     value = constant_value(ctx, given) if given is not None else UNKNOWN
+    if value is UNKNOWN and given is not None and _holds_an_object(ctx, given):
+        return NOT_NONE  # decides `if optimizer is None:` for `train(optimizer)` after `optimizer = SGD(...)`
     return _NOT_A_VALUE if value is UNKNOWN else value
+
+
+# Expressions that always make a new object, never None.
+_OBJECT_LITERALS = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp, ast.Lambda)
+
+
+def _holds_an_object(ctx: FileContext, expr: ast.AST) -> bool:
+    """Whether every value ``expr`` may hold is shown to be an object, never None: a container or
+    lambda, or a constructor (a known PyTorch one or a class of the project) it was assigned from."""
+    origins = dataflow(ctx).origins(expr)
+    return bool(origins) and all(
+        isinstance(origin, _OBJECT_LITERALS)
+        or (
+            isinstance(origin, ast.Call)
+            and (constructor_role(ctx, origin) is not None or resolve_class(ctx, origin.func) is not None)
+        )
+        for origin in origins
+    )
 
 
 def runs_when_called(ctx: FileContext, site: ast.Call, func, node: ast.AST) -> bool:

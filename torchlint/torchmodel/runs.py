@@ -42,6 +42,7 @@ from torchlint.torchmodel.constructors import constructor_role, optimizer_holds_
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.fresh_runs import builds_fresh_run, optimizes_new_tensors
 from torchlint.torchmodel.iterations import iterations
+from torchlint.torchmodel.phases import runs_when_called
 from torchlint.torchmodel.roles import Role, object_roles
 from torchlint.torchmodel.walk import event_walker
 
@@ -361,6 +362,8 @@ class RunAnalysis:
         ):
             return None  # e.g. an evaluation helper that builds a model to load a checkpoint into
         for site in sites:
+            if not runs_when_called(ctx, site, func, node):
+                continue  # built under a branch this call does not take (`if optimizer is None:`)
             found = self._search(site, role, (site,) + via, depth + 1, seen | {func})
             if found is not None:
                 return found

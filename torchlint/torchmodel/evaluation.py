@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import call_graph, local_base
 from torchlint.analysis.context import FUNCTION_TYPES
+from torchlint.analysis.expected_failures import expected_to_raise
 from torchlint.analysis.imports import dotted_name
 from torchlint.torchmodel.forward_calls import ForwardCalls, mode_switches, model_expression, same_model
 from torchlint.torchmodel.frameworks import runs_other_framework
@@ -36,7 +37,7 @@ from torchlint.torchmodel.frozen import runs_frozen_model
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.mode_dependence import mode_dependence
 from torchlint.torchmodel.modules import module_classes
-from torchlint.torchmodel.phases import EvaluationPhase, PhaseFunctions
+from torchlint.torchmodel.phases import UNDECIDED, EvaluationPhase, PhaseFunctions
 from torchlint.torchmodel.provenance import TENSOR_KEEPING_METHODS, ModelProvenance
 from torchlint.torchmodel.reaching_modes import (
     NOT_REACHED,
@@ -212,8 +213,11 @@ class EvaluationAnalysis:
             return self._phase_verdict(unit.phase, self.phases.grad_off(unit.phase), self.autograd)
         return self.autograd.at(unit.first_call, unit.function)
 
-    def _phase_verdict(self, phase, local: bool | None, mode) -> Verdict:
-        """What the evaluation path sets itself, else what reaches its evaluating call."""
+    def _phase_verdict(self, phase, local, mode) -> Verdict:
+        """What the evaluation path sets itself, else what reaches its evaluating call; unknown
+        when it sets a mode the path does not decide."""
+        if local is UNDECIDED:
+            return Verdict(UNKNOWN)
         if local is not None:
             return Verdict(REACHED if local else NOT_REACHED)
         caller = self.ctx.enclosing_function(phase.site)
@@ -236,8 +240,12 @@ class EvalUnits:
         """Model calls inside code that may be evaluation code, that evaluate: a model trained or
         loaded in this program run on data (not a shape probe on ``torch.randn(...)``, not a
         freshly built model that nothing trains, nor one run before anything trains it, nor
-        another framework's model: ``frameworks``)."""
-        calls = [c for c in self.forward.within(self._candidate_spans) if not runs_other_framework(self.ctx, c)]
+        another framework's model: ``frameworks``, nor a call a test expects to raise)."""
+        calls = [
+            c
+            for c in self.forward.within(self._candidate_spans)
+            if not runs_other_framework(self.ctx, c) and not expected_to_raise(self.ctx, c)
+        ]
         provenance = self.provenance
         untrained = UntrainedRuns(self.ctx, provenance)
         return [

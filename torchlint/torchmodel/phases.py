@@ -28,7 +28,7 @@ from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS
 from torchlint.torchmodel.forward_calls import model_expression, same_model
-from torchlint.torchmodel.gradmode import grad_effect
+from torchlint.torchmodel.gradmode import grad_effect, grad_mode_statements
 from torchlint.torchmodel.walk import event_walker
 
 if TYPE_CHECKING:
@@ -37,6 +37,13 @@ if TYPE_CHECKING:
 
 _TRAINING_KINDS = BACKWARD_KINDS | STEP_KINDS
 _NOT_A_VALUE = object()
+
+
+class Undecided:
+    """A mode the function sets with a value the evaluation path does not decide."""
+
+
+UNDECIDED = Undecided()
 
 
 @dataclass(frozen=True)
@@ -161,17 +168,17 @@ class PhaseFunctions:
     def _switch_mode(self, call: ast.Call, phase: EvaluationPhase) -> str | None:
         if call.func.attr == "eval":
             return "eval" if not call.args else None
-        mode = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "mode"), None)
+        mode = _mode_argument(call)
         if mode is None:
             return "train"
         truth = self._truth(mode, {phase.param: phase.value})
         return None if truth is None else "train" if truth else "eval"
 
-    def grad_off(self, phase: EvaluationPhase) -> bool | None:
+    def grad_off(self, phase: EvaluationPhase) -> bool | None | Undecided:
         """True when autograd is off at the path's model call, False when it is switched on there,
-        None when the function does not say."""
-        if any(grad_effect(self.ctx, d) is False for d in phase.func.decorator_list):
-            return True
+        None when the function does not say, ``UNDECIDED`` when it sets the mode with a value the
+        path does not decide. The nearest switch wins: a ``with`` block around the call, else the
+        last bare ``torch.set_grad_enabled(...)`` statement before it, else a decorator."""
         for ancestor in self.ctx.ancestors(phase.model_call):
             if ancestor is phase.func or isinstance(ancestor, FUNCTION_TYPES):
                 break
@@ -180,6 +187,29 @@ class PhaseFunctions:
                     effect = self._context_effect(item.context_expr, phase)
                     if effect is not None:
                         return not effect
+        statement = self._statement_effect(phase)
+        if statement is not None:
+            return statement if statement is UNDECIDED else not statement
+        if any(grad_effect(self.ctx, d) is False for d in phase.func.decorator_list):
+            return True
+        return None
+
+    def _statement_effect(self, phase: EvaluationPhase) -> bool | None | Undecided:
+        """What the last bare ``torch.set_grad_enabled(expr)`` statement of the function that may run
+        before the path's model call sets: the mode ``expr`` has under the path's value (True: on),
+        ``UNDECIDED`` when the path decides neither ``expr`` nor whether the statement runs."""
+        before = [
+            c
+            for c in grad_mode_statements(self.ctx)
+            if self.ctx.enclosing_function(c) is phase.func and position(c) < position(phase.model_call)
+        ]
+        for call in sorted(before, key=position, reverse=True):
+            runs = self._runs(call, phase.param, phase.value)
+            if runs is False:
+                continue
+            mode = _mode_argument(call)
+            truth = None if mode is None else self._truth(mode, {phase.param: phase.value})
+            return UNDECIDED if runs is None or truth is None else truth
         return None
 
     def _context_effect(self, expr: ast.AST, phase: EvaluationPhase) -> bool | None:
@@ -194,6 +224,11 @@ class PhaseFunctions:
                 truth = self._truth(expr.args[0], {phase.param: phase.value})
                 return truth
         return grad_effect(self.ctx, expr)
+
+
+def _mode_argument(call: ast.Call) -> ast.AST | None:
+    """The mode ``model.train(mode)`` or ``torch.set_grad_enabled(mode)`` is given, if any."""
+    return call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "mode"), None)
 
 
 def _truth(ctx: FileContext, test: ast.AST, values: dict[str, object]) -> bool | None:

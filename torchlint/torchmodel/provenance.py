@@ -51,6 +51,9 @@ SYNTHETIC_FACTORIES = frozenset(
         "ones_like",
         "empty_like",
         "full_like",
+        "arange",
+        "linspace",
+        "eye",
     )
 )
 SYNTHETIC_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full"})
@@ -59,6 +62,10 @@ _KEEPING_MODEL_METHODS = torch_names.DEVICE_DTYPE_MOVES | {"eval"}
 TENSOR_KEEPING_METHODS = torch_names.DEVICE_DTYPE_MOVES | {
     "long",
     "int",
+    "bool",
+    "short",
+    "byte",
+    "clone",
     "type",
     "type_as",  # `x.type_as(weight)`: x cast to another tensor's dtype and device
     "detach",
@@ -85,6 +92,9 @@ _WEIGHT_USES = frozenset(
 INSPECTING_CALLS = frozenset(
     {"print", "len", "type", "isinstance", "str", "repr", "id", "hasattr", "getattr", "summary"}
 )
+# How deep `_synthetic` follows an input through names, casts and containers: a literal batch moved
+# and cast a few times (`torch.tensor([[1, 1]]).bool().to("cuda")`, then `.to("cpu")`) is a dozen steps.
+_MAX_DEPTH = 12
 _PRETRAINED_KEYWORDS = frozenset({"pretrained", "weights", "checkpoint", "pretrained_path", "ckpt", "state_dict"})
 
 
@@ -100,7 +110,7 @@ class ModelProvenance:
         return bool(inputs) and all(self._synthetic(arg, 0) for arg in inputs)
 
     def _synthetic(self, expr: ast.AST, depth: int) -> bool:
-        if depth > 6:
+        if depth > _MAX_DEPTH:
             return False
         if isinstance(expr, ast.Starred):
             return self._synthetic(expr.value, depth + 1)
@@ -110,6 +120,8 @@ class ModelProvenance:
             return bool(expr.values) and all(self._synthetic(v, depth + 1) for v in expr.values)
         if isinstance(expr, ast.Constant):
             return True  # a flag or size next to the tensors
+        if isinstance(expr, ast.IfExp):  # `torch.arange(n) if custom_pos else None`
+            return self._synthetic(expr.body, depth + 1) and self._synthetic(expr.orelse, depth + 1)
         if isinstance(expr, ast.BinOp):  # `torch.ones(1, 3, 800, 800) * 0.3`
             return self._synthetic(expr.left, depth + 1) and self._synthetic(expr.right, depth + 1)
         if isinstance(expr, ast.UnaryOp):

@@ -22,7 +22,9 @@ class EvalWithoutNoGrad(Rule):
         that runs it on one batch drawn from evaluation data
         (`next(iter(val_loader))`), or the evaluation path of a function that
         serves both phases (`run_epoch(..., mode)` called with `"val"`, read with
-        that value: `torch.set_grad_enabled(mode == "train")` counts) — when
+        that value: `torch.set_grad_enabled(mode == "train")` counts, as a `with`
+        block or a bare statement before the call; one whose value the path cannot
+        decide leaves the mode unknown and is not reported) — when
         autograd is still on there: no `torch.no_grad()`, `torch.inference_mode()` or
         `torch.set_grad_enabled(False)` as a `with` block or decorator, nor a context
         manager that switches it off (a `@contextmanager` of the project whose `yield`
@@ -37,7 +39,9 @@ class EvalWithoutNoGrad(Rule):
         reported, nor are
         Lightning's `validation_step`/`test_step`, which the framework runs under
         no-grad. Evaluation runs a model trained or loaded in this program on data:
-        shape probes and warm-ups on synthetic input (`torch.randn(...)`), manual
+        shape probes and warm-ups on synthetic input (`torch.randn(...)`,
+        `torch.randint(...).bool()`, `torch.arange(n)`), calls a test expects to
+        raise (inside `with pytest.raises(...)` or `self.assertRaises(...)`), manual
         checks on a collection of values written in the code (a tokenizer's encoding
         of two literal sentences, `torch.tensor([[0.1, 0.9]])`), freshly built models
         nothing trains or loads, or run only before anything in the program trains

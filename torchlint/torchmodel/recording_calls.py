@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import find_method, resolve_class
+from torchlint.analysis.callgraph import find_method, parameter_default, resolve_class
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.nodes import method_call, walk_function_body
@@ -125,19 +125,7 @@ def _stores_a_setting(init: ast.AST, stmt: ast.stmt) -> bool:
     value = stmt.value
     if isinstance(value, ast.Constant):
         return True
-    return isinstance(value, ast.Name) and isinstance(_default_of(init, value.id), ast.Constant)
-
-
-def _default_of(function: ast.AST, name: str) -> ast.AST | None:
-    args = function.args
-    positional = args.posonlyargs + args.args
-    for arg, default in zip(positional[len(positional) - len(args.defaults) :], args.defaults):
-        if arg.arg == name:
-            return default
-    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
-        if arg.arg == name:
-            return default
-    return None
+    return isinstance(value, ast.Name) and isinstance(parameter_default(init, value.id), ast.Constant)
 
 
 def _assigned_elsewhere(cls: ast.ClassDef, init: Definition) -> bool:

@@ -466,3 +466,89 @@ def test_a_member_of_an_enum_defined_in_another_file(tmp_path, imports):
         source = _PHASED.replace("DEFINITIONS", imports).replace("CHOSEN", chosen).replace("MARK", "")
         files = {"constants.py": "import enum\n\n" + _ENUM + "\n", "train.py": source}
         assert [f.line for f in lint_in_project(tmp_path, files, "train.py", CODE)] == expected
+
+
+def test_training_flag_guard_still_reported_when_eval_mode_is_not_shown(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+        from torch import nn
+
+        class Trainer(nn.Module):
+            def run_batch(self, batch):
+                loss = self.net(batch).mean()
+                if self.training:
+                    self.accelerator.backward(loss)  # expect: TL016
+                return loss.item()
+
+            @torch.no_grad()
+            def validate(self, batch):
+                return self.run_batch(batch)
+        """,
+        CODE,
+    )
+    assert "runs under `torch.no_grad()` (line 12) (called from line 14)" in findings[0].message
+
+
+def test_training_flag_guard_dead_after_eval_decorator_or_eval_call(lint):
+    check(
+        lint,
+        """
+        import torch
+        from torch import nn
+
+        def evaluating(fn):
+            def wrapper(module, *args, **kwargs):
+                before = module.training
+                module.eval()
+                result = fn(module, *args, **kwargs)
+                module.train(before)
+                return result
+            return wrapper
+
+        class Trainer(nn.Module):
+            def run_batch(self, batch):
+                loss = self.net(batch).mean()
+                if self.training:
+                    self.accelerator.backward(loss)
+                return loss.item()
+
+            def forward(self, batch):
+                return self.run_batch(batch)
+
+            @torch.no_grad()
+            @evaluating
+            def validate(self, batch):
+                return self(batch)
+
+            @torch.no_grad()
+            def score(self, batch):
+                self.train(False)
+                return self.forward(batch)
+        """,
+        CODE,
+    )
+
+
+def test_training_flag_guard_counts_only_for_the_object_switched(lint):
+    check(
+        lint,
+        """
+        import torch
+        from torch import nn
+
+        class Trainer(nn.Module):
+            def run_batch(self, batch):
+                loss = self.net(batch).mean()
+                if self.training:
+                    loss.backward()  # expect: TL016
+                return loss.item()
+
+            @torch.no_grad()
+            def score(self, other, batch):
+                other.eval()
+                return self.run_batch(batch)
+        """,
+        CODE,
+    )

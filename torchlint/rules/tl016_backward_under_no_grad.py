@@ -9,6 +9,7 @@ from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.events import EventKind
 from torchlint.torchmodel.gradmode import grad_effect, is_inference_mode, lexical_grad_disabler, recorded_with_grad
 from torchlint.torchmodel.phases import runs_when_called
+from torchlint.torchmodel.training_flag_guards import dead_in_eval_mode
 from torchlint.torchmodel.walk import event_walker
 
 
@@ -115,7 +116,7 @@ def run(model, opt, batches):
             if event is None or event.kind is not EventKind.BACKWARD:
                 continue
             disabler = lexical_grad_disabler(ctx, call)
-            if disabler is not None and not _graph_recorded(ctx, event, disabler):
+            if disabler is not None and not _graph_recorded(ctx, event, disabler) and not dead_in_eval_mode(ctx, call):
                 reported.add(call)
                 yield self.report(call, self._message(ctx, call, disabler))
         # A helper that runs backward, called from inside a no-grad block or a no-grad function.
@@ -127,6 +128,8 @@ def run(model, opt, batches):
                     continue
                 if not _on_the_called_path(ctx, event):
                     continue  # `if train: loss.backward()` reached by a call passing `train=False`
+                if dead_in_eval_mode(ctx, event.node, event.via):
+                    continue  # `if self.training: loss.backward()` reached after `self.eval()`
                 if _graph_recorded(ctx, event, disabler):
                     continue  # the loss was computed under `torch.enable_grad()`: it has its graph
                 if lexical_grad_disabler(ctx, event.node) is None and not _enabled_in_callee(ctx, event.node):

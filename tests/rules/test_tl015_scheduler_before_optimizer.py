@@ -1,5 +1,6 @@
 """TL015 scheduler-before-optimizer: the LR schedule advanced before the optimizer step."""
 
+import pytest
 from expect_markers import check
 
 CODE = "TL015"
@@ -521,6 +522,45 @@ def test_table_filled_elsewhere_is_silent(lint):
                 optimizer.zero_grad()
                 criterion(model(x), y).backward()
                 optimizer.step()
+        """,
+        CODE,
+    )
+
+
+@pytest.mark.parametrize("package", ["pytorch_transformers", "vendor.pytorch_transformers"])
+def test_pytorch_transformers_warmup_schedule_stepped_first(lint, package):
+    findings = check(
+        lint,
+        f"""
+        from {package} import AdamW, WarmupLinearSchedule
+
+        def finetune(model, loader, total_steps):
+            optimizer = AdamW(model.parameters(), lr=5e-5)
+            scheduler = WarmupLinearSchedule(optimizer, warmup_steps=100, t_total=total_steps)
+            for batch in loader:
+                model(**batch)[0].backward()
+                scheduler.step()  # expect: TL015
+                optimizer.step()
+                model.zero_grad()
+        """,
+        CODE,
+    )
+    assert "`scheduler.step()` runs before `optimizer.step()` (line 10)" in findings[0].message
+
+
+def test_pytorch_transformers_warmup_schedule_stepped_after_optimizer(lint):
+    check(
+        lint,
+        """
+        from pytorch_transformers.optimization import WarmupCosineSchedule
+
+        def finetune(model, optimizer, loader):
+            scheduler = WarmupCosineSchedule(optimizer, warmup_steps=500, t_total=10000)
+            for batch in loader:
+                model(**batch)[0].backward()
+                optimizer.step()
+                scheduler.step()
+                model.zero_grad()
         """,
         CODE,
     )

@@ -107,7 +107,7 @@ def qualified_role(qual: str) -> Role | None:
         # Told by the class's own name, not the package's: `schedulefree.AdamWScheduleFree` is an optimizer.
         last = qual.rsplit(".", 1)[-1].lower()
         return Role.SCHEDULER if "scheduler" in last or last.startswith("get_") else Role.OPTIMIZER
-    if qual.startswith(torch_names.SCHEDULERS):
+    if _library_name(qual).startswith(torch_names.SCHEDULERS):
         return Role.SCHEDULER
     if qual in torch_names.SCALERS:
         return Role.SCALER
@@ -218,3 +218,13 @@ def _steps_itself(found: tuple[FileContext, ast.ClassDef]) -> bool:
 def _steps_nothing(cls: Definition) -> bool:
     step = find_method(cls, "step")
     return step is not None and does_nothing(step.node)  # type: ignore[arg-type]
+
+
+def _library_name(qual: str) -> str:
+    """``qual`` in the terms of a library copied inside the project's own package
+    (``mypkg.pytorch_transformers.WarmupLinearSchedule`` is ``pytorch_transformers.WarmupLinearSchedule``)."""
+    parts = qual.split(".")
+    for i, part in enumerate(parts[1:], 1):
+        if part in torch_names.VENDORED_LIBRARIES:
+            return ".".join(parts[i:])
+    return qual

@@ -40,7 +40,22 @@ SCHEDULERS = (
     "transformers.optimization.get_",
     "timm.scheduler.",
     "diffusers.optimization.get_",
+    # pytorch-transformers 1.x: its `optimization` schedules are subclasses of torch's LambdaLR.
+    *(
+        f"pytorch_transformers.{module}{name}"
+        for module in ("", "optimization.")
+        for name in (
+            "ConstantLRSchedule",
+            "WarmupConstantSchedule",
+            "WarmupCosineSchedule",
+            "WarmupCosineWithHardRestartsSchedule",
+            "WarmupLinearSchedule",
+        )
+    ),
 )
+# Libraries that projects often ship as a copy inside a package of their own
+# (`from mypkg.pytorch_transformers import WarmupLinearSchedule`): the copy's names mean the library's.
+VENDORED_LIBRARIES = frozenset({"pytorch_transformers"})
 SCALERS = frozenset({"torch.amp.GradScaler", "torch.GradScaler"})
 
 # ----- frameworks -----------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from torchlint.analysis.constants import UNKNOWN, constant_value
 from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import argument_for, position
+from torchlint.analysis.nodes import argument, argument_for, position
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS
@@ -168,7 +168,7 @@ class PhaseFunctions:
     def _switch_mode(self, call: ast.Call, phase: EvaluationPhase) -> str | None:
         if call.func.attr == "eval":
             return "eval" if not call.args else None
-        mode = _mode_argument(call)
+        mode = argument(call, 0, "mode")
         if mode is None:
             return "train"
         truth = self._truth(mode, {phase.param: phase.value})
@@ -207,7 +207,7 @@ class PhaseFunctions:
             runs = self._runs(call, phase.param, phase.value)
             if runs is False:
                 continue
-            mode = _mode_argument(call)
+            mode = argument(call, 0, "mode")
             truth = None if mode is None else self._truth(mode, {phase.param: phase.value})
             return UNDECIDED if runs is None or truth is None else truth
         return None
@@ -224,11 +224,6 @@ class PhaseFunctions:
                 truth = self._truth(expr.args[0], {phase.param: phase.value})
                 return truth
         return grad_effect(self.ctx, expr)
-
-
-def _mode_argument(call: ast.Call) -> ast.AST | None:
-    """The mode ``model.train(mode)`` or ``torch.set_grad_enabled(mode)`` is given, if any."""
-    return call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "mode"), None)
 
 
 def _truth(ctx: FileContext, test: ast.AST, values: dict[str, object]) -> bool | None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_name
 from torchlint.analysis.conditions import implies
-from torchlint.analysis.nodes import position
+from torchlint.analysis.nodes import argument, position
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -94,7 +94,7 @@ def _mode_switch(call: ast.AST, receiver: str) -> bool | None:
     if call.func.attr == "eval" and not call.args and not call.keywords:
         return True
     if call.func.attr == "train":
-        mode = call.args[0] if call.args else (call.keywords[0].value if call.keywords else None)
+        mode = argument(call, 0, "mode")
         return isinstance(mode, ast.Constant) and mode.value is False
     return None
 

@@ -774,3 +774,57 @@ def test_log_of_critic_values_kept_across_updates_is_reported(lint):
         CODE,
     )
     assert "`history.append(critic_value)`" in findings[0].message
+
+
+# A model whose forward returns the loss beside a logging copy of it (`loss.item()`): each element
+# of the model's output is judged by what the project's `forward` computes for it, through the
+# handle the training function is given, a mixed-precision `initialize` and a data-parallel wrapper.
+_PRETRAIN_MODEL = """
+import numpy as np
+import torch
+import torch.nn as nn
+from apex import amp
+
+
+class Pretrainer(nn.Module):
+    def __init__(self, encoder, hidden, vocab):
+        super().__init__()
+        self.encoder = encoder
+        self.head = nn.Linear(hidden, vocab)
+
+    def forward(self, ids, labels):
+        scores = self.head(self.encoder(ids))
+        mlm_loss = nn.functional.cross_entropy(scores.view(-1, scores.size(-1)), labels.view(-1))
+        logged = mlm_loss.item()
+        return mlm_loss, logged, scores
+
+
+def train(model, optimizer, loader):
+    model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+    model = torch.nn.DataParallel(model)
+    history = []
+    for ids, labels in loader:
+        loss, logged, _ = model(ids, labels)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        history.append({kept})
+    return np.mean(history)
+
+
+def main(encoder, loader):
+    model = Pretrainer(encoder, 768, 30522)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    train(model, optimizer, loader)
+"""
+
+
+def test_the_attached_element_of_a_project_models_output_is_reported(lint):
+    findings = check(
+        lint, _PRETRAIN_MODEL.replace("history.append({kept})", "history.append(loss)  # expect: TL010"), CODE
+    )
+    assert "`history.append(loss)` keeps a tensor still attached" in findings[0].message
+
+
+def test_an_element_the_models_forward_makes_a_python_number_is_not_reported(lint):
+    check(lint, _PRETRAIN_MODEL.replace("{kept}", "logged"), CODE)

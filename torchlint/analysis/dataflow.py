@@ -541,6 +541,7 @@ class Dataflow:
         through: Callable[[ast.AST], ast.AST | None] | None = None,
         at: ast.AST | None = None,
         parameters: bool = False,
+        unpacked: Callable[[ast.AST, int], ast.AST | None] | None = None,
     ) -> list[ast.AST | None]:
         """Expressions that may have produced the value of ``expr``.
 
@@ -548,11 +549,13 @@ class Dataflow:
         in the class), ``a if c else b`` (both arms), ``typing.cast(T, v)`` (``v``), with
         ``parameters`` a parameter to the argument every call site of its function in this file
         passes (``callgraph``), and ``through(e)`` when it returns a sub-expression to look through
-        (for ``a if c else b``, the one arm it returns instead of both).
+        (for ``a if c else b``, the one arm it returns instead of both), and a name unpacked from
+        a call (``a, b = f(x, y)``) to ``unpacked(call, index)`` when it returns what that element
+        is (``prepare``-like calls hand their arguments back in order).
         Anything else is an origin itself; ``None`` stands for a value that cannot be told
         (parameter, loop variable, unpacked call result, augmented assignment, too deep)."""
         found: list[ast.AST | None] = []
-        self._origins(expr, _Question(through, parameters, found, set()), at, 0)
+        self._origins(expr, _Question(through, parameters, found, set(), unpacked), at, 0)
         return found
 
     def _origins(self, expr, question: _Question, at, depth) -> None:
@@ -582,6 +585,14 @@ class Dataflow:
                     self._origins(binding.value, question, None, depth + 1)
                 elif binding.kind == "param" and question.parameters:
                     self._parameter_origins(binding.stmt, question, depth + 1)
+                elif (
+                    binding.kind == "unpack"
+                    and question.unpacked is not None
+                    and binding.source is not None
+                    and binding.index is not None
+                    and (element := question.unpacked(binding.source, binding.index)) is not None
+                ):
+                    self._origins(element, question, None, depth + 1)
                 else:
                     found.append(None)
             return
@@ -629,6 +640,7 @@ class _Question:
     parameters: bool
     found: list
     seen: set
+    unpacked: Callable[[ast.AST, int], ast.AST | None] | None = None
 
 
 def _block_of(branching: ast.AST, child: ast.AST) -> tuple[str, ast.AST | None]:
@@ -728,10 +740,25 @@ def resolve_instance_call(ctx: FileContext, call: ast.Call) -> Definition | None
     """The ``__call__`` that ``call`` runs when it calls an instance of a class of the project
     (``compute_loss = ComputeLoss(); compute_loss(pred, targets)``, the class and its ``__call__``
     in this file or another); None when any value the callee may hold is something else."""
+    return resolve_instance_method(ctx, call.func, "__call__")
+
+
+def resolve_instance_method(
+    ctx: FileContext,
+    instance: ast.AST,
+    name: str,
+    through: Callable[[ast.AST], ast.AST | None] | None = None,
+    parameters: bool = False,
+    unpacked: Callable[[ast.AST, int], ast.AST | None] | None = None,
+) -> Definition | None:
+    """The method ``name`` of the one project class every value ``instance`` may hold was built
+    from (its own or inherited, in this file or another); None when any of those values is
+    something else or the methods disagree. ``through``, ``parameters`` and ``unpacked`` as for
+    ``origins``."""
     found = None
-    for origin in dataflow(ctx).origins(call.func):
+    for origin in dataflow(ctx).origins(instance, through, parameters=parameters, unpacked=unpacked):
         cls = resolve_class(ctx, origin.func) if isinstance(origin, ast.Call) else None
-        method = find_method(Definition(*cls), "__call__") if cls is not None else None
+        method = find_method(Definition(*cls), name) if cls is not None else None
         if method is None or (found is not None and method != found):
             return None
         found = method

@@ -28,8 +28,8 @@ from torchlint.analysis.callgraph import call_graph, resolve_callee, resolve_cla
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.nodes import argument, last_name, method_call, returns_of
 from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.constructors import same_module
 from torchlint.torchmodel.modules import module_classes
-from torchlint.torchmodel.roles import preserved_argument
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -133,13 +133,7 @@ class ActivationTracker:
         return names
 
     def _through_module_moves(self, expr: ast.AST) -> ast.AST | None:
-        """``net.to(device)``, ``DDP(net)``, ``torch.compile(net)``: the same module."""
-        found = method_call(expr)
-        if found is not None and found[0] in torch_names.MODULE_SELF_RETURNING:
-            return found[1]
-        if isinstance(expr, ast.Call):
-            return preserved_argument(self.ctx, expr)
-        return None
+        return same_module(self.ctx, expr)
 
     def module_output(self, callee: ast.AST, depth: int) -> Output | None:
         """The activation every object ``callee`` may hold applies last, if any."""

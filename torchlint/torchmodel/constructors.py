@@ -22,6 +22,7 @@ from torchlint.analysis.callgraph import does_nothing, find_method, resolve_clas
 from torchlint.analysis.containers import written_items
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import dotted_name
+from torchlint.analysis.nodes import method_call
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.modules import module_classes
 
@@ -156,6 +157,18 @@ def _class_role(ctx: FileContext, cls: ast.ClassDef, depth: int) -> Role | None:
 _PLAIN_BASES = frozenset({"object", "ABC", "dict", "list", "Exception"})
 
 
+def same_module(ctx: FileContext, expr: ast.AST) -> ast.AST | None:
+    """What ``expr`` hands back as the very module it was given, for ``origins`` to look through:
+    the receiver of a move, cast or mode switch (``net.to(device)``, ``net.eval()``), the model a
+    wrapper keeps (``DDP(net)``, ``torch.compile(net)``); None for anything else."""
+    found = method_call(expr)
+    if found is not None and found[0] in torch_names.MODULE_SELF_RETURNING:
+        return found[1]
+    if isinstance(expr, ast.Call):
+        return preserved_argument(ctx, expr)
+    return None
+
+
 def preserved_argument(ctx: FileContext, call: ast.Call) -> ast.AST | None:
     """The argument a wrapping call hands back as the same model (``DDP(model)``,
     ``torch.compile(model)``), or None when ``call`` is no such wrapper."""
@@ -172,6 +185,14 @@ def preserved_argument(ctx: FileContext, call: ast.Call) -> ast.AST | None:
 def is_prepare_call(call: ast.Call) -> bool:
     """``accelerator.prepare(a, b)`` and the like: the results are the arguments, in order."""
     return isinstance(call.func, ast.Attribute) and call.func.attr in torch_names.PREPARE_METHODS
+
+
+def prepared_element(source: ast.AST, index: int) -> ast.AST | None:
+    """Element ``index`` of what a ``prepare``-like call returns, which is its argument ``index``
+    (``model, optimizer = amp.initialize(model, optimizer)``); None for any other call."""
+    if isinstance(source, ast.Call) and is_prepare_call(source) and index < len(source.args):
+        return source.args[index]
+    return None
 
 
 def optimizer_holds_state(ctx: FileContext, call: ast.Call) -> bool:

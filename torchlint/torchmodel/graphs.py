@@ -28,11 +28,12 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_callee
-from torchlint.analysis.dataflow import Binding, dataflow, resolve_instance_call, value_kept
+from torchlint.analysis.dataflow import Binding, dataflow, resolve_instance_call, resolve_instance_method, value_kept
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name, method_call, returns_of
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.calls import call_events
+from torchlint.torchmodel.constructors import prepared_element, same_module
 from torchlint.torchmodel.events import BACKWARD_KINDS
 from torchlint.torchmodel.forward_calls import ForwardCalls
 from torchlint.torchmodel.gradmode import lexical_grad_disabler
@@ -305,6 +306,8 @@ class GraphValues:
             returned = self._call_returns(expr, index, depth)
             if returned is not None:
                 return returned
+            if self._plain_model_output(expr, index, depth):
+                return Graph.PLAIN
         if isinstance(expr, ast.Name):
             bindings = self.flow.reaching(expr.id, at)
             if bindings and all(b.kind in ("assign", "walrus") and b.value is not None for b in bindings):
@@ -405,6 +408,25 @@ class GraphValues:
             return None
         callee_ctx, function = callee
         return graph_values(callee_ctx).returned(function, index, depth + 2)
+
+    def _plain_model_output(self, call: ast.Call, index: int, depth: int) -> bool:
+        """Element ``index`` of what a model call returns is a plain number: the ``forward`` of the
+        project class the model was built from computes it without a graph on every return
+        (``lm_loss.item()`` returned beside the loss). Only that proves anything: a model's
+        output is otherwise taken to carry the graph."""
+        if depth > MAX_DEPTH - 2 or not self.forward.is_model_call(call):
+            return False
+        forward = resolve_instance_method(
+            self.ctx,
+            call.func,
+            "forward",
+            lambda expr: same_module(self.ctx, expr),
+            parameters=True,
+            unpacked=prepared_element,
+        )
+        if forward is None:
+            return False
+        return graph_values(forward.ctx).returned(forward.node, index, depth + 2) is Graph.PLAIN
 
     def returned(self, function: ast.AST, index: int | None = None, depth: int = 0) -> Graph:
         """The state of what ``function`` returns (element ``index`` of a returned tuple): attached

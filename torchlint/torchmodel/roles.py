@@ -38,6 +38,7 @@ from torchlint.torchmodel.constructors import (
     constructor_role,
     defines_own_step,
     is_prepare_call,
+    prepared_element,
     preserved_argument,
 )
 
@@ -262,7 +263,8 @@ class _RoleFlow:
         if kind == "unpack" and isinstance(binding.source, ast.Call) and binding.index is not None:
             source = binding.source
             if is_prepare_call(source):
-                return self.value(source.args[binding.index], depth) if binding.index < len(source.args) else None
+                element = prepared_element(source, binding.index)
+                return self.value(element, depth) if element is not None else None
             return self.call_returns(source, binding.index, depth)
         if kind == "param":
             function = self.ctx.parent(self.ctx.parent(binding.stmt))

@@ -724,3 +724,89 @@ def test_a_helper_that_returns_an_undivided_loss_on_every_branch_is_reported(lin
         "    def window_token_counts",
     )
     check(lint, undivided, CODE)
+
+
+# ----- gradients divided in place instead of the loss -------------------------------------------
+
+_CHUNKED_STEP = """
+    import torch
+
+    def fit_epoch(net, loader, opt, loss_fn, chunks):
+        net.train()
+        for images, labels in loader:
+            opt.zero_grad()
+            for piece, target in zip(images.chunk(chunks), labels.chunk(chunks)):
+                loss = loss_fn(net(piece), target)
+                loss.backward()
+            SCALING
+            opt.step()
+"""
+
+
+def test_gradients_divided_in_place_before_the_step_count_as_dividing(lint):
+    for scaling in (
+        "for weight in net.parameters():\n                weight.grad.data.div_(chunks)",
+        "for weight in net.parameters():\n                weight.grad /= chunks",
+        "for _, weight in net.named_parameters():\n                weight.grad.mul_(1.0 / chunks)",
+        "for weight in net.parameters():\n                weight.grad = weight.grad / chunks",
+    ):
+        assert lint(_CHUNKED_STEP.replace("SCALING", scaling), CODE) == [], scaling
+
+
+def test_gradients_scaled_but_not_divided_or_not_before_the_step_are_still_reported(lint):
+    for scaling in (
+        "for weight in net.parameters():\n                weight.grad.mul_(len(images))",  # a product, no division
+        "weight = next(net.parameters())\n            weight.grad.div_(chunks)",  # one parameter, not every one
+        "pass",
+    ):
+        source = _CHUNKED_STEP.replace("SCALING", scaling).replace(
+            "loss.backward()", "loss.backward()  # expect: TL009"
+        )
+        findings = check(lint, source, CODE)
+        assert "`loss` is not divided by the number of accumulated steps" in findings[0].message
+
+
+def test_gradients_divided_after_the_step_do_not_count(lint):
+    source = _CHUNKED_STEP.replace("SCALING\n            opt.step()", "opt.step()\n            SCALING").replace(
+        "SCALING", "for weight in net.parameters():\n                weight.grad.div_(chunks)"
+    )
+    check(lint, source.replace("loss.backward()", "loss.backward()  # expect: TL009"), CODE)
+
+
+# ----- a loss module whose forward sums over the samples ----------------------------------------
+
+_SUMMED_DETECTION_LOSS = """
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    class BoxLoss(nn.Module):
+        def forward(self, pred, target):
+            total_xy, total_conf = 0, 0
+            for level, out in enumerate(pred):
+                total_xy += F.mse_loss(out[..., :2], target[level][..., :2], reduction=REDUCTION)
+                total_conf += F.binary_cross_entropy(out[..., 4], target[level][..., 4], reduction=REDUCTION)
+            return total_xy + total_conf, total_xy, total_conf
+
+    def train(detector, loader, cfg):
+        opt = torch.optim.SGD(detector.parameters(), lr=cfg.lr / cfg.batch)
+        loss_module = BoxLoss()
+        for it, (images, boxes) in enumerate(loader):
+            loss, xy, conf = loss_module(detector(images), boxes)
+            loss.backward()
+            if (it + 1) % cfg.subdivisions == 0:
+                opt.step()
+                opt.zero_grad()
+"""
+
+
+def test_a_loss_modules_forward_summing_over_samples_is_followed(lint):
+    assert lint(_SUMMED_DETECTION_LOSS.replace("REDUCTION", '"sum"'), CODE) == []
+
+
+def test_a_loss_modules_forward_averaging_is_still_reported(lint):
+    source = _SUMMED_DETECTION_LOSS.replace("REDUCTION", '"mean"').replace(
+        "loss.backward()", "loss.backward()  # expect: TL009"
+    )
+    findings = check(lint, source, CODE)
+    assert "`opt.step()` (line 21) runs only when `(it + 1) % cfg.subdivisions == 0`" in findings[0].message

@@ -9,7 +9,7 @@ from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.accumulation import gradient_accumulation
-from torchlint.torchmodel.division import loss_is_divided
+from torchlint.torchmodel.division import gradients_divided_before, loss_is_divided
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.roles import Role, object_roles
 
@@ -38,6 +38,9 @@ class UnscaledAccumulatedLoss(Rule):
         (the tokens of all its micro-batches, added up before the micro-steps): the
         accumulated gradient is then the window's mean. A division used only for logging
         does not; a helper's parameters are read as the arguments it is called with.
+        Dividing the gradients instead counts too: every parameter's `.grad` scaled in place
+        after the backward and before the step (`for p in model.parameters(): p.grad.div_(n)`,
+        `p.grad /= n`, `p.grad.mul_(1 / n)`).
         A loss that is a sum over its samples is not reported: the micro-batches add up to
         the sum over the nominal batch, which is the objective such code tunes its learning
         rate for, not "N times the mean". That is `reduction="sum"` (on the call or the
@@ -133,7 +136,7 @@ for it in range(max_iters):
         for backward, evidence, step in candidates:
             if backward.node in reported or _framework_scales(ctx, backward, step, evidence):
                 continue
-            if loss_is_divided(ctx, backward):
+            if loss_is_divided(ctx, backward) or gradients_divided_before(ctx, backward, step):
                 continue
             reported.add(backward.node)
             yield self.report(backward.node, self._message(ctx, backward, evidence, step))

@@ -22,6 +22,8 @@ from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument_for, method_call, walk_function_body
 from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.calls import is_grad_attribute
+from torchlint.torchmodel.modules import module_forward
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -44,6 +46,65 @@ def loss_is_divided(ctx: FileContext, event: Event) -> bool:
     if event.arg is None:
         return True
     return _Trace(ctx).divided(event.arg, event.node, event.via, 0)
+
+
+def gradients_divided_before(ctx: FileContext, backward: Event, step: Event) -> bool:
+    """Whether every parameter's gradient is divided in place between ``backward`` and ``step``:
+    ``for p in model.parameters(): p.grad.div_(n)`` (also ``p.grad.data.div_(n)``, ``p.grad /= n``,
+    ``p.grad = p.grad / n``, ``p.grad.mul_(1 / n)``), written in the step's function after the
+    backward (when the backward is written there too) and before the step. That is the normalisation
+    of the accumulated sum, applied to the gradients instead of the loss."""
+    scope = ctx.enclosing_scope(step.node)
+    start = _position(backward.node) if ctx.enclosing_scope(backward.node) is scope else (0, 0)
+    end = _position(step.node)
+    trace = _Trace(ctx)
+    return any(
+        start < _position(node) < end and _scales_loop_gradient(ctx, trace, node)
+        for node in walk_function_body(scope)
+        if isinstance(node, (ast.Call, ast.AugAssign, ast.Assign))
+    )
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset
+
+
+def _scales_loop_gradient(ctx: FileContext, trace: _Trace, node: ast.AST) -> bool:
+    """``p.grad.div_(n)`` / ``p.grad /= n`` / ``p.grad = p.grad / n`` (or a multiplication by a
+    divided factor) with ``p`` the variable of a loop around it: every element's gradient."""
+    if isinstance(node, ast.Call):
+        found = method_call(node)
+        if found is None or not is_grad_attribute(found[1]) or len(node.args) != 1:
+            return False
+        grad, factor, dividing = found[1], node.args[0], found[0] in DIVIDING_METHODS
+        multiplying = found[0] in ("mul_", "multiply_")
+    elif isinstance(node, ast.AugAssign):
+        grad, factor = node.target, node.value
+        dividing, multiplying = isinstance(node.op, ast.Div), isinstance(node.op, ast.Mult)
+    else:
+        value = node.value
+        if len(node.targets) != 1 or not isinstance(value, ast.BinOp):
+            return False
+        grad, factor = node.targets[0], value.right
+        same = is_grad_attribute(value.left) and symbol(_without_data(value.left)) == symbol(_without_data(grad))
+        dividing, multiplying = same and isinstance(value.op, ast.Div), same and isinstance(value.op, ast.Mult)
+    if not is_grad_attribute(grad) or not (dividing or (multiplying and trace.divided(factor, node, (), 0))):
+        return False
+    owner = symbol(_without_data(grad).value)
+    return owner is not None and any(
+        isinstance(loop, (ast.For, ast.AsyncFor)) and owner in _loop_names(loop.target)
+        for loop in ctx.enclosing_loops(node)
+    )
+
+
+def _without_data(expr: ast.AST) -> ast.AST:
+    """``p.grad`` of ``p.grad.data``."""
+    return expr.value if isinstance(expr, ast.Attribute) and expr.attr == "data" else expr
+
+
+def _loop_names(target: ast.AST) -> set[str]:
+    """The names a loop binds (``p`` of ``for p in ...``, ``name, p`` of ``named_parameters()``)."""
+    return {symbol(node) for node in ast.walk(target) if isinstance(node, ast.Name)}
 
 
 class _Trace:
@@ -241,11 +302,11 @@ class _Trace:
 
     def _callee(self, call: ast.Call) -> Definition | None:
         """The function a call runs: one of this file, the ``__call__`` of an instance of a class of
-        the project, or a function of another file."""
+        the project (the ``forward`` of a torch module's instance), or a function of another file."""
         local = resolve_local_call(self.ctx, call)
         if local is not None:
             return Definition(self.ctx, local)
-        return resolve_instance_call(self.ctx, call) or resolve_call(self.ctx, call)
+        return resolve_instance_call(self.ctx, call) or module_forward(self.ctx, call) or resolve_call(self.ctx, call)
 
     def _returns_divided_by(
         self, callee: Definition, index: int | None, depth: int, call: ast.Call, via: tuple

@@ -8,7 +8,7 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import resolve_class
+from torchlint.analysis.callgraph import find_method, resolve_class
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import dotted_name
@@ -84,6 +84,26 @@ def _module_class_elsewhere(ctx: FileContext, base: ast.expr, memo: dict[ast.exp
             )
         )
     return memo[base]
+
+
+def module_forward(ctx: FileContext, call: ast.Call) -> Definition | None:
+    """The ``forward`` that ``call`` runs when it calls an instance of a torch module class of the
+    project (``criterion = DetectionLoss(); criterion(pred, targets)``: ``nn.Module.__call__`` runs
+    ``forward``); None when any value the callee may hold is something else, or the class defines
+    its own ``__call__``."""
+    found = None
+    for origin in dataflow(ctx).origins(call.func):
+        cls = resolve_class(ctx, origin.func) if isinstance(origin, ast.Call) else None
+        if cls is None or cls[1].name not in module_classes(cls[0]):
+            return None
+        definition = Definition(*cls)
+        if find_method(definition, "__call__") is not None:
+            return None
+        method = find_method(definition, "forward")
+        if method is None or (found is not None and method != found):
+            return None
+        found = method
+    return found
 
 
 def never_a_module(ctx: FileContext, expr: ast.AST) -> bool:

@@ -806,3 +806,60 @@ def test_a_loop_over_checkpoints_scored_through_a_runner_built_in_another_file(t
     files = {"runners.py": runner_module, "score.py": script}
     assert lint_in_project(tmp_path, files, "score.py", "TL007") == []
     assert lint_in_project(tmp_path, files, "score.py", "TL003") == []
+
+
+# ----- evaluation on a separate network built from the trained one's weights -------------------
+
+CODE = "TL007"
+
+_EVAL_ON_A_REBUILT_NETWORK = """
+    import torch
+    from torch import nn
+
+    class Detector(nn.Module):
+        def __init__(self, classes, deploy=False):
+            super().__init__()
+            self.body = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16), nn.Dropout(0.1))
+            self.head = nn.Conv2d(16, classes, 1)
+
+        def forward(self, x):
+            return self.head(self.body(x))
+
+    @torch.no_grad()
+    def measure(net, loader):
+        net.eval()
+        return sum((net(x).argmax(1) == y).float().mean() for x, y in loader)
+
+    def fit(train_loader, val_loader, epochs):
+        net = Detector(10)
+        opt = torch.optim.SGD(net.parameters(), lr=0.01)
+        net.train()
+        for epoch in range(epochs):
+            for x, y in train_loader:
+                opt.zero_grad()
+                nn.functional.cross_entropy(net(x), y).backward()
+                opt.step()
+            EVALUATION
+"""
+
+
+def test_eval_of_a_network_rebuilt_in_the_loop_leaves_the_trained_model_alone(lint):
+    evaluation = (
+        "deployed = Detector(10, deploy=True)\n"
+        "            deployed.load_state_dict(net.state_dict())\n"
+        "            print(measure(deployed, val_loader))"
+    )
+    assert lint(_EVAL_ON_A_REBUILT_NETWORK.replace("EVALUATION", evaluation), CODE) == []
+
+
+def test_eval_of_the_trained_model_itself_is_still_reported(lint):
+    for evaluation in (
+        "print(measure(net, val_loader))  # expect: TL007",
+        # the same object under a second name: no constructor in between
+        "alias = net\n            print(measure(alias, val_loader))  # expect: TL007",
+    ):
+        findings = check(lint, _EVAL_ON_A_REBUILT_NETWORK.replace("EVALUATION", evaluation), CODE)
+        assert (
+            "(which calls `net.eval()` at line 16) switches the model to eval mode inside the training loop at line 23"
+            in findings[0].message
+        )

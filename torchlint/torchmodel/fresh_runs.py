@@ -117,7 +117,7 @@ def _fresh_module(ctx: FileContext, call: ast.Call, iteration: _Iteration) -> bo
     """``call`` constructs a new module once per iteration (in the loop's body, or outside any loop
     of the function the body calls): a class (capitalised callee), not a copy or a wrapper, and
     handed no model of the code around it."""
-    return _once_per_iteration(ctx, call, iteration) and _new_module(ctx, call)
+    return _once_per_iteration(ctx, call, iteration) and constructs_new_module(ctx, call)
 
 
 def _new_tensor(ctx: FileContext, call: ast.Call, iteration: _Iteration) -> bool:
@@ -131,7 +131,7 @@ def _once_per_iteration(ctx: FileContext, node: ast.AST, iteration: _Iteration) 
     return ctx.enclosing_loops(node)[:1] == ([] if iteration.sites else [iteration.loop])
 
 
-def _new_module(ctx: FileContext, call: ast.Call) -> bool:
+def constructs_new_module(ctx: FileContext, call: ast.Call) -> bool:
     """``call`` constructs a new module handed no model of the code around it."""
     roles = object_roles(ctx)
     return _constructs_module(ctx, call) and not any(roles.role_of(a, hint=False) == Role.MODEL for a in _handed(call))

@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import is_abstract, resolve_local_call
 from torchlint.analysis.dataflow import dataflow
-from torchlint.analysis.nodes import last_name, name_ids, position
+from torchlint.analysis.imports import symbol
+from torchlint.analysis.nodes import argument_for, last_name, name_ids, position
 from torchlint.torchmodel.evaluation import evaluation_analysis
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.forward_calls import same_model
+from torchlint.torchmodel.fresh_runs import constructs_new_module
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.roles import object_roles
 
@@ -85,6 +87,8 @@ class RestoreAnalysis:
                     continue
                 if not event.via and not self._may_be_trained(event.target, events):
                     continue  # a frozen backbone switched to eval; the optimizer trains something else
+                if self._switches_fresh_copy(event, loop, events):
+                    continue  # a network built for evaluation (weights loaded from the model): not the trained one
                 if self._ends_after(events, index):
                     continue  # `model.eval(); ...; break`: no further training step follows
                 if self._mode_left_to_code_elsewhere(loop):
@@ -162,18 +166,53 @@ class RestoreAnalysis:
                     found.add(self.ctx.enclosing_function(call))
         return frozenset(found)
 
-    def _may_be_trained(self, target: str, events) -> bool:
+    def _may_be_trained(self, target: str | None, events, unknown: bool = True) -> bool:
         """False only when every optimizer stepped in the iteration is known to be built from
-        models other than ``target`` (`head_opt = SGD(head.parameters())` while `backbone.eval()`)."""
+        models other than ``target`` (`head_opt = SGD(head.parameters())` while `backbone.eval()`);
+        an optimizer whose parameters cannot be told answers ``unknown``."""
         built_from = object_roles(self.ctx).optimizer_models
         trained: set[str] = set()
         for event in events:
             if event.kind is EventKind.STEP:
                 models = built_from.get(event.target or "")
                 if not models:
-                    return True  # an optimizer whose parameters cannot be told
+                    if unknown:
+                        return True  # an optimizer whose parameters cannot be told
+                    continue
                 trained |= models
         return not trained or any(same_model(model, target) for model in trained)
+
+    def _switches_fresh_copy(self, event, loop, events) -> bool:
+        """The switched object, read at the loop's call site, is built in the loop's iteration by a
+        module constructor (``eval_net = Net(); eval_net.load_state_dict(model.state_dict());
+        validate(eval_net)``) and no optimizer stepped in the loop trains it: a separate object, so
+        its mode is not the trained model's. Object identity, not names, decides."""
+        switched = self._switched_in_loop_terms(event)
+        if switched is None:
+            return False
+        origins = dataflow(self.ctx).origins(switched)
+        fresh = bool(origins) and all(
+            isinstance(origin, ast.Call)
+            and constructs_new_module(self.ctx, origin)
+            and any(ancestor is loop for ancestor in self.ctx.ancestors(origin))
+            for origin in origins
+        )
+        return fresh and not self._may_be_trained(symbol(switched), events, unknown=False)
+
+    def _switched_in_loop_terms(self, event) -> ast.AST | None:
+        """The receiver of the switch (``model`` of ``model.eval()``), followed from parameter to
+        argument through the calls that reached it, as written at the outermost call site; None when
+        it is not a plain parameter chain."""
+        call = event.node
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+            return None
+        receiver = call.func.value
+        for site in reversed(event.via):
+            function = resolve_local_call(self.ctx, site)
+            if function is None or not isinstance(receiver, ast.Name):
+                return None
+            receiver = argument_for(site, function, receiver.id)
+        return receiver if isinstance(receiver, ast.Name) else None
 
     @staticmethod
     def _ends_after(events, index) -> bool:

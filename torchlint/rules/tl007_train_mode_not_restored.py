@@ -20,7 +20,10 @@ class TrainModeNotRestored(Rule):
         follows it before the loop's next training step: not later in the
         iteration, not at the top of the next one, not at the top of the training
         function the loop calls. EMA, teacher and target copies that are never
-        trained are not reported, nor is an unconditional `model.eval()` placed
+        trained are not reported, nor is the switch of a separate network built in
+        the iteration for evaluation (`net = Detector(deploy=True);
+        net.load_state_dict(model.state_dict()); evaluate(net)`: another object,
+        which no optimizer steps), nor is an unconditional `model.eval()` placed
         before the iteration's first training step (fine-tuning with frozen
         batch-norm statistics on purpose) -- then the training code owns the mode,
         and an evaluation switching the model to eval before it changes nothing (a

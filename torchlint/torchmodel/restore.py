@@ -5,8 +5,9 @@ after a `model.eval()` (or the call into a function that makes one), is there a 
 the same model before the next training step -- later in the iteration, at the top of the next
 one (the training function's own `model.train()`), or in the same inner phase loop? Switches
 that do not serve an evaluation are left alone: EMA/teacher/target copies, models no stepped
-optimizer trains, batch-norm layers frozen in a `.modules()` walk, an unconditional `eval()`
-before any step (fine-tuning with frozen statistics), a switch followed by `break`, and helpers
+optimizer trains, a network built in the iteration by a module constructor (an evaluation copy
+loaded with the trained weights), batch-norm layers frozen in a `.modules()` walk, an
+unconditional `eval()` before any step (fine-tuning with frozen statistics), a switch followed by `break`, and helpers
 that restore a saved mode (`model.train(was_training)`).
 """
 

@@ -367,3 +367,38 @@ def test_a_stray_comma_after_a_call_does_not_make_a_script_a_notebook(lint):
         """,
         CODE,
     )
+
+
+def test_shell_escapes_spaced_as_exporters_write_them_mark_notebook_code(lint):
+    # jupytext and similar exporters write a `!pip` cell as `# ! pip install ...`.
+    source = """
+        # ! pip install ftfy regex
+        # ! pip install git+https://example.org/vision-tools.git
+
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(dataset, batch_size=64, num_workers=8)
+        for images, labels in loader:
+            features = encoder(images)
+        """
+    assert lint(source, CODE) == []
+
+
+def test_ordinary_comments_about_pip_leave_a_script_reported(lint):
+    source = """
+        #!python3
+        # Install the extras first: pip install ftfy regex
+        # ! Note: the loader below needs the dataset unpacked under data/
+        # !!! slow on laptops
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(dataset, batch_size=64, num_workers=8)  # expect: TL019
+        for images, labels in loader:
+            features = encoder(images)
+        """
+    check(lint, source, CODE)
+    (finding,) = lint(source, CODE)
+    assert finding.line == 9
+    assert "`DataLoader(..., num_workers=8)` is iterated at import time" in finding.message

@@ -56,8 +56,10 @@ _DISPLAY_EXPRESSIONS = (ast.Name, ast.Attribute, ast.Subscript, ast.Compare, ast
 
 
 # IPython magics and shell escapes left as comments by an export (`# %matplotlib inline`,
-# `# !pip install ...`), and cell markers (`# %%`, `# In[3]:`).
-_NOTEBOOK_COMMENT = re.compile(r"^#\s?(%%|%[A-Za-z]|In\s?\[)|^# ![A-Za-z]", re.M)
+# `# !pip install ...`, and `# ! pip install ...` as jupytext and other exporters space them: a
+# lower-case command after the space, so that `# ! Note: ...` stays an ordinary comment), and cell
+# markers (`# %%`, `# In[3]:`).
+_NOTEBOOK_COMMENT = re.compile(r"^#\s?(%%|%[A-Za-z]|In\s?\[)|^# !([A-Za-z]| [a-z][\w.-]* )", re.M)
 
 
 def written_as_notebook(ctx: FileContext) -> bool:

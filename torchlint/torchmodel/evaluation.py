@@ -31,6 +31,7 @@ from torchlint.analysis.callgraph import call_graph, local_base
 from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.expected_failures import expected_to_raise
 from torchlint.analysis.imports import dotted_name
+from torchlint.torchmodel.autograd_use import asks_for_gradients, forward_needs_autograd
 from torchlint.torchmodel.forward_calls import ForwardCalls, mode_switches, model_expression, same_model
 from torchlint.torchmodel.frameworks import runs_other_framework
 from torchlint.torchmodel.frozen import runs_frozen_model
@@ -93,8 +94,6 @@ EVAL_WORDS = frozenset(
 )
 # Framework hooks run by a trainer that sets the modes itself (Lightning, Fabric loops).
 _HOOK = re.compile(r"(_step|_step_end|_epoch_end|_epoch_start|_batch_end|_batch_start|_dataloader|_loop_run)$|^on_")
-_GRAD_NEEDING_METHODS = frozenset({"backward", "requires_grad_", "retain_grad"})
-_GRAD_NEEDING_FUNCTIONS = frozenset({"torch.autograd.grad", "torch.autograd.backward", "torch.enable_grad"})
 
 
 @dataclass(frozen=True)
@@ -459,21 +458,16 @@ class EvalUnits:
         return False
 
     def _needs_grad(self, node) -> bool:
-        """The unit backpropagates, or asks autograd for gradients (``torch.autograd.grad``), or makes
-        a tensor require them (``x.requires_grad_()``, ``x.requires_grad = True``: gradients with
-        respect to the input, for a saliency map or a loss on input gradients)."""
-        if self.blocks.has_backward(node):
+        """The unit backpropagates, or asks autograd for gradients (``torch.autograd.grad``,
+        ``x.requires_grad_()``: gradients with respect to the input, for a saliency map or a loss on
+        input gradients), or runs a model whose ``forward`` does (a model that predicts by gradient
+        steps on its output): see ``autograd_use``."""
+        if self.blocks.has_backward(node) or asks_for_gradients(self.ctx, node):
             return True
-        for sub in ast.walk(node):
-            if isinstance(sub, (ast.Assign, ast.AnnAssign)) and _sets_requires_grad(sub):
-                return True
-            if isinstance(sub, ast.Call):
-                func = sub.func
-                if isinstance(func, ast.Attribute) and func.attr in _GRAD_NEEDING_METHODS:
-                    return True
-                if self.ctx.call_qualname(sub) in _GRAD_NEEDING_FUNCTIONS:
-                    return True
-        return False
+        return any(
+            self.ctx.is_inside(call, node) and forward_needs_autograd(self.ctx, model_expression(call))
+            for call in self.model_calls
+        )
 
 
 # ----- helpers ------------------------------------------------------------------------------------------------
@@ -491,16 +485,6 @@ def _through_batch_access(expr: ast.AST) -> ast.AST | None:
         if isinstance(func, ast.Name) and func.id == "Variable" and expr.args:
             return expr.args[0]
     return None
-
-
-def _sets_requires_grad(assign: ast.Assign | ast.AnnAssign) -> bool:
-    """``x.requires_grad = True``."""
-    targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
-    return (
-        isinstance(assign.value, ast.Constant)
-        and assign.value.value is True
-        and any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in targets)
-    )
 
 
 def _asserts(func) -> bool:

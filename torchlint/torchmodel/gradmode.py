@@ -111,6 +111,24 @@ def lexical_grad_switch(ctx: FileContext, node: ast.AST) -> ast.AST | None:
     return None
 
 
+def lexical_undecided_switch(ctx: FileContext, node: ast.AST) -> ast.AST | None:
+    """The argument of a ``with torch.set_grad_enabled(<expr>):`` around ``node`` (within its own
+    function, nearer than any decided switch) whose value the code does not fix here
+    (``self.model.training``, ``phase == "train"``): the mode there is whatever ``<expr>`` is on
+    the path that runs ``node``."""
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (ast.With, ast.AsyncWith)):
+            for item in reversed(ancestor.items):
+                call = item.context_expr
+                if grad_effect(ctx, call) is not None:
+                    return None
+                if isinstance(call, ast.Call) and call.args and ctx.call_qualname(call) in torch_names.SET_GRAD_ENABLED:
+                    return call.args[0]
+        elif isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return None
+    return None
+
+
 def lexical_grad_disabler(ctx: FileContext, node: ast.AST) -> ast.AST | None:
     """The with-item or decorator that disables grad where ``node`` runs, judged lexically
     within ``node``'s own function (the nearest enclosing switch wins), or None."""

@@ -25,11 +25,13 @@ from torchlint.torchmodel.gradmode import (
     grad_effect,
     grad_mode_statements,
     lexical_grad_disabler,
+    lexical_undecided_switch,
     lexical_unknown_switch,
 )
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.phases import runs_when_called
 from torchlint.torchmodel.roles import Role, object_roles
+from torchlint.torchmodel.training_flag_guards import flag_false_on_path, is_training_flag
 from torchlint.torchmodel.training_steps import backpropagated_calls
 from torchlint.torchmodel.walk import event_walker
 
@@ -307,6 +309,9 @@ class AutogradMode:
             # A call site whose result is backpropagated: this path trains, autograd is needed on it.
             # It evaluates nothing, so it counts with the paths that are fine.
             return Verdict(REACHED)
+        flag = lexical_undecided_switch(self.ctx, node)
+        if flag is not None and is_training_flag(flag):
+            return self._tied_to_mode(flag, func)
         if self._enabled_around(node, func):
             return Verdict(NOT_REACHED)
         pos = position(node)
@@ -322,6 +327,20 @@ class AutogradMode:
         return self.chain.judge(
             node, func, depth, seen, self.at, lambda: self._global_grad_off(None, None), self.blocks.sets_eval_itself
         )
+
+    def _tied_to_mode(self, flag, func) -> Verdict:
+        """Under ``with torch.set_grad_enabled(self.model.training):`` autograd is off exactly where
+        the model is in eval mode: shown so before the switch in ``func``, or on every path into it
+        (a call on the same object after a switch to eval, a call whose result is backpropagated,
+        which trains). A path that shows neither leaves the mode unknown."""
+        ctx = self.ctx
+        if flag_false_on_path(ctx, flag):
+            return Verdict(REACHED)
+        sites = [*call_graph(ctx).callers(func), *instance_method_calls(ctx, func)] if func is not None else []
+        training = backpropagated_calls(ctx)
+        if sites and all(site in training or flag_false_on_path(ctx, flag, (site,)) for site in sites):
+            return Verdict(REACHED)
+        return Verdict(UNKNOWN)
 
     def disabled_by_itself(self, func) -> bool:
         """The function switches autograd off itself (a decorator, or a `with` block in it)."""

@@ -35,17 +35,22 @@ _NOT_FORWARD_METHODS = frozenset({"forward", "parameters", "named_parameters", "
 _REGISTERING = frozenset({"register_buffer", "register_parameter", "add_module", "register_module"})
 
 
-def instance_classes(ctx: FileContext, expr: ast.AST) -> list[Definition] | None:
+def instance_classes(
+    ctx: FileContext, expr: ast.AST, parameters: bool = False, every: bool = True
+) -> list[Definition] | None:
     """The project classes every value of ``expr`` is built from (``EdgeModel(config).to(device)``
-    is an ``EdgeModel``), or None when one value is not shown to be such an instance."""
+    is an ``EdgeModel``), or None when one value is not shown to be such an instance; with
+    ``every=False`` the classes of the values that are shown, whatever the others. With
+    ``parameters`` a parameter is followed to what the call sites of its function pass."""
     found = []
-    for origin in dataflow(ctx).origins(expr):
+    for origin in dataflow(ctx).origins(expr, parameters=parameters):
         while (moved := method_call(origin)) is not None and moved[0] in torch_names.DEVICE_DTYPE_MOVES:
             origin = moved[1]
         cls = resolve_class(ctx, origin.func) if isinstance(origin, ast.Call) else None
-        if cls is None:
+        if cls is not None:
+            found.append(Definition(*cls))
+        elif every:
             return None
-        found.append(Definition(*cls))
     return found or None
 
 

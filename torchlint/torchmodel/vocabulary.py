@@ -502,6 +502,13 @@ INFERENCE_MODE = "torch.inference_mode"
 NO_GRAD = frozenset({"torch.no_grad", INFERENCE_MODE})
 ENABLE_GRAD = frozenset({"torch.enable_grad"})
 SET_GRAD_ENABLED = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
+# Code that asks autograd for gradients, so it needs autograd on wherever it runs (saliency maps,
+# adversarial examples, losses on input gradients, gradient-based inference): these methods of a
+# tensor, these functions, and a call given one of these keywords as `True`
+# (`torch.zeros(n, requires_grad=True)`, `torch.autograd.grad(..., create_graph=True)`).
+AUTOGRAD_METHODS = frozenset({"backward", "requires_grad_", "retain_grad"})
+AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.grad", "torch.autograd.backward", "torch.enable_grad"})
+AUTOGRAD_KEYWORDS = frozenset({"requires_grad", "create_graph"})
 # Context managers of other libraries, whose source the linter does not read, that switch autograd
 # while they are entered, as their documentation says (a project's own ones are read: a generator
 # context manager whose `yield` sits inside a switch, see `gradmode.grad_effect`).

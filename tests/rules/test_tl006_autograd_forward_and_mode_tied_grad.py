@@ -124,6 +124,41 @@ def test_model_whose_forward_only_computes_is_reported(lint):
     assert finding.message.startswith("`model(...)` evaluates with autograd on in `evaluate()`")
 
 
+def test_forward_that_backpropagates_only_while_training_is_reported(lint):
+    # A trainer written as a module: its forward backpropagates only under `if self.training:`,
+    # so in eval mode it needs no autograd and the validation loop records graphs for nothing.
+    source = """
+        import torch
+        from torch import nn
+
+
+        class StepTrainer(nn.Module):
+            def __init__(self, net):
+                super().__init__()
+                self.net = net
+
+            def forward(self, x, y):
+                loss = nn.functional.mse_loss(self.net(x), y)
+                if self.training:
+                    loss.backward()
+                return loss.item()
+
+
+        trainer = StepTrainer(nn.Linear(8, 1))
+        optimizer = torch.optim.SGD(trainer.parameters(), lr=0.1)
+        for epoch in range(3):
+            trainer.train()
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                trainer(x, y)
+                optimizer.step()
+            trainer.eval()
+            for x, y in val_loader:
+                print(trainer(x, y))  # expect: TL006
+        """
+    check(lint, source, CODE)
+
+
 # ----- autograd tied to the model's mode -------------------------------------------------------------
 
 _META = """

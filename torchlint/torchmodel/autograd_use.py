@@ -13,7 +13,9 @@ cannot run under ``torch.no_grad()`` at all. Two questions:
 * ``forward_needs_autograd(ctx, model)``: some value the model expression holds (followed through
   assignments, device moves and the call sites of a parameter) is an instance of a project class
   whose ``forward`` needs autograd: it asks for gradients, or a function, method or held
-  sub-module it calls does (a summary per function, shared by every file that asks).
+  sub-module it calls does (a summary per function, shared by every file that asks). What runs
+  only under ``if self.training:`` does not count: a forward that backpropagates its own loss
+  while training (a trainer wrapped as a module) runs without autograd in eval mode.
 
 A class or function the linter cannot read is not shown to need autograd.
 """
@@ -29,6 +31,7 @@ from torchlint.analysis.nodes import walk_function_body
 from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.recording_calls import instance_classes
+from torchlint.torchmodel.training_flag_guards import runs_only_in_training
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -51,14 +54,14 @@ def _class_needs_autograd(cls: Definition) -> bool:
 
 
 def _needs_autograd(function: Definition) -> bool:
-    """The function asks for gradients, or something it calls does: a function or method of the
-    project (``self.step(x)``, ``helpers.refine(x)``) or a sub-module it holds (``self.energy(x, y)``
+    """The function asks for gradients (outside ``if self.training:`` branches), or something it
+    calls does: a function or method of the project (``self.step(x)``, ``helpers.refine(x)``) or a sub-module it holds (``self.energy(x, y)``
     runs ``EnergyNet.forward``)."""
     ctx, node = function.ctx, function.node
-    if asks_for_gradients(ctx, node):
+    if any(_asks(ctx, sub) and not runs_only_in_training(ctx, sub) for sub in ast.walk(node)):
         return True
     for call in walk_function_body(node):
-        if not isinstance(call, ast.Call):
+        if not isinstance(call, ast.Call) or runs_only_in_training(ctx, call):
             continue
         callee = resolve_callee(ctx, call)
         if callee is not None:

@@ -46,6 +46,14 @@ def flag_false_on_path(ctx: FileContext, flag: ast.AST, via: tuple = ()) -> bool
     return owner is not None and _eval_on_path(ctx, owner, ctx.enclosing_function(flag), flag, via)
 
 
+def runs_only_in_training(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` sits in a branch of ``if self.training:`` on its own method's receiver: in eval mode
+    it does not run (``if self.training: self.accelerator.backward(loss)`` in a forward)."""
+    func = ctx.enclosing_function(node)
+    owner = _guarding_owner(ctx, node, func)
+    return owner is not None and owner == (_first_parameter(func), ())
+
+
 def is_training_flag(expr: ast.AST) -> bool:
     """``model.training``, ``self.model.training``: a module's mode flag, read as a value."""
     return _flag_owner(expr) is not None

@@ -973,3 +973,60 @@ def test_one_step_on_a_new_head_over_a_handed_in_encoder_is_reported(lint):
         """,
         CODE,
     )
+
+
+def test_retry_loop_left_right_after_the_step_is_cleared_once_per_step(lint):
+    """The `while True` retries skipped micro-batches but every path after the step leaves it
+    (a flag set true, then `if done: break`): the clear before the loop is once per step."""
+    check(
+        lint,
+        """
+        import math
+        def train_step(batches, model, optimizer, accum):
+            optimizer.zero_grad()
+            seen = 0
+            while True:
+                done = False
+                loss = model(next(batches)) / accum
+                if math.isfinite(loss.item()):
+                    loss.backward()
+                    seen += 1
+                    if seen == accum:
+                        optimizer.step()
+                        done = True
+                    if done:
+                        break
+                else:
+                    print("skipping a non-finite loss")
+            return loss.item()
+        """,
+        CODE,
+    )
+
+
+def test_retry_loop_that_can_step_again_is_reported(lint):
+    """The step is not followed by a way out on every path: a second pass steps again without a
+    clear in between."""
+    findings = check(
+        lint,
+        """
+        import math
+        def train_step(batches, model, optimizer, accum):
+            optimizer.zero_grad()
+            seen = 0
+            while True:
+                done = False
+                loss = model(next(batches)) / accum
+                if math.isfinite(loss.item()):
+                    loss.backward()
+                    seen += 1
+                    optimizer.step()  # expect: TL001
+                    if seen == accum:
+                        done = True
+                    if done:
+                        break
+            return loss.item()
+        """,
+        CODE,
+    )
+    assert "clearing once before the loop is not enough" in findings[0].message

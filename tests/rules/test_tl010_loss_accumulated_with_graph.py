@@ -828,3 +828,119 @@ def test_the_attached_element_of_a_project_models_output_is_reported(lint):
 
 def test_an_element_the_models_forward_makes_a_python_number_is_not_reported(lint):
     check(lint, _PRETRAIN_MODEL.replace("{kept}", "logged"), CODE)
+
+
+# ----- totals rebound afresh every training iteration ------------------------------------------
+
+
+def test_list_emptied_before_the_step_loop_still_reported(lint):
+    """Emptied once, before the loop that repeats the step: the list outlives every iteration."""
+    findings = check(
+        lint,
+        """
+        import torch
+        def fit(net, batches, loss_fn, opt):
+            step_losses = []
+            for inputs, targets in batches:
+                opt.zero_grad()
+                for part_x, part_y in zip(inputs.chunk(4), targets.chunk(4)):
+                    piece = loss_fn(net(part_x), part_y)
+                    step_losses.append(piece)  # expect: TL010
+                    piece.backward()
+                opt.step()
+            return torch.stack(step_losses).mean()
+        """,
+        CODE,
+    )
+    assert "`step_losses.append(piece)`" in findings[0].message
+    assert "grows across iterations" in findings[0].message
+
+
+def test_lists_emptied_at_the_top_of_each_step_are_not_reported(lint):
+    """Each step starts its own lists: the chunks' losses and logits live for one step only."""
+    check(
+        lint,
+        """
+        import torch
+        def fit(net, batches, loss_fn, opt, log):
+            for inputs, targets in batches:
+                opt.zero_grad()
+                chunk_logits, chunk_losses = [], []
+                chunk_logits = []
+                chunk_losses = []
+                for part_x, part_y in zip(inputs.chunk(4), targets.chunk(4)):
+                    logits = net(part_x)
+                    chunk_logits.append(logits)
+                    piece = loss_fn(logits, part_y)
+                    chunk_losses.append(piece)
+                    piece.backward()
+                opt.step()
+                log(torch.cat(chunk_logits).argmax(1), sum(chunk_losses).item())
+        """,
+        CODE,
+    )
+
+
+def test_total_reassigned_by_an_inner_adaptation_loop_is_not_reported(lint):
+    """`score` is bound to a fresh loss by the inner loop of every outer iteration before the
+    `+=`: at most one iteration's graph is held."""
+    check(
+        lint,
+        """
+        import torch
+        import torch.nn.functional as F
+        def adapt_and_score(encoder, head, head_opt, tasks, steps):
+            score = torch.zeros(1)
+            for (sx, sy), (qx, qy) in tasks:
+                for _ in range(steps):
+                    score = F.cross_entropy(head(encoder(sx).detach()), sy)
+                    head_opt.zero_grad()
+                    score.backward()
+                    head_opt.step()
+                score += F.cross_entropy(head(encoder(qx)), qy)
+            return score
+        """,
+        CODE,
+    )
+
+
+def test_total_reset_only_on_some_iterations_still_reported(lint):
+    """A reset under a condition leaves the other iterations' graphs chained together."""
+    check(
+        lint,
+        """
+        def fit(net, batches, loss_fn, opt, log_every):
+            window = 0.0
+            for i, (x, y) in enumerate(batches):
+                opt.zero_grad()
+                loss = loss_fn(net(x), y)
+                loss.backward()
+                opt.step()
+                window += loss  # expect: TL010
+                if i % log_every == 0:
+                    print(window / log_every)
+                    window = 0.0
+        """,
+        CODE,
+    )
+
+
+def test_reset_after_a_continue_still_reported(lint):
+    """A `continue` before the reset skips it on some iterations."""
+    check(
+        lint,
+        """
+        def fit(net, batches, loss_fn, opt):
+            total = 0.0
+            for x, y in batches:
+                opt.zero_grad()
+                loss = loss_fn(net(x), y)
+                loss.backward()
+                opt.step()
+                total = total + loss  # expect: TL010
+                if x is None:
+                    continue
+                total = 0.0
+        """,
+        CODE,
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 
+from torchlint.analysis.backedge import rebound_every_iteration
 from torchlint.analysis.callgraph import call_graph
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
@@ -158,9 +159,15 @@ def train(model, loader, optimizer):
 
 
 def _kept_across_iterations(ctx, node, accumulator, training_loops) -> bool:
-    """The total outlives training iterations: it grows inside a training loop, or it is kept on
-    ``self`` (or in a global) by a function the training loop calls once per batch."""
-    if any(loop in training_loops for loop in ctx.enclosing_loops(node)):
+    """The total outlives training iterations: it grows inside a training loop that does not
+    rebind it afresh each iteration (``outputs = []`` at the top of the step, ``loss = criterion(...)``
+    before ``loss += ...``: what it holds then lives one iteration only), or it is kept on ``self``
+    (or in a global) by a function the training loop calls once per batch."""
+    name = symbol(accumulator)
+    if any(
+        loop in training_loops and (name is None or not rebound_every_iteration(ctx, loop, name))
+        for loop in ctx.enclosing_loops(node)
+    ):
         return True
     if not _outlives_its_function(ctx, accumulator):
         return False

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callgraph import resolve_class, resolve_function_name, resolve_local_call
 from torchlint.analysis.dataflow import dataflow, value_kept
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import argument
+from torchlint.analysis.nodes import argument, last_name
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.events import Event, EventKind
 from torchlint.torchmodel.modules import never_a_module
@@ -165,6 +165,8 @@ class CallEvents:
         """A call handed both a loss-like value and an optimizer (``loss_scaler(loss, optimizer)``)."""
         if len(call.args) + len(call.keywords) < 2:
             return None
+        if last_name(call.func) in torch_names.LOSS_SCALING_METHODS:
+            return None  # apex's `amp.scale_loss(loss, optimizer)` hands back the scaled loss for the caller's backward
         args = list(call.args) + [kw.value for kw in call.keywords]
         # The cheap test first: most calls have no loss-named argument.
         loss = next((a for a in args if (symbol(a) or "").rsplit(".", 1)[-1].startswith("loss")), None)

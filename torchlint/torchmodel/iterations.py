@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.backedge import leaves_loop_after
 from torchlint.analysis.dataflow import Binding, dataflow
 from torchlint.analysis.nodes import last_name, walk_no_scopes
 from torchlint.torchmodel import vocabulary as torch_names
@@ -78,6 +79,15 @@ class Iterations:
         """Whether one iteration of ``loop`` runs a backward pass (directly, in inner loops or in called code)."""
         return any(e.kind in BACKWARD_KINDS for e in self.loop_events.get(loop, ()))
 
+    def repeats_step(self, loop: ast.AST, step: Event) -> bool:
+        """Whether one iteration of ``loop`` runs a backward and the next can come back to ``step``:
+        a loop that every path leaves right after the step (``while True: ...; opt.step(); break``)
+        steps at most once each time it is entered, like straight-line code."""
+        return self.loop_has_backward(loop) and not self._leaves_after(loop, step)
+
+    def _leaves_after(self, loop: ast.AST, event: Event) -> bool:
+        return any(leaves_loop_after(self.ctx, node, loop) for node in {event.site, event.node})
+
     # ----- where each optimizer step is judged ------------------------------------------------------
     @cached_property
     def step_units(self) -> list[Unit]:
@@ -110,7 +120,9 @@ class Iterations:
             steps = tuple(
                 i
                 for i, e in enumerate(events)
-                if e.kind is EventKind.STEP and not any(self.loop_has_backward(inner) for inner in e.loops)
+                if e.kind is EventKind.STEP
+                and not any(self.repeats_step(inner, e) for inner in e.loops)
+                and not self._leaves_after(loop, e)
             )
             if steps:
                 units.append(Unit(loop, tuple(events), steps))
@@ -126,7 +138,7 @@ class Iterations:
                 for i, e in enumerate(events)
                 if e.kind is EventKind.STEP
                 and e.node not in judged
-                and not any(self.loop_has_backward(inner) for inner in e.loops)
+                and not any(self.repeats_step(inner, e) for inner in e.loops)
             )
             if steps:
                 units.append(Unit(func, tuple(events), steps))

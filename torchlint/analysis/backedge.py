@@ -49,14 +49,17 @@ def rebound_every_iteration(ctx: FileContext, loop: ast.AST, name: str) -> bool:
     """Whether every iteration of ``loop`` rebinds ``name`` (a symbol: ``total``, ``self.losses``)
     to a value that does not read it, so nothing accumulated under it outlives the iteration."""
     scope = ctx.enclosing_scope(loop)
-    continues = [c for c in ctx.nodes(ast.Continue) if _continues(ctx, c, loop)]
     for stmt in ctx.nodes(ast.Assign, ast.AnnAssign):
-        if stmt.value is None or not ctx.is_inside(stmt, loop) or ctx.enclosing_scope(stmt) is not scope:
-            continue
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        if not any(symbol(target) == name for target in targets) or _reads(stmt.value, name):
+        if stmt.value is None or not any(symbol(target) == name for target in targets):
             continue
-        if _runs_every_iteration(ctx, stmt, loop) and not any(position(c) < position(stmt) for c in continues):
+        if (
+            ctx.is_inside(stmt, loop)
+            and ctx.enclosing_scope(stmt) is scope
+            and not _reads(stmt.value, name)
+            and _runs_every_iteration(ctx, stmt, loop)
+            and not any(position(c) < position(stmt) for c in _continues(ctx, loop))
+        ):
             return True
     return False
 
@@ -65,10 +68,9 @@ def _reads(expr: ast.AST, name: str) -> bool:
     return any(isinstance(node, (ast.Name, ast.Attribute)) and symbol(node) == name for node in walk_no_scopes(expr))
 
 
-def _continues(ctx: FileContext, node: ast.Continue, loop: ast.AST) -> bool:
-    """Whether ``continue`` jumps to the back edge of ``loop`` (not of a loop inside it)."""
-    loops = ctx.enclosing_loops(node)
-    return bool(loops) and loops[0] is loop
+def _continues(ctx: FileContext, loop: ast.AST) -> list[ast.Continue]:
+    """The ``continue`` statements that jump to the back edge of ``loop`` (not of a loop inside it)."""
+    return [c for c in ctx.nodes(ast.Continue) if ctx.enclosing_loops(c)[:1] == [loop]]
 
 
 def _runs_every_iteration(ctx: FileContext, stmt: ast.AST, loop: ast.AST) -> bool:

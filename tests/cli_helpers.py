@@ -27,7 +27,7 @@ LOOP = textwrap.dedent(
     import torch
     def train(model, loader):
         for x, y in loader:
-            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
             model(x).sum().backward()
             opt.step()
             opt.zero_grad()

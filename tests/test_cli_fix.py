@@ -30,7 +30,7 @@ REBUILT = textwrap.dedent(
     import torch
     def train(model, loader, epochs):
         for epoch in range(epochs):
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
             for x, y in loader:
                 optimizer.zero_grad()
                 model(x).sub(y).pow(2).mean().backward()

@@ -71,7 +71,7 @@ def test_cells_are_one_program_in_order(tmp_path):
         tmp_path / "nb.ipynb",
         "import torch\nmodel = torch.nn.Linear(3, 1)",
         markdown("## Train"),
-        "for x, y in loader:\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x, y in loader:\n    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)\n"
         "    model(x).sum().backward()\n    opt.step()\n    opt.zero_grad()",
     )
     _, findings = json_findings("nb.ipynb")

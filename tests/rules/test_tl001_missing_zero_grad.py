@@ -721,7 +721,7 @@ _CASES_TEST = """
                 trainable = {n: p for n, p in cgen.named_parameters() if p.requires_grad}
                 old = deepcopy(trainable)
                 cgen(*self.dummy_inputs(params, init_case)).sum().backward()
-                dummy_optim = torch.optim.SGD(trainable.values(), 1)  # expect: TL004
+                dummy_optim = torch.optim.SGD(trainable.values(), 1, momentum=0.9)  # expect: TL004
                 dummy_optim.step()  # expect: TL001
                 for name in old:
                     self.assertTrue(trainable[name].ne(old[name]).any())
@@ -732,8 +732,8 @@ def test_an_iteration_that_builds_its_own_model_and_optimizer_is_a_run_of_its_ow
     assert lint(_CASES_TEST, "TL001") == [] and lint(_CASES_TEST, "TL004") == []
     # Parameter groups and a filter over the fresh module's parameters: the same.
     groups = _CASES_TEST.replace(
-        "torch.optim.SGD(trainable.values(), 1)",
-        'torch.optim.SGD([{"params": filter(lambda p: p.requires_grad, cgen.parameters())}], 1)',
+        "torch.optim.SGD(trainable.values(), 1, momentum=0.9)",
+        'torch.optim.SGD([{"params": filter(lambda p: p.requires_grad, cgen.parameters())}], 1, momentum=0.9)',
     )
     assert lint(groups, "TL001") == [] and lint(groups, "TL004") == []
 

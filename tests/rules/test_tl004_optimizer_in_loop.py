@@ -447,7 +447,7 @@ _SHARDS = """
     def train_per_epoch(args, loader):
         for epoch in range(args.epochs):
             model = nn.Sequential(nn.Linear(512, 10))  # expect: TL003
-            optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)  # expect: TL004
+            optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)  # expect: TL004
             for x, y in loader:
                 optimizer.zero_grad()
                 nn.functional.cross_entropy(model(x), y).backward()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import does_nothing, find_method, resolve_class
 from torchlint.analysis.containers import written_items
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import dotted_name
 from torchlint.analysis.nodes import method_call
@@ -202,7 +203,13 @@ def optimizer_holds_state(ctx: FileContext, call: ast.Call) -> bool:
     ``pass``, ``None``, a docstring, a bare ``return``), nor when it is built with no argument
     and its ``__init__`` takes none and never reaches a base ``__init__`` (``Optimizer.__init__``
     is what files parameters into ``param_groups``): a stand-in passed where an optimizer is
-    expected (an evaluation pass of a shared ``run_epoch``)."""
+    expected (an evaluation pass of a shared ``run_epoch``). An optimizer whose state hangs on one
+    setting (``torch.optim.SGD`` keeps a momentum buffer only when ``momentum`` is not 0) cannot
+    when that setting is left out or 0, unless a learning-rate scheduler is built over it (the
+    schedule is then what a rebuilt one loses)."""
+    switch = torch_names.STATE_SWITCHES.get(ctx.call_qualname(call) or "")
+    if switch is not None:
+        return _switched_on(call, *switch) or _scheduled(ctx, call)
     found = resolve_class(ctx, call.func)
     if found is None:
         return True
@@ -220,6 +227,29 @@ def optimizer_holds_state(ctx: FileContext, call: ast.Call) -> bool:
         isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__"
         for node in ast.walk(init.node)
     )
+
+
+def _switched_on(call: ast.Call, keyword: str, position: int) -> bool:
+    """The setting that gives the optimizer state (``momentum``) may be on: given, and not shown to be
+    0 (a literal), or hidden in ``*args`` / ``**kwargs``."""
+    given = [k.value for k in call.keywords if k.arg in (keyword, None)]
+    given += call.args[position : position + 1]
+    if any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
+        return True
+    return any(not (isinstance(v, ast.Constant) and v.value == 0) for v in given)
+
+
+def _scheduled(ctx: FileContext, call: ast.Call) -> bool:
+    """A learning-rate scheduler is built over the optimizer ``call`` builds: its schedule is state
+    that a rebuilt optimizer leaves behind."""
+    flow = dataflow(ctx)
+    for other in ctx.calls:
+        if other is call or constructor_role(ctx, other) != Role.SCHEDULER:
+            continue
+        for arg in [*other.args, *(k.value for k in other.keywords)]:
+            if arg is call or (isinstance(arg, (ast.Name, ast.Attribute)) and call in flow.origins(arg)):
+                return True
+    return False
 
 
 def defines_own_step(ctx: FileContext, call: ast.Call) -> bool:

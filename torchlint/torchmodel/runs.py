@@ -170,7 +170,8 @@ class Constructions:
         self.ctx = ctx
 
     def built_role(self, call: ast.Call) -> str | None:
-        """Role.MODEL or Role.OPTIMIZER when ``call`` builds one that carries trainable state."""
+        """Role.MODEL when ``call`` builds a model with trainable weights, Role.OPTIMIZER when it builds
+        an optimizer (whether it can hold state is asked where a rebuilt one would lose it)."""
         role = constructor_role(self.ctx, call)
         if role == Role.MODEL:
             qual = self.ctx.call_qualname(call) or ""
@@ -182,9 +183,7 @@ class Constructions:
             if qual.startswith(("timm.", "torchvision.")) and last[:1].islower() and _ZOO_HELPER.search(last):
                 return None  # `timm.models.model_parameters(model)`, `load_checkpoint(...)`: helpers, not builders
             return Role.MODEL
-        if role == Role.OPTIMIZER and optimizer_holds_state(self.ctx, call):
-            return Role.OPTIMIZER
-        return None
+        return role if role == Role.OPTIMIZER else None
 
     @cached_property
     def _direct(self) -> list[tuple[ast.Call, str]]:
@@ -327,7 +326,8 @@ class RunAnalysis:
         of a loop continuing one training run, with that loop."""
         found = []
         for call, built in self.built.constructions():
-            if built == role:
+            if built == role and (role != Role.OPTIMIZER or optimizer_holds_state(self.ctx, call)):
+                # An optimizer that cannot hold state loses nothing when it is built again.
                 where = self.rebuilt_in_loop(call, role)
                 if where is not None:
                     found.append((call, where))

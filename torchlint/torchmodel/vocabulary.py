@@ -31,6 +31,10 @@ THIRD_PARTY_OPTIMIZERS = (
     "lion_pytorch.Lion",
     "schedulefree.",
 )
+# Optimizers that keep per-parameter state only when one setting turns it on: that argument (its
+# keyword, its position in the call). `torch.optim.SGD` fills a momentum buffer only when `momentum` is
+# not 0; its learning rate, weight decay, dampening and nesterov flag need no state between steps.
+STATE_SWITCHES = {"torch.optim.SGD": ("momentum", 2), "torch.optim.sgd.SGD": ("momentum", 2)}
 # Base classes that make a class of the project an optimizer / a learning-rate scheduler.
 OPTIMIZER_BASES = frozenset({"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"})
 SCHEDULER_BASES = ("torch.optim.lr_scheduler.",)

@@ -29,7 +29,7 @@ class HoistConstructor(RuleFix):
 import torch
 def train(model, loader, epochs):
     for epoch in range(epochs):
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)  # expect: TL004
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)  # expect: TL004
         for x, y in loader:
             optimizer.zero_grad()
             model(x).sub(y).pow(2).mean().backward()
@@ -38,7 +38,7 @@ def train(model, loader, epochs):
             """
 import torch
 def train(model, loader, epochs):
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)  # expect: TL004
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)  # expect: TL004
     for epoch in range(epochs):
         for x, y in loader:
             optimizer.zero_grad()

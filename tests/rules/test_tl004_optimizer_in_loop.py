@@ -712,3 +712,88 @@ def test_optimizer_over_a_tensor_made_once_before_the_loop_is_still_reported(lin
     assert (
         "`torch.optim.Adam(...)` builds a new optimizer in every iteration of the loop at line 5" in findings[0].message
     )
+
+
+# ----- an optimizer whose state hangs on one setting ------------------------------------------------
+# Plain SGD keeps a momentum buffer only when `momentum` is not 0; its learning rate and weight decay
+# need no state. Rebuilt without momentum (and with no scheduler over it), it loses nothing.
+_PLAIN_SGD = """
+    import torch
+
+    def decay_by_hand(model, loader, base_lr, epochs):
+        for epoch in range(epochs):
+            lr = base_lr * 0.5 ** (epoch // 10)
+            optimizer = torch.optim.SGD(model.parameters(), lr, weight_decay=1e-4, nesterov=False)
+            for x, y in loader:
+                optimizer.zero_grad()
+                torch.nn.functional.mse_loss(model(x), y).backward()
+                optimizer.step()
+
+    def fit(net, batches, steps):
+        for step in range(steps):
+            opt = torch.optim.SGD(net.parameters(), lr=0.1 / (1 + step), momentum=0)
+            opt.zero_grad()
+            net(batches[step]).sum().backward()
+            opt.step()
+    """
+
+
+def test_plain_sgd_without_momentum_rebuilt_per_epoch_is_silent(lint):
+    assert lint(_PLAIN_SGD, "TL004") == []
+
+
+def test_sgd_with_momentum_or_a_scheduler_rebuilt_per_epoch_is_reported(lint):
+    momentum = _PLAIN_SGD.replace("lr, weight_decay=1e-4", "lr, 0.9, weight_decay=1e-4")
+    findings = lint(momentum, "TL004")
+    assert [(f.line, f.code) for f in findings] == [(7, "TL004")]
+    assert "momentum buffers" in findings[0].message
+    hidden = _PLAIN_SGD.replace("momentum=0)", "momentum=cfg.momentum)")
+    assert [f.line for f in lint(hidden, "TL004")] == [15]
+    scheduled = _PLAIN_SGD.replace(
+        "            for x, y in loader:\n",
+        "            warmup = torch.optim.lr_scheduler.LinearLR(optimizer, 0.1)\n            for x, y in loader:\n",
+    )
+    assert [f.line for f in lint(scheduled, "TL004")] == [7]
+
+
+# A leaf tensor made anew each iteration and then moved (`x = x.cuda()`) is still the iteration's
+# own: an Adam over it cannot be built before the loop. A tensor that outlives the loop, moved in
+# it, is not.
+_MOVED_LEAF = """
+    import torch
+
+    def dream(net, start, steps, on_gpu):
+        image = start
+        for i in range(steps):
+            pixels = torch.tensor(image, requires_grad=True)
+            if on_gpu:
+                pixels = pixels.cuda()
+            opt = torch.optim.Adam([pixels], lr=0.05)
+            opt.zero_grad()
+            (-net(pixels).max()).backward()
+            opt.step()
+            image = pixels.detach().cpu().numpy()
+        return image
+    """
+
+
+def test_an_optimizer_over_a_leaf_made_and_moved_in_the_iteration_is_silent(lint):
+    assert lint(_MOVED_LEAF, "TL004") == []
+
+
+def test_an_optimizer_over_a_moved_model_that_outlives_the_loop_is_reported(lint):
+    source = """
+        import torch
+
+        def fit(net, loader, epochs, device):
+            for epoch in range(epochs):
+                net = net.to(device)
+                opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+                for x, y in loader:
+                    opt.zero_grad()
+                    torch.nn.functional.mse_loss(net(x.to(device)), y.to(device)).backward()
+                    opt.step()
+        """
+    findings = lint(source, "TL004")
+    assert [(f.line, f.code) for f in findings] == [(7, "TL004")]
+    assert findings[0].message.startswith("`torch.optim.Adam(...)` builds a new optimizer in every iteration")

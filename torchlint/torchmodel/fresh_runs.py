@@ -101,6 +101,13 @@ def _origin_sources(ctx: FileContext, origin: ast.AST | None, iteration: _Iterat
     func = origin.func
     if isinstance(func, ast.Attribute) and func.attr in _PARAMETER_VIEWS:
         return _sources(ctx, func.value, iteration, found, depth + 1)
+    if isinstance(func, ast.Attribute) and func.attr in torch_names.DEVICE_DTYPE_MOVES:
+        # `x = x.cuda()`, `net.to(device)`: the moved object is the iteration's own or not, whichever
+        # value it held before this move (a move that rebinds its own name reaches itself again).
+        earlier = [o for o in dataflow(ctx).origins(func.value) if o is not origin]
+        if len(earlier) == len(dataflow(ctx).origins(func.value)):
+            return _sources(ctx, func.value, iteration, found, depth + 1)
+        return bool(earlier) and all(_origin_sources(ctx, o, iteration, found, depth + 1) for o in earlier)
     if isinstance(func, ast.Name) and func.id in _PARAMETER_BUILTINS and not dataflow(ctx).reaching(func):
         return bool(origin.args) and _sources(ctx, origin.args[-1], iteration, found, depth + 1)
     if not _fresh_module(ctx, origin, iteration) and not _new_tensor(ctx, origin, iteration):

@@ -797,3 +797,39 @@ def test_an_optimizer_over_a_moved_model_that_outlives_the_loop_is_reported(lint
     findings = lint(source, "TL004")
     assert [(f.line, f.code) for f in findings] == [(7, "TL004")]
     assert findings[0].message.startswith("`torch.optim.Adam(...)` builds a new optimizer in every iteration")
+
+
+# A loop over classes written out in the code that builds one of each, wraps it (a meta-learning
+# wrapper, any project class around it) and trains the wrapper: every iteration is a run of its own.
+_CLASS_SWEEP = """
+    import torch
+    from metalib import MetaWrapper
+
+    def check_linear(data):
+        model = torch.nn.Linear(4, 2)
+        assert model(data).shape[-1] == 2
+
+    def check_cells(data):
+        for cell in [torch.nn.GRU, torch.nn.LSTM]:
+            model = cell(4, 2)
+            meta = MetaWrapper(model, fast_lr=0.01)
+            opt = torch.optim.Adam(meta.parameters(), lr=1e-3)
+            out, _ = meta(data)
+            opt.zero_grad()
+            out.pow(2).mean().backward()
+            opt.step()
+    """
+
+
+def test_a_wrapper_of_a_model_built_from_the_loops_class_is_a_run_of_its_own(lint):
+    assert lint(_CLASS_SWEEP, "TL004") == [] and lint(_CLASS_SWEEP, "TL003") == []
+
+
+def test_a_wrapper_of_a_model_that_outlives_the_loop_is_reported(lint):
+    outer = _CLASS_SWEEP.replace(
+        "        for cell in [torch.nn.GRU, torch.nn.LSTM]:\n            model = cell(4, 2)\n",
+        "        model = torch.nn.GRU(4, 2)\n        for cell in [torch.nn.GRU, torch.nn.LSTM]:\n",
+    )
+    findings = lint(outer, "TL004")
+    assert [(f.line, f.code) for f in findings] == [(13, "TL004")]
+    assert "`for cell in [torch.nn.GRU, torch.nn.LSTM]`" in findings[0].message

@@ -110,7 +110,7 @@ def _origin_sources(ctx: FileContext, origin: ast.AST | None, iteration: _Iterat
         return bool(earlier) and all(_origin_sources(ctx, o, iteration, found, depth + 1) for o in earlier)
     if isinstance(func, ast.Name) and func.id in _PARAMETER_BUILTINS and not dataflow(ctx).reaching(func):
         return bool(origin.args) and _sources(ctx, origin.args[-1], iteration, found, depth + 1)
-    if not _fresh_module(ctx, origin, iteration) and not _new_tensor(ctx, origin, iteration):
+    if not _fresh_module(ctx, origin, iteration, found, depth) and not _new_tensor(ctx, origin, iteration):
         return False
     found.append(origin)
     return True
@@ -120,11 +120,38 @@ def _is_container(expr: ast.AST | None) -> bool:
     return isinstance(expr, (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.GeneratorExp, ast.DictComp, ast.SetComp))
 
 
-def _fresh_module(ctx: FileContext, call: ast.Call, iteration: _Iteration) -> bool:
+def _fresh_module(ctx: FileContext, call: ast.Call, iteration: _Iteration, found: list, depth: int) -> bool:
     """``call`` constructs a new module once per iteration (in the loop's body, or outside any loop
-    of the function the body calls): a class (capitalised callee), not a copy or a wrapper, and
-    handed no model of the code around it."""
-    return _once_per_iteration(ctx, call, iteration) and constructs_new_module(ctx, call)
+    of the function the body calls): a class (capitalised callee, or a class the loop hands out:
+    ``for cls in [nn.RNN, nn.GRU]: cls(2, 1)``), not a copy or a torch wrapper, and handed no model
+    but the iteration's own (``MAML(Net())`` wraps a module as new as itself)."""
+    if not _once_per_iteration(ctx, call, iteration):
+        return False
+    if not (_constructs_module(ctx, call) or _calls_handed_out_class(ctx, call, iteration)):
+        return False
+    roles = object_roles(ctx)
+    return all(
+        _sources(ctx, arg, iteration, found, depth + 1)
+        for arg in _handed(call)
+        if roles.role_of(arg, hint=False) == Role.MODEL
+    )
+
+
+def _calls_handed_out_class(ctx: FileContext, call: ast.Call, iteration: _Iteration) -> bool:
+    """``call`` calls the loop's own target, and the loop runs over classes written out in the code
+    (``for rnn_class in [nn.RNN, nn.LSTM]:``): each iteration builds an object of a new class."""
+    loop = iteration.loop
+    if not (isinstance(call.func, ast.Name) and isinstance(loop, (ast.For, ast.AsyncFor))):
+        return False
+    bindings = dataflow(ctx).reaching(call.func)
+    if not bindings or not all(b.kind == "for" and b.stmt is loop for b in bindings):
+        return False
+    listed = loop.iter
+    return (
+        isinstance(listed, (ast.List, ast.Tuple))
+        and bool(listed.elts)
+        and all((last_name(e) or "")[:1].isupper() for e in listed.elts)
+    )
 
 
 def _new_tensor(ctx: FileContext, call: ast.Call, iteration: _Iteration) -> bool:

@@ -762,18 +762,21 @@ def test_sgd_with_momentum_or_a_scheduler_rebuilt_per_epoch_is_reported(lint):
 _MOVED_LEAF = """
     import torch
 
-    def dream(net, start, steps, on_gpu):
-        image = start
-        for i in range(steps):
-            pixels = torch.tensor(image, requires_grad=True)
-            if on_gpu:
-                pixels = pixels.cuda()
-            opt = torch.optim.Adam([pixels], lr=0.05)
-            opt.zero_grad()
-            (-net(pixels).max()).backward()
-            opt.step()
-            image = pixels.detach().cpu().numpy()
-        return image
+    class Dreamer:
+        def __init__(self, net, start, on_gpu):
+            self.net, self.image, self.on_gpu = net, start, on_gpu
+
+        def dream(self, steps):
+            for i in range(steps):
+                self.pixels = torch.tensor(self.image, requires_grad=True)
+                if self.on_gpu:
+                    self.pixels = self.pixels.cuda()
+                opt = torch.optim.Adam([self.pixels], lr=0.05)
+                self.net.zero_grad()
+                (-self.net(self.pixels).max()).backward()
+                opt.step()
+                self.image = self.pixels.detach().cpu().numpy()
+            return self.image
     """
 
 

@@ -28,13 +28,16 @@ class OptimizerInLoop(Rule):
         trials, seeds, hyper-parameter values, tasks, federated rounds, a literal list of
         settings such as `for device in ["cpu", "cuda"]:`, a loop handing out a different
         model each iteration that trains it with an optimizer over its parameters:
-        `for net in ensemble: train(net)`) is not reported, nor is an
-        inner optimizer over a copy of the model made in the same
-        iteration (`copy.deepcopy(model)`, meta-learning), nor an optimizer that
-        cannot hold state: a project subclass whose `step` does nothing, or one built
-        with no argument whose `__init__` takes no parameters and never reaches
-        `Optimizer.__init__` (a stand-in handed to the evaluation pass of a shared
-        `run_epoch`).
+        `for net in ensemble: train(net)`, a class the loop hands out, built and
+        wrapped: `for cls in [nn.RNN, nn.GRU]: learner = MAML(cls(2, 1))`) is not
+        reported, nor is an inner optimizer over a copy of the model made in the same
+        iteration (`copy.deepcopy(model)`, meta-learning) or over a tensor made anew
+        in it (moved or not), nor an optimizer that cannot hold state: plain
+        `torch.optim.SGD` with `momentum` left out or 0 and no scheduler built over
+        it (weight decay, dampening and nesterov keep no state), a project subclass
+        whose `step` does nothing, or one built with no argument whose `__init__`
+        takes no parameters and never reaches `Optimizer.__init__` (a stand-in handed
+        to the evaluation pass of a shared `run_epoch`).
     """
     why = """
         An optimizer carries state between steps: momentum buffers, Adam's first

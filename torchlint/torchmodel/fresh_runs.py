@@ -8,7 +8,10 @@ independent runs, whatever it iterates over. So is a loop that hands out a diffe
 iteration and trains it, through a loop of steps, with an optimizer over that model
 (``for net in ensemble: train(net, data)`` where ``train`` builds ``Adam(net.parameters())``): each
 optimizer serves one model's run. The optimizer may be built in the iteration itself or in a
-function it calls, its parameters followed from the call's argument. An optimizer rebuilt over a
+function it calls, its parameters followed from the call's argument. A module is fresh when a
+class is called (capitalised, or a class the loop hands out: ``for cls in [nn.RNN, nn.GRU]:
+cls(2, 1)``) and handed no model but fresh ones (``MAML(Net())``); a move (``.cuda()``,
+``.to(device)``) keeps what it moves fresh or not. An optimizer rebuilt over a
 model that outlives the iteration, over a copy (``deepcopy`` keeps ``.grad``) or over a wrapper of
 an outer model (``DDP(model)``, ``Wrapper(model)``) is not.
 """

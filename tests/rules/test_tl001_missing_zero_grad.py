@@ -1030,3 +1030,62 @@ def test_retry_loop_that_can_step_again_is_reported(lint):
         CODE,
     )
     assert "clearing once before the loop is not enough" in findings[0].message
+
+
+# ----- a clear behind a flag parameter of the training function ----------------------------------
+
+_FLAGGED_CLEAR = """
+    import unittest
+
+    import torch
+    from torch import nn
+
+
+    class AccumulationCase(unittest.TestCase):
+        def setUp(self):
+            self.net = nn.Linear(6, 2)
+            self.loader = [(torch.randn(4, 6), torch.randint(0, 2, (4,))) for _ in range(3)]
+
+        def run_steps(self, opt=None, clear_grads=DEFAULT):
+            for x, y in self.loader:
+                if opt and clear_grads:
+                    opt.zero_grad()
+                nn.functional.cross_entropy(self.net(x), y).backward()
+                if opt:
+                    opt.step()  # expect: TL001
+
+        def check_steps(self):
+            opt = torch.optim.SGD(self.net.parameters(), lr=0.1)
+            CALLS
+"""
+
+
+def _flagged(default: str, calls: str) -> str:
+    return _FLAGGED_CLEAR.replace("DEFAULT", default).replace("CALLS", calls)
+
+
+def test_clear_behind_a_flag_every_running_call_keeps_is_not_reported(lint):
+    for calls in (
+        "self.run_steps(opt)",
+        "self.run_steps(opt, clear_grads=True)",
+        # the call turning it off is one the test expects to raise: it computes nothing
+        "self.run_steps(opt)\n            with self.assertRaises(RuntimeError):\n"
+        "                self.run_steps(opt, clear_grads=False)",
+    ):
+        assert lint(_flagged("True", calls).replace("  # expect: TL001", ""), CODE) == [], calls
+
+
+def test_clear_behind_a_flag_with_no_call_shown_follows_its_default(lint):
+    assert lint(_flagged("True", "pass").replace("  # expect: TL001", ""), CODE) == []
+    findings = check(lint, _flagged("False", "pass"), CODE)
+    assert "`opt.step()` applies gradients that are never cleared in the loop at line 14" in findings[0].message
+
+
+def test_clear_behind_a_flag_a_running_call_turns_off_is_reported(lint):
+    for default, calls in (
+        ("True", "self.run_steps(opt, clear_grads=False)"),
+        ("True", "self.run_steps(opt)\n            self.run_steps(opt, False)"),
+        ("False", "self.run_steps(opt)"),
+    ):
+        findings = check(lint, _flagged(default, calls), CODE)
+        assert "`opt.step()` applies gradients that are never cleared" in findings[0].message, calls

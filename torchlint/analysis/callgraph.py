@@ -43,6 +43,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.definitions import FUNCTION_NODES, Definition, class_member, definition_at, module_names
+from torchlint.analysis.imports import dotted_name
 from torchlint.analysis.nodes import argument, argument_for, last_name
 
 if TYPE_CHECKING:
@@ -162,6 +163,19 @@ def _instantiated_class(ctx: FileContext, value: ast.AST | None) -> ast.ClassDef
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
         return ctx.classes.get(value.func.id)
     return None
+
+
+def receiver_class(ctx: FileContext, expr: ast.AST) -> ast.ClassDef | None:
+    """The class whose method ``expr`` is the receiver of (``self`` in a method), else None."""
+    if not isinstance(expr, ast.Name):
+        return None
+    function = ctx.enclosing_function(expr)
+    if function is None or not function.args.args or function.args.args[0].arg != expr.id:
+        return None
+    if any(dotted_name(d) in ("staticmethod", "classmethod") for d in function.decorator_list):
+        return None  # its first parameter is no instance of the class
+    parent = ctx.parent(function)
+    return parent if isinstance(parent, ast.ClassDef) else None
 
 
 def _is_self_method(func: ast.expr) -> bool:

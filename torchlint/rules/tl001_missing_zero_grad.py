@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from torchlint.analysis.conditions import consequences
 from torchlint.analysis.dataflow import dataflow
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.accumulation import gradient_accumulation
@@ -12,6 +13,7 @@ from torchlint.torchmodel.clearing import clearing
 from torchlint.torchmodel.events import CLEAR_KINDS, guard_key
 from torchlint.torchmodel.fresh_runs import steps_fresh_model_once, steps_fresh_optimizer
 from torchlint.torchmodel.iterations import iterations
+from torchlint.torchmodel.phases import kept_by_every_call
 from torchlint.torchmodel.roles import Role, object_roles
 
 
@@ -211,9 +213,30 @@ def _cleared(ctx, unit, step, stepped) -> bool:
             for g in event.guards
             if not _same_condition(ctx, g[0], step_tests.get(guard_key(ctx, g), ()))
             and not accumulation.is_accumulation_test(g[0])
+            and not _cleared_by_contract(ctx, event, g, step)
         )
         residuals.add(extra)
     return frozenset() in _merge_branches(residuals)
+
+
+def _cleared_by_contract(ctx, clear, guard, step) -> bool:
+    """Whether the clear's ``guard`` is a flag of the function both sit in (``if optimizer and
+    do_zero_grad:``) that its callers keep: beyond what the step's own conditions already hold,
+    the test reads only parameters, and no call that runs passes a value turning the clear off."""
+    func = ctx.enclosing_function(clear.node)
+    test, holds = guard
+    if clear.via or func is None or ctx.enclosing_function(step.node) is not func or not isinstance(test, ast.expr):
+        return False
+    given = {ast.dump(expr) for t, branch in step.guards for expr, truth in consequences(t, branch) if truth}
+    if holds and isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        rest = [operand for operand in test.values if ast.dump(operand) not in given]
+        test = rest[0] if len(rest) == 1 else ast.BoolOp(op=ast.And(), values=rest) if rest else None
+    if test is None:
+        return False
+    # A flag the step itself branches on (the clear in the AMP branch, the step in the other) is no contract.
+    step_names = {n.id for t, _ in step.guards for n in ast.walk(t) if isinstance(n, ast.Name)}
+    flags = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+    return not flags & step_names and kept_by_every_call(ctx, func, test, holds)
 
 
 def _same_condition(ctx, test, step_tests) -> bool:

@@ -8,7 +8,7 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import find_method, resolve_class
+from torchlint.analysis.callgraph import find_method, receiver_class, resolve_class
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import dotted_name
@@ -111,24 +111,11 @@ def never_a_module(ctx: FileContext, expr: ast.AST) -> bool:
     module (``env = Env(args)`` with ``class Env:``): its ``eval()``/``train()`` are methods of its
     own (an environment's evaluation flag), not a switch of train/eval mode. A value that cannot be
     told, or a class with a base the linter cannot read, may be a module."""
-    owner = _receiver_class(ctx, expr)
+    owner = receiver_class(ctx, expr)
     if owner is not None:
         return _plain_class(Definition(ctx, owner))  # `self.train(batch)` in a method of a plain class
     origins = dataflow(ctx).origins(expr, parameters=True)
     return bool(origins) and all(isinstance(o, ast.Call) and _plain_class_call(ctx, o) for o in origins)
-
-
-def _receiver_class(ctx: FileContext, expr: ast.AST) -> ast.ClassDef | None:
-    """The class whose method ``expr`` is the receiver of (``self`` in a method), else None."""
-    if not isinstance(expr, ast.Name):
-        return None
-    function = ctx.enclosing_function(expr)
-    if function is None or not function.args.args or function.args.args[0].arg != expr.id:
-        return None
-    if any(dotted_name(d) in ("staticmethod", "classmethod") for d in function.decorator_list):
-        return None  # its first parameter is no instance of the class
-    parent = ctx.parent(function)
-    return parent if isinstance(parent, ast.ClassDef) else None
 
 
 def _plain_class_call(ctx: FileContext, call: ast.Call) -> bool:

@@ -22,6 +22,7 @@ from torchlint.analysis.conditions import NOT_NONE, conditions_at, truth_under
 from torchlint.analysis.constants import UNKNOWN, constant_value
 from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.expected_failures import expected_to_raise
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument, argument_for, position
 from torchlint.torchmodel import vocabulary as torch_names
@@ -271,6 +272,31 @@ def runs_when_called(ctx: FileContext, site: ast.Call, func, node: ast.AST) -> b
     params = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs}
     for test, holds in conditions_at(ctx, node):
         names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)} & params
+        values = {name: _value_passed(ctx, site, func, name) for name in names}
+        values = {name: value for name, value in values.items() if value is not _NOT_A_VALUE}
+        if values and _truth(ctx, test, values) is (not holds):
+            return False
+    return True
+
+
+def kept_by_every_call(ctx: FileContext, func, test: ast.AST, holds: bool) -> bool:
+    """Whether ``test``, a condition on parameters of ``func`` only (``if do_zero_grad:``), has truth
+    ``holds`` by the function's contract: no call of this file that runs (one a test expects to
+    raise computes nothing) passes a value that decides it the other way, and when no call is
+    shown, its defaults decide it that way. A call passing a value the file does not show keeps
+    it: the caller asked for that behaviour."""
+    params = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs}
+    names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+    if not names or not names <= params:
+        return False
+    sites = call_graph(ctx).callers(func)
+    if not sites:
+        defaults = {name: parameter_default(func, name) for name in names}
+        values = {name: constant_value(ctx, default) for name, default in defaults.items() if default is not None}
+        return _truth(ctx, test, {n: v for n, v in values.items() if v is not UNKNOWN}) is holds
+    for site in sites:
+        if expected_to_raise(ctx, site):
+            continue
         values = {name: _value_passed(ctx, site, func, name) for name in names}
         values = {name: value for name, value in values.items() if value is not _NOT_A_VALUE}
         if values and _truth(ctx, test, values) is (not holds):

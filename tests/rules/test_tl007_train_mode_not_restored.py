@@ -863,3 +863,70 @@ def test_eval_of_the_trained_model_itself_is_still_reported(lint):
             "(which calls `net.eval()` at line 16) switches the model to eval mode inside the training loop at line 23"
             in findings[0].message
         )
+
+
+# ----- a model that trains itself: `self.fit()` evaluating through its own `predict()` ------------------
+
+_SELF_TRAINING_MODEL = """
+    import torch
+    from torch import nn
+
+
+    class Ranker(nn.Module):
+        def __init__(self, width):
+            super().__init__()
+            self.tower = nn.Sequential(nn.Linear(width, 64), LAYER, nn.Linear(64, 1))
+            self.opt = torch.optim.Adagrad(self.parameters(), lr=0.05)
+
+        def forward(self, x):
+            return self.tower(x).squeeze(-1)
+
+        def fit(self, loader, val_x, val_y, epochs=5):
+            net = self.train()
+            for epoch in range(epochs):
+                for x, y in loader:
+                    self.opt.zero_grad()
+                    nn.functional.binary_cross_entropy_with_logits(net(x), y).backward()
+                    self.opt.step()
+                print(epoch, self.score(val_x, val_y))  # expect: TL007
+
+        def score(self, x, y):
+            return ((self.predict(x) > 0).float() == y).float().mean().item()
+
+        def predict(self, x):
+            net = self.eval()
+            with torch.no_grad():
+                out = net(x)
+            RESTORE
+            return out
+"""
+
+
+def test_self_evaluation_two_calls_deep_is_reported(lint):
+    source = _SELF_TRAINING_MODEL.replace("LAYER", "nn.Dropout(0.3)").replace("RESTORE", "pass")
+    findings = check(lint, source, CODE)
+    assert findings[0].message.startswith(
+        "`self.score(...)` (which calls `self.eval()` at line 28) switches the model to eval mode"
+        " inside the training loop at line 17"
+    )
+
+
+def test_self_evaluation_that_restores_train_mode_is_not_reported(lint):
+    source = _SELF_TRAINING_MODEL.replace("LAYER", "nn.Dropout(0.3)").replace("RESTORE", "self.train()")
+    assert lint(source.replace("  # expect: TL007", ""), CODE) == []
+
+
+def test_self_evaluation_of_a_model_without_mode_dependent_layers_is_not_reported(lint):
+    source = _SELF_TRAINING_MODEL.replace("LAYER", "nn.ReLU()").replace("RESTORE", "pass")
+    assert lint(source.replace("  # expect: TL007", ""), CODE) == []
+
+
+def test_self_evaluation_of_a_base_class_whose_subclass_has_dropout_is_reported(lint):
+    source = _SELF_TRAINING_MODEL.replace("LAYER", "nn.ReLU()").replace("RESTORE", "pass")
+    source += """
+    class DropoutRanker(Ranker):
+        def __init__(self, width):
+            super().__init__(width)
+            self.tower.insert(1, nn.Dropout(0.5))
+    """
+    check(lint, source, CODE)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import resolve_callee, resolve_class
+from torchlint.analysis.callgraph import call_graph, receiver_class, resolve_callee, resolve_class
 from torchlint.analysis.conditions import implies
 from torchlint.analysis.containers import element_origins
 from torchlint.analysis.dataflow import dataflow
@@ -60,6 +60,10 @@ class ModeDependence:
         with dropout is evaluated in training mode on that branch)."""
         if depth > _MAX_DEPTH:
             return False
+        owner = receiver_class(self.ctx, expr)
+        if owner is not None:
+            # `self` in a method: an instance of its class or of a subclass of this file.
+            return any(self.class_shown(cls, depth) for cls in (owner, *call_graph(self.ctx).subclasses(owner)))
         return any(self._origin_shown(o, depth) for o in self._origins(expr))
 
     def _origins(self, expr: ast.AST) -> list[ast.AST | None]:

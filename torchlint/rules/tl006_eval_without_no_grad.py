@@ -30,7 +30,8 @@ class EvalWithoutNoGrad(Rule):
         manager that switches it off (a `@contextmanager` of the project whose `yield`
         runs under one, MONAI's `eval_mode`), in the function or around the calls into
         it in this file. A helper shared with the training step is judged by each path
-        into it: a call whose result is backpropagated trains, it is no evaluation, and
+        into it: a call whose result is backpropagated, or goes into the loss that is
+        (`loss_fn(positive, self._negative_scores(users))`), trains, it is no evaluation, and
         a call whose constant arguments select a branch without the model call
         (`infer(model, framework="tf")` for `model(**x) if framework == "pt" else ...`)
         is no path into it. Evaluation that needs gradients on purpose (it calls
@@ -45,7 +46,7 @@ class EvalWithoutNoGrad(Rule):
         checks on a collection of values written in the code (a tokenizer's encoding
         of two literal sentences, `torch.tensor([[0.1, 0.9]])`), freshly built models
         nothing trains or loads, or run only before anything in the program trains
-        or loads them (a shape check called before the optimizer exists), unit tests (`test_*` functions that assert,
+        or loads them (a shape check called before the optimizer exists), unit tests (`test_*` functions that assert, themselves or through a helper of the file they call,
         `unittest.TestCase` classes, helpers that only they call), and models from
         `torch.hub.load(...)`
         (whose entry point may wrap them in its own no-grad) are not reported,

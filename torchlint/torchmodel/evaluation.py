@@ -405,9 +405,21 @@ class EvalUnits:
         name = func.name
         if _HOOK.search(name):
             return True
-        if (name.startswith("test") and _asserts(func)) or self._in_test_case(func):
+        if (name.startswith("test") and self._checks(func)) or self._in_test_case(func):
             return True
         return depth < 3 and self._only_called_by_tests(func, depth)
+
+    def _checks(self, func) -> bool:
+        """The test asserts, itself or through a helper of this file it calls (pytest tests that
+        share one checking helper: ``test_linear(): _check_wrapper(nn.Linear(4, 2), torch.rand(3, 4))``)."""
+        if _asserts(func):
+            return True
+        graph = call_graph(self.ctx)
+        return any(
+            isinstance(callee := graph.callee(call), FUNCTION_TYPES) and _asserts(callee)
+            for call in self.ctx.calls
+            if self.ctx.enclosing_function(call) is func
+        )
 
     def _only_called_by_tests(self, func, depth: int) -> bool:
         sites = call_graph(self.ctx).callers(func)

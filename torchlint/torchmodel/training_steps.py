@@ -5,7 +5,9 @@ followed by ``l.backward()`` runs the model forward to be trained: it needs trai
 autograd, so it is no evaluation (TL005, TL006), even when it is called from a training loop and
 runs the model in a loop of its own. The backward's loss is followed back through names, tuple
 unpacking, arithmetic (``loss / accum``) and reductions (``.mean()``) to the calls that produced
-it; each call that runs a function of the file marks that function.
+it, and on through those calls' arguments (``loss_fn(positive, self._negative_scores(users))``: the
+gradient flows into both); each call that runs a function of the file marks that function,
+whatever mode an earlier ``predict()`` left the model in.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def _loss_origins(flow, loss: ast.AST) -> list:
     found = []
     pending = [loss]
     seen: set[int] = set()
-    while pending and len(seen) < 64:
+    while pending and len(seen) < 128:
         expr = pending.pop()
         if id(expr) in seen:
             continue
@@ -78,10 +80,17 @@ def _loss_origins(flow, loss: ast.AST) -> list:
             pending.append(expr.operand)
         elif isinstance(expr, (ast.Subscript, ast.Attribute)):
             pending.append(expr.value)
+        elif isinstance(expr, (ast.List, ast.Tuple)):
+            pending += expr.elts
+        elif isinstance(expr, ast.Starred):
+            pending.append(expr.value)
         elif isinstance(expr, ast.Call):
             kept = method_call(expr)
             if kept is not None and kept[0] in _GRAPH_KEEPING_METHODS:
                 pending.append(kept[1])
             else:
                 found.append(expr)
+                # What a loss is computed from is backpropagated too: `loss_fn(pos, neg)` sends the
+                # gradient into both predictions, whichever helper produced them.
+                pending += [*expr.args, *(k.value for k in expr.keywords)]
     return found

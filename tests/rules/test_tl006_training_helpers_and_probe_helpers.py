@@ -1,0 +1,125 @@
+"""TL006: a helper named for prediction whose output the training loss is computed from (a
+training forward, whatever mode an earlier ``predict()`` left the model in), and a helper that
+pytest tests share, which asserts for them (a unit test, even though the tests hold no assert)."""
+
+from expect_markers import check
+
+CODE = "TL006"
+
+# ----- a forward whose output reaches the backpropagated loss ------------------------------------
+
+_RANKER = """
+    import torch
+    from torch import nn
+
+
+    def bpr_loss(positive, negative):
+        return -torch.log(torch.sigmoid(positive - negative)).mean()
+
+
+    class Ranker:
+        def __init__(self, n_users, n_items):
+            self.n_items = n_items
+            self.net = nn.Bilinear(n_users, n_items, 1)
+            self.optimizer = torch.optim.Adam(self.net.parameters(), lr=1e-3)
+
+        def fit(self, batches, epochs=3):
+            for _ in range(epochs):
+                for users, items in batches:
+                    positive = self.net(users, items)
+                    negative = {negative}
+                    self.optimizer.zero_grad()
+                    loss = bpr_loss(positive, negative)
+                    loss.backward()
+                    self.optimizer.step()
+
+        def _sampled_prediction(self, users):
+            sampled = torch.randint(self.n_items, (len(users),))
+            return self.net(users, nn.functional.one_hot(sampled, self.n_items).float())  {marker}
+
+        def predict(self, users, items):
+            self.net.train(False)
+            return self.net(users, items).detach().numpy()  # expect: TL006
+    """
+
+
+def test_prediction_helper_feeding_the_stepped_loss_is_silent(lint):
+    # The negative scores are half of what the loss is computed from: backward needs their graph.
+    # `predict()` of the fitted model is still reported.
+    source = _RANKER.format(negative="self._sampled_prediction(users)", marker="")
+    findings = check(lint, source, CODE)
+    assert "`predict()`" in findings[0].message
+
+
+def test_prediction_helper_feeding_the_loss_through_a_list_is_silent(lint):
+    source = _RANKER.format(negative="torch.stack([self._sampled_prediction(users)]).mean(0)", marker="")
+    check(lint, source, CODE)
+
+
+def test_prediction_helper_whose_output_is_only_logged_is_reported(lint):
+    # The same helper called where its output never reaches the loss: it evaluates with autograd on.
+    source = _RANKER.format(negative="positive.detach() * 0", marker="# expect: TL006")
+    source = source.replace(
+        "                    self.optimizer.step()\n",
+        "                    self.optimizer.step()\n                print(self._sampled_prediction(users).mean().item())\n",
+    )
+    check(lint, source, CODE)
+
+
+# ----- a checking helper shared by pytest tests --------------------------------------------------
+
+_QUANT_TEST = """
+    import copy
+
+    import torch
+    from torch import nn
+
+
+    class FakeQuant(nn.Module):
+        def __init__(self, inner, bits=8):
+            super().__init__()
+            self.inner = inner
+            self.bits = bits
+
+        def forward(self, x):
+            scale = self.inner.weight.abs().max() / (2 ** (self.bits - 1) - 1)
+            weight = torch.round(self.inner.weight / scale) * scale
+            return nn.functional.linear(x, weight, self.inner.bias)
+
+
+    def _evaluate_quantized(layer, x):
+        layer.weight.data = torch.rand_like(layer.weight)
+        quantized = FakeQuant(copy.deepcopy(layer))
+        quantized.eval()
+        error = (quantized(x) - layer(x)).abs().max().item()  {marker}
+        assert error < 0.1
+
+
+    def test_linear_quantized_matches():
+        layer = nn.Linear(16, 4)
+        _evaluate_quantized(layer, {input})
+    """
+
+
+def test_helper_run_only_on_random_input_is_silent(lint):
+    assert lint(_QUANT_TEST.format(input="torch.rand(8, 16)", marker=""), CODE) == []
+
+
+def test_helper_run_on_a_named_random_input_is_silent(lint):
+    source = _QUANT_TEST.format(input="x", marker="").replace(
+        "layer = nn.Linear(16, 4)\n", "layer = nn.Linear(16, 4)\n        x = torch.randn(8, 16)\n"
+    )
+    assert lint(source, CODE) == []
+
+
+def test_helper_run_on_loaded_data_is_reported(lint):
+    # A script, not a test, hands the same helper a loaded layer and real data: that is evaluation.
+    source = _QUANT_TEST.format(input="x", marker="# expect: TL006")
+    source = source.replace("        layer.weight.data = torch.rand_like(layer.weight)\n", "")
+    source = source.replace(
+        "def test_linear_quantized_matches():\n        layer = nn.Linear(16, 4)\n        _evaluate",
+        'layer = nn.Linear(16, 4)\n    layer.load_state_dict(torch.load("q.pt"))\n'
+        "    for x, _ in val_loader:\n        _evaluate",
+    )
+    findings = check(lint, source, CODE)
+    assert "`_evaluate_quantized()`" in findings[0].message

@@ -51,7 +51,7 @@ from torchlint.torchmodel.reaching_modes import (
     Verdict,
 )
 from torchlint.torchmodel.recording_calls import holds_no_parameters, runs_model_method
-from torchlint.torchmodel.training_steps import training_step_functions
+from torchlint.torchmodel.training_steps import only_training_steps
 from torchlint.torchmodel.untrained_runs import UntrainedRuns
 
 if TYPE_CHECKING:
@@ -333,7 +333,7 @@ class EvalUnits:
             unit_node, kind = self._unit_of(call)
             if unit_node is None or unit_node in seen:
                 continue
-            if self.blocks.trains(unit_node) or unit_node in training_step_functions(ctx):
+            if self.blocks.trains(unit_node) or unit_node in only_training_steps(ctx):
                 continue  # it trains, or a caller backpropagates what it returns: a training step
             seen[unit_node] = EvalUnit(unit_node, kind, call, ctx.enclosing_function(call), self._needs_grad(unit_node))
         for func, phase in self.phases.phases.items():

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import resolve_local_call
+from torchlint.analysis.callgraph import call_graph, resolve_local_call
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.nodes import method_call
 from torchlint.torchmodel.graphs import backward_losses
@@ -35,6 +35,29 @@ def training_step_functions(ctx: FileContext) -> frozenset:
         return frozenset(func for func in called if func is not None)
 
     return ctx.shared("training-step-functions", build)
+
+
+def only_training_steps(ctx: FileContext) -> frozenset:
+    """The training-step functions every call of which in this file is backpropagated, directly or
+    through a caller that is itself one. A helper that also serves an evaluation path
+    (``extract_features`` for the loss and for the fixed targets) is judged by each path instead."""
+
+    def build() -> frozenset:
+        graph = call_graph(ctx)
+        steps = training_step_functions(ctx)
+        backpropagated = backpropagated_calls(ctx)
+        found: set = set()
+        changed = True
+        while changed:
+            changed = False
+            for func in steps - found:
+                sites = graph.callers(func)
+                if all(site in backpropagated or ctx.enclosing_function(site) in found for site in sites):
+                    found.add(func)
+                    changed = True
+        return frozenset(found)
+
+    return ctx.shared("only-training-steps", build)
 
 
 def backpropagated_calls(ctx: FileContext) -> frozenset:

@@ -398,3 +398,74 @@ def test_move_after_training_when_the_optimizer_steps_again_is_reported(lint, la
         "    " + later + "\n    model = Net()\n    model.load_state_dict",
     )
     check(lint, source.replace("LATER", ""), CODE)
+
+
+# ----- what fills an optimizer's state: steps and loads, not reads --------------------------------
+
+
+def test_state_loaded_by_a_project_helper_behind_logging_is_reported(lint):
+    # Logging the optimizer gives it nothing; the helper of the file that loads its state does.
+    findings = check(
+        lint,
+        """
+        import logging
+        import torch
+
+        log = logging.getLogger(__name__)
+
+        def restore_optimizer(opt, path):
+            opt.load_state_dict(torch.load(path)["optim"])
+
+        def prepare(net, args):
+            optimizer = torch.optim.Adam(net.parameters(), lr=args.lr)
+            log.info("optimizer: %s %s", type(optimizer), optimizer)
+            restore_optimizer(optimizer, args.resume)
+            net.to(args.device)  # expect: TL017
+            for x, y in args.loader:
+                torch.nn.functional.mse_loss(net(x), y).backward()
+                optimizer.step()
+        """,
+        CODE,
+    )
+    assert findings[0].headline == (
+        "`net.to(args.device)` moves `net` after `optimizer` (built on line 11) was given state on line 13"
+    )
+    assert "restore_optimizer(optimizer, args.resume)" in findings[0].message
+
+
+def test_reading_the_optimizer_gives_it_no_state(lint):
+    # type(), str(), print(), logging, a helper that reads param_groups, a factory handed the
+    # optimizer through **kwargs: none of them steps it or loads a state, so the first step after
+    # the move creates the state on the new device.
+    check(
+        lint,
+        """
+        import logging
+        import torch
+
+        logger = logging.getLogger("train")
+
+        def describe(opt):
+            return ", ".join(str(group["lr"]) for group in opt.param_groups)
+
+        def build_component(kind, **extra):
+            return REGISTRY[kind](**extra)
+
+        def configure(model, opt, spec):
+            return build_component(spec["kind"], model=model, optimizer=opt)
+
+        def setup(model, args):
+            optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+            logger.debug("type %s", type(optimizer))
+            print(repr(optimizer), str(optimizer))
+            logger.info("learning rates: %s", describe(optimizer))
+            logging.info("optimizer %s", optimizer)
+            schedule = configure(model, optimizer, args.schedule)
+            model.to(args.device)
+            for x, y in args.loader:
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+                optimizer.step()
+                schedule.on_step()
+        """,
+        CODE,
+    )

@@ -11,6 +11,7 @@ from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.events import STEP_KINDS
+from torchlint.torchmodel.optimizer_state import call_fills_state, hands_optimizer
 from torchlint.torchmodel.roles import Role, object_roles, role_from_name
 from torchlint.torchmodel.scripts import resolve_value
 
@@ -42,7 +43,10 @@ class ModelMovedAfterOptimizer(Rule):
         optimizer already holds state on that path (`optimizer.load_state_dict(...)`, or a
         call handed the optimizer, such as a checkpoint loader or a training function,
         with the optimizer stepped or handed on again after the move -- saving its
-        `state_dict()`, clearing its gradients or loading a new state is no step), or
+        `state_dict()`, clearing its gradients or loading a new state is no step; a
+        function of the project counts when its body steps the optimizer, loads its state
+        or writes `optimizer.state`, and reading the optimizer -- `type(optimizer)`,
+        printing or logging it, its `param_groups` or `defaults` -- gives it none), or
         the move is to an XLA device. A move right after building an
         optimizer that has no state yet is not reported: `Module.to` and the casts keep
         the Parameter objects on CPU and CUDA, and the first step creates the state on
@@ -257,9 +261,7 @@ def _state_before(ctx, build: _OptimizerBuild, move: ast.Call, scope) -> ast.AST
         event = calls.classify(call)
         if event is not None and event.kind in _STATE_KINDS:
             return call
-        if any(dotted_name(a) == build.optimizer for a in call.args) or any(
-            dotted_name(k.value) == build.optimizer for k in call.keywords
-        ):
+        if hands_optimizer(call, build.optimizer) and call_fills_state(ctx, call, build.optimizer):
             return call
     return None
 

@@ -1,0 +1,83 @@
+"""Whether a call fills an optimizer's state (momentum buffers, Adam moments).
+
+An optimizer has no state until something fills it: a step, ``load_state_dict(...)``, a write to
+``optimizer.state``, or a function that does one of these to the optimizer it is handed. Reading
+the optimizer (``type(optimizer)``, logging it, its ``param_groups`` or ``defaults``) fills nothing.
+A function of the project is read (through the calls it hands the optimizer on to); one the
+linter cannot read (a library's checkpoint loader or trainer) may fill it, unless it only looks at
+what it is handed (a builtin such as ``type``, a logging call). An optimizer a read function hands
+on through ``**kwargs`` (a factory building classes by name) has no filling shown. The steps the
+training model knows at the call site (``scaler.step(optimizer)``, timm's ``loss_scaler(loss,
+optimizer)``) are told by ``call_events``, not here.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from torchlint.analysis.callgraph import resolve_callee
+from torchlint.analysis.imports import dotted_name
+from torchlint.analysis.inspection import only_inspects
+from torchlint.analysis.nodes import argument_for
+from torchlint.torchmodel import vocabulary as torch_names
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+
+# Methods of an optimizer that fill its state.
+_FILLING_METHODS = torch_names.STEP_METHODS | {"load_state_dict"}
+# How many calls deep a handed optimizer is followed into the functions of the project.
+_MAX_DEPTH = 3
+
+
+def hands_optimizer(call: ast.Call, optimizer: str) -> bool:
+    """Whether ``call`` is handed the optimizer bound to the symbol ``optimizer`` itself."""
+    return any(dotted_name(a) == optimizer for a in [*call.args, *(k.value for k in call.keywords)])
+
+
+def call_fills_state(ctx: FileContext, call: ast.Call, optimizer: str, depth: int = _MAX_DEPTH) -> bool:
+    """Whether ``call``, handed the optimizer ``optimizer``, may fill its state: it runs code the
+    linter cannot read that does more than look at it, or a function of the project whose body
+    (followed through the calls it hands the optimizer on to) steps it, loads its state or writes
+    its ``state``."""
+    callee = resolve_callee(ctx, call)
+    if callee is None:
+        return not only_inspects(ctx, call)
+    if depth == 0:
+        return True  # too deep to follow: it may be filled
+    callee_ctx, function = callee
+    parameter = _parameter_holding(call, function, optimizer)
+    if parameter is None:
+        return False  # handed on through `**kwargs`: where it goes is not shown
+    return _body_fills_state(callee_ctx, function, parameter, depth - 1)
+
+
+def _parameter_holding(call: ast.Call, function: ast.AST, optimizer: str) -> str | None:
+    arguments = function.args
+    for param in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
+        if dotted_name(argument_for(call, function, param.arg)) == optimizer:
+            return param.arg
+    return None
+
+
+def _body_fills_state(ctx: FileContext, function: ast.AST, name: str, depth: int) -> bool:
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in _FILLING_METHODS and dotted_name(func.value) == name:
+                return True
+            if hands_optimizer(node, name) and call_fills_state(ctx, node, name, depth):
+                return True
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(_writes_state(t, name) for t in targets):
+                return True
+    return False
+
+
+def _writes_state(target: ast.AST, name: str) -> bool:
+    """``optimizer.state[p] = ...`` or ``optimizer.state = ...``."""
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    return dotted_name(target) == f"{name}.state"

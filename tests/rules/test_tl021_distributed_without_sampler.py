@@ -394,3 +394,64 @@ def main(model, train_set, optimizer):
 """,
         CODE,
     )
+
+
+# ----- data-parallel only on a path that can run ----------------------------------------------
+
+_BENCHMARK = """
+import os
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+
+def train(args, model, optimizer):
+    WORLD
+    data = TensorDataset(torch.randn(args.steps * 32, 3, 32, 32), torch.zeros(args.steps * 32).long())
+    loader = DataLoader(data, batch_size=32, num_workers=2)MARK
+    if world_size > 1:
+        model = DDP(model, device_ids=[args.device])
+    for images, labels in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(images), labels).backward()
+        optimizer.step()
+"""
+
+
+def test_wrap_under_a_world_size_read_from_the_environment_is_reported(lint):
+    # `world_size > 1` depends on how the script is launched: the DDP path can run.
+    source = _BENCHMARK.replace("WORLD", 'world_size = int(os.environ.get("WORLD_SIZE", 1))')
+    findings = check(lint, source.replace("MARK", "  # expect: TL021"), CODE)
+    assert findings[0].line == 10 and "no sampler" in findings[0].message
+
+
+def test_wrap_under_a_world_size_rebound_later_is_reported(lint):
+    # Bound to 1, then to what the launcher says: not a constant.
+    world = 'world_size = 1\n    if "WORLD_SIZE" in os.environ:\n        world_size = int(os.environ["WORLD_SIZE"])'
+    check(lint, _BENCHMARK.replace("WORLD", world).replace("MARK", "  # expect: TL021"), CODE)
+
+
+def test_wrap_under_a_constant_world_size_of_one_is_silent(lint):
+    # `world_size = 1` is never rebound: the DDP branch is dead and one process trains.
+    check(lint, _BENCHMARK.replace("WORLD", "world_size = 1").replace("MARK", ""), CODE)
+
+
+def test_process_group_and_wrap_behind_a_module_flag_that_is_off_is_silent(lint):
+    check(
+        lint,
+        DDP_HEADER
+        + """
+DISTRIBUTED = False
+
+def main(model, train_set, optimizer):
+    if DISTRIBUTED:
+        dist.init_process_group("nccl")
+        model = DDP(model)
+    loader = DataLoader(train_set, batch_size=64, shuffle=True)
+    for epoch in range(3):
+        for x, y in loader:
+            optimizer.zero_grad()
+            model(x).sub(y).pow(2).mean().backward()
+            optimizer.step()
+""",
+        CODE,
+    )

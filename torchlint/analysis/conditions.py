@@ -8,6 +8,7 @@ have evaluated to ``value`` (truthiness) whenever ``node`` runs. They come from
 * an earlier statement of the same block that leaves the block when its test holds
   (``if not ready: return`` before ``node``: ``ready`` is true below it).
 
+``never_runs(ctx, node)`` says whether one of them is decided by constants against ``node``.
 ``implies(test, value, atom)`` says whether ``test`` having that truth value forces the fact
 ``atom`` recognises in sub-expressions, through ``not``, ``and`` and ``or``.
 Nothing here knows about PyTorch.
@@ -16,10 +17,11 @@ Nothing here knows about PyTorch.
 from __future__ import annotations
 
 import ast
+import operator
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.constants import UNKNOWN, EnumMember
+from torchlint.analysis.constants import UNKNOWN, EnumMember, constant_value
 from torchlint.analysis.reachability import EXITS
 
 if TYPE_CHECKING:
@@ -48,6 +50,15 @@ def conditions_at(ctx: FileContext, node: ast.AST) -> Iterator[tuple[ast.expr, b
                     break
                 yield operand, value
         child = ancestor
+
+
+def never_runs(ctx: FileContext, node: ast.AST) -> bool:
+    """Whether a branch condition around ``node`` is decided by constants against it
+    (``if world_size > 1:`` with ``world_size = 1`` bound once): that code is dead."""
+    return any(
+        truth_under(test, {}, lambda expr: constant_value(ctx, expr)) is (not value)
+        for test, value in conditions_at(ctx, node)
+    )
 
 
 def _early_exits(parent: ast.AST, stmt: ast.stmt) -> Iterator[tuple[ast.expr, bool]]:
@@ -121,6 +132,15 @@ def truth_under(
     return None if value is UNKNOWN else bool(value)
 
 
+# Ordering comparisons (``world_size > 1``), decided on values Python can order.
+_ORDERINGS = {
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
+
+
 def _value_under(expr: ast.AST, values: dict[str, object], constant=None):
     """``_any_value_under`` with ``NOT_NONE`` read as unknown: outside a test against ``None``
     it says nothing (an object may be falsy, equal to anything)."""
@@ -171,6 +191,8 @@ def _any_value_under(expr: ast.AST, values: dict[str, object], constant=None):
                 # An enum member read twice is one object; the values standing for it are not.
                 same = left == right if isinstance(left, EnumMember) else left is right
                 return same if isinstance(op, ast.Is) else not same
+            if type(op) in _ORDERINGS:
+                return _ORDERINGS[type(op)](left, right)
             if isinstance(op, ast.In):
                 return left in right
             if isinstance(op, ast.NotIn):

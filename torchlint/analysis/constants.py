@@ -2,6 +2,9 @@
 attribute (``Split.VAL = 1`` in the class body), a member of an ``enum.Enum``
 (``LoopPhase.VAL``), here or imported from another file of the project.
 
+A name bound once, to a literal, in the function that reads it (``world_size = 1``) stands for
+that literal too.
+
 ``constant_value(ctx, expr)`` gives the Python value such an expression holds wherever it is
 read, so that a condition like ``phase == LoopPhase.TRAIN`` can be decided for a call that
 passes ``phase=LoopPhase.VAL``. Only what the code shows counts: a module-level name bound once
@@ -15,6 +18,7 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition, definition_at
 
 if TYPE_CHECKING:
@@ -41,7 +45,10 @@ def constant_value(ctx: FileContext, expr: ast.AST):
     if isinstance(expr, ast.Constant):
         return expr.value
     if isinstance(expr, ast.Name):
-        return UNKNOWN if _is_parameter(ctx, expr) else _module_constant(ctx, expr.id)
+        if _is_parameter(ctx, expr):
+            return UNKNOWN
+        value = _module_constant(ctx, expr.id)
+        return _local_constant(ctx, expr) if value is UNKNOWN else value
     if isinstance(expr, ast.Attribute):
         owner = _class_of(ctx, expr.value)
         if owner is not None:
@@ -83,6 +90,20 @@ def _module_constant(ctx: FileContext, name: str):
     if source is None or source is ctx:
         return UNKNOWN
     return _module_constant(source, binding.name)
+
+
+def _local_constant(ctx: FileContext, name: ast.Name):
+    """A name bound exactly once in the function that reads it (or one around it), to a literal
+    (``world_size = 1`` in ``main``): no other binding in that scope, whatever the order, and no
+    ``global``/``nonlocal`` declaration that would let another function rebind it."""
+    if ctx.enclosing_function(name) is None:
+        return UNKNOWN
+    value = dataflow(ctx).sole_value(name)
+    if value is None or ctx.enclosing_function(value) is None:
+        return UNKNOWN  # rebound, or a module-level name (``_module_constant`` decides those)
+    if any(name.id in declared.names for declared in ctx.nodes(ast.Global, ast.Nonlocal)):
+        return UNKNOWN
+    return _literal(value)
 
 
 def _class_of(ctx: FileContext, expr: ast.AST) -> Definition | None:

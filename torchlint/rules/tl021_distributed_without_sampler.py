@@ -48,7 +48,8 @@ class DistributedWithoutSampler(Rule):
         (handed to `accelerator.prepare` / `fabric.setup_dataloaders`, returned by a
         Lightning `*_dataloader` hook) are not reported. A process group alone (ranks that
         each train their own networks, evaluate their own checkpoints) needs the whole
-        dataset on every rank.
+        dataset on every rank, and a wrap or process group under a branch that constants
+        decide against (`world_size = 1` never rebound, then `if world_size > 1:`) never runs.
     """
     why = """
         Without a `DistributedSampler` each of the N processes iterates the whole dataset:

@@ -9,6 +9,9 @@ every rank must read a different part of the data:
 * other splits (each rank trains its own independent networks, evaluates its own checkpoints, runs
   its own hyper-parameters) need the whole dataset on every rank.
 
+Only code that can run shows it: a wrap under a branch that constants decide against
+(``world_size = 1`` ... ``if world_size > 1: model = DDP(model)``) trains nothing data-parallel.
+
 A rank that seeds torch's generator from its rank (``torch.manual_seed(seed + rank)``) also shuffles
 differently from the others: its loaders do not replay another rank's order.
 """
@@ -19,6 +22,7 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.conditions import never_runs
 from torchlint.analysis.influence import draws_on
 from torchlint.torchmodel import vocabulary as torch_names
 
@@ -43,7 +47,9 @@ def data_parallel_call(ctx: FileContext) -> ast.Call | None:
 
 
 def starts_process_group(ctx: FileContext) -> bool:
-    return any(ctx.call_qualname(call) in torch_names.PROCESS_GROUP_SETUP for call in ctx.calls)
+    return any(
+        ctx.call_qualname(call) in torch_names.PROCESS_GROUP_SETUP and not never_runs(ctx, call) for call in ctx.calls
+    )
 
 
 def seeds_per_rank(ctx: FileContext) -> bool:
@@ -54,6 +60,8 @@ def seeds_per_rank(ctx: FileContext) -> bool:
 
 def _first_data_parallel_call(ctx: FileContext) -> ast.Call | None:
     for call in ctx.calls:
+        if never_runs(ctx, call):
+            continue  # under `if world_size > 1:` with `world_size = 1`: no rank ever runs it
         qual = ctx.call_qualname(call)
         if qual in torch_names.DATA_PARALLEL_WRAPPERS:
             return call

@@ -60,16 +60,20 @@ def seeds_per_rank(ctx: FileContext) -> bool:
 
 def _first_data_parallel_call(ctx: FileContext) -> ast.Call | None:
     for call in ctx.calls:
-        if never_runs(ctx, call):
-            continue  # under `if world_size > 1:` with `world_size = 1`: no rank ever runs it
-        qual = ctx.call_qualname(call)
-        if qual in torch_names.DATA_PARALLEL_WRAPPERS:
-            return call
-        if qual is None and isinstance(call.func, ast.Name) and call.func.id in torch_names.DATA_PARALLEL_WRAPPER_NAMES:
-            return call
-        if qual in torch_names.REDUCING_COLLECTIVES and call.args and draws_on(ctx, call.args[0], _is_gradient):
+        # A call under `if world_size > 1:` with `world_size = 1` runs on no rank; asked last,
+        # of the few calls that qualify, because it reads the conditions around the call.
+        if _trains_data_parallel(ctx, call) and not never_runs(ctx, call):
             return call
     return None
+
+
+def _trains_data_parallel(ctx: FileContext, call: ast.Call) -> bool:
+    qual = ctx.call_qualname(call)
+    if qual in torch_names.DATA_PARALLEL_WRAPPERS:
+        return True
+    if qual is None and isinstance(call.func, ast.Name) and call.func.id in torch_names.DATA_PARALLEL_WRAPPER_NAMES:
+        return True
+    return qual in torch_names.REDUCING_COLLECTIVES and bool(call.args) and draws_on(ctx, call.args[0], _is_gradient)
 
 
 def _is_gradient(expr: ast.AST) -> bool:

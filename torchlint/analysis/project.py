@@ -444,7 +444,7 @@ class Project:
         stars = module_names(ctx).star_imports
         if not stars or name.startswith("_"):
             return None
-        if any(n.id == name and isinstance(n.ctx, ast.Store) for n in ctx.nodes(ast.Name)):
+        if name in _stored_names(ctx):
             return None
         heads = ctx.shared("project_heads", dict)
         return self._remembered(heads, name, lambda: self._from_stars(ctx, stars, name))
@@ -578,3 +578,11 @@ def _exported_names(tree: ast.Module) -> frozenset[str] | None:
                 return frozenset(e.value for e in value.elts)
             return frozenset()
     return None
+
+
+def _stored_names(ctx: FileContext) -> frozenset[str]:
+    """Every name the file assigns somewhere, found once per file (a star-imported name is asked
+    for at each of its uses)."""
+    return ctx.shared(
+        "stored_names", lambda: frozenset(n.id for n in ctx.nodes(ast.Name) if isinstance(n.ctx, ast.Store))
+    )

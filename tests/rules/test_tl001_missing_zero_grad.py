@@ -1089,3 +1089,84 @@ def test_clear_behind_a_flag_a_running_call_turns_off_is_reported(lint):
     ):
         findings = check(lint, _flagged(default, calls), CODE)
         assert "`opt.step()` applies gradients that are never cleared" in findings[0].message, calls
+
+
+# ----- a clear under the same condition as every backward ---------------------------------------
+
+
+def test_clear_and_backward_both_skipped_on_a_bad_loss_is_not_reported(lint):
+    # The skipped iterations run no backward: every backward follows a clear, so no batch's gradient
+    # is added to an earlier one (the step on a skipped batch reapplies the last gradient: not TL001).
+    source = """
+        import math
+        import torch
+
+        class Runner:
+            def __init__(self, model, optimizer, scaler, loader):
+                self.model, self.optimizer, self.scaler = model, optimizer, scaler
+                self._batches = iter(loader)
+
+            def run_step(self):
+                batch = next(self._batches)
+                with torch.autocast("cuda"):
+                    loss = self.model(batch)
+                if math.isfinite(loss.item()):
+                    self.optimizer.zero_grad(set_to_none=True)
+                    self.scaler.scale(loss).backward()
+                else:
+                    print("non-finite loss, batch skipped")
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+
+        def fit(model, optimizer, loader, epochs):
+            for epoch in range(epochs):
+                for images, labels in loader:
+                    loss = torch.nn.functional.cross_entropy(model(images), labels)
+                    if not torch.isfinite(loss):
+                        print(f"epoch {epoch}: skipped a non-finite loss")
+                    else:
+                        optimizer.zero_grad()
+                        loss.backward()
+                    optimizer.step()
+        """
+    assert lint(source, CODE) == []
+
+
+def test_clear_guarded_while_a_backward_runs_on_both_paths_is_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+
+        def fit(model, optimizer, loader):
+            for images, labels in loader:
+                loss = torch.nn.functional.cross_entropy(model(images), labels)
+                if torch.isfinite(loss):
+                    optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()  # expect: TL001
+        """,
+        CODE,
+    )
+    assert "`optimizer.step()` applies gradients that are never cleared in the loop at line 5" in findings[0].message
+
+
+def test_clear_gates_one_backward_of_two_is_reported(lint):
+    # The auxiliary backward runs on every iteration, also those that skip the clear: it adds to the
+    # gradients of the batch before.
+    check(
+        lint,
+        """
+        import torch
+
+        def fit(model, head, optimizer, loader, warmup):
+            for step, (images, labels) in enumerate(loader):
+                features = model(images)
+                if step >= warmup:
+                    optimizer.zero_grad()
+                    torch.nn.functional.cross_entropy(head(features), labels).backward(retain_graph=True)
+                features.pow(2).mean().backward()
+                optimizer.step()  # expect: TL001
+        """,
+        CODE,
+    )

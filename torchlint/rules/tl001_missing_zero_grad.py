@@ -10,7 +10,7 @@ from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.accumulation import gradient_accumulation
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.clearing import clearing
-from torchlint.torchmodel.events import CLEAR_KINDS, guard_key
+from torchlint.torchmodel.events import BACKWARD_KINDS, CLEAR_KINDS, guard_key
 from torchlint.torchmodel.fresh_runs import steps_fresh_model_once, steps_fresh_optimizer
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.phases import kept_by_every_call
@@ -217,9 +217,27 @@ def _cleared(ctx, unit, step, stepped) -> bool:
             if not _same_condition(ctx, g[0], step_tests.get(guard_key(ctx, g), ()))
             and not accumulation.is_accumulation_test(g[0])
             and not _cleared_by_contract(ctx, event, g, step)
+            and not _gates_every_backward(unit, event, g)
         )
         residuals.add(extra)
     return frozenset() in _merge_branches(residuals)
+
+
+def _gates_every_backward(unit, clear, guard) -> bool:
+    """Whether the clear's ``guard`` is a condition of every backward of the iteration, each after
+    the clear in that same branch (``if loss_ok: opt.zero_grad(); loss.backward()``): the
+    iterations that skip the clear add no gradient, so no backward ever adds to gradients an
+    earlier iteration left, whatever the step then applies."""
+    test, holds = guard
+    start = next(i for i, e in enumerate(unit.events) if e is clear)
+    depth = len(clear.loops)
+    backwards = [(i, e) for i, e in enumerate(unit.events) if e.kind in BACKWARD_KINDS]
+    return bool(backwards) and all(
+        i > start
+        and e.loops[:depth] == clear.loops  # the clear runs whenever the backward's loops run
+        and any(t is test and branch == holds for t, branch in e.guards)
+        for i, e in backwards
+    )
 
 
 def _cleared_by_contract(ctx, clear, guard, step) -> bool:

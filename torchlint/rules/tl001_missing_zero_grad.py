@@ -34,7 +34,10 @@ class MissingZeroGrad(Rule):
         of these. Each optimizer is judged on its own (a GAN's two optimizers), and a clear
         that runs only on some iterations -- once before the loop, or in one branch only
         (e.g. only when AMP is on) -- does not cover a step that runs on the others; a clear
-        at the start of an accumulation window (`if i % accum == 0:`) does, and so does a
+        at the start of an accumulation window (`if i % accum == 0:`) does, so does a clear
+        under the same condition as every backward of the iteration, each after it
+        (`if loss_ok: opt.zero_grad(); loss.backward()`: a skipped iteration adds no
+        gradient), and so does a
         clear behind a flag parameter of the training function (`if do_zero_grad:`) that
         every call of the file keeps on (a call a test expects to raise runs nothing; with no
         call shown, the default decides). A single step,

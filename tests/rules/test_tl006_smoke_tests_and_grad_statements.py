@@ -88,6 +88,67 @@ def test_test_function_evaluating_a_loaded_model_on_real_data_is_reported(lint):
     assert "`encoder(...)` evaluates with autograd on in `test_checkpoint_accuracy()`" in findings[0].message
 
 
+# ----- helpers whose only outcome is their assertions ----------------------------------------------
+
+
+def test_helper_that_only_compares_two_backends_is_silent(lint):
+    # A checking helper other test files import: the model is whatever they built, the outputs are
+    # only compared with the exported graph's, nothing is returned, shown or kept.
+    source = """
+        import numpy as np
+        import torch
+        from exportlib import export_graph, run_exported
+
+        def validate_export(model, inputs, path="model.onnx"):
+            model.eval()
+            with torch.no_grad():
+                export_graph(model, inputs, path)
+            exported = run_exported(path, inputs)
+            expected = [out.detach().numpy() for out in model(inputs)]
+            for got, want in zip(exported, expected):
+                np.testing.assert_allclose(got, want, rtol=1e-3)
+
+        def check_train_and_test_forward(detector, make_inputs):
+            images, targets = make_inputs(num_classes=detector.num_classes)
+            losses = detector(images, targets=targets, return_loss=True)
+            assert isinstance(losses, dict)
+            with torch.no_grad():
+                detector.eval()
+                detector(images, return_loss=False)
+        """
+    assert lint(source, "TL006") == []
+
+
+def test_evaluation_helper_that_asserts_and_reports_is_reported(lint):
+    # Its assertion is a sanity check on the way: the helper's outcome is the accuracy it returns.
+    findings = check(
+        lint,
+        """
+        import torch
+
+        def validate(model, loader):
+            model.eval()
+            correct = seen = 0
+            for images, labels in loader:
+                logits = model(images)  # expect: TL006
+                assert logits.shape[0] == labels.shape[0]
+                correct += (logits.argmax(1) == labels).sum().item()
+                seen += labels.numel()
+            return correct / seen
+
+        def log_validation(model, loader, writer, step):
+            model.eval()
+            for images, labels in loader:
+                logits = model(images)  # expect: TL006
+                assert torch.isfinite(logits).all()
+                writer.add_scalar("val/acc", (logits.argmax(1) == labels).float().mean().item(), step)
+        """,
+        "TL006",
+    )
+    assert "`model(...)` evaluates with autograd on in `validate()`" in findings[0].message
+    assert "`model(...)` evaluates with autograd on in `log_validation()`" in findings[1].message
+
+
 # ----- a bare `torch.set_grad_enabled(expr)` on the evaluation path ----------------------------------
 _RUN_EPOCH = """
 import torch

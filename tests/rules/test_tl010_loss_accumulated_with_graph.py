@@ -944,3 +944,98 @@ def test_reset_after_a_continue_still_reported(lint):
         """,
         CODE,
     )
+
+
+# ----- in-place edits of an element of this iteration's own tensor ------------------------------
+
+
+def test_element_of_a_table_kept_across_steps_still_reported(lint):
+    """The per-class table is built once before the loop: every step's graph is added into it."""
+    findings = check(
+        lint,
+        """
+        import torch
+        def fit(net, batches, loss_fn, opt, num_classes):
+            per_class = torch.zeros(num_classes)
+            for inputs, targets in batches:
+                opt.zero_grad()
+                loss = loss_fn(net(inputs), targets)
+                loss.backward()
+                opt.step()
+                per_class[targets[0]] += loss  # expect: TL010
+            return per_class
+        """,
+        CODE,
+    )
+    assert "`per_class[targets[0]]` accumulates `loss`" in findings[0].message
+
+
+def test_element_of_an_alias_of_kept_state_still_reported(lint):
+    """`table = self.history` each step binds no new object: the element update writes into the
+    history the trainer keeps across steps."""
+    check(
+        lint,
+        """
+        class Trainer:
+            def fit(self, batches):
+                for inputs, targets in batches:
+                    self.opt.zero_grad()
+                    loss = self.loss_fn(self.net(inputs), targets)
+                    loss.backward()
+                    self.opt.step()
+                    table = self.history
+                    table[self.step] += loss  # expect: TL010
+        """,
+        CODE,
+    )
+
+
+def test_in_place_edit_of_this_iterations_outputs_is_not_reported(lint):
+    """`scores` is the model's output of this iteration, bound afresh on every path (either
+    branch of the `if`, tuple-unpacked): folding one column into another edits it in place and
+    nothing survives into the next iteration."""
+    check(
+        lint,
+        """
+        import torch
+        def fit(net, batches, loss_fn, opt, soft_targets, with_boxes):
+            for inputs, boxes, targets in batches:
+                with torch.autocast("cuda"):
+                    if with_boxes:
+                        scores, aux = net(inputs, boxes)
+                    else:
+                        scores, aux = net(inputs)
+                    loss = loss_fn(scores, targets) + aux.mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if soft_targets:
+                    order = targets.topk(2, dim=1).indices
+                    rows = torch.arange(targets.shape[0])
+                    scores[rows, order[:, 0]] += scores[rows, order[:, 1]]
+                    scores[rows, order[:, 1]] = 0.0
+                    targets = order[:, 0]
+        """,
+        CODE,
+    )
+
+
+def test_output_bound_in_only_one_branch_still_reported(lint):
+    """Only one branch binds `scores` afresh: on the other path the element update adds into the
+    outputs of an earlier iteration."""
+    check(
+        lint,
+        """
+        def fit(net, batches, loss_fn, opt, refresh):
+            scores = None
+            for inputs, targets in batches:
+                if refresh:
+                    scores = net(inputs)
+                loss = loss_fn(net(inputs), targets)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                scores[0] += loss  # expect: TL010
+        """,
+        CODE,
+    )

@@ -6,7 +6,11 @@ Two questions, both about structured Python (no control-flow graph, nothing of P
 * ``rebound_every_iteration(ctx, loop, name)``: some statement of the loop body rebinds ``name`` to
   a value that does not read it (``outputs = []``, ``loss = criterion(...)``) on every iteration, so
   nothing bound to ``name`` in one iteration is still there in the next: what grows under that name
-  grows for one iteration only.
+  grows for one iteration only. The rebinding may sit in both branches of an ``if``, or bind
+  ``name`` as one element of a tuple (``preds, aux = model(x)``).
+* ``element_holder_rebound_every_iteration(ctx, loop, target)``: ``target`` is an element
+  (``preds[i]``) of a container every iteration binds to a new value (not an alias such as
+  ``buf = self.buffer``), so an in-place update of it lasts one iteration.
 * ``leaves_loop_after(ctx, node, loop)``: every path from the statement holding ``node`` to the end
   of the loop body leaves the loop (``break``, ``return``, ``raise``), so ``node`` runs at most once
   per entry into the loop (``while True: ...; opt.step(); break``). A flag set to a true constant
@@ -45,20 +49,78 @@ _EXITS = (ast.Break, ast.Return, ast.Raise)
 
 
 # ----- values carried around the back edge ----------------------------------------------------
-def rebound_every_iteration(ctx: FileContext, loop: ast.AST, name: str) -> bool:
+def rebound_every_iteration(ctx: FileContext, loop: ast.AST, name: str, *, fresh: bool = False) -> bool:
     """Whether every iteration of ``loop`` rebinds ``name`` (a symbol: ``total``, ``self.losses``)
-    to a value that does not read it, so nothing accumulated under it outlives the iteration."""
+    to a value that does not read it, so nothing accumulated under it outlives the iteration.
+    A rebinding counts when it runs on every path through the body: in a block that always runs,
+    or in both branches of an ``if`` (``preds = model(x, boxes)`` / ``else: preds = model(x)``).
+    ``fresh``: the value must also be new, not an alias of something that already exists
+    (``buf = self.buffer``), for callers that write into the object rather than rebind the name."""
     scope = ctx.enclosing_scope(loop)
     for stmt in ctx.nodes(ast.Assign, ast.AnnAssign):
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        if stmt.value is None or not any(symbol(target) == name for target in targets):
-            continue
         if (
-            ctx.is_inside(stmt, loop)
+            _rebinds(stmt, name, fresh)
+            and ctx.is_inside(stmt, loop)
             and ctx.enclosing_scope(stmt) is scope
-            and not _reads(stmt.value, name)
-            and _runs_every_iteration(ctx, stmt, loop)
+            and _runs_every_iteration(ctx, stmt, loop, name, fresh)
             and not any(position(c) < position(stmt) for c in _continues(ctx, loop))
+        ):
+            return True
+    return False
+
+
+def element_holder_rebound_every_iteration(ctx: FileContext, loop: ast.AST, target: ast.AST) -> bool:
+    """Whether ``target`` is an element (``preds[i]``, ``meter["loss"]``) of a container that every
+    iteration of ``loop`` binds afresh, so an in-place update of the element is gone by the next
+    iteration however long the container's contents would otherwise live."""
+    holder = target
+    while isinstance(holder, ast.Subscript):
+        holder = holder.value
+        name = symbol(holder)
+        if name is not None and rebound_every_iteration(ctx, loop, name, fresh=True):
+            return True
+    return False
+
+
+def _rebinds(stmt: ast.AST, name: str, fresh: bool) -> bool:
+    """``stmt`` binds ``name`` (alone or in a tuple) to a value that does not read it."""
+    if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
+        return False
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    if not any(symbol(bound) == name for target in targets for bound in _bound(target)):
+        return False
+    if fresh and isinstance(stmt.value, (ast.Name, ast.Attribute, ast.Subscript, ast.Starred)):
+        return False
+    return not _reads(stmt.value, name)
+
+
+def _bound(target: ast.AST) -> list[ast.AST]:
+    """The holders an assignment target binds: itself, or each element of a tuple/list target."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [bound for element in target.elts for bound in _bound(element)]
+    if isinstance(target, ast.Starred):
+        return _bound(target.value)
+    return [target]
+
+
+def _block_rebinds(block: list, name: str, fresh: bool) -> bool:
+    """Whether every path through ``block`` rebinds ``name`` (see ``rebound_every_iteration``)."""
+    for stmt in block:
+        if isinstance(stmt, ast.Continue):
+            return False
+        if _rebinds(stmt, name, fresh):
+            return True
+        if (
+            isinstance(stmt, ast.If)
+            and _block_rebinds(stmt.body, name, fresh)
+            and _block_rebinds(stmt.orelse, name, fresh)
+        ):
+            return True
+        fields = _ALWAYS_RUN.get(type(stmt), ())
+        if (
+            fields
+            and not isinstance(stmt, _LOOPS)
+            and any(_block_rebinds(getattr(stmt, f), name, fresh) for f in fields)
         ):
             return True
     return False
@@ -73,17 +135,28 @@ def _continues(ctx: FileContext, loop: ast.AST) -> list[ast.Continue]:
     return [c for c in ctx.nodes(ast.Continue) if ctx.enclosing_loops(c)[:1] == [loop]]
 
 
-def _runs_every_iteration(ctx: FileContext, stmt: ast.AST, loop: ast.AST) -> bool:
-    """Whether ``stmt`` sits, up to ``loop``, only in blocks that run whenever their owner runs."""
+def _runs_every_iteration(ctx: FileContext, stmt: ast.AST, loop: ast.AST, name: str, fresh: bool) -> bool:
+    """Whether ``stmt`` sits, up to ``loop``, only in blocks that run whenever their owner runs, or
+    in a branch of an ``if`` whose other branch rebinds ``name`` too."""
     child = stmt
     for owner in ctx.ancestors(stmt):
         fields = _ALWAYS_RUN.get(type(owner), ())
-        if not any(child in getattr(owner, field, ()) for field in fields):
+        if not any(child in getattr(owner, field, ()) for field in fields) and not _other_branch_rebinds(
+            owner, child, name, fresh
+        ):
             return False
         if owner is loop:
             return True
         child = owner
     return False
+
+
+def _other_branch_rebinds(owner: ast.AST, child: ast.AST, name: str, fresh: bool) -> bool:
+    if not isinstance(owner, ast.If):
+        return False
+    if child in owner.body:
+        return _block_rebinds(owner.orelse, name, fresh)
+    return child in owner.orelse and _block_rebinds(owner.body, name, fresh)
 
 
 # ----- steps the next iteration cannot repeat --------------------------------------------------

@@ -47,7 +47,10 @@ class EvalWithoutNoGrad(Rule):
         of two literal sentences, `torch.tensor([[0.1, 0.9]])`), freshly built models
         nothing trains or loads, or run only before anything in the program trains
         or loads them (a shape check called before the optimizer exists), unit tests (`test_*` functions that assert, themselves or through a helper of the file they call,
-        `unittest.TestCase` classes, helpers that only they call), and models from
+        `unittest.TestCase` classes, helpers that only they call), checking helpers
+        nothing in their file calls whose only outcome is their assertions (they return,
+        show and keep nothing: a check, for other files' tests to import, that an exported
+        model reproduces the outputs), and models from
         `torch.hub.load(...)`
         (whose entry point may wrap them in its own no-grad) are not reported,
         whatever the file's path. Helpers called through an object a test case

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 
-from torchlint.analysis.backedge import rebound_every_iteration
+from torchlint.analysis.backedge import element_holder_rebound_every_iteration, rebound_every_iteration
 from torchlint.analysis.callgraph import call_graph
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
@@ -40,7 +40,10 @@ class LossAccumulatedWithGraph(Rule):
         training loop calls once per batch (`self.running_loss += loss` in
         `train_step`) counts as well. Totals computed under `torch.no_grad()`, and sums
         that are themselves backpropagated (several losses added into one, a list of
-        values stacked into the loss), are fine.
+        values stacked into the loss), are fine, and so is a total the training loop
+        binds afresh on every path through each iteration (`losses = []` at the top of
+        the step), or an in-place edit of an element of such a value
+        (`preds[i] += preds[j]` on this iteration's `preds = model(x)`).
     """
     why = """
         A tensor that requires grad carries its `grad_fn` and, through it, the graph
@@ -161,11 +164,14 @@ def train(model, loader, optimizer):
 def _kept_across_iterations(ctx, node, accumulator, training_loops) -> bool:
     """The total outlives training iterations: it grows inside a training loop that does not
     rebind it afresh each iteration (``outputs = []`` at the top of the step, ``loss = criterion(...)``
-    before ``loss += ...``: what it holds then lives one iteration only), or it is kept on ``self``
+    before ``loss += ...``, ``preds = model(x)`` before ``preds[i] += preds[j]``: what it holds then
+    lives one iteration only), or it is kept on ``self``
     (or in a global) by a function the training loop calls once per batch."""
     name = symbol(accumulator)
     if any(
-        loop in training_loops and (name is None or not rebound_every_iteration(ctx, loop, name))
+        loop in training_loops
+        and (name is None or not rebound_every_iteration(ctx, loop, name))
+        and not element_holder_rebound_every_iteration(ctx, loop, accumulator)
         for loop in ctx.enclosing_loops(node)
     ):
         return True

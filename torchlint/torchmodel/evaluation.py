@@ -31,6 +31,7 @@ from torchlint.analysis.callgraph import call_graph, local_base
 from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.expected_failures import expected_to_raise
 from torchlint.analysis.imports import dotted_name
+from torchlint.analysis.outcomes import asserts, only_asserts
 from torchlint.torchmodel.autograd_use import asks_for_gradients, forward_needs_autograd
 from torchlint.torchmodel.forward_calls import ForwardCalls, mode_switches, model_expression, same_model
 from torchlint.torchmodel.frameworks import runs_other_framework
@@ -401,7 +402,10 @@ class EvalUnits:
         """Framework hooks, and unit tests: a ``test_*`` function that asserts on what it computes
         checks the code's behaviour, not the model's metrics (told by what it does, not by the path
         of its file); so does a helper that only unit tests call (``_run_detectors(self, cfgs)``
-        called from a ``TestCase``'s methods)."""
+        called from a ``TestCase``'s methods), and a checking helper nothing in its file calls
+        whose only outcome is its assertions (it returns, shows and keeps nothing:
+        ``check_export(model, x)`` comparing two backends' outputs, for the tests of other files
+        to import)."""
         name = func.name
         if _HOOK.search(name):
             return True
@@ -412,11 +416,11 @@ class EvalUnits:
     def _checks(self, func) -> bool:
         """The test asserts, itself or through a helper of this file it calls (pytest tests that
         share one checking helper: ``test_linear(): _check_wrapper(nn.Linear(4, 2), torch.rand(3, 4))``)."""
-        if _asserts(func):
+        if asserts(func):
             return True
         graph = call_graph(self.ctx)
         return any(
-            isinstance(callee := graph.callee(call), FUNCTION_TYPES) and _asserts(callee)
+            isinstance(callee := graph.callee(call), FUNCTION_TYPES) and asserts(callee)
             for call in self.ctx.calls
             if self.ctx.enclosing_function(call) is func
         )
@@ -424,7 +428,9 @@ class EvalUnits:
     def _only_called_by_tests(self, func, depth: int) -> bool:
         sites = call_graph(self.ctx).callers(func)
         callers = [self.ctx.enclosing_function(site) for site in sites]
-        return bool(callers) and all(
+        if not callers:
+            return only_asserts(func)
+        return all(
             caller is not None and not _HOOK.search(caller.name) and self._is_excluded_function(caller, depth + 1)
             for caller in callers
         )
@@ -449,7 +455,7 @@ class EvalUnits:
                     break
                 current = local_base(ctx, current)
             if cls.name.startswith("Test") and any(
-                isinstance(m, FUNCTION_TYPES) and m.name.startswith("test") and _asserts(m) for m in cls.body
+                isinstance(m, FUNCTION_TYPES) and m.name.startswith("test") and asserts(m) for m in cls.body
             ):
                 found.add(cls)
         mixins = [
@@ -497,18 +503,6 @@ def _through_batch_access(expr: ast.AST) -> ast.AST | None:
         if isinstance(func, ast.Name) and func.id == "Variable" and expr.args:
             return expr.args[0]
     return None
-
-
-def _asserts(func) -> bool:
-    """An ``assert`` statement or a ``self.assert*(...)`` / ``torch.testing.assert_close(...)`` call in ``func``."""
-    for node in ast.walk(func):
-        if isinstance(node, ast.Assert):
-            return True
-        if isinstance(node, ast.Call):
-            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            if name.startswith("assert"):
-                return True
-    return False
 
 
 _WORD_SPLIT = re.compile(r"[^A-Za-z]+|(?<=[a-z])(?=[A-Z])")

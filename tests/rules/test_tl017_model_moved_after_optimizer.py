@@ -469,3 +469,170 @@ def test_reading_the_optimizer_gives_it_no_state(lint):
         """,
         CODE,
     )
+
+
+# ----- a prepare-like call: its arguments run first, and it wraps the optimizer without filling it --
+
+
+def test_fresh_optimizer_handed_to_amp_with_the_moved_model_is_silent(lint):
+    # `model.cuda()` is an argument, so it runs before amp.initialize; the optimizer was just built.
+    assert not lint(
+        """
+        import torch
+        from apex import amp
+
+        def fit(model, loader, cfg):
+            optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.05)
+            if cfg.mixed_precision:
+                model, optimizer = amp.initialize(
+                    model.cuda(), optimizer, opt_level="O1"
+                )
+            for images, labels in loader:
+                loss = torch.nn.functional.cross_entropy(model(images), labels)
+                with amp.scale_loss(loss, optimizer) as scaled:
+                    scaled.backward()
+                optimizer.step()
+        """,
+        CODE,
+    )
+
+
+def test_preparing_the_optimizer_gives_it_no_state(lint):
+    # accelerator.prepare wraps the optimizer and its scheduler; the first step after the move
+    # creates the optimizer's state on the new device.
+    assert not lint(
+        """
+        import torch
+        from accelerate import Accelerator
+
+        class Trainer:
+            def __init__(self, net, lr, total_steps):
+                self.accelerator = Accelerator()
+                self.net = net
+                self.optimizer = torch.optim.Adam(self.net.parameters(), lr=lr)
+                self.scheduler = torch.optim.lr_scheduler.OneCycleLR(self.optimizer, lr, total_steps)
+                self.optimizer, self.scheduler = self.accelerator.prepare(self.optimizer, self.scheduler)
+                self.net.to(self.accelerator.device)
+
+            def train_step(self, x, y):
+                self.accelerator.backward(torch.nn.functional.mse_loss(self.net(x), y))
+                self.optimizer.step()
+                self.scheduler.step()
+        """,
+        CODE,
+    )
+
+
+def test_library_trainer_handed_the_moved_model_is_silent(lint):
+    # The move is an argument of the call that trains: it happens before any step.
+    assert not lint(
+        """
+        import torch
+        from somelib import Trainer
+
+        def run(model, data, epochs):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            trainer = Trainer(
+                optimizer,
+                model.cuda(),
+                max_epochs=epochs,
+            )
+            trainer.fit(data)
+            optimizer.step()
+        """,
+        CODE,
+    )
+
+
+def test_resumed_optimizer_handed_to_amp_with_the_moved_model_is_reported(lint):
+    # The state was loaded before the move; wrapping it in amp.initialize does not move it.
+    findings = check(
+        lint,
+        """
+        import torch
+        from apex import amp
+
+        def resume(model, cfg):
+            optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
+            checkpoint = torch.load(cfg.resume, map_location="cpu")
+            optimizer.load_state_dict(checkpoint["optimizer"])
+            model, optimizer = amp.initialize(
+                model.cuda(),  # expect: TL017
+                optimizer,
+                opt_level="O2",
+            )
+            for x, y in cfg.loader:
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+                optimizer.step()
+        """,
+        CODE,
+    )
+    assert findings[0].headline == (
+        "`model.cuda()` moves `model` after `optimizer` (built on line 6) was given state on line 8"
+    )
+    assert "optimizer.load_state_dict(checkpoint[" in findings[0].message
+
+
+def test_warmup_step_before_amp_with_the_moved_model_is_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+        from apex import amp
+
+        def train(model, batches, lr):
+            optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+            x, y = next(batches)
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+            model, optimizer = amp.initialize(model.cuda(), optimizer)  # expect: TL017
+            for x, y in batches:
+                torch.nn.functional.mse_loss(model(x.cuda()), y.cuda()).backward()
+                optimizer.step()
+        """,
+        CODE,
+    )
+    assert findings[0].headline == (
+        "`model.cuda()` moves `model` after `optimizer` (built on line 6) was given state on line 9"
+    )
+
+
+def test_building_a_scheduler_gives_the_optimizer_no_state(lint):
+    assert not lint(
+        """
+        import torch
+
+        def fit(model, loader, epochs, device):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)
+            scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs)
+            model = model.to(device)
+            for epoch in range(epochs):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    torch.nn.functional.cross_entropy(model(x.to(device)), y.to(device)).backward()
+                    optimizer.step()
+                scheduler.step()
+        """,
+        CODE,
+    )
+
+
+def test_resumed_optimizer_with_a_scheduler_is_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+
+        def fit(model, state, epochs, device):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
+            optimizer.load_state_dict(state["optimizer"])
+            scheduler.load_state_dict(state["scheduler"])
+            model.to(device)  # expect: TL017
+            for epoch in range(epochs):
+                optimizer.step()
+                scheduler.step()
+        """,
+        CODE,
+    )
+    assert findings[0].headline.endswith("was given state on line 7")

@@ -10,6 +10,7 @@ from torchlint.analysis.imports import dotted_name
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.calls import call_events
+from torchlint.torchmodel.constructors import prepared_element
 from torchlint.torchmodel.events import STEP_KINDS
 from torchlint.torchmodel.optimizer_state import call_fills_state, hands_optimizer
 from torchlint.torchmodel.roles import Role, object_roles, role_from_name
@@ -252,6 +253,8 @@ def _state_before(ctx, build: _OptimizerBuild, move: ast.Call, scope) -> ast.AST
     for call in ctx.calls:
         if not start < call.lineno < move.lineno or ctx.enclosing_function(call) is not scope:
             continue
+        if ctx.is_inside(move, call):
+            continue  # the move is among its arguments, evaluated before the call runs
         if _exclusive_branches(ctx, build.assign, call) or _exclusive_branches(ctx, call, move):
             continue  # the other branch of an `if`: not on this path
         func = call.func
@@ -285,7 +288,9 @@ def _steps_after(ctx, build: _OptimizerBuild, move: ast.Call, scope) -> bool:
     """The optimizer built by ``build`` may step after the move: it is stepped, handed on (to a
     training function, a trainer, a caller) or, kept on ``self``, read by another method of the
     class. Saving or inspecting its state, clearing its gradients or loading a state is no step,
-    and a use of the name rebound to another optimizer is no use of this one."""
+    and a use of the name rebound to another optimizer is no use of this one (rebound to what a
+    ``prepare``-like call hands back, ``model, optimizer = amp.initialize(model, optimizer)``, it
+    is still this one)."""
     optimizer = build.optimizer
     end = move.end_lineno or move.lineno
     cls = ctx.enclosing(move, ast.ClassDef) if optimizer.startswith("self.") else None
@@ -297,10 +302,9 @@ def _steps_after(ctx, build: _OptimizerBuild, move: ast.Call, scope) -> bool:
         later = node.lineno > end and (where is scope or scope is None)
         if not later and not (cls is not None and where is not scope and ctx.is_inside(node, cls)):
             continue
-        if isinstance(node, ast.Name):
-            reaching = flow.reaching(node.id, node)
-            if reaching and all(b.stmt is not build.assign for b in reaching):
-                continue  # the name holds another optimizer by now
+        if isinstance(node, ast.Name) and flow.reaching(node.id, node):
+            if build.assign.value not in flow.origins(node, unpacked=prepared_element):
+                continue  # the name holds another optimizer by now (one `prepare` wraps is still this one)
         parent = ctx.parent(node)
         if isinstance(parent, ast.Attribute) and parent.value is node and parent.attr in _NON_STEPPING_USES:
             continue

@@ -5,7 +5,11 @@ An optimizer has no state until something fills it: a step, ``load_state_dict(..
 the optimizer (``type(optimizer)``, logging it, its ``param_groups`` or ``defaults``) fills nothing.
 A function of the project is read (through the calls it hands the optimizer on to); one the
 linter cannot read (a library's checkpoint loader or trainer) may fill it, unless it only looks at
-what it is handed (a builtin such as ``type``, a logging call). An optimizer a read function hands
+what it is handed (a builtin such as ``type``, a logging call). Two library calls are known to
+fill nothing: a ``prepare``-like call (``amp.initialize(model, optimizer)``,
+``accelerator.prepare(...)``) hands its arguments back wrapped, and a learning-rate scheduler's
+constructor only sets learning rates in ``param_groups``; a resumed optimizer keeps the state it
+had, a fresh one stays empty. An optimizer a read function hands
 on through ``**kwargs`` (a factory building classes by name) has no filling shown. The steps the
 training model knows at the call site (``scaler.step(optimizer)``, timm's ``loss_scaler(loss,
 optimizer)``) are told by ``call_events``, not here.
@@ -21,6 +25,7 @@ from torchlint.analysis.imports import dotted_name
 from torchlint.analysis.inspection import only_inspects
 from torchlint.analysis.nodes import argument_for
 from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.constructors import Role, constructor_role, is_prepare_call
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -40,7 +45,10 @@ def call_fills_state(ctx: FileContext, call: ast.Call, optimizer: str, depth: in
     """Whether ``call``, handed the optimizer ``optimizer``, may fill its state: it runs code the
     linter cannot read that does more than look at it, or a function of the project whose body
     (followed through the calls it hands the optimizer on to) steps it, loads its state or writes
-    its ``state``."""
+    its ``state``. A ``prepare``-like call only wraps what it is handed, a scheduler only sets
+    learning rates."""
+    if is_prepare_call(call) or constructor_role(ctx, call) is Role.SCHEDULER:
+        return False
     callee = resolve_callee(ctx, call)
     if callee is None:
         return not only_inspects(ctx, call)

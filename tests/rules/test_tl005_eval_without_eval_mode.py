@@ -1186,3 +1186,74 @@ def test_model_from_an_eval_mode_loader_handed_to_a_library_trainer_is_reported(
         "Trainer(model=model, train_dataset=data).train()\nprune(model, eval_loader, 12, 12)",
     )
     check(lint, source, "TL005")
+
+
+# ----- dropout gated by a forward argument ---------------------------------------------------------
+
+_GATED_TAGGER = """
+import torch
+import torch.nn as nn
+
+class SpanTagger(nn.Module):
+    def __init__(self, vocab, dim, tags):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.proj = nn.Linear(dim, dim)
+        self.out = nn.Linear(dim, tags)
+        self.drop = nn.Dropout(0.25)
+
+    def forward(self, tokens, noisy={default}):
+        h = torch.tanh(self.proj(self.embed(tokens)))
+        {gate}
+            h = self.drop(h)
+        return self.out(h)
+
+tagger = SpanTagger(5000, 64, 9)
+opt = torch.optim.SGD(tagger.parameters(), lr=0.1)
+for tokens, tags in train_batches:
+    opt.zero_grad()
+    nn.functional.cross_entropy(tagger(tokens, noisy=True), tags).backward()
+    opt.step()
+
+hits = 0
+for tokens, tags in dev_batches:
+    hits += (tagger({eval_args}).argmax(-1) == tags).sum().item(){marker}
+print(hits)
+"""
+
+
+def _tagger(default="False", gate="if noisy:", eval_args="tokens", marker=""):
+    return _GATED_TAGGER.format(default=default, gate=gate, eval_args=eval_args, marker=marker)
+
+
+def test_dropout_gated_off_by_the_default_of_a_forward_argument_is_silent(lint):
+    # Training asks for the noise; evaluation leaves `noisy` at False and never runs the dropout.
+    check(lint, _tagger(), "TL005")
+
+
+def test_dropout_gated_off_by_the_argument_the_evaluation_passes_is_silent(lint):
+    check(lint, _tagger(default="True", gate="if noisy and tokens.dim() > 1:", eval_args="tokens, False"), "TL005")
+
+
+def test_evaluation_passing_the_flag_that_runs_the_dropout_is_reported(lint):
+    (finding,) = check(lint, _tagger(eval_args="tokens, noisy=True", marker="  # expect: TL005"), "TL005")
+    assert "`tagger(...)` evaluates in training mode" in finding.message
+
+
+def test_dropout_gated_on_the_default_that_runs_it_is_reported(lint):
+    check(lint, _tagger(default="True", marker="  # expect: TL005"), "TL005")
+
+
+def test_dropout_gated_on_the_module_mode_is_reported(lint):
+    # `self.training` is the mode itself: evaluating in training mode runs the dropout.
+    check(lint, _tagger(gate="if self.training:", marker="  # expect: TL005"), "TL005")
+
+
+def test_dropout_gated_by_a_flag_the_evaluation_passes_unknown_is_reported(lint):
+    source = _tagger(eval_args="tokens, noisy=args.noisy", marker="  # expect: TL005")
+    check(lint, source, "TL005")
+
+
+def test_dropout_also_run_outside_the_gate_is_reported(lint):
+    source = _tagger(marker="  # expect: TL005").replace("return self.out(h)", "return self.out(self.drop(h))")
+    check(lint, source, "TL005")

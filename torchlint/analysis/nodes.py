@@ -165,12 +165,13 @@ def argument(call: ast.Call, index: int, name: str) -> ast.AST | None:
     return None
 
 
-def argument_for(call: ast.Call, func: ast.AST, name: str) -> ast.AST | None:
+def argument_for(call: ast.Call, func: ast.AST, name: str, bound: bool = False) -> ast.AST | None:
     """The argument expression ``call`` passes for parameter ``name`` of the def ``func``
     (``self``/``cls`` skipped for a method called on an object, which it names: ``obj`` of
-    ``obj.method()`` is what ``self`` holds)."""
+    ``obj.method()`` is what ``self`` holds; ``bound``: ``call`` calls the object itself, as
+    ``obj(x)`` runs a method ``def __call__(self, x)`` or one it dispatches to)."""
     params = [a.arg for a in func.args.posonlyargs + func.args.args]
-    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+    if params and params[0] in ("self", "cls") and (bound or isinstance(call.func, ast.Attribute)):
         if name == params[0]:
             return call.func.value
         params = params[1:]

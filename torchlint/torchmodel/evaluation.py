@@ -153,7 +153,7 @@ class EvaluationAnalysis:
         an encoder without dropout and then a decoder with dropout depends on the mode through the
         decoder. None when no model it runs is shown to."""
         calls = [unit.first_call] if unit.phase is not None else self.finder.calls_of(unit)
-        return next((c for c in calls if self.mode_matters(model_expression(c))), None)
+        return next((c for c in calls if mode_dependence(self.ctx).shown_at(c)), None)
 
     def recording_call(self, unit: EvalUnit) -> ast.Call:
         """Where the unit is shown to record a graph with autograd on (TL006's anchor): its first call,

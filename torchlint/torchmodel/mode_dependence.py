@@ -17,6 +17,11 @@ a model is *shown* mode-dependent when data flow takes it to a construction that
   ``from_pretrained`` of a class whose default configuration has dropout);
 * the return value of a function of the project that builds one of the above.
 
+At one call of the model (``shown_at``) only the forward paths that call can take count: a class
+whose mode-dependent layers are attributes that its ``forward`` runs only under a branch on a
+forward parameter (``if is_training: h = self.dropout(h)``), decided against them by the call's
+constant arguments or the parameter's default, computes the same in both modes at that call.
+
 A parameter is followed to the arguments of its function's call sites in the file. Anything
 else (a class the linter cannot read, a model from an unknown caller, a layer of another
 library) stays unknown, and the rules stay silent about it: a model of ``Linear``/``ReLU``
@@ -32,10 +37,12 @@ from torchlint.analysis.callgraph import call_graph, receiver_class, resolve_cal
 from torchlint.analysis.conditions import implies
 from torchlint.analysis.containers import element_origins
 from torchlint.analysis.dataflow import dataflow
-from torchlint.analysis.definitions import Definition
+from torchlint.analysis.definitions import Definition, class_member
 from torchlint.analysis.nodes import argument
 from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.forward_calls import model_expression
+from torchlint.torchmodel.phases import runs_when_called
 from torchlint.torchmodel.provenance import through_model_keeping
 
 if TYPE_CHECKING:
@@ -65,6 +72,65 @@ class ModeDependence:
             # `self` in a method: an instance of its class or of a subclass of this file.
             return any(self.class_shown(cls, depth) for cls in (owner, *call_graph(self.ctx).subclasses(owner)))
         return any(self._origin_shown(o, depth) for o in self._origins(expr))
+
+    def shown_at(self, call: ast.Call) -> bool:
+        """``shown`` for the model ``call`` runs (``model(x)``, ``model.forward(x)``), judged on the
+        forward paths that call can take: a model built by a class whose mode-dependent layers its
+        ``forward`` runs only under branches this call decides against (``model(x)`` leaving
+        ``is_training=False`` for ``if is_training: h = self.dropout(h)``) is not shown by it."""
+        expr = model_expression(call)
+        if receiver_class(self.ctx, expr) is not None:
+            return self.shown(expr)
+        return any(
+            self._origin_shown(origin, 0) and not self._gated_off_at(origin, call) for origin in self._origins(expr)
+        )
+
+    def _gated_off_at(self, origin: ast.AST | None, call: ast.Call) -> bool:
+        """``origin`` builds a class of this file, deriving from ``nn.Module`` only, with its own
+        ``forward`` and no ``__call__``, every mode-dependent part of which is held by an attribute
+        (``self.dropout = nn.Dropout(0.3)``) that the class reads only in ``forward``, at places
+        ``call`` does not reach: a condition around each, on forward parameters, fails with the
+        constants ``call`` passes for them (their defaults where it leaves them out)."""
+        found = resolve_class(self.ctx, origin.func) if isinstance(origin, ast.Call) else None
+        if found is None or found[0] is not self.ctx:
+            return False
+        cls = found[1]
+        forward = class_member(cls, "forward")
+        if not isinstance(forward, (ast.FunctionDef, ast.AsyncFunctionDef)) or class_member(cls, "__call__"):
+            return False
+        if not cls.bases or any(self.ctx.qualname(b) != "torch.nn.Module" for b in cls.bases):
+            return False
+        attributes = set()
+        for node in ast.walk(cls):
+            if self._node_builds(node, 1):
+                attribute = self._held_by_attribute(node)
+                if attribute is None:
+                    return False  # `if self.training:`, `F.dropout(...)`, a layer built in forward
+                attributes.add(attribute)
+        reads = [
+            node
+            for node in ast.walk(cls)
+            if isinstance(node, ast.Attribute)
+            and node.attr in attributes
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+        ]
+        return all(
+            self.ctx.enclosing_function(read) is forward and not runs_when_called(self.ctx, call, forward, read, True)
+            for read in reads
+        )
+
+    def _held_by_attribute(self, node: ast.AST) -> str | None:
+        """``name`` when ``node`` lies in the value of a ``self.name = ...`` statement."""
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, ast.stmt):
+                if not isinstance(ancestor, ast.Assign) or len(ancestor.targets) != 1:
+                    return None
+                target = ancestor.targets[0]
+                held = isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                return target.attr if held and target.value.id == "self" else None
+        return None
 
     def _origins(self, expr: ast.AST) -> list[ast.AST | None]:
         elements = self._loop_elements(expr)

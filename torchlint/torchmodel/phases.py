@@ -232,11 +232,11 @@ def _truth(ctx: FileContext, test: ast.AST, values: dict[str, object]) -> bool |
     return truth_under(test, values, lambda expr: constant_value(ctx, expr))
 
 
-def _value_passed(ctx: FileContext, site: ast.Call, func, param: str):
+def _value_passed(ctx: FileContext, site: ast.Call, func, param: str, bound: bool = False):
     """The constant ``site`` passes for ``param`` of ``func`` (its default when left out): a
     literal or a name that stands for one (``phase=LoopPhase.VAL``, ``analysis.constants``);
     ``_NOT_A_VALUE`` when it is neither or may hide in ``*args``/``**kwargs``."""
-    given = argument_for(site, func, param)
+    given = argument_for(site, func, param, bound)
     if given is None:
         if passes_unknown_arguments(site):
             return _NOT_A_VALUE
@@ -265,14 +265,15 @@ def _holds_an_object(ctx: FileContext, expr: ast.AST) -> bool:
     )
 
 
-def runs_when_called(ctx: FileContext, site: ast.Call, func, node: ast.AST) -> bool:
+def runs_when_called(ctx: FileContext, site: ast.Call, func, node: ast.AST, bound: bool = False) -> bool:
     """Whether ``node`` (in ``func``) may run when ``site`` calls ``func``: False when a condition
     around it, read with the constants the call passes for the function's parameters
-    (``_run_one_epoch(epoch, train=False)`` for ``if train: loss.backward()``), fails on that path."""
+    (``_run_one_epoch(epoch, train=False)`` for ``if train: loss.backward()``), fails on that path.
+    ``bound``: ``site`` calls an object whose method ``func`` is (``model(x)`` runs ``forward``)."""
     params = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs}
     for test, holds in conditions_at(ctx, node):
         names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)} & params
-        values = {name: _value_passed(ctx, site, func, name) for name in names}
+        values = {name: _value_passed(ctx, site, func, name, bound) for name in names}
         values = {name: value for name, value in values.items() if value is not _NOT_A_VALUE}
         if values and _truth(ctx, test, values) is (not holds):
             return False

@@ -402,3 +402,54 @@ def test_softmax_head_reached_through_a_forward_returning_a_tuple(lint):
 def test_logits_head_reached_through_a_forward_returning_a_tuple_is_silent(lint):
     source = _ACGAN.replace("HEAD", "nn.Identity()").replace("  # expect: TL012", "")
     assert lint(source, CODE) == []
+
+
+# ----- an attribute is what it was assigned, whatever its name ------------------------------------
+
+_NAMED_HEAD = """
+import torch
+import torch.nn as nn
+
+class Tagger(nn.Module):
+    def __init__(self, dim, tags):
+        super().__init__()
+        self.fc = nn.Linear(dim, tags)
+        self.softmax = {head}
+
+    def forward(self, x):
+        return self.softmax(self.fc(x))
+
+net = Tagger(32, 5)
+criterion = nn.CrossEntropyLoss()
+opt = torch.optim.Adam(net.parameters())
+for x, y in loader:
+    opt.zero_grad()
+    scores = net(x)
+    loss = criterion(scores, y){marker}
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_attribute_named_softmax_holding_log_softmax_is_log_probabilities(lint):
+    source = _NAMED_HEAD.format(head="nn.LogSoftmax(dim=1)", marker="  # expect: TL012")
+    (finding,) = check(lint, source, "TL012")
+    assert "given log-probabilities" in finding.message
+    assert "log_softmax at line 9" in finding.message and "`F.nll_loss`" in finding.message
+
+
+def test_attribute_named_softmax_holding_softmax_is_probabilities(lint):
+    (finding,) = check(lint, _NAMED_HEAD.format(head="nn.Softmax(dim=1)", marker="  # expect: TL012"), "TL012")
+    assert "given probabilities" in finding.message and "softmax at line 9" in finding.message
+
+
+def test_attribute_named_softmax_holding_no_activation_is_silent(lint):
+    check(lint, _NAMED_HEAD.format(head="nn.Identity()", marker=""), "TL012")
+
+
+def test_tensor_softmax_method_is_still_probabilities(lint):
+    source = _NAMED_HEAD.format(head="nn.Identity()", marker="  # expect: TL012").replace(
+        "return self.softmax(self.fc(x))", "return self.fc(x).softmax(-1)"
+    )
+    (finding,) = check(lint, source, "TL012")
+    assert "given probabilities" in finding.message

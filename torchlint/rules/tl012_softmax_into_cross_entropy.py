@@ -122,6 +122,7 @@ def step(logits, y):
             )
         return Message(
             f"cross-entropy is given log-probabilities: `{value}` is already log_softmax output ({source})",
-            why="cross-entropy applies `log_softmax` itself, a second time",
+            why="cross-entropy applies `log_softmax` itself, a second time: the loss comes out the same, "
+            "but the normalisation runs twice and hides the intended `nll_loss`",
             help="use `F.nll_loss` / `nn.NLLLoss` on log-probabilities, or pass the logits to cross-entropy",
         )

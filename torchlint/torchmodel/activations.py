@@ -262,7 +262,7 @@ class ActivationTracker:
                     return Output(activation.kind, origin, self.ctx.path)
             return self._function_output(origin, depth)
         found = method_call(origin)
-        if found is not None:
+        if found is not None and not self._holds_assigned_object(origin.func):
             for activation in ACTIVATIONS.values():
                 if found[0] in activation.methods:
                     return Output(activation.kind, origin, self.ctx.path)
@@ -275,6 +275,12 @@ class ActivationTracker:
         if output is not None:
             return output  # the activation inside the module: where the user should look
         return self._function_output(origin, depth)
+
+    def _holds_assigned_object(self, func: ast.AST) -> bool:
+        """``x.softmax`` of ``x.softmax(-1)`` is the tensor method unless the file assigns the
+        attribute an object (``self.softmax = nn.LogSoftmax(dim=1)``): then the call runs that
+        object, judged by its constructor, never by the attribute's name."""
+        return any(o is not None and o is not func for o in self.flow.origins(func))
 
     def _function_output(self, call: ast.Call, depth: int) -> Output | None:
         """What a function of the project that ``call`` runs returns, when every ``return`` gives

@@ -36,6 +36,7 @@ from torchlint.torchmodel.autograd_use import asks_for_gradients, forward_needs_
 from torchlint.torchmodel.forward_calls import ForwardCalls, mode_switches, model_expression, same_model
 from torchlint.torchmodel.frameworks import runs_other_framework
 from torchlint.torchmodel.frozen import runs_frozen_model
+from torchlint.torchmodel.gradmode import runs_without_grad
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.mode_dependence import mode_dependence
 from torchlint.torchmodel.modules import module_classes
@@ -175,12 +176,12 @@ class EvaluationAnalysis:
         requiring grad (``needs_grad``)."""
         if unit.phase is not None or unit.needs_grad:
             return True
-        return not all(self._runs_frozen(c) for c in [unit.first_call, *self._recording_candidates(unit)])
+        return not all(self._records_nothing(c) for c in [unit.first_call, *self._recording_candidates(unit)])
 
-    def _runs_frozen(self, call: ast.Call) -> bool:
+    def _records_nothing(self, call: ast.Call) -> bool:
         """``model(x)``, ``model.forward(x)``, ``model.decoder(h)``, ``model.process(x)`` of a model
-        frozen whole."""
-        if runs_frozen_model(self.ctx, call, model_expression(call)):
+        frozen whole, or a call of a function that runs its whole body with autograd off."""
+        if runs_without_grad(self.ctx, call) or runs_frozen_model(self.ctx, call, model_expression(call)):
             return True
         return isinstance(call.func, ast.Attribute) and runs_frozen_model(self.ctx, call, call.func.value)
 

@@ -5,7 +5,8 @@
 parameter of the model: a forward pass on inputs that do not require grad then records nothing, so
 there is no graph for ``torch.no_grad()`` to save. Shown, else not frozen: the freeze must run on
 every path to the call, in the same function, on the very object the call runs (rebound since only
-by a move that hands the same module back: ``model = model.to(device)``), and nothing in the file
+by a move that hands the same module back: ``model = model.to(device)``) or, for a model passed
+in as a parameter, at every call site of the function in the file, and nothing in the file
 may switch a gradient back on (``p.requires_grad = True``, ``requires_grad_()``). Freezing part of a
 model (``model.backbone.parameters()``, a test on the parameter's name) freezes only that part.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.callgraph import call_graph, parameter_arguments
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument, position
@@ -26,13 +28,42 @@ if TYPE_CHECKING:
 __all__ = ["runs_frozen_model"]
 
 _MAX_MOVES = 8
+_MAX_CALLERS = 3  # call sites followed up from a parameter to where its model was frozen
 
 
-def runs_frozen_model(ctx: FileContext, call: ast.Call, model: ast.AST) -> bool:
-    """Whether every parameter of ``model``, which ``call`` runs, is shown frozen when it runs."""
+def runs_frozen_model(ctx: FileContext, call: ast.Call, model: ast.AST, depth: int = 0) -> bool:
+    """Whether every parameter of ``model``, which ``call`` runs, is shown frozen when it runs:
+    frozen before the call in its function, or a parameter of that function to which every call
+    site of the function in the file passes a model frozen there (a few calls deep)."""
     if not isinstance(model, ast.Name) or _unfreezes_somewhere(ctx):
         return False
-    return any(_freeze_reaches(ctx, freeze, call, model) for freeze in _freezes(ctx).get(model.id, ()))
+    if any(_freeze_reaches(ctx, freeze, call, model) for freeze in _freezes(ctx).get(model.id, ())):
+        return True
+    return depth < _MAX_CALLERS and _frozen_by_every_caller(ctx, call, model, depth)
+
+
+def _frozen_by_every_caller(ctx: FileContext, call: ast.Call, model: ast.Name, depth: int) -> bool:
+    """``model`` is a parameter of the function running ``call``, never rebound in it, and each
+    call site of the function in this file passes a model frozen where that call runs."""
+    function = ctx.enclosing_function(call)
+    if function is None or function.name == "__init__":
+        return False
+    bindings = dataflow(ctx).reaching(model)
+    if not bindings or any(b.kind != "param" for b in bindings):
+        return False
+    param = next((a for a in _parameters(function) if a.arg == model.id), None)
+    sites = sorted(call_graph(ctx).callers(function), key=lambda site: (site.lineno, site.col_offset))
+    if param is None or not sites:
+        return False
+    passed = parameter_arguments(ctx, function, param)
+    return len(passed) == len(sites) and all(
+        runs_frozen_model(ctx, site, value, depth + 1) for site, value in zip(sites, passed, strict=True)
+    )
+
+
+def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
+    args = function.args
+    return [*args.posonlyargs, *args.args, *args.kwonlyargs]
 
 
 def _freeze_reaches(ctx: FileContext, freeze: ast.stmt, call: ast.Call, model: ast.Name) -> bool:

@@ -68,6 +68,46 @@ def _yield_effect(ctx: FileContext, function: ast.AST) -> bool | None:
     return effects.pop() if len(effects) == 1 else None
 
 
+def runs_without_grad(ctx: FileContext, call: ast.Call) -> bool:
+    """Whether ``call`` runs a project function that switches autograd off around its whole body
+    (a decorator, or a ``with torch.no_grad():`` holding every statement) and never back on inside:
+    whatever it runs records no graph, so the call records none either."""
+    callee = resolve_callee(ctx, call)
+    if callee is None:
+        return False
+    home, function = callee
+    return run_summary(
+        Definition(home, function), "torch.body-without-grad", lambda _: _body_without_grad(home, function), False
+    )
+
+
+def _body_without_grad(ctx: FileContext, function: ast.AST) -> bool:
+    if not any(grad_effect(ctx, d) is False for d in function.decorator_list):
+        body = function.body[1:] if _has_docstring(function) else function.body
+        if not body or not all(_disables_grad(ctx, stmt) for stmt in body):
+            return False
+    # shown, else recording: a switch back on (or to a mode the code does not fix) inside may record
+    for node in walk_function_body(function):
+        if isinstance(node, ast.Call) and ctx.call_qualname(node) in _GRAD_SWITCHES:
+            if grad_effect(ctx, node) is not False:
+                return False
+    return True
+
+
+_GRAD_SWITCHES = torch_names.ENABLE_GRAD | torch_names.SET_GRAD_ENABLED | torch_names.GRAD_ENABLING_CONTEXTS
+
+
+def _disables_grad(ctx: FileContext, stmt: ast.stmt) -> bool:
+    return isinstance(stmt, (ast.With, ast.AsyncWith)) and any(
+        grad_effect(ctx, item.context_expr) is False for item in stmt.items
+    )
+
+
+def _has_docstring(function: ast.AST) -> bool:
+    first = function.body[0]
+    return isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
+
+
 def _is_false(expr: ast.AST) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is False
 

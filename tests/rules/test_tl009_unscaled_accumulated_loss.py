@@ -810,3 +810,41 @@ def test_a_loss_modules_forward_averaging_is_still_reported(lint):
     )
     findings = check(lint, source, CODE)
     assert "`opt.step()` (line 21) runs only when `(it + 1) % cfg.subdivisions == 0`" in findings[0].message
+
+
+# ----- a backward handed an explicit upstream gradient --------------------------------------------
+
+_UPSTREAM_GRADIENT = """
+    import torch
+
+    def compare_accumulation(net, opt, batches, micro_steps):
+        for inputs in batches:
+            opt.zero_grad()
+            for k in range(micro_steps):
+                out = net(inputs[k])
+                BACKWARD
+            opt.step()
+"""
+
+
+def test_model_output_backward_with_an_upstream_gradient_is_silent(lint):
+    # `out.backward(grad_out)`: the caller picks the gradient flowing into the output; no mean loss.
+    source = _UPSTREAM_GRADIENT.replace("BACKWARD", "out.backward(torch.rand_like(out) - 0.5)")
+    assert lint(source, CODE) == []
+    keyword = _UPSTREAM_GRADIENT.replace("BACKWARD", "out.backward(gradient=torch.ones_like(out))")
+    assert lint(keyword, CODE) == []
+
+
+def test_mean_loss_of_the_model_output_is_still_reported(lint):
+    source = _UPSTREAM_GRADIENT.replace("BACKWARD", "out.mean().backward()  # expect: TL009")
+    findings = check(lint, source, CODE)
+    assert findings[0].line == 9
+    assert "micro-step loop, line 7" in findings[0].message
+
+
+def test_accelerator_backward_of_a_loss_is_still_reported(lint):
+    source = _UPSTREAM_GRADIENT.replace(
+        "BACKWARD", "loss = out.pow(2).mean()\n                accelerator.backward(loss)  # expect: TL009"
+    )
+    findings = check(lint, source, CODE)
+    assert "`accelerator.backward(loss)`" in findings[0].message and "`loss` is not divided" in findings[0].message

@@ -455,3 +455,37 @@ def main(model, train_set, optimizer):
 """,
         CODE,
     )
+
+
+# ----- a dataset selected by rank before the loader ---------------------------------------------
+
+_RANK_SLICED = (
+    DDP_HEADER
+    + """
+from torch.utils.data import Subset
+
+def worker(rank, world_size, model, full_set, optimizer):
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    model = DDP(model)
+    shard_len = len(full_set) // world_size
+    full_set = Subset(full_set, INDICES)
+    loader = DataLoader(full_set, batch_size=16, shuffle=True)MARK
+    for x, y in loader:
+        optimizer.zero_grad()
+        model(x).sub(y).pow(2).mean().backward()
+        optimizer.step()
+"""
+)
+
+
+def test_subset_whose_indices_draw_on_the_rank_is_silent(lint):
+    # Each rank keeps `range(rank * n, (rank + 1) * n)`: its own disjoint shard.
+    source = _RANK_SLICED.replace("INDICES", "range(rank * shard_len, (rank + 1) * shard_len)").replace("MARK", "")
+    assert lint(source, CODE) == []
+
+
+def test_subset_with_the_same_indices_on_every_rank_is_still_reported(lint):
+    source = _RANK_SLICED.replace("INDICES", "range(shard_len)").replace("MARK", "  # expect: TL021")
+    findings = check(lint, source, CODE)
+    assert findings[0].line == 14
+    assert "has `shuffle=True` and no sampler" in findings[0].message

@@ -10,6 +10,7 @@ from torchlint.analysis.nodes import last_name
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.accumulation import gradient_accumulation
 from torchlint.torchmodel.division import gradients_divided_before, loss_is_divided
+from torchlint.torchmodel.forward_calls import backward_with_gradient
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.roles import Role, object_roles
 
@@ -49,7 +50,10 @@ class UnscaledAccumulatedLoss(Rule):
         `bs = imgs.shape[0]`, YOLO's nominal-batch scheme). A mean of per-sample losses is a
         mean and is reported. No finding when a framework divides for you: `accelerator.backward(loss)`
         with `Accelerator(gradient_accumulation_steps=...)` / `accelerator.accumulate(model)`,
-        DeepSpeed's `engine.backward(loss)`, Lightning's `accumulate_grad_batches`.
+        DeepSpeed's `engine.backward(loss)`, Lightning's `accumulate_grad_batches`. A backward
+        of a model's output given an explicit gradient (`y = model(x); y.backward(dy)`) is no
+        loss: the caller chose the upstream gradient, and summing it over micro-steps is that
+        choice.
     """
     why = """
         Gradients add up over the micro-steps, so with a loss that is a mean over its
@@ -138,6 +142,8 @@ for it in range(max_iters):
                 continue
             if loss_is_divided(ctx, backward) or gradients_divided_before(ctx, backward, step):
                 continue
+            if backward_with_gradient(ctx, backward.node):
+                continue  # `y.backward(dy)`: an upstream gradient, no mean loss whose scale adds up
             reported.add(backward.node)
             yield self.report(backward.node, self._message(ctx, backward, evidence, step))
 

@@ -7,7 +7,7 @@ import re
 
 from torchlint.analysis.imports import dotted_name
 from torchlint.engine.rule import Message, Rule, register
-from torchlint.torchmodel.distributed import data_parallel_call, seeds_per_rank, starts_process_group
+from torchlint.torchmodel.distributed import data_parallel_call, seeds_per_rank, selected_by_rank, starts_process_group
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.scripts import (
     EVAL_WORDS,
@@ -42,7 +42,8 @@ class DistributedWithoutSampler(Rule):
         `sampler=`/`batch_sampler=`; in a file that starts a process group or trains
         data-parallel, reports a `DataLoader` whose `DistributedSampler` is never told the
         epoch (no `.set_epoch(epoch)` anywhere in the file). Evaluation loaders, datasets
-        that shard themselves by rank, shuffling loaders in a file that seeds torch from the
+        that shard themselves by rank or are selected by rank
+        (`Subset(ds, range(rank * n, (rank + 1) * n))`), shuffling loaders in a file that seeds torch from the
         rank (`torch.manual_seed(seed + rank)`: each rank shuffles its own way), loaders built
         in `if args.distributed:`-style branches, and loaders that a framework re-samples
         (handed to `accelerator.prepare` / `fabric.setup_dataloaders`, returned by a
@@ -259,4 +260,4 @@ def _shards_itself(ctx, loader: LoaderCall) -> bool:
     if dataset is None:
         return False
     value = resolve_value(ctx, dataset)
-    return bool(_SHARDING_WORDS.search(names_in(dataset) + " " + names_in(value)))
+    return bool(_SHARDING_WORDS.search(names_in(dataset) + " " + names_in(value))) or selected_by_rank(ctx, dataset)

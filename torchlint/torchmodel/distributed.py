@@ -13,7 +13,9 @@ Only code that can run shows it: a wrap under a branch that constants decide aga
 (``world_size = 1`` ... ``if world_size > 1: model = DDP(model)``) trains nothing data-parallel.
 
 A rank that seeds torch's generator from its rank (``torch.manual_seed(seed + rank)``) also shuffles
-differently from the others: its loaders do not replay another rank's order.
+differently from the others: its loaders do not replay another rank's order. So does a rank whose
+dataset is a selection drawn from its rank (``Subset(ds, range(rank * n, (rank + 1) * n))``): it
+reads its own shard.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import re
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.conditions import never_runs
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.influence import draws_on
 from torchlint.torchmodel import vocabulary as torch_names
 
@@ -56,6 +59,21 @@ def seeds_per_rank(ctx: FileContext) -> bool:
     """Whether the file seeds torch's generator with a value drawn from the process's rank
     (``torch.manual_seed(args.seed + rank)``, ``seed += dist.get_rank()`` ... ``set_seed(seed)``)."""
     return ctx.shared(("distributed", "seeds_per_rank"), lambda: any(_rank_seeding(ctx, c) for c in ctx.calls))
+
+
+def selected_by_rank(ctx: FileContext, dataset: ast.AST) -> bool:
+    """Whether a value ``dataset`` may hold is a selection from another dataset that draws on the
+    process's rank (``Subset(ds, range(rank * n, (rank + 1) * n))``, ``ds.shard(n, index=rank)``):
+    each rank reads its own part. The first argument, what is selected from, does not count."""
+    for origin in dataflow(ctx).origins(dataset):
+        if not isinstance(origin, ast.Call):
+            continue
+        selection = [*origin.args[1:], *(k.value for k in origin.keywords)]
+        if isinstance(origin.func, ast.Attribute):  # `ds.shard(...)`: the receiver is what is selected from
+            selection = [*origin.args, *(k.value for k in origin.keywords)]
+        if any(draws_on(ctx, argument, _names_rank) for argument in selection):
+            return True
+    return False
 
 
 def _first_data_parallel_call(ctx: FileContext) -> ast.Call | None:

@@ -122,3 +122,21 @@ def same_model(a: str | None, b: str | None) -> bool:
 def _within(node, spans) -> bool:
     line = node.lineno
     return any(start <= line <= end for start, end in spans)
+
+
+def is_forward_output(ctx: FileContext, expr: ast.AST) -> bool:
+    """Whether every value ``expr`` may hold is shown to be what a model call returns (``y = model(x)``):
+    a tensor, not an object with methods of its own (an accelerator, an engine)."""
+    origins = dataflow(ctx).origins(expr)
+    forward = ForwardCalls(ctx)
+    return bool(origins) and all(isinstance(o, ast.Call) and forward.is_model_call(o) for o in origins)
+
+
+def backward_with_gradient(ctx: FileContext, call: ast.AST) -> bool:
+    """``y.backward(dy)`` on a model's output: the argument is the gradient flowing into ``y`` (an
+    upstream gradient a test or a pipeline stage hands in), not a loss; ``accelerator.backward(loss)``
+    passes a loss to an object that is no tensor."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "backward"):
+        return False
+    has_gradient = bool(call.args) or any(kw.arg == "gradient" for kw in call.keywords)
+    return has_gradient and is_forward_output(ctx, call.func.value)

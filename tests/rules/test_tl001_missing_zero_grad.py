@@ -1170,3 +1170,57 @@ def test_clear_gates_one_backward_of_two_is_reported(lint):
         """,
         CODE,
     )
+
+
+# ----- a helper method that clears in the way its caller names --------------------------------
+
+_RESET_BY_MODE = """
+    import torch
+
+    class ResetModes:
+        def reset_grads(self, nets, opt, style):
+            if style == "drop":
+                for net in nets:
+                    for p in net.parameters():
+                        p.grad = None
+            elif style == "module":
+                for net in nets:
+                    net.zero_grad()
+            elif style == "optim":
+                opt.zero_grad()
+
+        def run(self, batches):
+            for style in STYLES:
+                net = torch.nn.Linear(4, 1)
+                opt = torch.optim.SGD(net.parameters(), lr=0.1)
+                for x in batches:
+                    self.reset_grads([net], opt, style)
+                    net(x).sum().backward()
+                    opt.step()MARK
+"""
+
+
+def test_helper_branches_on_a_mode_every_passed_value_names_is_silent(lint):
+    # Every style the loop passes takes a branch that clears; the `elif` chain has no `else`.
+    source = _RESET_BY_MODE.replace("STYLES", '("drop", "module", "optim")').replace("MARK", "")
+    assert lint(source, CODE) == []
+
+
+def test_helper_branches_on_a_mode_one_passed_value_skips_is_reported(lint):
+    # "keep" takes no branch: its iterations step on gradients the previous ones left.
+    source = _RESET_BY_MODE.replace("STYLES", '["drop", "module", "keep"]').replace("MARK", "  # expect: TL001")
+    findings = check(lint, source, CODE)
+    assert findings[0].line == 23
+    assert "`opt.step()` applies gradients that are never cleared in the loop at line 20" in findings[0].message
+
+
+def test_helper_branches_on_a_mode_the_caller_does_not_show_is_reported(lint):
+    # A style from outside the file could be anything, also none of the three.
+    source = _RESET_BY_MODE.replace("def run(self, batches):", "def run(self, batches, styles):")
+    source = source.replace("STYLES", "styles").replace("MARK", "  # expect: TL001")
+    check(lint, source, CODE)
+
+
+def test_helper_modes_from_a_module_constant_tuple_are_followed(lint):
+    source = _RESET_BY_MODE.replace("STYLES", "ALL_STYLES").replace("MARK", "")
+    assert lint('ALL_STYLES = ("drop", "module", "optim")\n' + source.replace("\n    ", "\n"), CODE) == []

@@ -56,6 +56,43 @@ def constant_value(ctx: FileContext, expr: ast.AST):
     return UNKNOWN
 
 
+def possible_values(ctx: FileContext, expr: ast.AST) -> tuple | None:
+    """The values ``expr`` may hold where it is read: its one constant (``constant_value``), or each
+    element of the literal every loop that binds it runs over (``for mode in ("a", "b"):``, also
+    through a name bound once to one: ``for mode in MODES:``); None
+    when anything else may reach it (a parameter, an assignment, a loop over a computed iterable)."""
+    value = constant_value(ctx, expr)
+    if value is not UNKNOWN:
+        return (value,)
+    if not isinstance(expr, ast.Name):
+        return None
+    bindings = dataflow(ctx).reaching(expr)
+    found: list = []
+    for binding in bindings:
+        loop = binding.stmt
+        if binding.kind != "for" or not isinstance(loop, (ast.For, ast.AsyncFor)) or not _plain_target(loop, expr.id):
+            return None
+        elements = _elements(ctx, loop.iter)
+        if elements is None:
+            return None
+        found.extend(elements)
+    return tuple(found) if bindings else None
+
+
+def _elements(ctx: FileContext, iterable: ast.AST) -> tuple | None:
+    """The constants a literal container holds (``("a", "b")``, or a name that stands for one)."""
+    if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
+        values = [UNKNOWN if isinstance(e, ast.Starred) else constant_value(ctx, e) for e in iterable.elts]
+        return None if any(v is UNKNOWN for v in values) else tuple(values)
+    value = constant_value(ctx, iterable) if isinstance(iterable, ast.Name) else UNKNOWN
+    return tuple(value) if isinstance(value, (tuple, list, frozenset, set)) else None
+
+
+def _plain_target(loop: ast.For | ast.AsyncFor, name: str) -> bool:
+    """Whether the loop binds ``name`` as its whole target (``for mode in ...``, not ``for mode, k in ...``)."""
+    return isinstance(loop.target, ast.Name) and loop.target.id == name
+
+
 def _is_parameter(ctx: FileContext, name: ast.Name) -> bool:
     """Whether a function around ``name`` has a parameter of that name (it shadows the module's)."""
     for ancestor in ctx.ancestors(name):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from torchlint.analysis.call_values import call_scenarios, decided_in
 from torchlint.analysis.conditions import consequences
 from torchlint.analysis.dataflow import dataflow
 from torchlint.engine.rule import Message, Rule, register
@@ -208,21 +209,35 @@ def _cleared(ctx, unit, step, stepped) -> bool:
     for guard in step.guards:
         step_tests.setdefault(guard_key(ctx, guard), []).append(guard[0])
     accumulation = gradient_accumulation(ctx)
-    residuals: set[frozenset] = set()
+    needs: list[tuple] = []  # (clear, the conditions it needs beyond those of the step)
     for event in unit.events:
         if event.kind not in CLEAR_KINDS or not clearing(ctx).clears(event, step, stepped):
             continue
         # Conditions the clear needs beyond those of the step; accumulation windows
         # (zero at the window's start, step at its end) are the same iterations.
-        extra = frozenset(
-            guard_key(ctx, g)
+        extra = [
+            g
             for g in event.guards
             if not _same_condition(ctx, g[0], step_tests.get(guard_key(ctx, g), ()))
             and not accumulation.is_accumulation_test(g[0])
             and not _cleared_by_contract(ctx, event, g, step)
             and not _gates_every_backward(unit, event, g)
-        )
-        residuals.add(extra)
+        ]
+        needs.append((event, extra))
+    # A helper's branches on a mode its call passes (`reset(opt, mode)` for each mode of a literal):
+    # the step is cleared when it is for every value the calls may pass.
+    tests = [(g[0], event.via) for event, extra in needs for g in extra if event.via]
+    return all(_cleared_in(ctx, needs, scenario) for scenario in call_scenarios(ctx, tests))
+
+
+def _cleared_in(ctx, needs, scenario) -> bool:
+    """Whether some clear runs on every path when the helpers' tests take ``scenario``'s truths."""
+    residuals: set[frozenset] = set()
+    for event, extra in needs:
+        truths = [(g, decided_in(scenario, g[0], event.via)) for g in extra]
+        if any(truth is not None and truth != g[1] for g, truth in truths):
+            continue  # this clear's branch is not taken under these values
+        residuals.add(frozenset(guard_key(ctx, g) for g, truth in truths if truth is None))
     return frozenset() in _merge_branches(residuals)
 
 

@@ -1,0 +1,105 @@
+"""Branch tests inside a called function, decided by the values its call may pass.
+
+``call_scenarios(ctx, tests)`` takes ``(test, via)`` pairs: an ``if`` test written in a function of
+this file that a walk reached through the calls ``via`` (outermost first). A test that reads only
+parameters of its function, still holding what the call passed, is decided by the values that call
+may pass for them (``constants.possible_values``: a constant, or each element of the literal a loop
+runs over: ``for mode in ("none", "model"): reset(net, mode)``). Each scenario is one choice of
+those values for every call at once; it maps ``(test, call)`` to the test's truth under that choice
+(absent: not decided). One empty scenario when nothing is decided, or when the choices would be
+too many to try.
+
+Why: a helper that branches on a mode string (``if mode == "a": ... elif mode == "b": ...``) with
+no ``else`` does something on every path its callers can take, when every value they pass names a
+branch. Nothing here knows about PyTorch.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from typing import TYPE_CHECKING
+
+from torchlint.analysis.callgraph import resolve_local_call
+from torchlint.analysis.conditions import truth_under
+from torchlint.analysis.constants import constant_value, possible_values
+from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.nodes import argument_for
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
+
+# Choices of values tried at most; beyond that nothing is decided (the cautious answer).
+MAX_SCENARIOS = 64
+
+
+def call_scenarios(ctx: FileContext, tests: list[tuple[ast.AST, tuple]]) -> list[dict[tuple[int, int], bool]]:
+    """The scenarios of the module docstring for ``tests``."""
+    variables: dict[tuple, tuple] = {}  # what a call passes (`_source`) -> the values it may hold
+    decided: list[tuple[ast.AST, ast.Call, dict[str, tuple]]] = []  # (test, call, parameter -> source)
+    for test, via in tests:
+        found = _passed_values(ctx, test, via)
+        if found is not None:
+            call, values = found
+            variables.update(values.values())
+            decided.append((test, call, {name: source for name, (source, _) in values.items()}))
+    keys = list(variables)
+    count = 1
+    for key in keys:
+        count *= len(variables[key])
+    if not decided or count > MAX_SCENARIOS:
+        return [{}]
+    scenarios = []
+    for choice in itertools.product(*(variables[key] for key in keys)):
+        chosen = dict(zip(keys, choice))
+        scenario = {}
+        for test, call, sources in decided:
+            values = {name: chosen[source] for name, source in sources.items()}
+            truth = truth_under(test, values, lambda expr: constant_value(ctx, expr))
+            if truth is not None:
+                scenario[(id(test), id(call))] = truth
+        scenarios.append(scenario)
+    return scenarios
+
+
+def decided_in(scenario: dict[tuple[int, int], bool], test: ast.AST, via: tuple) -> bool | None:
+    """The truth ``scenario`` gives ``test`` reached through ``via`` (None: not decided)."""
+    for call in via:
+        truth = scenario.get((id(test), id(call)))
+        if truth is not None:
+            return truth
+    return None
+
+
+def _passed_values(ctx: FileContext, test: ast.AST, via: tuple) -> tuple[ast.Call, dict[str, tuple]] | None:
+    """The call of ``via`` that runs the function ``test`` is written in, and for each name the test
+    reads, what the call passes for it (``_source``) with the values that may hold; None unless every
+    such name is a parameter still holding the call's argument."""
+    function = ctx.enclosing_function(test)
+    call = next((c for c in via if resolve_local_call(ctx, c) is function), None)
+    if call is None or not isinstance(test, ast.expr):
+        return None
+    flow = dataflow(ctx)
+    values: dict[str, tuple] = {}
+    for node in ast.walk(test):
+        if isinstance(node, ast.Call):
+            return None  # a call's result is no parameter's value
+        if not isinstance(node, ast.Name):
+            continue
+        bindings = flow.reaching(node)
+        if not bindings or any(b.kind != "param" for b in bindings):
+            return None
+        argument = argument_for(call, function, node.id)
+        choices = possible_values(ctx, argument) if argument is not None else None
+        if not choices:
+            return None
+        values[node.id] = (_source(ctx, call, argument), choices)
+    return (call, values) if values else None
+
+
+def _source(ctx: FileContext, call: ast.Call, argument: ast.AST) -> tuple:
+    """What a call passes, as one variable of the scenarios: a name with the same reaching bindings
+    at several calls (the loop variable of one iteration) holds one value at all of them."""
+    if isinstance(argument, ast.Name):
+        return ("name", argument.id, frozenset(id(b.stmt) for b in dataflow(ctx).reaching(argument)))
+    return ("argument", id(call), id(argument))

@@ -464,3 +464,108 @@ def test_attention_head_merge_after_a_scaled_transpose_is_still_reported(lint):
         """,
         CODE,
     )
+
+
+# ----- memory formats the code declares ------------------------------------------------------------
+
+
+def test_nhwc_permute_of_a_tensor_tested_channels_last_is_contiguous(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        def flatten_params(params, grads):
+            flat = []
+            for p in params:
+                if p.is_contiguous(memory_format=torch.channels_last):
+                    p = p.permute(0, 2, 3, 1)
+                flat.append(p.detach().view(-1))
+            for g in grads:
+                g_in = g.permute(0, 2, 3, 1) if g.is_contiguous(memory_format=torch.channels_last) else g
+                flat.append(g_in.view(-1))
+            return flat
+
+        def pack(x):
+            y = x.contiguous(memory_format=torch.channels_last_3d)
+            return y.permute(0, 2, 3, 4, 1).view(-1)
+        """,
+        CODE,
+    )
+
+
+def test_layout_test_of_another_tensor_or_value_declares_nothing(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+
+        def flatten(weight, grad):
+            if weight.is_contiguous(memory_format=torch.channels_last):
+                g = grad.permute(0, 2, 3, 1)
+                return g.view(-1)  # expect: TL008
+            if not grad.is_contiguous(memory_format=torch.channels_last):
+                return grad.permute(0, 2, 3, 1).view(-1)  # expect: TL008
+            if grad.is_contiguous(memory_format=torch.channels_last):
+                grad = grad * 2
+                return grad.permute(0, 2, 3, 1).view(-1)  # expect: TL008
+            return grad.view(-1)
+        """,
+        CODE,
+    )
+    assert findings[0].message.startswith(
+        "`g.view(-1)` merges dimensions 0 and 1 of `grad.permute(0, 2, 3, 1)` (line 6)"
+    )
+
+
+def test_channels_last_input_permuted_out_of_memory_order_is_reported(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        def rows(x):
+            if x.is_contiguous(memory_format=torch.channels_last):
+                n, c, h, w = x.shape
+                return x.transpose(2, 3).view(n, c, -1)  # expect: TL008
+            return x
+        """,
+        CODE,
+    )
+
+
+# ----- sizes followed through data flow -------------------------------------------------------------
+
+
+def test_trailing_size_kept_after_resampling_a_single_map(lint):
+    check(
+        lint,
+        """
+        import torch.nn.functional as F
+
+        def resize_table(table, grid, new_h, new_w):
+            width = table.shape[-1]
+            maps = F.interpolate(
+                table.reshape(1, grid, grid, width).permute(0, 3, 1, 2),
+                size=(new_h, new_w),
+                mode="bilinear",
+            )
+            return maps.permute(0, 2, 3, 1).view(-1, width)
+        """,
+        CODE,
+    )
+
+
+def test_trailing_size_kept_but_batch_merged_across_channels_is_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+
+        def tokens(batch, c, h, w):
+            feat = torch.randn(batch, c, h, w)
+            return feat.permute(0, 2, 3, 1).view(-1, c)  # expect: TL008
+        """,
+        CODE,
+    )
+    assert "merges dimensions 0 and 1 of `feat.permute(0, 2, 3, 1)`" in findings[0].message

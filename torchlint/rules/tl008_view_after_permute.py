@@ -30,7 +30,13 @@ class ViewAfterPermute(Rule):
         splitting one (`x.transpose(1, 2).view(B, C, H, W)`) are legal and not
         reported, and so is any view after a permutation that undoes an earlier one
         through an elementwise op, whose result keeps the layout of its first operand
-        (`(p.permute(0, 2, 1) + s.unsqueeze(1)).permute(0, 2, 1)` is contiguous); dimensions a condition declares to be of size 1
+        (`(p.permute(0, 2, 1) + s.unsqueeze(1)).permute(0, 2, 1)` is contiguous), and
+        a permutation of a tensor whose memory format the code declares — a branch
+        `if x.is_contiguous(memory_format=torch.channels_last):` around it, or
+        `x.contiguous(memory_format=...)` — is judged against that layout
+        (`permute(0, 2, 3, 1)` of a channels-last tensor is contiguous). Sizes are
+        followed through permutations and spatial resampling (`F.interpolate` keeps the
+        batch and channel sizes); dimensions a condition declares to be of size 1
         (`if x.shape[1:4] == torch.Size([1, 1, 1]):`) do not count, and views in a
         branch that runs only on XLA devices (`if device.type == "xla":`), whose
         tensors always report contiguous strides, are not reported. When the rule

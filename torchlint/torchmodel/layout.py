@@ -4,13 +4,16 @@ Used by TL008 (view-after-permute). ``Layout(ctx)`` follows values through the f
 ``permuted_origins(expr)`` are the permuting operations (``permute``, ``transpose``, ``.t()``,
 ``.T``...) that may have produced ``expr``'s value, looking through operations that keep the
 strides (slicing, elementwise ops, ``.float()``, ``.clone()``); ``rank(expr)`` is its number of
-dimensions when every origin tells the same.
+dimensions when every origin tells the same; ``declared_memory_order(op)`` is the order in memory
+of the dimensions of the tensor a permutation permutes, when the code shows it is not the default
+(a branch ``if x.is_contiguous(memory_format=torch.channels_last):``, ``x.contiguous(memory_format=...)``).
 """
 
 from __future__ import annotations
 
 import ast
 
+from torchlint.analysis.conditions import conditions_at, consequences
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.nodes import method_call
 
@@ -80,6 +83,21 @@ LAYOUT_KEEPING_METHODS = frozenset(
         "floor",
         "ceil",
         "requires_grad_",
+    }
+)
+# Memory formats other than the default: the tensor's dimensions in memory order, outermost first
+# (a channels-last NCHW tensor is laid out as NHWC).
+MEMORY_FORMAT_ORDERS = {"torch.channels_last": (0, 2, 3, 1), "torch.channels_last_3d": (0, 2, 3, 4, 1)}
+# Methods whose result has the memory format their `memory_format=` keyword names.
+FORMATTING_METHODS = frozenset({"contiguous", "to", "clone"})
+# Functions that resample the spatial dimensions of a batched (N, C, ...) input: the result keeps
+# its batch and channel sizes.
+RESAMPLING_FUNCTIONS = frozenset(
+    {
+        "torch.nn.functional.interpolate",
+        "torch.nn.functional.upsample",
+        "torch.nn.functional.upsample_nearest",
+        "torch.nn.functional.upsample_bilinear",
     }
 )
 # Operations whose result has a known number of dimensions.
@@ -220,6 +238,37 @@ class Layout:
             for origin in self.flow.origins(expr, self.through_layout_keeping)
             if origin is not None and self.permuting_op(origin) is not None
         ]
+
+    # ----- memory formats ------------------------------------------------------------------------
+    def declared_memory_order(self, op: ast.AST) -> tuple[int, ...] | None:
+        """The memory order (dimensions, outermost first) of the tensor the permuting operation
+        ``op`` permutes, when the code shows it: a branch condition around ``op`` that tests that very
+        value (``if x.is_contiguous(memory_format=torch.channels_last): x = x.permute(0, 2, 3, 1)``),
+        or a value made by ``x.contiguous(memory_format=...)`` / ``.to(memory_format=...)``."""
+        base = self.permuted_input(op)
+        if base is None:
+            return None
+        for test, value in conditions_at(self.ctx, op):
+            for expr, truth in consequences(test, value):
+                found = method_call(expr) if truth else None
+                if found is None or found[0] != "is_contiguous":
+                    continue
+                receiver = found[1]
+                if ast.unparse(receiver) == ast.unparse(base) and self.flow.same_values(receiver, base):
+                    return self._memory_format_order(expr)
+        origins = self.flow.origins(base, self.through_layout_keeping)
+        if len(origins) == 1 and isinstance(origins[0], ast.Call):
+            found = method_call(origins[0])
+            if found is not None and found[0] in FORMATTING_METHODS:
+                return self._memory_format_order(origins[0])
+        return None
+
+    def _memory_format_order(self, call: ast.Call) -> tuple[int, ...] | None:
+        """The memory order that a call's ``memory_format=`` (or lone positional format) names."""
+        formats = [kw.value for kw in call.keywords if kw.arg == "memory_format"]
+        if not formats and len(call.args) == 1 and not call.keywords:
+            formats = list(call.args)
+        return MEMORY_FORMAT_ORDERS.get(self.ctx.qualname(formats[0])) if len(formats) == 1 else None
 
     # ----- ranks ------------------------------------------------------------------------------
     def rank_of_permuted(self, op: ast.AST) -> int | None:

@@ -24,7 +24,11 @@ inputs that were already non-contiguous before the permutation; in all three it 
 judges as if the input were contiguous. One such input is told: a permutation whose input keeps the
 layout of an earlier one (``(x.permute(0, 2, 1) + b.unsqueeze(1)).permute(0, 2, 1)``, the sum laid
 out like its strided first operand) is judged as the two composed, so a permute that undoes the
-first gives a contiguous tensor and any view of it is legal.
+first gives a contiguous tensor and any view of it is legal. So is an input whose memory format
+the code declares (``Layout.declared_memory_order``): a channels-last tensor permuted to NHWC lists
+its dimensions in memory order. Sizes of the permuted input are followed through the data flow
+(``_known_sizes``): a shape unpack, the call that built it, a permutation of such a tensor, and
+spatial resampling, which keeps the batch and channel sizes.
 """
 
 from __future__ import annotations
@@ -36,7 +40,13 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.conditions import conditions_at, consequences
 from torchlint.analysis.nodes import method_call
-from torchlint.torchmodel.layout import SHAPE_FACTORIES, SHAPE_METHODS, is_minus_one, shape_args
+from torchlint.torchmodel.layout import (
+    RESAMPLING_FUNCTIONS,
+    SHAPE_FACTORIES,
+    SHAPE_METHODS,
+    is_minus_one,
+    shape_args,
+)
 
 if TYPE_CHECKING:
     from torchlint.torchmodel.layout import Layout
@@ -58,6 +68,7 @@ def out_of_order_merge(layout: Layout, view: ast.Call, shape: list[ast.AST], op:
     """The merge that makes ``view`` (with sizes ``shape``) raise on the result of the permuting
     operation ``op``, when every reading of the view raises; None when it may be legal."""
     earlier = layout.earlier_permutation(op)
+    declared = layout.declared_memory_order(op) if earlier is None else None
     ranks = _candidate_ranks(layout, earlier if earlier is not None else op)
     if not ranks:
         return None
@@ -67,11 +78,18 @@ def out_of_order_merge(layout: Layout, view: ast.Call, shape: list[ast.AST], op:
         first = _permutation(layout, earlier, rank) if earlier is not None else None
         if perm is None or (earlier is not None and first is None):
             return None
+        memory = None
         if first is not None:
             # The permuted tensor already had the layout of ``earlier``: dimension j of the result is
             # dimension first[perm[j]] in memory order. A permute that undoes it restores contiguity.
             perm = [first[p] for p in perm]
-        merge = _Geometry(layout, view, shape, earlier if earlier is not None else op, perm).verdict()
+        elif declared is not None:
+            # The input's own memory format (channels last) puts its dimension d at position
+            # declared.index(d) in memory: permuting into that order gives a contiguous tensor.
+            if len(declared) != rank:
+                return None
+            memory = [declared.index(p) for p in perm]
+        merge = _Geometry(layout, view, shape, earlier if earlier is not None else op, perm, memory).verdict()
         if merge is None:
             return None
         found = found or merge
@@ -161,10 +179,22 @@ def _permutation(layout: Layout, op: ast.AST, rank: int) -> list[int] | None:
 
 
 class _Geometry:
-    """One reading of a view: the permuted tensor's rank, permutation and what is known of its sizes."""
+    """One reading of a view: the permuted tensor's rank, permutation and what is known of its sizes.
 
-    def __init__(self, layout: Layout, view: ast.Call, shape: list[ast.AST], op: ast.AST, perm: list[int]):
+    ``perm[j]`` is the dimension of the permuted input that dimension ``j`` is; ``memory[j]`` its
+    position in memory (the same unless the input has a declared memory format)."""
+
+    def __init__(
+        self,
+        layout: Layout,
+        view: ast.Call,
+        shape: list[ast.AST],
+        op: ast.AST,
+        perm: list[int],
+        memory: list[int] | None = None,
+    ):
         self.layout, self.view, self.shape, self.op, self.perm = layout, view, shape, op, perm
+        self.memory = memory if memory is not None else perm
         self.rank = len(perm)
         self.receiver = ast.unparse(view.func.value)
         self.base = layout.permuted_input(op)
@@ -185,29 +215,11 @@ class _Geometry:
 
     def _receiver_sizes(self) -> list[set[str]] | None:
         """``c, t, h, w = frames.shape`` where ``frames`` holds the viewed (permuted) value."""
-        receiver = self.view.func.value
-        if isinstance(receiver, ast.Name):
-            names = self.layout.shape_unpack_names(receiver)
-            if names is not None and len(names) == self.rank:
-                return [{n} for n in names]
-        return None
+        return _unpacked_sizes(self.layout, self.view.func.value, self.rank)
 
     def _base_sizes(self) -> list[set[str]] | None:
-        """Sizes of the tensor that was permuted, from a shape unpack or the call that built it."""
-        base = self.base
-        if base is None:
-            return None
-        if isinstance(base, ast.Name):
-            names = self.layout.shape_unpack_names(base)
-            if names is not None and len(names) == self.rank:
-                return [{n} for n in names]
-        origins = self.layout.flow.origins(base)
-        if len(origins) != 1 or not isinstance(origins[0], ast.Call):
-            return None
-        built = _shape_written(self.layout, origins[0])
-        if built is None or len(built) != self.rank:
-            return None
-        return [set() if is_minus_one(s) else {_text(s)} for s in built]
+        """Sizes of the tensor that was permuted."""
+        return _known_sizes(self.layout, self.base, self.rank) if self.base is not None else None
 
     def _size_one_dims(self) -> set[int]:
         """Dimensions of the permuted tensor known to have size 1 (literal sizes, conditions)."""
@@ -324,11 +336,11 @@ class _Geometry:
         return [length]
 
     def _out_of_order(self, groups) -> OutOfOrderMerge | None:
-        original_ones = {self.perm[j] for j in self.ones}
+        original_ones = {self.memory[j] for j in self.ones}
         for group in groups:
             dims = [j for j in group if j not in self.ones]
             for a, b in zip(dims, dims[1:]):
-                low, high = self.perm[a], self.perm[b]
+                low, high = self.memory[a], self.memory[b]
                 if high < low or any(d not in original_ones for d in range(low + 1, high)):
                     return OutOfOrderMerge((a, b))
         return None
@@ -369,6 +381,42 @@ def _size_access(expr: ast.AST) -> tuple[ast.AST | None, ast.AST | None]:
     if found is not None and found[0] == "size" and len(expr.args) == 1 and not expr.keywords:
         return found[1], expr.args[0]
     return None, None
+
+
+def _unpacked_sizes(layout: Layout, expr: ast.AST, rank: int) -> list[set[str]] | None:
+    """``c, t, h, w = frames.shape`` with the value of ``frames`` that ``expr`` reads: the names."""
+    if isinstance(expr, ast.Name):
+        names = layout.shape_unpack_names(expr)
+        if names is not None and len(names) == rank:
+            return [{n} for n in names]
+    return None
+
+
+def _known_sizes(layout: Layout, expr: ast.AST, rank: int, depth: int = 0) -> list[set[str]] | None:
+    """The names of the sizes of ``expr``'s ``rank`` dimensions, as far as data flow shows them: from a
+    shape unpack (``b, c, h, w = x.shape``), the call that built it (``x.reshape(1, n, m, dim)``),
+    through a permutation of such a tensor, and through spatial resampling (``interpolate``), which
+    keeps the batch and channel sizes. None when nothing is known."""
+    if depth > 4:
+        return None
+    unpacked = _unpacked_sizes(layout, expr, rank)
+    if unpacked is not None:
+        return unpacked
+    origins = layout.flow.origins(expr)
+    if len(origins) != 1 or not isinstance(origins[0], ast.Call):
+        return None
+    origin = origins[0]
+    built = _shape_written(layout, origin)
+    if built is not None:
+        return [set() if is_minus_one(s) else {_text(s)} for s in built] if len(built) == rank else None
+    if layout.permuting_op(origin) is not None:
+        perm, inner = _permutation(layout, origin, rank), layout.permuted_input(origin)
+        sizes = _known_sizes(layout, inner, rank, depth + 1) if perm is not None and inner is not None else None
+        return [sizes[p] for p in perm] if sizes is not None else None
+    if layout.ctx.call_qualname(origin) in RESAMPLING_FUNCTIONS and origin.args and rank >= 3:
+        sizes = _known_sizes(layout, origin.args[0], rank, depth + 1)
+        return sizes[:2] + [set() for _ in range(rank - 2)] if sizes is not None else None
+    return None
 
 
 def _shape_written(layout: Layout, call: ast.Call) -> list[ast.AST] | None:

@@ -836,3 +836,66 @@ def test_a_wrapper_of_a_model_that_outlives_the_loop_is_reported(lint):
     findings = lint(outer, "TL004")
     assert [(f.line, f.code) for f in findings] == [(13, "TL004")]
     assert "`for cell in [torch.nn.GRU, torch.nn.LSTM]`" in findings[0].message
+
+
+# A gradient-clipping test: for every setting (the outer loop is named for the step it skips), each
+# case builds two models and their optimizer, trains a few steps and compares with reference values
+# recorded before the loops; nothing a case trains is read by the next case or after the loops.
+_CASES_UNDER_A_STEP_NAMED_LOOP = """
+    import torch
+    import torch.nn as nn
+
+    class Scale(nn.Module):
+        def __init__(self, start):
+            super().__init__()
+            self.w = nn.Parameter(torch.full((3,), float(start)))
+
+        def forward(self, x):
+            return (self.w * x).sum()
+
+    def test_skipped_step_matches_reference(x, expected):
+        for skip_iter in (0, 1):
+            for clip_at in (None, 0.5):
+                first = Scale(1)
+                second = Scale(2)
+                optimizer = torch.optim.SGD(
+                    [{"params": first.parameters()}, {"params": second.parameters(), "lr": 0.05}],
+                    lr=0.1,
+                    momentum=0.9,
+                )
+                for i in range(3):
+                    optimizer.zero_grad()
+                    (first(x) + second(x)).backward()
+                    if clip_at is not None:
+                        torch.nn.utils.clip_grad_norm_(optimizer.param_groups[0]["params"], clip_at)
+                    if i != skip_iter:
+                        optimizer.step()
+                got = torch.cat([first.w.detach(), second.w.detach()])
+                assert torch.allclose(got, expected[skip_iter, clip_at])
+"""
+
+
+def test_cases_under_a_step_named_loop_that_keep_nothing_they_train_are_silent(lint):
+    assert lint(_CASES_UNDER_A_STEP_NAMED_LOOP, "TL004") == []
+    assert lint(_CASES_UNDER_A_STEP_NAMED_LOOP, "TL003") == []
+
+
+def test_a_case_model_read_after_the_step_named_loop_is_reported(lint):
+    # The last case's models are used after the loops: what the loops train outlives them, so the
+    # outer `iter` loop is read as one run whose models and optimizer restart each inner iteration.
+    kept = _CASES_UNDER_A_STEP_NAMED_LOOP + "        return first.state_dict()\n"
+    findings = lint(kept, "TL004")
+    assert [(f.line, f.code) for f in findings] == [(18, "TL004")]
+    assert "loop at line 15 (`for clip_at in (None, 0.5)`)" in findings[0].message
+    assert [(f.line, f.code) for f in lint(kept, "TL003")] == [(16, "TL003"), (17, "TL003")]
+
+
+def test_a_case_model_read_at_the_top_of_the_next_case_is_reported(lint):
+    # The previous case's model is evaluated before the next one is built: state crosses iterations.
+    carried = _CASES_UNDER_A_STEP_NAMED_LOOP.replace(
+        "            for clip_at in (None, 0.5):\n",
+        "            for clip_at in (None, 0.5):\n                if clip_at is not None:\n"
+        "                    print(first(x))\n",
+    )
+    findings = lint(carried, "TL004")
+    assert [(f.line, f.code) for f in findings] == [(20, "TL004")]

@@ -322,3 +322,40 @@ def _call_chains(ctx: FileContext, node: ast.AST, loop: ast.AST, depth: int) -> 
     for site in call_graph(ctx).callers(function):
         for chain in _call_chains(ctx, site, loop, depth + 1):
             yield (*chain, site)
+
+
+def trained_state_stays_in_iteration(ctx: FileContext, loop: ast.AST) -> bool:
+    """No model or optimizer bound in ``loop``'s iteration is read outside it: every read of its
+    name in the loop sees only the iteration's own bindings (none left by an earlier iteration or
+    made before the loop), no read after the loop sees one of them, and the
+    iteration stores no model or optimizer anywhere but in a local name (``self.net = ...``,
+    ``nets[i] = ...`` keep it for later). What the iteration trains is then used up in it: its
+    results are checked or recorded there, and the next iteration starts from nothing of it."""
+    roles = object_roles(ctx)
+    flow = dataflow(ctx)
+    trained: set[str] = set()
+    for node in ast.walk(loop):
+        if not isinstance(node, ast.expr) or not isinstance(getattr(node, "ctx", None), ast.Store):
+            continue
+        # A stored name's role may come from its name (`net`, `opt`); an attribute's must be shown
+        # (`_state.allow_model_fp16 = True` holds no model).
+        if roles.role_of(node, hint=isinstance(node, ast.Name)) not in (Role.MODEL, Role.OPTIMIZER):
+            continue
+        if not isinstance(node, ast.Name):
+            return False  # kept in an attribute or a container, beyond the iteration's names
+        trained.add(node.id)
+    if not trained:
+        return False
+    scope = ctx.enclosing_scope(loop)
+    for node in ast.walk(scope):
+        if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in trained):
+            continue
+        if ctx.enclosing_scope(node) is not scope:
+            return False  # read by a nested function or class: it may run at any time
+        in_loop = [ctx.is_inside(binding.stmt, loop) for binding in flow.reaching(node)]
+        if ctx.is_inside(node, loop):
+            if not in_loop or not all(in_loop):
+                return False  # read before the iteration binds it: what an earlier one left there
+        elif any(in_loop):
+            return False  # read after the loop
+    return True

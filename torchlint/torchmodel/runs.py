@@ -40,7 +40,11 @@ from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role, optimizer_holds_state
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
-from torchlint.torchmodel.fresh_runs import builds_fresh_run, optimizes_new_tensors
+from torchlint.torchmodel.fresh_runs import (
+    builds_fresh_run,
+    optimizes_new_tensors,
+    trained_state_stays_in_iteration,
+)
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.phases import runs_when_called
 from torchlint.torchmodel.roles import Role, object_roles
@@ -463,11 +467,14 @@ class RunAnalysis:
             return INDEPENDENT, "fresh-tensors"
         if kind in ("epoch", "step"):
             return CONTINUING, kind
-        if self._inside_epoch_loop(loop):
-            # `for epoch ...: for shard_id ...:` -- a loop repeated every epoch is part of one run.
-            return CONTINUING, "epoch"
         depths = self.step_depths(loop)
-        if builds_fresh_run(self.ctx, loop, optimizers, trains_handed_out=bool(depths) and min(depths) >= 1):
+        fresh = builds_fresh_run(self.ctx, loop, optimizers, trains_handed_out=bool(depths) and min(depths) >= 1)
+        if self._inside_epoch_loop(loop) and not (fresh and trained_state_stays_in_iteration(self.ctx, loop)):
+            # `for epoch ...: for shard_id ...:` -- a loop repeated every epoch is part of one run,
+            # unless each iteration trains models of its own and nothing it trains outlives it
+            # (`for which_iter in (0, 1): for case in cases: net = Net(); ...; check(net)`).
+            return CONTINUING, "epoch"
+        if fresh:
             # `for case in cases: net = Net(**case); opt = SGD(net.parameters())`, `for net in ensemble:
             # train(net)`: each iteration trains its own model, nothing carries over to the next.
             return INDEPENDENT, "fresh-run"

@@ -64,7 +64,7 @@ from torchlint.analysis.callgraph import (
 )
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import argument, position, returns_of
+from torchlint.analysis.nodes import argument, end_position, position, returns_of
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -118,10 +118,6 @@ class Binding:
     source: ast.AST | None = None  # augassign: the right operand; for: the iterable; unpack: the whole right side
     index: int | None = None  # unpack / for-unpack: position of the name in the target tuple
     position: tuple[int, int] = (0, 0)  # where the binding takes effect (line, column)
-
-
-def _end(node: ast.AST) -> tuple[int, int]:
-    return (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
 
 
 class ScopeFlow:
@@ -186,30 +182,30 @@ class ScopeFlow:
     def _visit(self, node: ast.AST) -> None:
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                self._bind_target(target, "assign", node, node.value, None, _end(node))
+                self._bind_target(target, "assign", node, node.value, None, end_position(node))
         elif isinstance(node, ast.AnnAssign):
             if node.value is not None:
-                self._bind_target(node.target, "assign", node, node.value, None, _end(node))
+                self._bind_target(node.target, "assign", node, node.value, None, end_position(node))
         elif isinstance(node, ast.AugAssign):
             key = node.target.id if isinstance(node.target, ast.Name) else symbol(node.target)
             if key is not None:
-                self._add(Binding(key, "augassign", node, node, node.value, None, _end(node)))
+                self._add(Binding(key, "augassign", node, node, node.value, None, end_position(node)))
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             value = None
-            self._bind_target(node.target, "for", node, value, node.iter, _end(node.target))
+            self._bind_target(node.target, "for", node, value, node.iter, end_position(node.target))
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 if item.optional_vars is not None:
                     self._bind_target(
-                        item.optional_vars, "with", node, item.context_expr, None, _end(item.optional_vars)
+                        item.optional_vars, "with", node, item.context_expr, None, end_position(item.optional_vars)
                     )
         elif isinstance(node, ast.NamedExpr):
-            self._add(Binding(node.target.id, "walrus", node, node.value, None, None, _end(node)))
+            self._add(Binding(node.target.id, "walrus", node, node.value, None, None, end_position(node)))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 name = alias.asname or alias.name.split(".", 1)[0]
                 if name != "*":
-                    self._add(Binding(name, "import", node, None, position=_end(node)))
+                    self._add(Binding(name, "import", node, None, position=end_position(node)))
         elif isinstance(node, ast.ExceptHandler) and node.name:
             self._add(Binding(node.name, "except", node, None, position=position(node.body[0])))
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -405,7 +401,7 @@ class Dataflow:
                 for generator in ancestor.generators:
                     for target in ast.walk(generator.target):
                         if isinstance(target, ast.Name) and target.id == name:
-                            return Binding(name, "for", generator, None, generator.iter, None, _end(target))
+                            return Binding(name, "for", generator, None, generator.iter, None, end_position(target))
             elif isinstance(ancestor, SCOPES):
                 return None
         return None
@@ -503,7 +499,7 @@ class Dataflow:
                         and element.value.id == receiver
                     ):
                         table.setdefault(element.attr, []).append(
-                            Binding(element.attr, kind, node, element_value, None, None, _end(node))
+                            Binding(element.attr, kind, node, element_value, None, None, end_position(node))
                         )
         for table in tables.values():
             for found in table.values():

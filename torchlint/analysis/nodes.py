@@ -76,6 +76,11 @@ def position(node: ast.AST) -> tuple[int, int]:
     return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
 
 
+def end_position(node: ast.AST) -> tuple[int, int]:
+    """Where a node ends, for ordering against ``position``; nodes without one sort first."""
+    return getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0
+
+
 def name_ids(expr: ast.AST) -> set[str]:
     """The bare names an expression mentions (``model(x[i])`` -> {"model", "x", "i"})."""
     return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}

@@ -324,15 +324,28 @@ def _call_chains(ctx: FileContext, node: ast.AST, loop: ast.AST, depth: int) -> 
             yield (*chain, site)
 
 
-def trained_state_stays_in_iteration(ctx: FileContext, loop: ast.AST) -> bool:
-    """No model or optimizer bound in ``loop``'s iteration is read outside it: every read of its
-    name in the loop sees only the iteration's own bindings (none left by an earlier iteration or
-    made before the loop), no read after the loop sees one of them, and the
-    iteration stores no model or optimizer anywhere but in a local name (``self.net = ...``,
-    ``nets[i] = ...`` keep it for later). What the iteration trains is then used up in it: its
-    results are checked or recorded there, and the next iteration starts from nothing of it."""
+def trained_state_used_up_in_iteration(ctx: FileContext, loop: ast.AST, trained_until: tuple[int, int]) -> bool:
+    """What ``loop``'s iteration trains is the outcome of a run of its own: a model or optimizer
+    the iteration binds is read in it after its training (``trained_until``, where the last
+    stretch of optimizer steps ends: a result checked or recorded), and read nowhere else (see
+    ``_trained_state_stays_in_iteration``). An iteration that trains and never looks at the result
+    is a fragment of a longer run whose state was meant to carry over (a shard of an epoch)."""
+    names = _trained_names(ctx, loop)
+    if not names or not _trained_state_stays_in_iteration(ctx, loop, names):
+        return False
+    return any(
+        isinstance(node, ast.Name)
+        and isinstance(node.ctx, ast.Load)
+        and node.id in names
+        and (node.lineno, node.col_offset) > trained_until
+        for node in ast.walk(loop)
+    )
+
+
+def _trained_names(ctx: FileContext, loop: ast.AST) -> set[str] | None:
+    """The names ``loop``'s iteration binds to models and optimizers; None when it stores one
+    anywhere but in a local name (``self.net = ...``, ``nets[i] = ...`` keep it for later)."""
     roles = object_roles(ctx)
-    flow = dataflow(ctx)
     trained: set[str] = set()
     for node in ast.walk(loop):
         if not isinstance(node, ast.expr) or not isinstance(getattr(node, "ctx", None), ast.Store):
@@ -342,13 +355,19 @@ def trained_state_stays_in_iteration(ctx: FileContext, loop: ast.AST) -> bool:
         if roles.role_of(node, hint=isinstance(node, ast.Name)) not in (Role.MODEL, Role.OPTIMIZER):
             continue
         if not isinstance(node, ast.Name):
-            return False  # kept in an attribute or a container, beyond the iteration's names
+            return None
         trained.add(node.id)
-    if not trained:
-        return False
+    return trained
+
+
+def _trained_state_stays_in_iteration(ctx: FileContext, loop: ast.AST, names: set[str]) -> bool:
+    """No read of ``names`` (bound in ``loop``'s iteration) sees a binding of another iteration:
+    every read in the loop sees only the iteration's own bindings (none left by an earlier
+    iteration or made before the loop), and no read after the loop sees one of them."""
+    flow = dataflow(ctx)
     scope = ctx.enclosing_scope(loop)
     for node in ast.walk(scope):
-        if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in trained):
+        if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names):
             continue
         if ctx.enclosing_scope(node) is not scope:
             return False  # read by a nested function or class: it may run at any time

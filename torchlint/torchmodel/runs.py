@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callgraph import call_graph, calls_elsewhere
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
-from torchlint.analysis.nodes import last_name, name_ids, returns_of
+from torchlint.analysis.nodes import end_position, last_name, name_ids, returns_of
 from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role, optimizer_holds_state
@@ -43,7 +43,7 @@ from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.fresh_runs import (
     builds_fresh_run,
     optimizes_new_tensors,
-    trained_state_stays_in_iteration,
+    trained_state_used_up_in_iteration,
 )
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.phases import runs_when_called
@@ -469,10 +469,11 @@ class RunAnalysis:
             return CONTINUING, kind
         depths = self.step_depths(loop)
         fresh = builds_fresh_run(self.ctx, loop, optimizers, trains_handed_out=bool(depths) and min(depths) >= 1)
-        if self._inside_epoch_loop(loop) and not (fresh and trained_state_stays_in_iteration(self.ctx, loop)):
+        if self._inside_epoch_loop(loop) and not (fresh and self._runs_whole_in_iteration(loop)):
             # `for epoch ...: for shard_id ...:` -- a loop repeated every epoch is part of one run,
             # unless each iteration trains models of its own and nothing it trains outlives it
-            # (`for which_iter in (0, 1): for case in cases: net = Net(); ...; check(net)`).
+            # and reads the result (`for which_iter in (0, 1): for case in cases: net = Net(); ...;
+            # check(net)`).
             return CONTINUING, "epoch"
         if fresh:
             # `for case in cases: net = Net(**case); opt = SGD(net.parameters())`, `for net in ensemble:
@@ -491,6 +492,14 @@ class RunAnalysis:
         if self.built.rebuilds(loop, other):
             return INDEPENDENT, "fresh-run"
         return CONTINUING, "keeps-model" if role == Role.OPTIMIZER else "keeps-optimizer"
+
+    def _runs_whole_in_iteration(self, loop) -> bool:
+        """``loop``'s iteration trains, then reads what it trained, and nothing of it outlives the
+        iteration: the training ends where the last optimizer step, or the inner loop around it,
+        ends."""
+        events = iterations(self.ctx).iteration_events(loop)
+        ends = [end_position(e.loops[0] if e.loops else e.site) for e in events if e.kind in STEP_KINDS]
+        return bool(ends) and trained_state_used_up_in_iteration(self.ctx, loop, max(ends))
 
     def _inside_epoch_loop(self, loop) -> bool:
         """An enclosing loop of ``loop`` (in its function) named for epochs or steps, with no loop

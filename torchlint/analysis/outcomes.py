@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import re
 
-from torchlint.analysis.nodes import returns_of, walk_no_scopes
+from torchlint.analysis.nodes import last_name, returns_of, walk_no_scopes
 
 # Calls that show, log, write or keep a result somewhere outside the function.
 _OUTCOME_CALL = re.compile(
@@ -29,7 +29,7 @@ def asserts(func: ast.AST) -> bool:
     for node in ast.walk(func):
         if isinstance(node, ast.Assert):
             return True
-        if isinstance(node, ast.Call) and _called_name(node).startswith("assert"):
+        if isinstance(node, ast.Call) and (last_name(node.func) or "").startswith("assert"):
             return True
     return False
 
@@ -43,7 +43,7 @@ def only_asserts(func: ast.AST) -> bool:
             continue
         if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal)):
             return False
-        if isinstance(node, ast.Call) and _OUTCOME_CALL.match(_called_name(node)):
+        if isinstance(node, ast.Call) and _OUTCOME_CALL.match(last_name(node.func) or ""):
             return False
         if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
             root = node.value
@@ -52,10 +52,3 @@ def only_asserts(func: ast.AST) -> bool:
             if isinstance(root, ast.Name) and root.id == "self":
                 return False
     return True
-
-
-def _called_name(call: ast.Call) -> str:
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else ""

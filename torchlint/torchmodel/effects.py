@@ -27,8 +27,7 @@ from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument_for, method_call
-from torchlint.torchmodel import vocabulary as torch_names
-from torchlint.torchmodel.constructors import Role, constructor_role, preserved_argument
+from torchlint.torchmodel.constructors import Role, constructor_role, same_module
 from torchlint.torchmodel.events import Event, EventKind
 
 if TYPE_CHECKING:
@@ -108,15 +107,10 @@ def _same_object(ctx: FileContext, expr: ast.AST) -> ast.AST | None:
     """The value ``expr`` hands back as the same object for training purposes: the receiver of a
     module method that returns it (``model.to(device)``, ``model.train()``), the model a wrapper
     wraps (``DDP(model)``), the iterable whose elements ``list(...)``/``tuple(...)`` copy."""
-    found = method_call(expr)
-    if found is not None and found[0] in torch_names.MODULE_SELF_RETURNING:
-        return found[1]
-    if not isinstance(expr, ast.Call):
-        return None
-    func = expr.func
+    func = expr.func if isinstance(expr, ast.Call) else None
     if isinstance(func, ast.Name) and func.id in _ELEMENT_COPIES and ctx.qualname(func) is None and len(expr.args) == 1:
         return expr.args[0]
-    return preserved_argument(ctx, expr)
+    return same_module(ctx, expr)
 
 
 def model_method(ctx: FileContext, call: ast.Call) -> Definition | None:

@@ -178,6 +178,26 @@ def receiver_class(ctx: FileContext, expr: ast.AST) -> ast.ClassDef | None:
     return parent if isinstance(parent, ast.ClassDef) else None
 
 
+# Decorators that turn a method into an attribute: ``self.<name>`` reads a value, not the method.
+_ATTRIBUTE_DECORATORS = frozenset({"property", "cached_property"})
+
+
+def receiver_method(ctx: FileContext, expr: ast.AST) -> Definition | None:
+    """The method ``self.<name>`` names, when the receiver's class (or one of its bases in the
+    project) defines a method ``<name>`` that is no property: ``self.restore_model`` in a class
+    with ``def restore_model(self, ...)``. None for an attribute the class stores or reads as a
+    property."""
+    if not isinstance(expr, ast.Attribute):
+        return None
+    cls = receiver_class(ctx, expr.value)
+    if cls is None:
+        return None
+    method = find_method(Definition(ctx, cls), expr.attr)
+    if method is None or any(last_name(d) in _ATTRIBUTE_DECORATORS for d in method.node.decorator_list):
+        return None
+    return method
+
+
 def _is_self_method(func: ast.expr) -> bool:
     return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
 

@@ -27,13 +27,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import call_graph, local_base
+from torchlint.analysis.callgraph import call_graph, local_base, resolve_local_call
 from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.expected_failures import expected_to_raise
 from torchlint.analysis.imports import dotted_name
+from torchlint.analysis.nodes import walk_function_body
 from torchlint.analysis.outcomes import asserts, only_asserts
 from torchlint.torchmodel.autograd_use import asks_for_gradients, forward_needs_autograd
-from torchlint.torchmodel.forward_calls import ForwardCalls, mode_switches, model_expression, same_model
+from torchlint.torchmodel.forward_calls import ForwardCalls, mode_switches, model_expression, same_model, within_spans
 from torchlint.torchmodel.frameworks import runs_other_framework
 from torchlint.torchmodel.frozen import runs_frozen_model
 from torchlint.torchmodel.gradmode import runs_without_grad
@@ -52,7 +53,7 @@ from torchlint.torchmodel.reaching_modes import (
     TrainEvalMode,
     Verdict,
 )
-from torchlint.torchmodel.recording_calls import holds_no_parameters, runs_model_method
+from torchlint.torchmodel.recording_calls import holds_no_parameters, runs_model_method, runs_recording_helper
 from torchlint.torchmodel.training_steps import only_training_steps
 from torchlint.torchmodel.untrained_runs import UntrainedRuns
 
@@ -244,7 +245,7 @@ class EvalUnits:
         another framework's model: ``frameworks``, nor a call a test expects to raise)."""
         calls = [
             c
-            for c in self.forward.within(self._candidate_spans)
+            for c in self.forward.within(self._candidate_spans) + self._recording_helper_calls
             if not runs_other_framework(self.ctx, c) and not expected_to_raise(self.ctx, c)
         ]
         provenance = self.provenance
@@ -256,6 +257,34 @@ class EvalUnits:
             and not provenance.fresh_and_untouched(call)
             and not untrained.runs_untrained(call)
         ]
+
+    @cached_property
+    def _recording_helper_calls(self) -> list[ast.Call]:
+        """Calls, in code that may be evaluation code, of a helper of the project whose own body runs
+        a model with autograd on (``self.score_critic(states)``): they record its graph like the
+        model call does (``recording_calls``). A helper that holds evaluation code itself is left to
+        its own unit."""
+        ctx, spans = self.ctx, self._candidate_spans
+        evaluating = {ctx.enclosing_function(c) for c in self.forward.within(spans)}
+        found = []
+        for call in ctx.calls:
+            if not isinstance(call.func, (ast.Name, ast.Attribute)) or not within_spans(call, spans):
+                continue
+            if self._reaches(resolve_local_call(ctx, call), evaluating, 0):
+                continue  # the model calls it reaches are evaluation calls of their own
+            if runs_recording_helper(ctx, call):
+                found.append(call)
+        return found
+
+    def _reaches(self, func: ast.AST | None, targets: set, depth: int) -> bool:
+        """Whether ``func`` (a function of this file) is one of ``targets`` or calls one, a few calls deep."""
+        if func is None or depth > 3:
+            return False
+        if func in targets:
+            return True
+        graph = call_graph(self.ctx)
+        calls = [n for n in walk_function_body(func) if isinstance(n, ast.Call)]
+        return any(self._reaches(graph.callee(c), targets, depth + 1) for c in calls)
 
     @cached_property
     def _candidate_spans(self) -> list[tuple[int, int]]:

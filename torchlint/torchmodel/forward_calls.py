@@ -9,6 +9,7 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.callgraph import receiver_method
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
 from torchlint.torchmodel.calls import call_events
@@ -54,6 +55,8 @@ class ForwardCalls:
         last = key.rsplit(".", 1)[-1].split("[", 1)[0]
         if _NOT_MODEL_HOLDER.search(last):
             return False  # `self.tokenizer(...)`: a from_pretrained object that is no network
+        if receiver_method(ctx, func) is not None:
+            return False  # `self.restore_model(...)` in a class defining it: a method, whatever its name
         role = object_roles(ctx).role_of(func, hint=False)
         if role is not None:
             return role is Role.MODEL  # what the code shows the object is, whatever its name
@@ -67,7 +70,7 @@ class ForwardCalls:
             return []
         found = []
         for call in self.ctx.calls:
-            if isinstance(call.func, (ast.Name, ast.Attribute, ast.Subscript)) and _within(call, spans):
+            if isinstance(call.func, (ast.Name, ast.Attribute, ast.Subscript)) and within_spans(call, spans):
                 if self.is_model_call(call):
                     found.append(call)
         return found
@@ -119,7 +122,8 @@ def same_model(a: str | None, b: str | None) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".") or not a or not b
 
 
-def _within(node, spans) -> bool:
+def within_spans(node: ast.AST, spans: list[tuple[int, int]]) -> bool:
+    """Whether ``node`` starts on a line inside one of the line spans."""
     line = node.lineno
     return any(start <= line <= end for start, end in spans)
 

@@ -12,6 +12,10 @@ gradients. Two shapes the plain "model call" test gets wrong either way:
 
 Both are told from the class the receiver is built from (``EdgeModel(config).to(device)``), in
 this file or another of the project; an object whose class cannot be read is neither.
+
+A third shape is a *helper of the project that records a graph* (``self.score_critic(states)``
+whose body runs ``self.critic(...)`` outside any no-grad block and trains nothing): its call
+records the model's graph like a call of the model itself, whatever the helper is named.
 """
 
 from __future__ import annotations
@@ -19,12 +23,16 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import find_method, parameter_default, resolve_class
+from torchlint.analysis.callgraph import find_method, parameter_default, resolve_callee, resolve_class
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.nodes import method_call, walk_function_body
 from torchlint.analysis.summaries import function_summary as run_summary
 from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.calls import call_events
+from torchlint.torchmodel.events import STEP_KINDS, EventKind
+from torchlint.torchmodel.forward_calls import ForwardCalls
+from torchlint.torchmodel.gradmode import grad_effect, lexical_grad_switch, runs_without_grad
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -77,6 +85,37 @@ def runs_model_method(ctx: FileContext, call: ast.Call) -> bool:
         if method is None or not run_summary(method, "torch.calls-own-forward", _calls_own_forward, False):
             return False
     return True
+
+
+def runs_recording_helper(ctx: FileContext, call: ast.Call) -> bool:
+    """``self.score_critic(states)``: a call of a function of the project whose own body runs a
+    model with autograd on (not inside a no-grad block of its own, nor under a no-grad decorator)
+    and trains nothing (no backward, no optimizer step): the call records that model's graph."""
+    callee = resolve_callee(ctx, call)
+    if callee is None or runs_without_grad(ctx, call):
+        return False
+    home, function = callee
+    return run_summary(Definition(home, function), "torch.helper-records-graph", _records_graph, False)
+
+
+_TRAINING_KINDS = STEP_KINDS | {EventKind.BACKWARD}
+
+
+def _records_graph(helper: Definition) -> bool:
+    ctx, function = helper.ctx, helper.node
+    forward = ForwardCalls(ctx)
+    events = call_events(ctx)
+    records = False
+    for node in walk_function_body(function):
+        if not isinstance(node, ast.Call):
+            continue
+        event = events.classify(node)
+        if event is not None and event.kind in _TRAINING_KINDS:
+            return False  # a training step, not an evaluation helper
+        if not records and forward.is_model_call(node):
+            switch = lexical_grad_switch(ctx, node)
+            records = switch is None or grad_effect(ctx, switch) is not False
+    return records
 
 
 def _calls_own_forward(method: Definition) -> bool:

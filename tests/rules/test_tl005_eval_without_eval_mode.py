@@ -1257,3 +1257,56 @@ def test_dropout_gated_by_a_flag_the_evaluation_passes_unknown_is_reported(lint)
 def test_dropout_also_run_outside_the_gate_is_reported(lint):
     source = _tagger(marker="  # expect: TL005").replace("return self.out(h)", "return self.out(self.drop(h))")
     check(lint, source, "TL005")
+
+
+# ----- a method of the class named like a model is no model -----------------------------------------
+
+_SOLVER = """
+import torch
+import torch.nn as nn
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(64, 64), nn.Dropout(0.3), nn.Linear(64, 64))
+
+    def forward(self, x):
+        return self.body(x)
+
+class Solver:
+    def __init__(self, loader, checkpoints):
+        self.G = Generator()
+        self.optimizer = torch.optim.Adam(self.G.parameters(), lr=1e-4)
+        self.loader = loader
+        self.checkpoints = checkpoints
+
+    def train(self):
+        for x, y in self.loader:
+            loss = (self.G(x) - y).pow(2).mean()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+
+    def restore_model(self, step):
+        self.G.load_state_dict(torch.load(f"{{self.checkpoints}}/{{step}}-G.ckpt"))
+
+    def test(self, step):
+        self.restore_model(step){switch}
+        with torch.no_grad():
+            for x, _ in self.loader:
+                yield self.G(x){mark}
+"""
+
+
+def test_generator_run_in_training_mode_after_a_restore_method_is_reported_at_the_generator(lint):
+    findings = check(lint, _SOLVER.format(switch="", mark="  # expect: TL005"), "TL005")
+    assert findings[0].line == 34
+    assert "`self.G(...)` evaluates in training mode in `test()`" in findings[0].message
+
+
+def test_restore_method_named_like_a_model_called_before_eval_is_no_model_call(lint):
+    # `self.restore_model(step)` runs before `self.G.eval()` and outside the no-grad block: a method
+    # of Solver that loads weights, not a model evaluated in training mode or with autograd on.
+    source = _SOLVER.format(switch="\n        self.G.eval()", mark="")
+    assert lint(source, "TL005") == []
+    assert lint(source, "TL006") == []

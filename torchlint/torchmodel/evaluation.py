@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import call_graph, local_base, resolve_local_call
+from torchlint.analysis.callgraph import call_graph, local_base, receiver_method, resolve_local_call
 from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.expected_failures import expected_to_raise
 from torchlint.analysis.imports import dotted_name
@@ -268,8 +268,11 @@ class EvalUnits:
         evaluating = {ctx.enclosing_function(c) for c in self.forward.within(spans)}
         found = []
         for call in ctx.calls:
-            if not isinstance(call.func, (ast.Name, ast.Attribute)) or not within_spans(call, spans):
-                continue
+            if receiver_method(ctx, call.func) is None or not within_spans(call, spans):
+                continue  # a method of the evaluating class (`self.score_critic(...)`), not any helper
+            owner = ctx.enclosing_function(call)
+            if owner is None or not _words(owner.name) & EVAL_WORDS:
+                continue  # only in a function named for evaluation: elsewhere the helper may train
             if self._reaches(resolve_local_call(ctx, call), evaluating, 0):
                 continue  # the model calls it reaches are evaluation calls of their own
             if runs_recording_helper(ctx, call):

@@ -18,7 +18,7 @@ class Coach:
         logs = []
         for images, _ in self.val_loader:
             images = images.to(self.device)
-            disc_log = self.validate_discriminator(images)  # expect: TL006
+            disc_log = self.validate_discriminator(images)
             with torch.no_grad():
                 fakes = self.generator(torch.randn(images.shape[0], 128, device=self.device))
                 recon = F.l1_loss(fakes, images).item()
@@ -32,7 +32,7 @@ class Coach:
         with torch.no_grad():
             noise = torch.randn(images.shape[0], 128, device=self.device)
             fakes = self.generator(noise)
-        real_logits = self.discriminator(images)
+        real_logits = self.discriminator(images)  # expect: TL006
         fake_logits = self.discriminator(fakes)
         loss = F.relu(1 - real_logits).mean() + F.relu(1 + fake_logits).mean()
         return {"disc_loss": float(loss)}

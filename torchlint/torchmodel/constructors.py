@@ -115,7 +115,7 @@ def qualified_role(qual: str) -> Role | None:
         return Role.SCALER
     if qual.startswith("torch.nn."):
         last = qual.rsplit(".", 1)[-1]
-        if last.endswith("Loss"):
+        if last.endswith("Loss") or qual in torch_names.LOSS_ALIASES:
             return Role.CRITERION
         if last[:1].isupper() and qual.count(".") == 2 and last not in torch_names.NOT_MODEL_LAYERS:
             return Role.MODEL

@@ -39,8 +39,6 @@ if TYPE_CHECKING:
 
 # Methods a model inherits from nn.Module that run no forward of their own.
 _NOT_FORWARD_METHODS = frozenset({"forward", "parameters", "named_parameters", "state_dict", "load_state_dict"})
-# Calls an `__init__` of a parameterless module may make besides `super().__init__()`.
-_REGISTERING = frozenset({"register_buffer", "register_parameter", "add_module", "register_module"})
 
 
 def instance_classes(
@@ -139,7 +137,11 @@ def _parameterless_class(cls: Definition) -> bool:
     if not node.bases or any(ctx.qualname(b) != "torch.nn.Module" for b in node.bases):
         return False
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in _REGISTERING:
+        if (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Attribute)
+            and sub.func.attr in torch_names.REGISTERING_METHODS
+        ):
             return False
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "setattr":
             return False

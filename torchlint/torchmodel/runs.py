@@ -46,6 +46,7 @@ from torchlint.torchmodel.fresh_runs import (
     trained_state_used_up_in_iteration,
 )
 from torchlint.torchmodel.iterations import iterations
+from torchlint.torchmodel.module_growth import grown_before
 from torchlint.torchmodel.phases import runs_when_called
 from torchlint.torchmodel.roles import Role, object_roles
 from torchlint.torchmodel.walk import event_walker
@@ -339,6 +340,8 @@ class RunAnalysis:
 
     def rebuilt_in_loop(self, call: ast.Call, role: str) -> RebuiltInLoop | None:
         """The loop continuing one training run that rebuilds ``call``'s object every iteration."""
+        if role == Role.OPTIMIZER and grown_before(self.ctx, call):
+            return None  # the model was given new parameters (a new head): the optimizer must take them
         return self._search(call, role, via=(), depth=0, seen=frozenset())
 
     def _search(self, node, role, via, depth, seen) -> RebuiltInLoop | None:
@@ -465,9 +468,9 @@ class RunAnalysis:
             # `for i in range(n): x = Variable(img, requires_grad=True); opt = SGD([x])`: the
             # optimizer's tensors are the iteration's own, there is no optimizer to build before it.
             return INDEPENDENT, "fresh-tensors"
-        if kind in ("epoch", "step"):
-            return CONTINUING, kind
         depths = self.step_depths(loop)
+        if kind == "epoch" or (kind == "step" and not self._holds_whole_fresh_runs(loop, optimizers, depths)):
+            return CONTINUING, kind
         fresh = builds_fresh_run(self.ctx, loop, optimizers, trains_handed_out=bool(depths) and min(depths) >= 1)
         if self._inside_epoch_loop(loop) and not (fresh and self._runs_whole_in_iteration(loop)):
             # `for epoch ...: for shard_id ...:` -- a loop repeated every epoch is part of one run,
@@ -492,6 +495,16 @@ class RunAnalysis:
         if self.built.rebuilds(loop, other):
             return INDEPENDENT, "fresh-run"
         return CONTINUING, "keeps-model" if role == Role.OPTIMIZER else "keeps-optimizer"
+
+    def _holds_whole_fresh_runs(self, loop, optimizers: list[ast.Call], depths: set[int]) -> bool:
+        """A loop named for steps or iterations (``for i in range(iter_num)``) whose iteration runs its
+        optimizer steps two loops down (epochs of batches), with an optimizer over a model built
+        fresh in that iteration (``main(opt, i)`` builds the model, then its optimizer): a step
+        holds no loop of steps, so the name is read as a count of repeats and the data decides. A
+        loop named for epochs keeps its name: an epoch may hold phases of batches."""
+        return (
+            bool(depths) and min(depths) >= 2 and builds_fresh_run(self.ctx, loop, optimizers, trains_handed_out=False)
+        )
 
     def _runs_whole_in_iteration(self, loop) -> bool:
         """``loop``'s iteration trains, then reads what it trained, and nothing of it outlives the

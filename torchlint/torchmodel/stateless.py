@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
 
 _STATELESS_LAYERS = frozenset("torch.nn." + name for name in torch_names.WEIGHTLESS_LAYERS - torch_names.DROPOUT_LAYERS)
-_REGISTERING = frozenset({"register_buffer", "register_parameter", "add_module", "register_module"})
 _MAX_DEPTH = 4
 
 
@@ -58,7 +57,7 @@ def _stateless(ctx: FileContext, cls: ast.ClassDef, depth: int) -> bool:
             qual = ctx.call_qualname(node) or ""
             if qual in torch_names.PARAMETER_CLASSES or "dropout" in qual.lower():
                 return False
-            if isinstance(node.func, ast.Attribute) and node.func.attr in _REGISTERING:
+            if isinstance(node.func, ast.Attribute) and node.func.attr in torch_names.REGISTERING_METHODS:
                 return False
         if isinstance(node, ast.Assign):
             for target in node.targets:

@@ -432,7 +432,11 @@ MODE_FUNCTIONS = frozenset({*DROPOUT_FUNCTIONS, "torch.nn.functional.batch_norm"
 WRAPPING_LAYERS = frozenset({"DataParallel", "DistributedDataParallel", "SyncBatchNorm"})
 
 # ----- losses and activations -------------------------------------------------------------------------
-# `torch.nn.<Name>Loss` is a criterion class; these are the functional losses (torch.nn.functional.<name>).
+# `torch.nn.<Name>Loss` is a criterion class, and so are these deprecated aliases of one whose name
+# does not end in "Loss" (`NLLLoss2d` is `NLLLoss` under an old name; its `weight` is a buffer, not a
+# parameter).
+LOSS_ALIASES = frozenset({"torch.nn.NLLLoss2d"})
+# The functional losses (torch.nn.functional.<name>).
 FUNCTIONAL_LOSSES = frozenset(
     {
         "cross_entropy",
@@ -526,6 +530,10 @@ GENERATOR_CONTEXT_DECORATORS = frozenset({"contextlib.contextmanager", "contextl
 
 # `nn.Parameter(...)`, by both of its spellings.
 PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+# Methods of a module that register a new submodule or parameter (its last argument) into it.
+PARAMETER_REGISTERING_METHODS = frozenset({"register_parameter", "add_module", "register_module"})
+# ... and those that register any state, buffers included.
+REGISTERING_METHODS = PARAMETER_REGISTERING_METHODS | {"register_buffer"}
 # The legacy `Variable(x)` wrapper: since PyTorch 0.4 it hands back the tensor `x` itself (same
 # data; `requires_grad=True` marks it a leaf to optimise, `volatile` is ignored).
 VARIABLE_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})

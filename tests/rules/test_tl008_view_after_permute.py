@@ -42,8 +42,8 @@ def test_torch_transpose_function_then_flatten(lint):
         lint,
         """
         import torch
-        def flat(x):
-            y = torch.transpose(x, 0, 1)
+        def flat(layer, x):
+            y = torch.transpose(layer(x), 0, 1)
             return y.view(-1)  # expect: TL008
         """,
         CODE,
@@ -69,8 +69,8 @@ def test_matrix_transpose_attribute_and_scaling(lint):
     check(
         lint,
         """
-        def flat_weights(w):
-            wt = w.T * 0.5
+        def flat_weights(layer):
+            wt = layer.weight.detach().T * 0.5
             return wt.view(-1)  # expect: TL008
         """,
         CODE,
@@ -83,8 +83,8 @@ def test_clone_keeps_the_permuted_strides(lint):
     check(
         lint,
         """
-        def f(x):
-            y = x.permute(1, 0).clone()
+        def f(x, w):
+            y = (x @ w).permute(1, 0).clone()
             return y.view(-1)  # expect: TL008
         """,
         CODE,
@@ -314,21 +314,24 @@ def test_merging_dimensions_that_stay_adjacent_is_legal(lint):
 
 def test_merging_dimensions_the_permutation_separated_is_reported(lint):
     source = """
-        def rows(feat):
+        def rows(backbone, images):
+            feat = backbone(images)
             n, c, h, w = feat.shape
             seq = feat.permute(0, 2, 3, 1)
             return seq.view(n, h, w * c)  # expect: TL008
         """
     findings = check(lint, source, CODE)
-    assert "merges dimensions 2 and 3 of `feat.permute(0, 2, 3, 1)` (line 4)" in findings[0].message
+    assert "merges dimensions 2 and 3 of `feat.permute(0, 2, 3, 1)` (line 5)" in findings[0].message
 
 
 def test_sizes_unpacked_from_the_permuted_tensor_name_the_merge(lint):
     # SlowFast-style clip transform: (T, H, W, C) -> (C, T, H, W); merging T and H is legal,
     # merging C and T is not.
     source = """
-        def color_jitter(frames, jitter):
-            frames = frames.permute(3, 0, 1, 2)
+        import torch
+
+        def color_jitter(images, jitter):
+            frames = torch.stack(images).permute(3, 0, 1, 2)
             c, t, h, w = frames.shape
             flat = frames.view(c, t * h, w)
             bad = frames.view(c * t, h, w)  # expect: TL008
@@ -343,7 +346,7 @@ def test_dimensions_a_condition_declares_size_one_do_not_break_a_merge(lint):
     source = """
         import torch
         def project(self, x):
-            x = x.permute((0, 2, 3, 4, 1))
+            x = self.head(x).permute((0, 2, 3, 4, 1))
             if x.shape[1:4] == torch.Size([1, 1, 1]) and self.contrastive:
                 x = x.view(x.shape[0], -1)
             if x.size(2) == 1:
@@ -356,8 +359,8 @@ def test_dimensions_a_condition_declares_size_one_do_not_break_a_merge(lint):
 def test_view_under_an_xla_branch_is_silent(lint):
     # XLA tensors report contiguous strides whatever the layout: the view cannot raise there.
     source = """
-        def gather_tokens(x, device):
-            y = x.transpose(0, 1)
+        def gather_tokens(encoder, x, device):
+            y = encoder(x).transpose(0, 1)
             if device.type == "xla":
                 return y.view(-1)
             if device.type != "xla":
@@ -400,8 +403,8 @@ def test_rank_unknown_and_some_rank_legal_is_silent(lint):
 def test_rank_unknown_but_every_rank_raises_is_reported(lint):
     # Whatever the rank of `x` (at least 3), merging dimension 0 with the swapped 1 and 2 raises.
     source = """
-        def flatten_channels(x, n):
-            return x.transpose(1, 2).view(n, -1)  # expect: TL008
+        def flatten_channels(conv, x, n):
+            return conv(x).transpose(1, 2).view(n, -1)  # expect: TL008
         """
     check(lint, source, CODE)
 
@@ -443,7 +446,8 @@ def test_second_permute_that_does_not_undo_the_first_is_judged_composed(lint):
         lint,
         """
         import torch
-        def mix(x, bias):
+        def mix(stem, images, bias):
+            x = stem(images)
             b, c, h, w = x.shape
             y = (x.permute(0, 2, 3, 1) + bias).permute(0, 3, 1, 2)
             z = (x.permute(0, 2, 3, 1) * 2.0).transpose(1, 2)
@@ -500,7 +504,8 @@ def test_layout_test_of_another_tensor_or_value_declares_nothing(lint):
         """
         import torch
 
-        def flatten(weight, grad):
+        def flatten(weight, loss):
+            (grad,) = torch.autograd.grad(loss, weight)
             if weight.is_contiguous(memory_format=torch.channels_last):
                 g = grad.permute(0, 2, 3, 1)
                 return g.view(-1)  # expect: TL008
@@ -514,7 +519,7 @@ def test_layout_test_of_another_tensor_or_value_declares_nothing(lint):
         CODE,
     )
     assert findings[0].message.startswith(
-        "`g.view(-1)` merges dimensions 0 and 1 of `grad.permute(0, 2, 3, 1)` (line 6)"
+        "`g.view(-1)` merges dimensions 0 and 1 of `grad.permute(0, 2, 3, 1)` (line 7)"
     )
 
 
@@ -569,3 +574,69 @@ def test_trailing_size_kept_but_batch_merged_across_channels_is_reported(lint):
         CODE,
     )
     assert "merges dimensions 0 and 1 of `feat.permute(0, 2, 3, 1)`" in findings[0].message
+
+
+# ----- where the permuted tensor's layout comes from ---------------------------------------------------
+
+
+def test_permute_of_a_block_input_whose_caller_permuted_it_is_silent(lint):
+    # A residual block's input arrives sequence-first from the caller (`x.permute(1, 0, 2)`), so
+    # permuting it back gives a contiguous batch-first tensor: the view cannot be judged here.
+    check(
+        lint,
+        """
+        import torch
+        from torch import nn
+
+        class ExpertBlock(nn.Module):
+            def forward(self, x):
+                x = x + self.attn(self.norm(x))
+                tokens = x.permute(1, 0, 2).view(x.shape[1], -1)
+                return self.route(tokens)
+
+        def encode(blocks, h):
+            h = h.permute(1, 0, 2)
+            return merge(blocks, h)
+
+        def merge(blocks, h):
+            return h.transpose(0, 1).view(h.shape[1], -1)
+        """,
+        CODE,
+    )
+
+
+def test_permute_of_a_parameter_every_caller_passes_fresh_is_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+
+        def flatten_scores(scores):
+            return scores.t().view(-1)  # expect: TL008
+
+        def evaluate(model, batch):
+            return flatten_scores(model(batch))
+        """,
+        CODE,
+    )
+    assert findings[0].message.startswith("`.view(-1)` merges dimensions 0 and 1 of `scores.t()`")
+
+
+def test_thresholded_transpose_of_a_caller_tensor_is_silent_but_of_a_fresh_one_reported(lint):
+    # `(probs >= 0.5)` keeps the layout of `probs`: a parameter's layout (and its sizes: callers
+    # may pass one column) is unknown; a classifier's output made here is contiguous.
+    check(
+        lint,
+        """
+        import torch
+
+        def binary_hits(probs, target):
+            pred = (probs >= 0.5).float().t().view(-1)
+            return pred.eq(target.view(-1)).sum()
+
+        def multilabel_hits(head, feats, target):
+            pred = (torch.sigmoid(head(feats)) >= 0.5).float().t().view(-1)  # expect: TL008
+            return pred.eq(target.t().reshape(-1)).sum()
+        """,
+        CODE,
+    )

@@ -582,3 +582,65 @@ def test_a_stateless_module_class_of_another_file(tmp_path):
     model = "from torch import nn\nfrom decomposition import Split\n" + model
     files = {"decomposition.py": library, "model.py": model}
     assert lint_in_project(tmp_path, files, "model.py", CODE) == []
+
+
+# ----- gradient probes -----------------------------------------------------------------------------
+
+
+def test_scale_differentiated_against_for_a_gradient_penalty_is_a_probe(lint):
+    # The dummy scale is only multiplied in and handed to `autograd.grad` as its input: nothing
+    # trains it, so it needs no optimizer, device move or checkpoint.
+    check(
+        lint,
+        """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        from torch import autograd
+
+        class PenaltyLoss(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.dummy = torch.tensor(1.0).requires_grad_()
+
+            def forward(self, logits, labels):
+                even = F.cross_entropy(logits[::2] * self.dummy, labels[::2])
+                odd = F.cross_entropy(logits[1::2] * self.dummy, labels[1::2])
+                (g_even,) = autograd.grad(even, [self.dummy], create_graph=True)
+                g_odd = torch.autograd.grad(odd, inputs=self.dummy, create_graph=True)[0]
+                return (g_even * g_odd).sum()
+        """,
+        CODE,
+    )
+
+
+def test_probed_tensor_that_is_also_trained_is_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+        import torch.nn as nn
+
+        class Calibrated(nn.Module):
+            def __init__(self, net):
+                super().__init__()
+                self.net = net
+                self.temperature = torch.ones(1, requires_grad=True)  # expect: TL013
+                self.bias = torch.zeros(1, requires_grad=True)  # expect: TL013
+                self.shift = torch.zeros(1, requires_grad=True)  # expect: TL013
+                self.calib_opt = torch.optim.LBFGS([self.temperature], lr=0.01)
+
+            def forward(self, x):
+                return self.net(x) / self.temperature + self.bias + self.shift
+
+            def sharpness(self, loss):
+                return torch.autograd.grad(loss, [self.temperature, self.bias, self.shift], create_graph=True)
+
+            def nudge(self, loss, lr):
+                (g,) = torch.autograd.grad(loss, [self.bias])
+                self.bias.data -= lr * g
+                self.shift = self.shift - lr * self.shift.grad
+        """,
+        CODE,
+    )
+    assert findings[0].message.startswith("`self.temperature` is a tensor made trainable with `requires_grad=True`")

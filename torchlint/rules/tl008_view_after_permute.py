@@ -43,7 +43,17 @@ class ViewAfterPermute(Rule):
         cannot tell which dimensions are merged — some reading of the sizes is legal,
         the tensor's rank is unknown and some rank makes the view legal (a
         `transpose(0, 1)` of an argument viewed as `(x.size(0), -1)`), sizes that are
-        equal but written differently — it stays silent.
+        equal but written differently — it stays silent. It also stays silent when the
+        layout of the tensor being permuted is not shown: every value it may hold
+        (followed through elementwise ops and comparisons such as `(p >= 0.5)`, and from
+        a parameter to the arguments of this file's call sites) must be made by an
+        operation here — a layer, a factory, `view`/`reshape`, a call whose results are
+        unpacked (`_, pred = out.topk(k, 1)`). A parameter whose callers are elsewhere
+        (a block's `forward(x)` fed `x.permute(1, 0, 2)` by its encoder, which this
+        permutation undoes), a loop variable, or a caller passing a permuted value
+        leaves it unknown. Known limitation: a size-1 dimension that only the callers
+        show (a helper always given an `(N, 1)` column, whose `.t().view(-1)` is legal)
+        is not seen; such a view of a tensor made in the file is still reported.
     """
     why = """
         A permuted tensor shares its storage with the original, so its elements are

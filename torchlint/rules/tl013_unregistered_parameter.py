@@ -188,7 +188,7 @@ class _InitChecker:
         """The message, and the class to hold the value instead (its qualified name)."""
         trainable = self._trainable_tensor(value)
         if trainable:
-            if self._wrapped_later(attr):
+            if self._wrapped_later(attr) or self._gradient_probe(attr):
                 return None
             return Message(
                 f"`self.{attr}` is a tensor made trainable with `{trainable}` but not an `nn.Parameter`",
@@ -348,6 +348,44 @@ class _InitChecker:
                 if registering and self._self_attribute(_container_of_entries(arg)) == attr:
                     return True
         return False
+
+    def _gradient_probe(self, attr: str) -> bool:
+        """``self.attr`` is differentiated against and never trained: it is among the ``inputs`` of
+        ``torch.autograd.grad(...)`` (a penalty on the gradient with respect to a dummy scale), and
+        every other use in the file only reads it inside this class as an operand: no ``.grad``,
+        ``.data`` or method of its own, no list handed on (an optimizer's parameters), no new value."""
+        probed = False
+        for node in self.ctx.nodes(ast.Attribute):
+            if node.attr != attr:
+                continue
+            if self._self_attribute(node) != attr or not any(a is self.cls for a in self.ctx.ancestors(node)):
+                return False  # used where this class's code does not show how
+            if self._among_gradient_inputs(node):
+                probed = True
+            elif not isinstance(node.ctx, ast.Load):
+                if self.ctx.enclosing_function(node) is not self.init:
+                    return False  # a new value outside `__init__`: updated by hand
+            elif isinstance(self.ctx.parent(node), ast.Attribute) or any(
+                isinstance(above, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Starred))
+                for above in self._ancestors_in_statement(node)
+            ):
+                return False  # `.grad`/`.data`/its own methods, or gathered into a list of parameters
+        return probed
+
+    def _among_gradient_inputs(self, node: ast.AST) -> bool:
+        parent = self.ctx.parent(node)
+        holder = parent if isinstance(parent, (ast.List, ast.Tuple)) else node
+        call = self.ctx.parent(holder)
+        if not isinstance(call, ast.Call) or self.ctx.call_qualname(call) not in torch_names.GRADIENT_FUNCTIONS:
+            return False
+        inputs = keyword(call, "inputs")
+        return holder is (inputs.value if inputs is not None else call.args[1] if len(call.args) > 1 else None)
+
+    def _ancestors_in_statement(self, node: ast.AST) -> Iterator[ast.AST]:
+        for above in self.ctx.ancestors(node):
+            if isinstance(above, ast.stmt):
+                return
+            yield above
 
     def _only_picked_into_registered(self, attr: str, kind: str) -> bool:
         """``self.attr`` is a lookup table of candidates: every read of it picks one entry

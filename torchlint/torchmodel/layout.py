@@ -149,6 +149,11 @@ def shape_args(call: ast.Call) -> list[ast.AST] | None:
     return list(args)
 
 
+def _unpacked_call(call: ast.AST, index: int) -> ast.AST:
+    """A name unpacked from a call's results (``_, pred = out.topk(k, 1)``) holds a value that call made."""
+    return call
+
+
 class Layout:
     """Layout facts for one file: which expressions hold permuted views, and ranks."""
 
@@ -197,6 +202,8 @@ class Layout:
                 return expr.right
         if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
             return expr.operand
+        if isinstance(expr, ast.Compare) and len(expr.ops) == 1 and isinstance(expr.comparators[0], ast.Constant):
+            return expr.left  # `(scores >= 0.5)`: an elementwise comparison, laid out like the tensor
         return None
 
     def through_elementwise(self, expr: ast.AST) -> ast.AST | None:
@@ -210,6 +217,13 @@ class Layout:
         if isinstance(expr, ast.BinOp) and not isinstance(expr.op, ast.MatMult):
             return expr.left
         return None
+
+    def _through_tensor_ops(self, expr: ast.AST) -> ast.AST | None:
+        """``through_elementwise`` for tensor methods and operators; a function of a module
+        (``torch.sigmoid(x)``) makes its value, it is no method of the module."""
+        if isinstance(expr, ast.Call) and self.ctx.call_qualname(expr) is not None:
+            return None
+        return self.through_elementwise(expr)
 
     def permuted_input(self, op: ast.AST) -> ast.AST | None:
         """The tensor a permuting operation permutes."""
@@ -230,6 +244,21 @@ class Layout:
         if len(origins) == 1 and origins[0] is not None and self.permuting_op(origins[0]) is not None:
             return origins[0]
         return None
+
+    def layout_shown(self, op: ast.AST) -> bool:
+        """Whether the code shows the layout of the tensor that the permuting operation ``op`` (the
+        first of a chain, see ``earlier_permutation``) permutes: every value it may hold, followed
+        through elementwise ops to their first operand and through parameters to the arguments of
+        this file's call sites, is made here by an operation (a layer, a factory, ``reshape``, a
+        call whose results are unpacked) and none is itself a permutation. A parameter whose
+        callers are unknown, a loop variable, or a caller passing ``x.permute(1, 0, 2)`` (which
+        this permutation may undo) leaves the layout unknown."""
+        first = self.earlier_permutation(op) or op
+        base = self.permuted_input(first)
+        if base is None:
+            return False
+        origins = self.flow.origins(base, self._through_tensor_ops, parameters=True, unpacked=_unpacked_call)
+        return all(origin is not None and self.permuting_op(origin) is None for origin in origins)
 
     def permuted_origins(self, expr: ast.AST) -> list[ast.AST]:
         """The permuting operations that may have produced ``expr``'s value."""

@@ -1,6 +1,8 @@
 """Whether ``.view(...)`` on a permuted tensor merges dimensions that are out of order in memory.
 
-A permutation of a contiguous tensor keeps each dimension's stride: dimension ``j`` of the
+The permuted tensor must be shown to be laid out in order (``Layout.layout_shown``): made in this
+file by an operation, not a parameter of unknown callers or a loop variable, whose layout may already
+be permuted (and undone by this permutation). A permutation of a contiguous tensor keeps each dimension's stride: dimension ``j`` of the
 permuted tensor P is dimension ``perm[j]`` of the original. ``.view`` never copies, so each group
 of P's dimensions that it merges into one must be laid out one after another in memory: for two
 consecutive dimensions ``a``, ``b`` of a group, ``perm[b]`` must come after ``perm[a]`` with only
@@ -69,6 +71,8 @@ def out_of_order_merge(layout: Layout, view: ast.Call, shape: list[ast.AST], op:
     operation ``op``, when every reading of the view raises; None when it may be legal."""
     earlier = layout.earlier_permutation(op)
     declared = layout.declared_memory_order(op) if earlier is None else None
+    if declared is None and not layout.layout_shown(op):
+        return None  # the permuted tensor may already be laid out otherwise (a caller's permute undone here)
     ranks = _candidate_ranks(layout, earlier if earlier is not None else op)
     if not ranks:
         return None

@@ -517,6 +517,9 @@ SET_GRAD_ENABLED = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad
 AUTOGRAD_METHODS = frozenset({"backward", "requires_grad_", "retain_grad"})
 AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.grad", "torch.autograd.backward", "torch.enable_grad"})
 AUTOGRAD_KEYWORDS = frozenset({"requires_grad", "create_graph"})
+# Functions that return the gradients of outputs with respect to `inputs` (their second argument)
+# without touching `.grad`: a tensor made trainable only to be one of those inputs is a probe.
+GRADIENT_FUNCTIONS = frozenset({"torch.autograd.grad"})
 # Context managers of other libraries, whose source the linter does not read, that switch autograd
 # while they are entered, as their documentation says (a project's own ones are read: a generator
 # context manager whose `yield` sits inside a switch, see `gradmode.grad_effect`).

@@ -16,11 +16,13 @@ class ChannelShuffle(nn.Module):
 
 
 class TokenPool(nn.Module):
-    def __init__(self, dim, n_classes):
+    def __init__(self, in_channels, dim, n_classes):
         super().__init__()
+        self.conv = nn.Conv2d(in_channels, dim, 3, padding=1)
         self.fc = nn.Linear(dim, n_classes)
 
-    def forward(self, fmap):
+    def forward(self, images):
+        fmap = self.conv(images)
         B, C, H, W = fmap.shape
         tokens = fmap.permute(0, 2, 3, 1)
         # one feature vector per row of the map: (B, H, W, C) -> (B, H, W * C)

@@ -12,10 +12,11 @@ class FlatShards:
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.world_size = world_size
 
-    def flat_view(self, param: torch.Tensor) -> torch.Tensor:
-        if param.dim() == 4:
-            param = param.permute(0, 2, 3, 1)
-        return param.detach().view(-1)  # expect: TL008
+    def flat_weight(self, layer: nn.Module) -> torch.Tensor:
+        weight = layer.weight
+        if weight.dim() == 4:
+            weight = weight.permute(0, 2, 3, 1)
+        return weight.detach().view(-1)  # expect: TL008
 
     def gather_grads(self) -> torch.Tensor:
         pieces = []
@@ -30,3 +31,7 @@ class FlatShards:
 def token_rows(feature_maps: torch.Tensor) -> torch.Tensor:
     batch, channels, height, width = feature_maps.shape
     return feature_maps.permute(0, 2, 3, 1).view(-1, channels)  # expect: TL008
+
+
+def pooled_tokens(backbone: nn.Module, images: torch.Tensor) -> torch.Tensor:
+    return token_rows(backbone(images)).mean(0)

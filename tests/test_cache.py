@@ -239,7 +239,10 @@ def test_finding_round_trips_through_its_dict():
 
 
 def test_fixing_bypasses_the_cache_and_the_next_lint_sees_the_fixed_file(tmp_path, linted):
-    write(tmp_path / "v.py", "import torch\ndef f(layer, x):\n    y = layer(x)\n    return y.permute(0, 2, 1).view(y.size(0), -1)\n")
+    write(
+        tmp_path / "v.py",
+        "import torch\ndef f(layer, x):\n    y = layer(x)\n    return y.permute(0, 2, 1).view(y.size(0), -1)\n",
+    )
     assert "TL008 [*]" in lint("v.py", "-q").out  # the cached fix keeps its applicability
     assert "TL008 [*]" in lint("v.py", "-q").out
     assert linted == ["v.py"]

@@ -13,11 +13,12 @@ from torchlint.engine.autofix import FixOptions, apply_edits, fix_text, make_edi
 from torchlint.engine.finding import UNSAFE, Finding, Fix
 from torchlint.engine.lint import lint_text
 
-# TL008 (safe fix) on line 4.
+# TL008 (safe fix) on line 5.
 VIEW = textwrap.dedent(
     """\
     import torch
-    def flatten(feat):
+    def flatten(conv, x):
+        feat = conv(x)
         n, c, h, w = feat.shape
         return feat.permute(0, 2, 3, 1).view(n, h, w * c)
     """
@@ -51,7 +52,7 @@ def test_text_marks_fixable_findings_and_says_how_to_fix_them(tmp_path):
     write(tmp_path / "b.py", REBUILT)
     run = run_cli([".", "--select", "TL008,TL004"])
     assert run.code == 1
-    assert "a.py:4:12: TL008 [*] [view-after-permute]" in run.out
+    assert "a.py:5:12: TL008 [*] [view-after-permute]" in run.out
     assert "b.py:4:21: TL004 [optimizer-in-loop]" in run.out  # unsafe: no mark without --unsafe-fixes
     assert run.out.rstrip().endswith("[*] 1 fixable with `torchlint --fix` (1 more with `--unsafe-fixes`)")
 
@@ -115,7 +116,7 @@ def test_json_carries_each_fix_with_applicability_and_edits_that_apply(tmp_path)
     assert fixes["TL008"] == {
         "description": "Use `.reshape(...)`",
         "applicability": "safe",
-        "edits": [{"line": 4, "column": 37, "end_line": 4, "end_column": 41, "text": "reshape"}],
+        "edits": [{"line": 5, "column": 37, "end_line": 5, "end_column": 41, "text": "reshape"}],
     }
     assert fixes["TL004"]["applicability"] == "unsafe"
     from torchlint.engine.finding import Edit
@@ -132,7 +133,7 @@ def test_sarif_results_carry_fixes(tmp_path):
     assert change["artifactLocation"]["uri"] == "a.py"
     assert change["replacements"] == [
         {
-            "deletedRegion": {"startLine": 4, "startColumn": 37, "endLine": 4, "endColumn": 41},
+            "deletedRegion": {"startLine": 5, "startColumn": 37, "endLine": 5, "endColumn": 41},
             "insertedContent": {"text": "reshape"},
         }
     ]

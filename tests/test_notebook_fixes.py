@@ -28,7 +28,8 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mnist_tutorial_
 # TL008 (safe fix: `.view` -> `.reshape`) on the last line.
 VIEW_CELL = textwrap.dedent(
     """\
-    def flatten(feat):
+    def flatten(conv, x):
+        feat = conv(x)
         n, c, h, w = feat.shape
         return feat.permute(0, 2, 3, 1).view(n, h, w * c)"""
 )
@@ -152,14 +153,14 @@ def test_fixing_again_changes_nothing_and_the_fixed_rules_are_quiet(tmp_path):
 def test_findings_carry_their_fix_located_by_cell(tmp_path):
     write_notebook(tmp_path / "nb.ipynb", "import torch", markdown("## Model"), VIEW_CELL)
     text = run_cli(["check", "nb.ipynb"]).out
-    assert "nb.ipynb:cell 3:3:12: TL008 [*] [view-after-permute]" in text
+    assert "nb.ipynb:cell 3:4:12: TL008 [*] [view-after-permute]" in text
     assert "[*] 1 fixable with `torchlint --fix`" in text
     (finding,) = findings("nb.ipynb")
     assert finding["cell"] == 3
     assert finding["fix"] == {
         "description": "Use `.reshape(...)`",
         "applicability": "safe",
-        "edits": [{"cell": 3, "line": 3, "column": 37, "end_line": 3, "end_column": 41, "text": "reshape"}],
+        "edits": [{"cell": 3, "line": 4, "column": 37, "end_line": 4, "end_column": 41, "text": "reshape"}],
     }
 
 
@@ -228,7 +229,7 @@ def test_sarif_fixes_are_replacements_of_the_ipynb_text(tmp_path, one_string):
                 loss.backward()
                 opt.step()"""
     )
-    flatten = 'print("\\"quoted\\"", "ü"); ' + VIEW_CELL.splitlines()[2].strip().replace("return ", "out = ")
+    flatten = 'print("\\"quoted\\"", "ü"); ' + VIEW_CELL.splitlines()[3].strip().replace("return ", "out = ")
     path = write_notebook(
         tmp_path / "nb.ipynb",
         "import torch\nfeat = torch.ones(1, 2, 3, 4)\nn, c, h, w = feat.shape",
@@ -375,7 +376,11 @@ def test_a_fix_that_would_leave_a_cell_unparsable_is_skipped_and_said_so(tmp_pat
 
 def test_diff_shows_each_changed_cell_and_writes_nothing(tmp_path):
     path = write_notebook(
-        tmp_path / "nb.ipynb", "import torch", markdown("## Model"), VIEW_CELL, "x = 1\ny = x.permute(1, 0).view(-1)"
+        tmp_path / "nb.ipynb",
+        "import torch",
+        markdown("## Model"),
+        VIEW_CELL,
+        "x = torch.ones(2, 3)\ny = x.permute(1, 0).view(-1)",
     )
     before = path.read_bytes()
     run = run_cli(["check", "nb.ipynb", "--diff"])
@@ -384,15 +389,16 @@ def test_diff_shows_each_changed_cell_and_writes_nothing(tmp_path):
         """\
         --- nb.ipynb:cell 3
         +++ nb.ipynb:cell 3
-        @@ -1,3 +1,3 @@
-         def flatten(feat):
+        @@ -1,4 +1,4 @@
+         def flatten(conv, x):
+             feat = conv(x)
              n, c, h, w = feat.shape
         -    return feat.permute(0, 2, 3, 1).view(n, h, w * c)
         +    return feat.permute(0, 2, 3, 1).reshape(n, h, w * c)
         --- nb.ipynb:cell 4
         +++ nb.ipynb:cell 4
         @@ -1,2 +1,2 @@
-         x = 1
+         x = torch.ones(2, 3)
         -y = x.permute(1, 0).view(-1)
         +y = x.permute(1, 0).reshape(-1)
         """
@@ -415,7 +421,7 @@ def test_one_string_sources_and_crlf_files_are_written_back_the_same_way(tmp_pat
     run_cli(["check", "nb.ipynb", "--fix"])
     expected = text.replace(".view(n,", ".reshape(n,").replace("\n", "\r\n").encode()
     assert path.read_bytes() == expected
-    assert '"source": "def flatten(feat):\\r\\n' in path.read_text()
+    assert '"source": "def flatten(conv, x):\\r\\n' in path.read_text()
 
 
 def test_plain_lint_of_a_notebook_imports_no_libcst(tmp_path):

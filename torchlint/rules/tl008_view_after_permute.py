@@ -113,7 +113,8 @@ def accuracy(output, target, topk=(1,)):
 """,
         """
 import torch
-def rows_of(feat):
+def rows_of(conv, x):
+    feat = conv(x)
     n, c, h, w = feat.shape
     return feat.permute(0, 2, 3, 1).view(n, h, w * c)  # expect: TL008
 """,

@@ -19,13 +19,15 @@ class ViewToReshape(RuleFix):
         (
             """
 import torch
-def rows_of(feat):
+def rows_of(conv, x):
+    feat = conv(x)
     n, c, h, w = feat.shape
     return feat.permute(0, 2, 3, 1).view(n, h, w * c)  # expect: TL008
 """,
             """
 import torch
-def rows_of(feat):
+def rows_of(conv, x):
+    feat = conv(x)
     n, c, h, w = feat.shape
     return feat.permute(0, 2, 3, 1).reshape(n, h, w * c)  # expect: TL008
 """,

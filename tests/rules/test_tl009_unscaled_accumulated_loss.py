@@ -848,3 +848,72 @@ def test_accelerator_backward_of_a_loss_is_still_reported(lint):
     )
     findings = check(lint, source, CODE)
     assert "`accelerator.backward(loss)`" in findings[0].message and "`loss` is not divided" in findings[0].message
+
+
+# ----- a backward under the step's own condition runs once per update ---------------------------
+
+
+def test_regulariser_backward_under_the_step_condition_is_not_accumulated(lint):
+    # The penalty's backward runs only on update iterations (its guard implies the step's), so
+    # it adds one gradient per update: dividing it would weaken it. The task loss is divided.
+    check(
+        lint,
+        """
+        import torch
+        class Continual:
+            def train_batch(self, x, y):
+                loss = torch.nn.functional.cross_entropy(self.net(x), y) / self.accum
+                loss.backward()
+                if self.use_penalty and self.it > 0 and self.it % self.accum == 0:
+                    penalty = self.penalty_weight * self.drift()
+                    penalty.backward()
+                if self.it > 0 and self.it % self.accum == 0:
+                    self.opt.step()
+                    self.opt.zero_grad()
+                self.it += 1
+        """,
+        CODE,
+    )
+
+
+def test_backward_under_only_part_of_the_step_condition_is_reported(lint):
+    # `self.it > 0` alone does not imply the update condition: this backward runs on every
+    # micro-batch after the first and its gradients pile up undivided.
+    findings = check(
+        lint,
+        """
+        import torch
+        class Continual:
+            def train_batch(self, x, y):
+                loss = torch.nn.functional.cross_entropy(self.net(x), y) / self.accum
+                loss.backward()
+                if self.use_penalty and self.it > 0:
+                    penalty = self.penalty_weight * self.drift()
+                    penalty.backward()  # expect: TL009
+                if self.it > 0 and self.it % self.accum == 0:
+                    self.opt.step()
+                    self.opt.zero_grad()
+                self.it += 1
+        """,
+        CODE,
+    )
+    assert "`penalty.backward()` accumulates gradients" in findings[0].message
+    assert "self.it % self.accum == 0" in findings[0].message
+
+
+def test_backward_under_the_other_branch_of_a_conjunct_is_reported(lint):
+    check(
+        lint,
+        """
+        def train(model, loader, optimizer, accum):
+            for i, (x, y) in enumerate(loader):
+                if not (i % accum == 0):
+                    model(x).sub(y).abs().mean().backward()  # expect: TL009
+                else:
+                    (model(x).sub(y).abs().mean() / accum).backward()
+                if i % accum == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+        """,
+        CODE,
+    )

@@ -564,3 +564,162 @@ def test_pytorch_transformers_warmup_schedule_stepped_after_optimizer(lint):
         """,
         CODE,
     )
+
+
+# ----- a guard that skips the first iteration ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "guard, step_at",
+    [
+        ("if epoch > 0:\n            sched.step()", "if epoch > 0"),
+        ("if epoch == 0:\n            warm_up(opt)\n        else:\n            sched.step()", "else of epoch == 0"),
+        (
+            "if epoch < 2:\n            warm_up(opt)\n        elif epoch == 2:\n            pass\n        else:\n            sched.step()",
+            "elif chain",
+        ),
+        ("if epoch:\n            sched.step()", "truthy counter"),
+    ],
+)
+def test_scheduler_guarded_past_first_epoch_is_silent(lint, guard, step_at):
+    # The optimizer already stepped in epoch 0: stepping at the top of epoch k is stepping
+    # at the end of epoch k-1, so no learning rate is skipped.
+    source = f"""
+import torch
+def warm_up(opt):
+    for group in opt.param_groups:
+        group["lr"] = 0.01
+def fit(model, loader, epochs):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, epochs)
+    for epoch in range(epochs):
+        {guard}
+        for x, y in loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+"""
+    assert [f for f in lint(source) if f.code == CODE] == [], step_at
+
+
+def test_guard_after_start_epoch_is_silent(lint):
+    check(
+        lint,
+        """
+        import torch
+        def fit(model, loader, args):
+            opt = torch.optim.Adam(model.parameters())
+            sched = torch.optim.lr_scheduler.StepLR(opt, 10)
+            for epoch in range(args.start_epoch, args.epochs):
+                if epoch != args.start_epoch:
+                    sched.step()
+                for x, y in loader:
+                    opt.zero_grad()
+                    torch.nn.functional.l1_loss(model(x), y).backward()
+                    opt.step()
+        """,
+        CODE,
+    )
+
+
+def test_step_function_guarded_on_epoch_counter_is_silent(lint):
+    check(
+        lint,
+        """
+        import torch
+        class Learner:
+            def __init__(self, net):
+                self.net = net
+                self.opt = torch.optim.SGD(net.parameters(), lr=0.1)
+                self.sched = torch.optim.lr_scheduler.ExponentialLR(self.opt, 0.9)
+                self.seen_epoch = -1
+            def observe(self, x, y, epoch):
+                if self.seen_epoch != epoch:
+                    if epoch > 0:
+                        self.sched.step()
+                    self.seen_epoch = epoch
+                loss = torch.nn.functional.cross_entropy(self.net(x), y)
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+        """,
+        CODE,
+    )
+
+
+@pytest.mark.parametrize(
+    "header, guard",
+    [
+        # The guard holds on the first iteration: the schedule still advances before any update.
+        ("for epoch in range(epochs):", "if epoch >= 0:"),
+        ("for epoch in range(1, epochs):", "if epoch > 0:"),
+        ("for epoch, _ in enumerate(phases, start=1):", "if epoch != 0:"),
+        ("for epoch in range(epochs):", "if epoch % 10 == 0:"),
+        ("for epoch in range(start, epochs):", "if epoch == start or warm:"),
+    ],
+)
+def test_guard_true_on_first_iteration_is_reported(lint, header, guard):
+    findings = check(
+        lint,
+        f"""
+        import torch
+        def fit(model, loader, epochs, phases, start, warm):
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            sched = torch.optim.lr_scheduler.StepLR(opt, 30)
+            {header}
+                {guard}
+                    sched.step()  # expect: TL015
+                for x, y in loader:
+                    opt.zero_grad()
+                    torch.nn.functional.mse_loss(model(x), y).backward()
+                    opt.step()
+        """,
+        CODE,
+    )
+    assert "`sched.step()` runs before `opt.step()` (line 12)" in findings[0].message
+
+
+def test_counter_rebound_before_guard_is_reported(lint):
+    # `epoch` no longer holds the loop's count where the guard reads it: nothing shows the
+    # first iteration is skipped.
+    check(
+        lint,
+        """
+        import torch
+        def fit(model, loader, epochs, offset):
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            sched = torch.optim.lr_scheduler.StepLR(opt, 30)
+            for epoch in range(epochs):
+                epoch = epoch + offset
+                if epoch > 0:
+                    sched.step()  # expect: TL015
+                for x, y in loader:
+                    opt.zero_grad()
+                    torch.nn.functional.mse_loss(model(x), y).backward()
+                    opt.step()
+        """,
+        CODE,
+    )
+
+
+def test_step_function_guarded_on_a_flag_is_reported(lint):
+    # A flag parameter is no counter: `if use_schedule:` may hold on the first call.
+    check(
+        lint,
+        """
+        import torch
+        def train_step(model, opt, sched, batch, use_schedule):
+            if use_schedule:
+                sched.step()  # expect: TL015
+            loss = model(batch).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        def main(model, loader):
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            sched = torch.optim.lr_scheduler.LinearLR(opt)
+            for batch in loader:
+                train_step(model, opt, sched, batch, True)
+        """,
+        CODE,
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.analysis.dataflow import dataflow
+from torchlint.analysis.first_iteration import first_pass_truth
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument
 from torchlint.engine.rule import Message, Rule, register
@@ -128,11 +129,11 @@ def main(model, optimizer, loader):
         reported: set[ast.AST] = set()
         loops = iterations(ctx)
         for loop in loops.training_loops:
-            yield from self._check_events(ctx, loops.loop_events[loop], reported)
+            yield from self._check_events(ctx, loops.loop_events[loop], reported, (loop,))
         for func in _functions_with_both(ctx):
-            yield from self._check_events(ctx, event_walker(ctx).events(func.body), reported)
+            yield from self._check_events(ctx, event_walker(ctx).events(func.body), reported, ())
 
-    def _check_events(self, ctx, events, reported):
+    def _check_events(self, ctx, events, reported, outer: tuple):
         for index, event in enumerate(events):
             if (
                 event.kind is not EventKind.SCHED_STEP
@@ -140,6 +141,8 @@ def main(model, optimizer, loader):
                 or not _is_plain_sched_step(ctx, event.node)
             ):
                 continue
+            if _skips_first_pass(ctx, event, outer + event.loops):
+                continue  # optimizer steps ran in the iterations before: an end-of-iteration step, moved
             steps = _steps_of_scheduled_optimizer(ctx, event, events)
             if any(e in steps and not exclusive(e, event) for e in events[:index]):
                 continue  # the optimizer step already ran in this iteration
@@ -201,6 +204,15 @@ def _same_iteration_step(event, sched) -> bool:
         return False
     depth = len(sched.loops)
     return event.loops[:depth] == sched.loops
+
+
+def _skips_first_pass(ctx, sched, loops: tuple) -> bool:
+    """Whether a guard around the scheduler step is false on the first iteration of a loop around
+    it (the ``else`` of ``if epoch == 0:``, ``if epoch > 0:`` in ``for epoch in range(n)``), or
+    on a call whose epoch/step counter holds its start, 0 (``def train_step(batch, epoch):``).
+    Then it first runs after the optimizer stepped in an earlier iteration, and stepping at the
+    top of iteration k is stepping at the end of k-1: no learning rate is skipped."""
+    return any(first_pass_truth(ctx, test, loops, counters=True) is (not branch) for test, branch in sched.guards)
 
 
 def _functions_with_both(ctx):

@@ -22,7 +22,16 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.nodes import source_text, walk_no_scopes
 from torchlint.torchmodel.clearing import clearing
-from torchlint.torchmodel.events import CLEAR_KINDS, EXIT_KINDS, Event, EventKind, exclusive, guard_key, guard_keys
+from torchlint.torchmodel.events import (
+    CLEAR_KINDS,
+    EXIT_KINDS,
+    Event,
+    EventKind,
+    exclusive,
+    forced_keys,
+    guard_implied,
+    guard_key,
+)
 from torchlint.torchmodel.iterations import iterations
 
 if TYPE_CHECKING:
@@ -120,7 +129,7 @@ class GradientAccumulation:
         # The step's own accumulation conditions, and an exit taken on non-update iterations:
         # events after it run only on update iterations (timm has both: `if need_update:
         # optimizer.step()` in a closure, then `if not need_update: continue` before the clear).
-        step_gates = {guard_key(self.ctx, g): g[0] for g in step.guards if self.is_accumulation_test(g[0])}
+        step_gates = {guard_key(self.ctx, g): g for g in step.guards if self.is_accumulation_test(g[0])}
         exit_test, exit_index = self._accumulation_exit(events, index, anywhere=True)
         if exit_index is not None and exit_index > index:
             exit_test = None  # an exit after the step gates what follows, not the step itself
@@ -136,7 +145,9 @@ class GradientAccumulation:
             """Runs only on update iterations: under all of the step's gates, or after the exit."""
             if exit_index is not None and position > exit_index and event.loops == step.loops:
                 return True
-            return bool(step_gates) and set(step_gates) <= guard_keys(self.ctx, event)
+            # A backward whose own guards imply the step's gates runs once per update, not per micro-batch.
+            forced = forced_keys(self.ctx, event)
+            return bool(step_gates) and all(guard_implied(self.ctx, g, forced) for g in step_gates.values())
 
         if step_gates or exit_test is not None:
             for j, clear in enumerate(events):
@@ -160,7 +171,8 @@ class GradientAccumulation:
             if step_gates or exit_test is not None:
                 if gated(event, j):
                     continue
-                missing = [test for key, test in step_gates.items() if key not in guard_keys(self.ctx, event)]
+                forced = forced_keys(self.ctx, event)
+                missing = [g[0] for g in step_gates.values() if not guard_implied(self.ctx, g, forced)]
                 if missing:
                     found.append((event, Accumulation("guard", missing[0], missing[0])))
                 elif exit_test is not None:

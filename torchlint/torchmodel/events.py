@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.conditions import consequences
 from torchlint.analysis.nodes import source_text
 
 if TYPE_CHECKING:
@@ -100,3 +101,26 @@ def _positive_text(test: ast.Compare) -> str:
 
 def guard_keys(ctx: FileContext, event: Event) -> frozenset:
     return frozenset(guard_key(ctx, g) for g in event.guards)
+
+
+def forced_keys(ctx: FileContext, event: Event) -> frozenset:
+    """The keys of every condition the event's guards force: each guard and, through ``and``
+    and ``not``, its parts (under ``if a and not b:``, ``a`` is true and ``b`` false)."""
+    return frozenset(guard_key(ctx, forced) for guard in event.guards for forced in consequences(*guard))
+
+
+def guard_implied(ctx: FileContext, guard: tuple, forced: frozenset) -> bool:
+    """Whether the conditions ``forced`` (``forced_keys``) imply ``guard``: it is one of them, or
+    each of its conjuncts is (``if flag and i % n == 0:`` implies ``if i % n == 0 and flag:``)."""
+    if guard_key(ctx, guard) in forced:
+        return True
+    parts = [part for part in consequences(*guard) if not _splits(part)]
+    return bool(parts) and all(guard_key(ctx, part) in forced for part in parts)
+
+
+def _splits(condition: tuple) -> bool:
+    """A condition ``consequences`` breaks into parts (``not x``; ``a and b`` true; ``a or b`` false)."""
+    test, value = condition
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return True
+    return isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) == value

@@ -723,3 +723,22 @@ def test_step_function_guarded_on_a_flag_is_reported(lint):
         """,
         CODE,
     )
+
+
+def test_per_batch_step_skipping_the_first_batch_is_silent(lint):
+    check(
+        lint,
+        """
+        import torch
+        def fit(model, loader):
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            sched = torch.optim.lr_scheduler.OneCycleLR(opt, 0.1, total_steps=len(loader))
+            for it, (x, y) in enumerate(loader, start=1):
+                if it > 1:
+                    sched.step()
+                opt.zero_grad()
+                torch.nn.functional.mse_loss(model(x), y).backward()
+                opt.step()
+        """,
+        CODE,
+    )

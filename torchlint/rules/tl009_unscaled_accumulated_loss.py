@@ -53,7 +53,9 @@ class UnscaledAccumulatedLoss(Rule):
         DeepSpeed's `engine.backward(loss)`, Lightning's `accumulate_grad_batches`. A backward
         of a model's output given an explicit gradient (`y = model(x); y.backward(dy)`) is no
         loss: the caller chose the upstream gradient, and summing it over micro-steps is that
-        choice.
+        choice. A backward whose own conditions imply the step's (`if use_reg and i % n == 0:`
+        before `if i % n == 0: optimizer.step()`) runs once per update, not per micro-batch, and
+        needs no division.
     """
     why = """
         Gradients add up over the micro-steps, so with a loss that is a mean over its

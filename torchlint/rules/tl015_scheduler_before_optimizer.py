@@ -37,7 +37,12 @@ class SchedulerBeforeOptimizer(Rule):
         is meant to step first), a subclass of torch's that replaces `step()` with its own
         (a warm-up scheduler stepped at the start of each epoch: its contract is the
         project's) and an object known only by its name are left alone; a subclass that
-        only rewrites `get_lr()` keeps torch's `step()` and is reported.
+        only rewrites `get_lr()` keeps torch's `step()` and is reported. A step under a guard
+        shown false on the first iteration (`if epoch > 0:`, the `else` of `if epoch == 0:` in
+        `for epoch in range(n)`, `epoch != start` in `range(start, n)`, or a step function's
+        counter parameter compared with an integer, taken to start at 0) is not reported: the
+        optimizer already stepped in the iterations before, so stepping at the top of
+        iteration k is stepping at the end of k-1.
     """
     why = """
         Since PyTorch 1.1 the scheduler must step *after* the optimizer. Stepping it

@@ -1224,3 +1224,87 @@ def test_helper_branches_on_a_mode_the_caller_does_not_show_is_reported(lint):
 def test_helper_modes_from_a_module_constant_tuple_are_followed(lint):
     source = _RESET_BY_MODE.replace("STYLES", "ALL_STYLES").replace("MARK", "")
     assert lint('ALL_STYLES = ("drop", "module", "optim")\n' + source.replace("\n    ", "\n"), CODE) == []
+
+
+# ----- a benchmark whose loss and model nothing reads --------------------------------------------
+def test_speed_benchmark_of_a_discarded_layer_is_silent(lint):
+    check(
+        lint,
+        """
+        import time
+        import torch
+
+        class SparseAttention(torch.nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.heads = cfg.heads
+                self.proj = torch.nn.Linear(cfg.width, cfg.width * 3)
+
+        def time_attention(cfg, seq_len, repeats=100):
+            layer = SparseAttention(cfg).to(cfg.device)
+            opt = torch.optim.Adam(layer.parameters(), lr=1e-4)
+            opt.zero_grad()
+            x = torch.ones(8, seq_len, cfg.width, device=cfg.device)
+            target = torch.zeros(8, seq_len, cfg.width, device=cfg.device)
+            layer(x)  # warm-up
+            start = time.perf_counter()
+            for _ in range(repeats):
+                out = layer(x)
+                loss = torch.nn.functional.mse_loss(out, target)
+                loss.backward()
+                opt.step()
+            print(f"{(time.perf_counter() - start) / repeats:.4f} s per step")
+        """,
+        "TL001",
+    )
+
+
+def test_toy_training_that_prints_or_keeps_its_result_is_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+
+        class SparseAttention(torch.nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.proj = torch.nn.Linear(cfg.width, cfg.width)
+
+        class Classifier(torch.nn.Module):
+            def __init__(self, encoder, cfg):
+                super().__init__()
+                self.encoder = encoder
+                self.head = torch.nn.Linear(cfg.width, cfg.classes)
+
+        def fit_toy(steps=500):
+            x = torch.randn(64, 1000)
+            y = torch.randn(64, 10)
+            net = torch.nn.Sequential(torch.nn.Linear(1000, 100), torch.nn.ReLU(), torch.nn.Linear(100, 10))
+            opt = torch.optim.SGD(net.parameters(), lr=1e-4)
+            for t in range(steps):
+                loss = (net(x) - y).pow(2).sum()
+                if t % 100 == 99:
+                    print(t, loss.item())
+                loss.backward()
+                opt.step()  # expect: TL001
+
+        def fit_and_keep(cfg, steps=500):
+            x = torch.ones(4, cfg.width)
+            layer = SparseAttention(cfg)
+            opt = torch.optim.Adam(layer.parameters(), lr=1e-4)
+            for _ in range(steps):
+                layer(x).sum().backward()
+                opt.step()  # expect: TL001
+            return layer
+
+        def fit_shared(encoder, cfg, steps=500):
+            x = torch.ones(4, cfg.width)
+            head = Classifier(encoder, cfg)
+            opt = torch.optim.Adam(head.parameters(), lr=1e-4)
+            for _ in range(steps):
+                head(x).sum().backward()
+                opt.step()  # expect: TL001
+        """,
+        "TL001",
+    )
+    assert "`opt.step()` applies gradients that are never cleared" in findings[0].message

@@ -1310,3 +1310,67 @@ def test_restore_method_named_like_a_model_called_before_eval_is_no_model_call(l
     source = _SOLVER.format(switch="\n        self.G.eval()", mark="")
     assert lint(source, "TL005") == []
     assert lint(source, "TL006") == []
+
+
+# ----- an explicit `.train()` right before the forward asks for training mode ---------------------
+def test_forward_right_after_an_explicit_train_is_training_mode_on_purpose(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        def validate_fused_norm(reference, fused, batch, training):
+            x1 = batch.clone().requires_grad_()
+            x2 = batch.clone().requires_grad_()
+            if training:
+                reference.train()
+                fused.train()
+                y1 = reference(x1)
+                y2 = fused(x2)
+            else:
+                reference.eval()
+                fused.eval()
+                with torch.no_grad():
+                    y1 = reference(x1)
+                    y2 = fused(x2)
+            print("max difference", (y1 - y2).abs().max().item())
+            if training:
+                y1.pow(2).sum().backward()
+                y2.pow(2).sum().backward()
+
+        net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8))
+        fused = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8))
+        validate_fused_norm(net, fused, torch.randn(16, 8), training=True)
+        """,
+        "TL005",
+    )
+
+
+def test_train_switch_followed_by_training_then_validation_is_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.3), torch.nn.Linear(8, 2))
+        for epoch in range(10):
+            model.train()
+            train_one_epoch(model, train_loader, optimizer)
+            with torch.no_grad():
+                for x, y in val_loader:
+                    val_loss = torch.nn.functional.cross_entropy(model(x), y)  # expect: TL005
+
+        def run_epoch(net, loader, val_loader, opt):
+            net.train()
+            for x, y in loader:
+                opt.zero_grad()
+                torch.nn.functional.cross_entropy(net(x), y).backward()
+                opt.step()
+            for x, y in val_loader:
+                print(net(x).argmax(1).eq(y).float().mean())  # expect: TL005
+
+        run_epoch(model, train_loader, val_loader, optimizer)
+        """,
+        "TL005",
+    )
+    assert findings[0].message.startswith("`model(...)` evaluates in training mode in the evaluation loop")

@@ -1376,3 +1376,66 @@ def test_no_grad_block_through_a_star_import_the_linter_cannot_read_is_not_repor
         """,
         "TL006",
     )
+
+
+# ----- frozen in the evaluation, unfrozen again only by the training elsewhere ---------------------
+def test_global_model_frozen_by_the_validation_and_unfrozen_by_the_training_loop_is_silent(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        recognizer = Recognizer(num_classes=37)
+        optimizer = torch.optim.Adam(recognizer.parameters(), lr=1e-3)
+
+        def validate(loader):
+            for weight in recognizer.parameters():
+                weight.requires_grad = False
+            recognizer.eval()
+            hits = 0
+            for images, labels in loader:
+                hits += (recognizer(images).argmax(-1) == labels).sum().item()
+            print("val accuracy", hits / len(loader.dataset))
+
+        for epoch in range(30):
+            for images, labels in train_loader:
+                for weight in recognizer.parameters():
+                    weight.requires_grad = True
+                recognizer.train()
+                loss = torch.nn.functional.cross_entropy(recognizer(images), labels)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            validate(val_loader)
+        """,
+        "TL006",
+    )
+
+
+def test_unfrozen_between_the_freeze_and_the_forward_still_records(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+
+        recognizer = Recognizer(num_classes=37)
+
+        def restore_grads():
+            for weight in recognizer.parameters():
+                weight.requires_grad = True
+
+        def validate(loader):
+            for weight in recognizer.parameters():
+                weight.requires_grad = False
+            recognizer.eval()
+            restore_grads()
+            for images, labels in loader:
+                print(recognizer(images).argmax(-1).eq(labels).float().mean())  # expect: TL006
+
+        for epoch in range(30):
+            train_one_epoch(recognizer, train_loader)
+            validate(val_loader)
+        """,
+        "TL006",
+    )
+    assert findings[0].message.startswith("`recognizer(...)` evaluates with autograd on in `validate()`")

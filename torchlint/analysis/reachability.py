@@ -10,6 +10,12 @@ Nothing here knows about PyTorch.
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
+
+from torchlint.analysis.nodes import position
+
+if TYPE_CHECKING:
+    from torchlint.analysis.context import FileContext
 
 # Statements after which nothing else of their block runs.
 EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
@@ -30,3 +36,23 @@ def live_statements(block: list[ast.stmt]) -> list[ast.stmt]:
     """The statements of ``block`` that can run (``live_length``)."""
     length = live_length(block)
     return block if length == len(block) else block[:length]
+
+
+def runs_before(ctx: FileContext, stmt: ast.stmt, node: ast.AST) -> bool:
+    """``stmt`` has run whenever ``node`` runs: it sits in a block a later statement of which holds
+    ``node`` (not in one branch of an ``if`` with ``node`` in the other). Same function assumed."""
+    parent = ctx.parent(stmt)
+    for field in BLOCK_FIELDS:
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and stmt in block:
+            return any(ctx.is_inside(node, later) for later in block[block.index(stmt) + 1 :])
+    return False
+
+
+def may_run_between(ctx: FileContext, node: ast.AST, first: ast.AST, last: ast.AST) -> bool:
+    """``node`` may run after ``first`` and before ``last`` (one function, ``first`` running
+    before ``last``): it lies between them in the source, or in a loop around ``last`` that does
+    not hold ``first`` (the loop's next turn comes back to ``last`` without running ``first``)."""
+    if position(first) < position(node) < position(last):
+        return True
+    return any(ctx.is_inside(node, loop) and not ctx.is_inside(first, loop) for loop in ctx.enclosing_loops(last))

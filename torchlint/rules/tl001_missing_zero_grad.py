@@ -16,6 +16,7 @@ from torchlint.torchmodel.fresh_runs import steps_fresh_model_once, steps_fresh_
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.phases import kept_by_every_call
 from torchlint.torchmodel.roles import Role, object_roles
+from torchlint.torchmodel.unobserved_runs import trains_unobserved
 
 
 @register
@@ -156,6 +157,8 @@ def train(model, loader, optimizer, scaler, use_amp):
                     continue  # a fresh model and optimizer each iteration: no gradient carries over
                 if steps_fresh_model_once(ctx, step.node):
                     continue  # one step per call, on parameters each call builds: nothing to carry over
+                if trains_unobserved(ctx, step.node):
+                    continue  # a benchmark: nothing reads the loss or the trained model
                 ok = _cleared(ctx, unit, step, stepped)
                 previous = verdicts.get(step.node)
                 if previous is None:

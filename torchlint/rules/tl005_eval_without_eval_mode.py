@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.evaluation import NOT_REACHED, evaluation_analysis
+from torchlint.torchmodel.explicit_train_mode import switched_to_train_for
 
 
 @register
@@ -167,7 +168,8 @@ for epoch in range(10):
             if dependent is None:
                 continue
             verdict = analysis.eval_mode(unit, dependent)
-            if verdict.reached is NOT_REACHED:
+            if verdict.reached is NOT_REACHED and not switched_to_train_for(ctx, dependent):
+                # (an explicit `.train()` right before the forward asks for training mode on purpose)
                 # The fix switches the model that depends on the mode (evidence: the unit seen from it).
                 evidence = replace(unit, first_call=dependent)
                 yield self.report(unit.first_call, self._message(ctx, unit, verdict, dependent), evidence=evidence)

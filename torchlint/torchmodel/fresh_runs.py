@@ -130,7 +130,7 @@ def _fresh_module(ctx: FileContext, call: ast.Call, iteration: _Iteration, found
     but the iteration's own (``MAML(Net())`` wraps a module as new as itself)."""
     if not _once_per_iteration(ctx, call, iteration):
         return False
-    if not (_constructs_module(ctx, call) or _calls_handed_out_class(ctx, call, iteration)):
+    if not (constructs_module(ctx, call) or _calls_handed_out_class(ctx, call, iteration)):
         return False
     roles = object_roles(ctx)
     return all(
@@ -171,10 +171,10 @@ def _once_per_iteration(ctx: FileContext, node: ast.AST, iteration: _Iteration) 
 def constructs_new_module(ctx: FileContext, call: ast.Call) -> bool:
     """``call`` constructs a new module handed no model of the code around it."""
     roles = object_roles(ctx)
-    return _constructs_module(ctx, call) and not any(roles.role_of(a, hint=False) == Role.MODEL for a in _handed(call))
+    return constructs_module(ctx, call) and not any(roles.role_of(a, hint=False) == Role.MODEL for a in _handed(call))
 
 
-def _constructs_module(ctx: FileContext, call: ast.Call) -> bool:
+def constructs_module(ctx: FileContext, call: ast.Call) -> bool:
     """A class is called (capitalised callee), not a copy or a wrapper."""
     qual = ctx.call_qualname(call) or ""
     name = last_name(call.func) or ""
@@ -209,13 +209,13 @@ def steps_fresh_model_once(ctx: FileContext, step: ast.AST) -> bool:
     function = ctx.enclosing_function(step)
     if not isinstance(step, ast.Call) or function is None or ctx.enclosing_loops(step):
         return False
-    origins = dataflow(ctx).origins(_stepped_optimizer(ctx, step))
+    origins = dataflow(ctx).origins(stepped_optimizer(ctx, step))
     return bool(origins) and all(
         isinstance(o, ast.Call) and _once_in(ctx, o, function) and _over_fresh_models(ctx, o, function) for o in origins
     )
 
 
-def _stepped_optimizer(ctx: FileContext, step: ast.Call) -> ast.AST:
+def stepped_optimizer(ctx: FileContext, step: ast.Call) -> ast.AST:
     """The optimizer ``opt.step()`` or ``scaler.step(opt)`` steps."""
     receiver = step.func.value if isinstance(step.func, ast.Attribute) else step.func
     if step.args and object_roles(ctx).role_of(receiver) == Role.SCALER:
@@ -257,7 +257,7 @@ def _fresh_in(ctx: FileContext, expr: ast.AST, function: ast.AST, found: list, d
         if constructor_role(ctx, expr) == Role.MODEL:
             # A container of layers built on the spot (`Sequential(Linear(...), ReLU())`) is fresh too.
             inner: list[ast.AST] = []
-            if not (_once_in(ctx, expr, function) and _constructs_module(ctx, expr)):
+            if not (_once_in(ctx, expr, function) and constructs_module(ctx, expr)):
                 return False
             if not all(_fresh_part(ctx, part, function, inner, depth + 1) for part in _handed(expr)):
                 return False

@@ -5,10 +5,15 @@
 parameter of the model: a forward pass on inputs that do not require grad then records nothing, so
 there is no graph for ``torch.no_grad()`` to save. Shown, else not frozen: the freeze must run on
 every path to the call, in the same function, on the very object the call runs (rebound since only
-by a move that hands the same module back: ``model = model.to(device)``) or, for a model passed
-in as a parameter, at every call site of the function in the file, and nothing in the file
-may switch a gradient back on (``p.requires_grad = True``, ``requires_grad_()``). Freezing part of a
-model (``model.backbone.parameters()``, a test on the parameter's name) freezes only that part.
+by a move that hands the same module back: ``model = model.to(device)``; a model held in a global
+name is the same object throughout the function unless some function of the file declares that
+name ``global``), and nothing may switch a gradient back on (``p.requires_grad = True``,
+``requires_grad_()``) between the freeze and the call: in the code between them, in a loop around
+the call that does not rerun the freeze, or in a function of this file called there (a training
+loop elsewhere that unfreezes the model before its own steps does not matter). For a model passed
+in as a parameter, every call site of the function in the file must pass a model frozen there, and
+nothing in the file may switch a gradient back on. Freezing part of a model
+(``model.backbone.parameters()``, a test on the parameter's name) freezes only that part.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from torchlint.analysis.callgraph import call_graph, parameter_arguments
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument, position
+from torchlint.analysis.reachability import may_run_between, runs_before
 from torchlint.torchmodel import vocabulary as torch_names
 
 if TYPE_CHECKING:
@@ -35,10 +41,12 @@ def runs_frozen_model(ctx: FileContext, call: ast.Call, model: ast.AST, depth: i
     """Whether every parameter of ``model``, which ``call`` runs, is shown frozen when it runs:
     frozen before the call in its function, or a parameter of that function to which every call
     site of the function in the file passes a model frozen there (a few calls deep)."""
-    if not isinstance(model, ast.Name) or _unfreezes_somewhere(ctx):
+    if not isinstance(model, ast.Name):
         return False
     if any(_freeze_reaches(ctx, freeze, call, model) for freeze in _freezes(ctx).get(model.id, ())):
         return True
+    if _unfreezes(ctx):
+        return False  # what a caller froze, the function's own code may unfreeze before the call
     return depth < _MAX_CALLERS and _frozen_by_every_caller(ctx, call, model, depth)
 
 
@@ -68,33 +76,62 @@ def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.ar
 
 def _freeze_reaches(ctx: FileContext, freeze: ast.stmt, call: ast.Call, model: ast.Name) -> bool:
     """``freeze`` runs on every path to ``call`` (a statement of a block around the call, before it,
-    in the same function) and the model the call runs is the object it froze."""
+    in the same function), the model the call runs is the object it froze, and nothing unfreezes
+    a parameter in between."""
     if ctx.enclosing_function(freeze) is not ctx.enclosing_function(call):
         return False
-    if not _dominates(ctx, freeze, call):
+    if not runs_before(ctx, freeze, call):
         return False
-    return _same_object_since(ctx, model, freeze, 0)
+    return _same_object_since(ctx, model, freeze, 0) and not _unfrozen_between(ctx, freeze, call)
 
 
-def _dominates(ctx: FileContext, freeze: ast.stmt, call: ast.Call) -> bool:
-    """``freeze`` sits in a block of statements a later one of which holds ``call``: whenever the
-    call runs, the freeze ran before it (not in one branch of an ``if`` and the call in the other)."""
-    parent = ctx.parent(freeze)
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and freeze in block:
-            return any(ctx.is_inside(call, stmt) for stmt in block[block.index(freeze) + 1 :])
-    return False
+def _unfrozen_between(ctx: FileContext, freeze: ast.stmt, call: ast.Call) -> bool:
+    """An unfreeze may run after ``freeze`` and before ``call``: in their function between them (or
+    in a loop around the call that does not rerun the freeze), or in a function of this file that
+    a call made there reaches."""
+    function = ctx.enclosing_function(call)
+    unfreezes = _unfreezes(ctx)
+    if not unfreezes:
+        return False
+    graph = call_graph(ctx)
+    pending = [
+        callee
+        for between in ctx.calls
+        if ctx.enclosing_function(between) is function
+        and may_run_between(ctx, between, freeze, call)
+        and (callee := graph.callee(between)) is not None
+    ]
+    reached: set[ast.AST] = set()
+    while pending:
+        callee = pending.pop()
+        if callee in reached:
+            continue
+        reached.add(callee)
+        pending += [c for site in ctx.calls if _inside_function(ctx, site, callee) and (c := graph.callee(site))]
+    return any(
+        (ctx.enclosing_function(node) is function and may_run_between(ctx, node, freeze, call))
+        or any(_inside_function(ctx, node, callee) for callee in reached)
+        for node in unfreezes
+    )
+
+
+def _inside_function(ctx: FileContext, node: ast.AST, function: ast.AST) -> bool:
+    return isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and ctx.is_inside(node, function)
 
 
 def _same_object_since(ctx: FileContext, name: ast.Name, freeze: ast.stmt, depth: int) -> bool:
     """Every binding of ``name`` reaching it was made before ``freeze`` ran, or hands back the
-    object the name held (``model = model.to(device)``, ``model = model.eval()``)."""
+    object the name held (``model = model.to(device)``, ``model = model.eval()``). A binding of
+    an enclosing scope (a global model) stays put while the function runs, unless a function of
+    the file declares the name ``global``."""
     bindings = dataflow(ctx).reaching(name)
     if not bindings or depth > _MAX_MOVES:
         return False
+    function = ctx.enclosing_function(freeze)
     for binding in bindings:
         if position(binding.stmt) < position(freeze):
+            continue
+        if ctx.enclosing_function(binding.stmt) is not function and not ctx.declares_global(ctx.tree, name.id):
             continue
         value = binding.value
         if binding.kind != "assign" or not _self_returning_move(value, name.id):
@@ -186,19 +223,24 @@ def _is_false(expr: ast.AST | None) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is False
 
 
-def _unfreezes_somewhere(ctx: FileContext) -> bool:
-    """Anything in the file may switch a gradient back on: ``x.requires_grad = <not False>``,
+def _unfreezes(ctx: FileContext) -> list[ast.AST]:
+    """What may switch a gradient back on: ``x.requires_grad = <not False>``,
     ``x.requires_grad_()`` / ``x.requires_grad_(<not False>)``."""
 
-    def build() -> bool:
-        for node in ctx.nodes(ast.Assign):
-            if any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in node.targets):
-                if not _is_false(node.value):
-                    return True
-        for call in ctx.calls:
-            if isinstance(call.func, ast.Attribute) and call.func.attr == "requires_grad_":
-                if not _is_false(argument(call, 0, "requires_grad")):
-                    return True
-        return False
+    def build() -> list[ast.AST]:
+        found: list[ast.AST] = [
+            node
+            for node in ctx.nodes(ast.Assign)
+            if any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in node.targets)
+            and not _is_false(node.value)
+        ]
+        found += [
+            call
+            for call in ctx.calls
+            if isinstance(call.func, ast.Attribute)
+            and call.func.attr == "requires_grad_"
+            and not _is_false(argument(call, 0, "requires_grad"))
+        ]
+        return found
 
-    return ctx.shared("unfreezes-somewhere", build)
+    return ctx.shared("unfreezes", build)

@@ -58,7 +58,10 @@ class EvalWithoutEvalMode(Rule):
         is reported when one of them depends on the mode, and the message names it. Lightning's
         `validation_step`/`test_step` and other framework hooks
         are not reported: the framework switches modes. A function that receives its
-        model from a caller outside this file is not judged.
+        model from a caller outside this file is not judged, nor a model call right after an
+        explicit `model.train()` on every path to it (nothing in between runs, trains or
+        hands on that model): training mode is asked for on purpose (a test comparing two
+        batch-norm layers in training mode, Monte Carlo dropout).
     """
     why = """
         In training mode dropout keeps zeroing activations and batch norm normalises

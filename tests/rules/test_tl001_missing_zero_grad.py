@@ -1297,6 +1297,13 @@ def test_toy_training_that_prints_or_keeps_its_result_is_reported(lint):
                 opt.step()  # expect: TL001
             return layer
 
+        def fit_on_data(cfg, loader):
+            layer = SparseAttention(cfg)
+            opt = torch.optim.Adam(layer.parameters(), lr=1e-4)
+            for x, y in loader:
+                torch.nn.functional.mse_loss(layer(x), y).backward()
+                opt.step()  # expect: TL001
+
         def fit_shared(encoder, cfg, steps=500):
             x = torch.ones(4, cfg.width)
             head = Classifier(encoder, cfg)

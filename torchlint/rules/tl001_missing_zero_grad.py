@@ -46,10 +46,11 @@ class MissingZeroGrad(Rule):
         outside any loop of its function, of an optimizer that function builds over models
         it builds itself (a test helper giving a fresh optimizer some state) starts from
         empty gradients on every call: not reported. Nor is training whose outcome nothing
-        reads -- a function that builds a layer and its optimizer, times or measures a loop of
-        steps on it, and lets both go (the model is never returned, stored, saved or handed
-        on, and the loss is only backpropagated, never printed or kept): a speed benchmark. A
-        toy loop that prints its loss is reported, however synthetic its data. Not judged:
+        reads -- a function that builds a layer and its optimizer, times a loop of steps on
+        tensors it made once with a torch factory (`torch.ones(...)`), and lets both go (the
+        model is never returned, stored, saved or handed on, and the loss is only
+        backpropagated, never printed or kept): a speed benchmark. A toy loop that prints its
+        loss, or one that learns from a dataset, is reported. Not judged:
         `test_*` functions (one step to check something), helpers handed the caller's loss
         (`loss_scaler(loss, optimizer)`), and steps given a closure or a distributed-autograd
         context the file does not show (`opt.step(closure)` from elsewhere, `opt.step(context_id)`).

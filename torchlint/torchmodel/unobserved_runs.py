@@ -6,9 +6,10 @@ function, built there from values that are no model (``Layer(args).to(device)``)
 moved, switched between modes or handed to that optimizer (never returned, stored, saved, handed to
 other code or read otherwise); the optimizer is only stepped and cleared; and every value computed
 from the model's outputs is only backpropagated (the loss is never printed, logged, kept, compared
-or returned). Such a loop measures how long a step takes, not what it learns. A script or a
-function that prints its loss, returns or saves its model, or hands either to other code is
-observed, however synthetic its data.
+or returned); and the model runs on tensors the function makes once, before its loops, with a torch
+factory (``torch.ones(...)``), not on a dataset. Such a loop measures how long a step takes, not what
+it learns. A script or a function that prints its loss, returns or saves its model, hands either to
+other code, or learns from data it iterates over is observed.
 """
 
 from __future__ import annotations
@@ -55,7 +56,30 @@ def trains_unobserved(ctx: FileContext, step: ast.Call) -> bool:
                 return False
             if use is not True:
                 outputs.append(use)
-    return _only_backpropagated(ctx, function, outputs)
+    return all(_fed_constants(ctx, call, function) for call in outputs) and _only_backpropagated(ctx, function, outputs)
+
+
+def _fed_constants(ctx: FileContext, forward: ast.AST, function: ast.AST) -> bool:
+    """Each input of the forward call is a tensor the function makes once, outside any loop, with a
+    torch factory (``torch.ones(4, n, d).to(device)``): the loop measures a step on fixed data, it
+    does not learn from a dataset."""
+    if not isinstance(forward, ast.Call):
+        return False
+    for arg in [*forward.args, *(k.value for k in forward.keywords)]:
+        bindings = dataflow(ctx).reaching(arg) if isinstance(arg, ast.Name) else []
+        if not bindings:
+            return False
+        for binding in bindings:
+            value = binding.value
+            if binding.kind != "assign" or ctx.enclosing_function(binding.stmt) is not function:
+                return False
+            if ctx.enclosing_loops(binding.stmt):
+                return False
+            while _self_returning_call(value):
+                value = value.func.value
+            if not isinstance(value, ast.Call) or not (ctx.call_qualname(value) or "").startswith("torch."):
+                return False
+    return True
 
 
 def _local_constructions(ctx: FileContext, optimizer: ast.Name, function: ast.AST) -> list[ast.Call]:

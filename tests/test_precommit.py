@@ -131,7 +131,8 @@ def test_pre_commit_hook_with_fix_fails_once_with_the_files_fixed(tmp_path, hook
     project = new_project(tmp_path / "project", hook, args=("--fix",))
     view = textwrap.dedent("""\
         import torch
-        def flatten(feat):
+        def flatten(conv, x):
+            feat = conv(x)
             n, c, h, w = feat.shape
             return feat.permute(0, 2, 3, 1).view(n, h, w * c)
         """)
@@ -150,7 +151,7 @@ def test_pre_commit_hook_with_fix_fixes_a_staged_notebook(tmp_path, hook):
     fails (the file was modified), leaving every other byte of the notebook as it was; the next
     run passes."""
     project = new_project(tmp_path / "project", hook, args=("--fix",))
-    flatten = "def flatten(feat):\n    n, c, h, w = feat.shape\n    return feat.permute(0, 2, 3, 1).view(n, h, w * c)"
+    flatten = "def flatten(conv, x):\n    feat = conv(x)\n    n, c, h, w = feat.shape\n    return feat.permute(0, 2, 3, 1).view(n, h, w * c)"
     notebook = write_notebook(project / "explore.ipynb", markdown("# Explore"), "import torch", flatten)
     before = notebook.read_text()
     code, output = run_hook(project, hook, "explore.ipynb")

@@ -70,16 +70,23 @@ def _fed_constants(ctx: FileContext, forward: ast.AST, function: ast.AST) -> boo
         if not bindings:
             return False
         for binding in bindings:
-            value = binding.value
-            if binding.kind != "assign" or ctx.enclosing_function(binding.stmt) is not function:
+            value = _assigned_in(ctx, binding, function)
+            if value is None or ctx.enclosing_loops(binding.stmt):
                 return False
-            if ctx.enclosing_loops(binding.stmt):
-                return False
-            while _self_returning_call(value):
-                value = value.func.value
             if not isinstance(value, ast.Call) or not (ctx.call_qualname(value) or "").startswith("torch."):
                 return False
     return True
+
+
+def _assigned_in(ctx: FileContext, binding, function: ast.AST) -> ast.expr | None:
+    """The value a plain assignment in ``function`` binds, seen through self-returning calls
+    (``Net(cfg).to(device)`` is ``Net(cfg)``); None for any other binding."""
+    if binding.kind != "assign" or ctx.enclosing_function(binding.stmt) is not function:
+        return None
+    value = binding.value
+    while _self_returning_call(value):
+        value = value.func.value
+    return value
 
 
 def _local_constructions(ctx: FileContext, optimizer: ast.Name, function: ast.AST) -> list[ast.Call]:
@@ -112,11 +119,9 @@ def _built_here(ctx: FileContext, model: ast.Name, function: ast.AST) -> bool:
     if not bindings:
         return False
     for binding in bindings:
-        value = binding.value
-        if binding.kind != "assign" or ctx.enclosing_function(binding.stmt) is not function:
+        value = _assigned_in(ctx, binding, function)
+        if value is None:
             return False
-        while _self_returning_call(value):
-            value = value.func.value
         if isinstance(value, ast.Name) and value.id == model.id:
             continue  # `model = model.to(device)`
         if not isinstance(value, ast.Call):

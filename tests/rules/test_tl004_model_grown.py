@@ -63,3 +63,54 @@ def test_a_new_head_on_another_model_keeps_the_finding(lint):
     source = source.replace("def train(model, loader, epochs)", "def train(model, teacher, loader, epochs)")
     grow = "model.module.head = nn.Linear(model.module.dim, n_clusters)"
     check(lint, source.format(grow=grow, marker="  # expect: TL004"), "TL004")
+
+
+_PRUNING = """
+import torch
+from torch import nn
+
+def drop_filter(net, index):
+    {prune}
+    return net
+
+class Pruner:
+    def __init__(self, model, loader):
+        self.model = model
+        self.loader = loader
+
+    def fine_tune(self, optimizer):
+        for x, y in self.loader:
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(self.model(x), y).backward()
+            optimizer.step()
+
+    def run(self, rounds):
+        for step in range(rounds):
+            net = self.model.cpu()
+            for index in self.ranked_filters():
+                net = drop_filter(net, index)
+            self.model = net.cuda()
+            optimizer = torch.optim.SGD(self.model.parameters(), lr=1e-3, momentum=0.9){marker}
+            self.fine_tune(optimizer)
+"""
+
+
+def test_layers_rebuilt_in_an_alias_of_the_model_require_the_rebuild(lint):
+    # The helper puts a new Sequential into the alias bound to `self.model`: new parameters.
+    prune = "net.features = nn.Sequential(*[m for i, m in enumerate(net.features) if i != index])"
+    check(lint, _PRUNING.format(prune=prune, marker=""), "TL004")
+
+
+def test_filters_zeroed_in_place_in_the_alias_keep_the_finding(lint):
+    # Zeroing a filter keeps the same parameter tensors: the optimizer's state is lost for nothing.
+    prune = "net.features[index].weight.data.zero_()"
+    findings = check(lint, _PRUNING.format(prune=prune, marker="  # expect: TL004"), "TL004")
+    assert "loop at line 21 (`for step in range(rounds)`)" in findings[0].message
+
+
+def test_layers_rebuilt_in_another_attribute_keep_the_finding(lint):
+    # The alias is of the teacher, not of the model the optimizer takes.
+    prune = "net.features = nn.Sequential(*[m for i, m in enumerate(net.features) if i != index])"
+    source = _PRUNING.replace("net = self.model.cpu()", "net = self.teacher.cpu()")
+    source = source.replace("self.model = net.cuda()", "self.teacher = net.cuda()")
+    check(lint, source.format(prune=prune, marker="  # expect: TL004"), "TL004")

@@ -193,3 +193,34 @@ def test_grad_switch_statement_left_on_for_the_evaluation_path_is_reported(lint)
 def test_grad_switch_statement_only_on_the_training_branch_leaves_evaluation_reported(lint):
     source = _RUN_EPOCH.replace("SWITCH", 'if split == "train":\n        torch.set_grad_enabled(True)')
     check(lint, source.replace("# MARK", "# expect: TL006"), "TL006")
+
+
+# ----- probes on synthetic batches rearranged by a shape function ------------------------------------
+
+_TOKEN_PROBE = """
+import einops
+import torch
+from mixers import MlpMixer
+
+def evaluate_tokens(checkpoint, val_loader):
+    mixer = MlpMixer(depth=8)
+    mixer.load_state_dict(torch.load(checkpoint))
+    mixer.eval()
+    images = {images}
+    tokens = einops.rearrange(images, "b c h w -> b (h w) c").contiguous()
+    pooled = torch.cat([torch.zeros(4, 1, 3).cuda(), tokens], dim=1)
+    out = mixer(pooled){marker}
+    print(out.mean(), out.shape)
+"""
+
+
+def test_random_batch_rearranged_into_tokens_is_a_probe(lint):
+    # `einops.rearrange` and `torch.cat` only reshape and join what they are handed: a random batch.
+    source = _TOKEN_PROBE.format(images="torch.randn(4, 3, 32, 32).cuda()", marker="")
+    check(lint, source, "TL006")
+
+
+def test_real_batch_rearranged_into_tokens_is_evaluation(lint):
+    source = _TOKEN_PROBE.format(images="next(iter(val_loader))[0].cuda()", marker="  # expect: TL006")
+    findings = check(lint, source, "TL006")
+    assert "`mixer(...)` evaluates with autograd on in `evaluate_tokens()`" in findings[0].message

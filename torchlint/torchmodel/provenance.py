@@ -134,6 +134,8 @@ class ModelProvenance:
                 return True
             if qualname in torch_names.VARIABLE_WRAPPERS and expr.args:
                 return self._synthetic(expr.args[0], depth + 1)  # `Variable(x)` is `x`
+            if qualname in torch_names.TENSOR_SHAPE_FUNCTIONS:
+                return self._reshapes_synthetic(expr, depth)
             found = method_call(expr)
             if found is not None and found[0] in SYNTHETIC_METHODS:
                 return True
@@ -152,6 +154,13 @@ class ModelProvenance:
         data, so it does not count as the literal input."""
         inputs = [*call.args, *(k.value for k in call.keywords)]
         return any(self._literal_collection(a) for a in inputs) and all(self._synthetic(a, depth + 1) for a in inputs)
+
+    def _reshapes_synthetic(self, call: ast.Call, depth: int) -> bool:
+        """A shape function (``einops.rearrange(x, "b c h w -> b (h w) c", p=patch)``,
+        ``torch.cat([a, b], dim=1)``) whose tensor input, its first argument, is synthetic: the
+        other arguments are a pattern, axis sizes or dimensions, never data."""
+        tensors = call.args[0] if call.args else None
+        return tensors is not None and not isinstance(tensors, ast.Constant) and self._synthetic(tensors, depth + 1)
 
     def _literal_collection(self, expr: ast.AST) -> bool:
         if isinstance(expr, ast.Name):

@@ -540,6 +540,26 @@ REGISTERING_METHODS = PARAMETER_REGISTERING_METHODS | {"register_buffer"}
 # The legacy `Variable(x)` wrapper: since PyTorch 0.4 it hands back the tensor `x` itself (same
 # data; `requires_grad=True` marks it a leaf to optimise, `volatile` is ignored).
 VARIABLE_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+# Functions that rearrange, join or reduce the tensors of their first argument (a tensor or a sequence
+# of them) and read nothing else; the other arguments are a pattern, sizes or dimensions. What they return
+# is made from those tensors only (`einops.rearrange(torch.randn(...), "b c h w -> b (h w) c")` is still
+# a synthetic batch).
+TENSOR_SHAPE_FUNCTIONS = frozenset(
+    {
+        "einops.rearrange",
+        "einops.repeat",
+        "einops.reduce",
+        "torch.cat",
+        "torch.concat",
+        "torch.stack",
+        "torch.reshape",
+        "torch.flatten",
+        "torch.permute",
+        "torch.transpose",
+        "torch.squeeze",
+        "torch.unsqueeze",
+    }
+)
 
 # ----- data ------------------------------------------------------------------------------------------------
 DATALOADER = "torch.utils.data.DataLoader"

@@ -270,3 +270,49 @@ def test_the_fingerprint_follows_the_linters_own_files(tmp_path, monkeypatch):
         os.utime(fixer, ns=(info.st_atime_ns, info.st_mtime_ns))
         cache_mod.linter_fingerprint.cache_clear()
     assert cache_mod.linter_fingerprint() == before
+
+
+_SCORING = """\
+import torch
+
+
+def evaluate(model, loader):
+    model.eval()
+    return [model(x).argmax(1) for x, _ in loader]
+"""
+_NO_GRAD_CALLER = """\
+import torch
+from scoring import evaluate
+
+
+def validate(model, loader):
+    with torch.no_grad():
+        return evaluate(model, loader)
+"""
+_GRAD_CALLER = """\
+import scoring
+
+
+def report(model, loader):
+    return scoring.evaluate(model, loader)
+"""
+
+
+def test_a_new_file_that_calls_a_function_invalidates_its_cached_result(tmp_path, linted):
+    """``evaluate`` is judged by its callers in other files (all under no-grad: no finding): a
+    caller added later, in a file that did not exist, must be seen on the next cached run."""
+    write(tmp_path / "pyproject.toml", "")
+    write(tmp_path / "scoring.py", _SCORING)
+    write(tmp_path / "validation.py", _NO_GRAD_CALLER)
+    assert "No findings" in lint(".").out
+    linted.clear()
+    assert "No findings" in lint(".").out and linted == []
+    write(tmp_path / "reports" / "weekly.py", "")
+    lint(".")
+    assert "scoring.py" in linted  # a new folder changes the listing of the project
+    linted.clear()
+    write(tmp_path / "reports" / "weekly.py", _GRAD_CALLER.replace("import scoring", "from .. import scoring"))
+    write(tmp_path / "report.py", _GRAD_CALLER)
+    run = lint(".")
+    assert "scoring.py" in linted
+    assert "scoring.py:6:13: TL006" in run.out

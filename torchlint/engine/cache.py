@@ -11,7 +11,9 @@ written, and is otherwise linted again and overwritten:
   version and a fingerprint of the linter's own source files, so an edited checkout never
   reuses stale results),
 * the contents of every other project file the lint consulted (``FileResult.dependencies``,
-  cross-file summaries): change an imported module and its importers are linted again.
+  cross-file summaries): change an imported module and its importers are linted again; and the
+  listing of every project folder it consulted (a search for the callers of a function in the
+  whole project, ``analysis.callers``): add a file there and the result is computed again.
 
 Entries are written to a temporary file and renamed into place, so concurrent runs and
 ``--jobs`` workers never see half an entry; an entry that cannot be read or parsed is a miss,
@@ -86,6 +88,12 @@ class LintCache:
     def _dependency_hash(self, path: str) -> str:
         if path not in self._file_hashes:
             try:
+                if os.path.isdir(path):
+                    # A folder consulted for what it holds (who calls a function): its listing,
+                    # less hidden entries (this cache's own folder among them), which are not searched.
+                    names = sorted(name for name in os.listdir(path) if not name.startswith("."))
+                    self._file_hashes[path] = content_hash("\0".join(names).encode())
+                    return self._file_hashes[path]
                 with open(path, "rb") as handle:
                     self._file_hashes[path] = content_hash(handle.read())
             except OSError:

@@ -60,7 +60,8 @@ class FileResult:
     diff: str = ""
     fixed_text: str | None = None
     # Paths of the project's other files whose contents this lint consulted (cross-file
-    # summaries): the cache reuses this result only while they are unchanged too.
+    # summaries), and of folders whose listing it consulted (who calls a function): the cache
+    # reuses this result only while they are unchanged too.
     dependencies: tuple[str, ...] = ()
     # (Real absolute paths, sorted; filled by the project phase, see analysis.project.)
     # False when the result depends on more than the inputs (a rule ran out of time or crashed).

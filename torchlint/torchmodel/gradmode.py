@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.callers import callers_elsewhere
 from torchlint.analysis.callgraph import resolve_callee, resolve_local_call
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition, unknown_star_name
@@ -79,6 +80,15 @@ def runs_without_grad(ctx: FileContext, call: ast.Call) -> bool:
     return run_summary(
         Definition(home, function), "torch.body-without-grad", lambda _: _body_without_grad(home, function), False
     )
+
+
+def called_elsewhere_without_grad(ctx: FileContext, function: ast.AST) -> bool:
+    """Whether ``function`` (top level, called nowhere in its own file) is called from other files
+    of the project, and every one of those calls runs with autograd off where it stands: inside a
+    ``with torch.no_grad():`` block or a function decorated with one. Shown, else False: a caller
+    the reverse index cannot see, or one that does not switch autograd off, keeps today's verdict."""
+    sites = callers_elsewhere(Definition(ctx, function))
+    return bool(sites) and all(lexical_grad_disabler(home, call) is not None for home, call in sites)
 
 
 def _body_without_grad(ctx: FileContext, function: ast.AST) -> bool:

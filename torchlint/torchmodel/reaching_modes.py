@@ -22,6 +22,7 @@ from torchlint.analysis.nodes import last_name, position
 from torchlint.torchmodel.events import MODE_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.forward_calls import mode_switches, model_expression, same_model
 from torchlint.torchmodel.gradmode import (
+    called_elsewhere_without_grad,
     grad_effect,
     grad_mode_statements,
     lexical_grad_disabler,
@@ -324,6 +325,8 @@ class AutogradMode:
             return Verdict(UNKNOWN)  # a hub entry point's object may run its forward under no-grad itself
         if func is None:
             return Verdict(NOT_REACHED)
+        if not call_graph(self.ctx).callers(func) and called_elsewhere_without_grad(self.ctx, func):
+            return Verdict(REACHED)  # every caller, in other files, runs it under no-grad
         return self.chain.judge(
             node, func, depth, seen, self.at, lambda: self._global_grad_off(None, None), self.blocks.sets_eval_itself
         )

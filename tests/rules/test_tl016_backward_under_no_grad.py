@@ -165,6 +165,45 @@ def test_a_local_named_like_a_loaded_extension_is_a_tensor(lint):
     check(lint, source, CODE)
 
 
+_REGISTERED_OP = """
+import torch
+from torch.utils.cpp_extension import load
+
+load(name="wkv", sources=["wkv_op.cpp", "wkv_cuda.cu"], is_python_module=False)
+
+
+class WKV(torch.autograd.Function):
+    @staticmethod
+    def backward(ctx, gy):
+        k, v = ctx.saved_tensors
+        with torch.no_grad():
+            gk, gv = torch.empty_like(k), torch.empty_like(v)
+            RECEIVER.backward(k, v, gy, gk, gv)MARK
+            return gk, gv
+"""
+
+
+def test_an_op_of_the_operator_registry_called_backward_is_no_autograd_backward(lint):
+    """`torch.ops.<namespace>` holds the ops a loaded library registered: a namespace, no tensor."""
+    source = _REGISTERED_OP.replace("RECEIVER", "torch.ops.wkv").replace("MARK", "")
+    assert lint(source, CODE) == []
+
+
+@pytest.mark.parametrize("receiver", ["ctx.ops.wkv", "self.ops.wkv", "ops.wkv"])
+def test_an_attribute_spelled_like_the_registry_elsewhere_may_be_a_tensor(lint, receiver):
+    """Only `torch.ops` reached from the imported torch is the registry; `ctx.ops.wkv` may hold a loss."""
+    findings = check(lint, _REGISTERED_OP.replace("RECEIVER", receiver).replace("MARK", "  # expect: TL016"), CODE)
+    assert f"`{receiver}.backward(k, v, gy, gk, gv)` runs under `torch.no_grad()` (line 12)" in findings[0].message
+
+
+def test_torch_rebound_to_a_value_is_no_registry(lint):
+    source = _REGISTERED_OP.replace("RECEIVER", "torch.ops.wkv").replace("MARK", "  # expect: TL016")
+    source = source.replace(
+        "        k, v = ctx.saved_tensors\n", "        k, v = ctx.saved_tensors\n        torch = gy\n"
+    )
+    check(lint, source, CODE)
+
+
 # ----- one function for both phases: the no-grad call is judged on the path its arguments select -------
 _SOLVER = """
 import torch

@@ -1,7 +1,8 @@
 """Who calls a function from the other files of its project: the reverse of ``analysis.project``.
 
-``callers_elsewhere(definition)`` -> the call sites of a top-level function in the project's other
-files, as (parsed file, call) pairs, or None when they cannot all be told. Generic Python: what a
+``callers_elsewhere(definition)`` -> the call sites of a top-level function, or the constructions
+of a top-level class (``Solver(fn)``), in the project's other files, as (parsed file, call) pairs, or
+None when they cannot all be told. Generic Python: what a
 call site means is for the caller's models to judge, in the caller's own file.
 
 How it is found (lazily, once per project and run)
@@ -10,7 +11,8 @@ How it is found (lazily, once per project and run)
     scans those bytes for the function's name as a whole word; only the files that mention it are
     parsed (``Project.context``, shared with forward lookups), and each mention there is judged:
 
-    * a call whose callee resolves (``resolve_call``) to the function: a call site;
+    * a call whose callee resolves (``resolve_call``; ``resolve_name`` for a class) to the
+      definition: a call site;
     * a call or name that resolves to another definition, an attribute of something else
       (``x.evaluate``), a keyword or attribute spelled the same, an import statement (the calls
       through it are judged where they are): not a use;
@@ -36,7 +38,7 @@ import re
 import weakref
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import resolve_call
+from torchlint.analysis.callgraph import resolve_call, resolve_name
 from torchlint.analysis.definitions import Definition, file_key
 from torchlint.analysis.project import FOREIGN_DIRS, MAX_MODULE_BYTES, MAX_MODULES
 
@@ -104,10 +106,10 @@ def project_sources(project: Project) -> ProjectSources:
 
 
 def callers_elsewhere(definition: Definition) -> list[tuple[FileContext, ast.Call]] | None:
-    """The call sites of the top-level function ``definition`` in the other files of its project,
-    in file and source order; None when they cannot all be told (see the module docstring)."""
+    """The call sites of the top-level function or class ``definition`` in the other files of its
+    project, in file and source order; None when they cannot all be told (see the module docstring)."""
     project = definition.ctx.project
-    if project is None or not definition.is_function or "." in definition.qualname:
+    if project is None or "." in definition.qualname:
         return None
     sources = project_sources(project)
     recorder = project.recorder
@@ -156,7 +158,7 @@ def _call_sites(ctx: FileContext, definition: Definition) -> list[ast.Call] | No
             if isinstance(node, ast.Attribute) and not _may_name(ctx, node):
                 continue  # ``obj.name``: an attribute of some object, not the function
             return None  # read as a value, or assigned: the function may be handed on
-        target = resolve_call(ctx, call)
+        target = resolve_call(ctx, call) if definition.is_function else resolve_name(ctx, call.func)
         if target is None:
             if isinstance(node, ast.Attribute) and not _may_name(ctx, node):
                 continue  # ``self.trainer.evaluate()``: a method of some object

@@ -116,10 +116,13 @@ class CallEvents:
         ``import x as y``, or one every binding of which in the file (at module level, or in a
         function declaring it ``global``) is a module loader's result (``load(...)`` of
         ``torch.utils.cpp_extension``, ``importlib.import_module(...)``) or a ``None`` placeholder,
-        with no local binding of the name in the function of the call."""
+        with no local binding of the name in the function of the call; or a namespace of the
+        operator registry (``torch.ops.wkv6``), reached from the imported ``torch``."""
+        ctx = self.ctx
+        if isinstance(owner, ast.Attribute):
+            return _operator_namespace(ctx, owner)
         if not isinstance(owner, ast.Name):
             return False
-        ctx = self.ctx
         binding = ctx.imports.bindings.get(owner.id)
         if binding is not None and binding.name is None and binding.level == 0:
             # the module, unless rebound on the way to a value (`model = model.RNNModel(...)`)
@@ -221,3 +224,15 @@ def clears_with(ctx: FileContext, expr: ast.AST) -> bool:
 
 def call_events(ctx: FileContext) -> CallEvents:
     return ctx.shared("call-events", lambda: CallEvents(ctx))
+
+
+def _operator_namespace(ctx: FileContext, expr: ast.Attribute) -> bool:
+    """``torch.ops.<namespace>``: the compiled ops one library registered, written from the imported
+    ``torch`` (not a name rebound on the way to a value)."""
+    qual = ctx.qualname(expr)
+    if qual is None or qual.rpartition(".")[0] not in torch_names.OPERATOR_NAMESPACES:
+        return False
+    root = expr.value
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and dataflow(ctx).names_import(root)

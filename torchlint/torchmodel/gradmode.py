@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callers import callers_elsewhere
 from torchlint.analysis.callgraph import resolve_callee, resolve_local_call
 from torchlint.analysis.dataflow import dataflow
-from torchlint.analysis.definitions import Definition, unknown_star_name
+from torchlint.analysis.definitions import FUNCTION_NODES, Definition, unknown_star_name
 from torchlint.analysis.nodes import returns_of, walk_function_body
 from torchlint.analysis.summaries import function_summary as run_summary
 from torchlint.torchmodel import vocabulary as torch_names
@@ -89,6 +89,54 @@ def called_elsewhere_without_grad(ctx: FileContext, function: ast.AST) -> bool:
     the reverse index cannot see, or one that does not switch autograd off, keeps today's verdict."""
     sites = callers_elsewhere(Definition(ctx, function))
     return bool(sites) and all(lexical_grad_disabler(home, call) is not None for home, call in sites)
+
+
+def instances_used_without_grad(ctx: FileContext, method: ast.AST) -> bool:
+    """Whether every object whose ``method`` may run lives and is used only with autograd off: its
+    class (top level, neither constructed, subclassed nor otherwise named in its own file) is
+    constructed from other files of the project, each time bound to a local name there under a
+    ``with torch.no_grad():`` block or a function decorated with one, and that name is only ever the
+    receiver of method calls that run under the same switch (``solver = Solver(fn)`` ...
+    ``solver.sample(x)`` in a ``@torch.no_grad()`` function), and the class never switches autograd
+    back on: the object never leaves that region, so nothing runs its methods with autograd on.
+    Shown, else False."""
+    cls = ctx.parent(method)
+    if not isinstance(method, FUNCTION_NODES) or not isinstance(cls, ast.ClassDef) or ctx.parent(cls) is not ctx.tree:
+        return False
+    return ctx.shared(("instances-used-without-grad", cls), lambda: _instances_without_grad(ctx, cls))
+
+
+def _instances_without_grad(ctx: FileContext, cls: ast.ClassDef) -> bool:
+    if any(name.id == cls.name for name in ctx.nodes(ast.Name)):
+        return False  # built, subclassed or handed on in its own file: those objects are not followed
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call) and ctx.call_qualname(node) in _GRAD_SWITCHES:
+            if grad_effect(ctx, node) is not False:
+                return False  # a method may record again (`with torch.enable_grad():`)
+    sites = callers_elsewhere(Definition(ctx, cls))
+    return bool(sites) and all(_confined_without_grad(home, call) for home, call in sites)
+
+
+def _confined_without_grad(ctx: FileContext, construction: ast.Call) -> bool:
+    """``name = Cls(...)`` under a no-grad switch, every other mention of ``name`` in that scope
+    (nested functions included) the receiver of a method call under a no-grad switch."""
+    statement = ctx.parent(construction)
+    if lexical_grad_disabler(ctx, construction) is None or not isinstance(statement, ast.Assign):
+        return False
+    if len(statement.targets) != 1 or not isinstance(statement.targets[0], ast.Name):
+        return False
+    bound = statement.targets[0]
+    scope = ctx.enclosing_function(construction) or ctx.tree
+    for node in ast.walk(scope):
+        if not isinstance(node, ast.Name) or node.id != bound.id or node is bound:
+            continue
+        receiver = ctx.parent(node)
+        call = ctx.parent(receiver)
+        if not (isinstance(receiver, ast.Attribute) and isinstance(call, ast.Call) and call.func is receiver):
+            return False  # handed on, returned, stored, rebound, or a bound method taken away
+        if lexical_grad_disabler(ctx, call) is None:
+            return False
+    return True
 
 
 def _body_without_grad(ctx: FileContext, function: ast.AST) -> bool:

@@ -25,6 +25,7 @@ from torchlint.torchmodel.gradmode import (
     called_elsewhere_without_grad,
     grad_effect,
     grad_mode_statements,
+    instances_used_without_grad,
     lexical_grad_disabler,
     lexical_undecided_switch,
     lexical_unknown_switch,
@@ -327,6 +328,8 @@ class AutogradMode:
             return Verdict(NOT_REACHED)
         if not call_graph(self.ctx).callers(func) and called_elsewhere_without_grad(self.ctx, func):
             return Verdict(REACHED)  # every caller, in other files, runs it under no-grad
+        if instances_used_without_grad(self.ctx, func):
+            return Verdict(REACHED)  # a method of objects built and used only under no-grad elsewhere
         return self.chain.judge(
             node, func, depth, seen, self.at, lambda: self._global_grad_off(None, None), self.blocks.sets_eval_itself
         )

@@ -493,6 +493,9 @@ BACKWARD_METHODS = frozenset({"backward", "manual_backward"})  # accelerator/fab
 MODULE_LOADERS = frozenset(
     {"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline", "importlib.import_module"}
 )
+# The same kernels reached through the operator registry instead: `torch.ops.<namespace>` is the
+# namespace of the ops a loaded library registered (`load(..., is_python_module=False)`), no tensor.
+OPERATOR_NAMESPACES = frozenset({"torch.ops"})
 STEP_METHODS = frozenset({"step", "optimizer_step"})  # opt.step(), xm.optimizer_step(opt)
 XLA_OPTIMIZER_STEP = "torch_xla.core.xla_model.optimizer_step"
 CLIP_FUNCTIONS = frozenset(

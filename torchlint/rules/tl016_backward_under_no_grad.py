@@ -32,8 +32,9 @@ class BackwardUnderNoGrad(Rule):
         graph, so its backward under no-grad is fine (but not inside
         `inference_mode`, which `enable_grad` does not undo). The
         `backward` function of a compiled extension (`ext.backward(...)` with `ext`
-        imported or from `torch.utils.cpp_extension.load(...)`, as in the
-        hand-written backward of a `torch.autograd.Function`) is no autograd backward.
+        imported or from `torch.utils.cpp_extension.load(...)`, or an op the library
+        registered, `torch.ops.<namespace>.backward(...)`, as in the hand-written
+        backward of a `torch.autograd.Function`) is no autograd backward.
     """
     why = """
         Under no-grad no graph is recorded, so the loss has no `grad_fn`: backward

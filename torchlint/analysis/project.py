@@ -69,6 +69,7 @@ from dataclasses import dataclass
 from torchlint.analysis.context import FileContext
 from torchlint.analysis.definitions import Definition, class_member, definition_at, file_key, module_names
 from torchlint.analysis.imports import ImportBinding, dotted_name
+from torchlint.analysis.search_path import added_search_dirs
 from torchlint.analysis.source import UndecodableSource, decode_source
 from torchlint.analysis.summaries import Recorder, SummaryCache
 
@@ -76,6 +77,8 @@ ROOT_MARKERS = (".git", ".hg", "pyproject.toml", "setup.py", "setup.cfg")
 # Folders that hold installed or vendored code, never the project's own modules.
 FOREIGN_DIRS = frozenset({"site-packages", "dist-packages", "node_modules", "__pycache__"})
 MAX_MODULE_BYTES = 1_000_000
+# How far above its own folder a script's ``sys.path`` addition may widen a project without a root marker.
+MAX_SCRIPT_PATH_LEVELS = 3
 MAX_MODULES = 2_000
 MAX_IMPORT_HOPS = 8
 # Parsed modules kept at once, for the whole run: each is ~0.5-1 MB with the facts computed on it
@@ -83,6 +86,7 @@ MAX_IMPORT_HOPS = 8
 CACHED_MODULES = 32
 # Per parsed module: the files its lookups consulted (see ``Project.context``).
 _READ_FROM_HERE = "project_read_from_here"
+_ADDED_SEARCH_DIRS = "project_added_search_dirs"
 
 
 @dataclass(frozen=True)
@@ -146,7 +150,15 @@ class Projects:
         root = self._root(directory)
         project = self._by_root.get(root)
         if project is None:
-            project = self._by_root[root] = Project(root, self.parsed)
+            project = self._by_root[root] = Project(root, self.parsed, self)
+        return project
+
+    def at_root(self, root: str) -> Project:
+        """The project whose root is the directory ``root``."""
+        root = os.path.realpath(root)
+        project = self._by_root.get(root)
+        if project is None:
+            project = self._by_root[root] = Project(root, self.parsed, self)
         return project
 
     def _root(self, directory: str) -> str:
@@ -176,6 +188,15 @@ class Projects:
         return found
 
 
+def _levels_above(ancestor: str, directory: str) -> int | None:
+    """How many folders ``ancestor`` is above ``directory`` (0: the same), None when it is not above it."""
+    if directory == ancestor:
+        return 0
+    if not directory.startswith(ancestor.rstrip(os.sep) + os.sep):
+        return None
+    return os.path.relpath(directory, ancestor).count(os.sep) + 1
+
+
 def package_base(directory: str) -> str:
     """The directory above the outermost package holding ``directory`` (itself for a script folder)."""
     while os.path.isfile(os.path.join(directory, "__init__.py")):
@@ -187,8 +208,9 @@ def package_base(directory: str) -> str:
 
 
 class Project:
-    def __init__(self, root: str, parsed: ParseCache | None = None):
+    def __init__(self, root: str, parsed: ParseCache | None = None, owner: Projects | None = None):
         self.root = os.path.realpath(root)
+        self._owner = owner
         self.recorder = Recorder()
         self.summaries = SummaryCache(self.recorder)
         self._listings: dict[str, dict[str, bool] | None] = {}
@@ -211,6 +233,26 @@ class Project:
             yield consulted
         consulted.update(frame.deps)
         consulted.discard(os.path.realpath(path))
+
+    def for_script(self, tree: ast.Module, path: str) -> Project:
+        """The project the module at ``path`` (parsed as ``tree``) imports from. Without a root
+        marker, a script that puts a folder above its own on ``sys.path`` (``sys.path.append(<the
+        folder above this file>)``) imports the packages there as Python would: the project widens
+        to that folder (at most ``MAX_SCRIPT_PATH_LEVELS`` up). A root found by a marker stays."""
+        if self._owner is None or any(os.path.exists(os.path.join(self.root, m)) for m in ROOT_MARKERS):
+            return self
+        here = os.path.dirname(os.path.realpath(path))
+        above = [d for d in added_search_dirs(tree, path) if _levels_above(d, here) is not None]
+        widest = min(above, key=len, default=None)  # the highest of them
+        if (
+            widest is None
+            or self.inside(widest)
+            or _levels_above(widest, here) > MAX_SCRIPT_PATH_LEVELS
+            or os.path.dirname(widest) == widest
+            or any(part in FOREIGN_DIRS for part in widest.split(os.sep))
+        ):
+            return self
+        return self._owner.at_root(widest)
 
     # ----- files on disk -------------------------------------------------------------------------
     def inside(self, path: str) -> bool:
@@ -285,9 +327,10 @@ class Project:
         return FileContext(path, text, tree, project=self)
 
     # ----- modules ---------------------------------------------------------------------------------
-    def _search_bases(self, directory: str) -> list[str]:
-        """Where an absolute import of a file of ``directory`` is looked for, in order."""
-        bases = [directory, self._package_base(directory), self.root, os.path.join(self.root, "src")]
+    def _search_bases(self, directory: str, added: tuple[str, ...] = ()) -> list[str]:
+        """Where an absolute import of a file of ``directory`` is looked for, in order (``added``:
+        the folders the file puts on ``sys.path`` itself, searched last)."""
+        bases = [directory, self._package_base(directory), self.root, os.path.join(self.root, "src"), *added]
         found = []
         for base in bases:
             if base not in found and self.inside(base):
@@ -335,14 +378,16 @@ class Project:
     def resolve_import(self, ctx: FileContext, level: int, module: str) -> Module | None:
         """The module ``from <level dots><module> import ...`` (or ``import <module>``) names in ``ctx``'s file."""
         # The answer depends on the file's folder only (and on directory listings, not file contents).
-        key = (os.path.dirname(file_key(ctx)), level, module)
+        # ... and on the folders the file itself puts on ``sys.path``.
+        added = () if level else ctx.shared(_ADDED_SEARCH_DIRS, lambda: added_search_dirs(ctx.tree, ctx.path))
+        key = (os.path.dirname(file_key(ctx)), level, module, added)
         try:
             return self._imports[key]
         except KeyError:
-            found = self._imports[key] = self._resolve_import(key[0], level, module)
+            found = self._imports[key] = self._resolve_import(key[0], level, module, added)
             return found
 
-    def _resolve_import(self, directory: str, level: int, module: str) -> Module | None:
+    def _resolve_import(self, directory: str, level: int, module: str, added: tuple[str, ...] = ()) -> Module | None:
         parts = module.split(".") if module else []
         if level:
             for _ in range(level - 1):
@@ -357,7 +402,7 @@ class Project:
             return self._module_in(directory, parts)
         if not parts:
             return None
-        for base in self._search_bases(directory):
+        for base in self._search_bases(directory, added):
             found = self._module_in(base, parts)
             if found is not None:
                 return found

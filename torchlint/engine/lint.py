@@ -113,6 +113,8 @@ def lint_text(
             if report_unparsable:
                 result.findings.append(failure)
         else:
+            if project is not None:
+                project = project.for_script(tree, path)
             ctx = FileContext(path, source, tree, project)
             with _consulting(project, path) as consulted:
                 with cpu_budget(rule_budget) as limit:

@@ -489,3 +489,46 @@ def test_subset_with_the_same_indices_on_every_rank_is_still_reported(lint):
     findings = check(lint, source, CODE)
     assert findings[0].line == 14
     assert "has `shuffle=True` and no sampler" in findings[0].message
+
+
+# ----- set_epoch matters only when the loader is iterated more than once ----------------------
+
+_ONE_PASS = (
+    DDP_HEADER
+    + """
+dist.init_process_group("nccl")
+model = DDP(build_model().cuda())
+sampler = DistributedSampler(train_set)
+loader = DataLoader(train_set, batch_size=32, sampler=sampler){marker}
+{loop}
+"""
+)
+_PASS = """for x, y in loader:
+    optimizer.zero_grad()
+    model(x.cuda()).sub(y.cuda()).pow(2).mean().backward()
+    optimizer.step()"""
+
+
+def test_single_top_level_pass_needs_no_epoch(lint):
+    check(lint, _ONE_PASS.format(marker="", loop=_PASS), CODE)
+
+
+def test_pass_in_a_function_called_once_needs_no_epoch(lint):
+    loop = "def fit():\n" + "\n".join("    " + line for line in _PASS.splitlines()) + "\n\nfit()"
+    check(lint, _ONE_PASS.format(marker="", loop=loop), CODE)
+
+
+def test_pass_in_a_function_called_from_an_epoch_loop_is_reported(lint):
+    loop = (
+        "def fit():\n"
+        + "\n".join("    " + line for line in _PASS.splitlines())
+        + "\n\nfor epoch in range(20):\n    fit()"
+    )
+    findings = check(lint, _ONE_PASS.format(marker="  # expect: TL021", loop=loop), CODE)
+    assert "never told the epoch" in findings[0].message
+
+
+def test_pass_inside_an_epoch_loop_is_reported(lint):
+    loop = "for epoch in range(20):\n" + "\n".join("    " + line for line in _PASS.splitlines())
+    findings = check(lint, _ONE_PASS.format(marker="  # expect: TL021", loop=loop), CODE)
+    assert "set_epoch" in findings[0].message

@@ -520,3 +520,22 @@ def resolve_class(ctx: FileContext, expr: ast.AST) -> tuple[FileContext, ast.Cla
         return None
     found = resolve_name(ctx, expr)
     return (found.ctx, found.node) if found is not None and found.is_class else None  # type: ignore[return-value]
+
+
+def runs_repeatedly(ctx: FileContext, node: ast.AST, depth: int = 0, max_depth: int = 2) -> bool | None:
+    """Whether ``node`` can run more than once per run of the program: it sits in a loop (``for``,
+    ``while``, a comprehension's body aside), or in a function one of whose local callers does
+    (followed ``max_depth`` calls up), or in a function called from more than one place. False when it
+    is shown to run once (module level, or a function called from one place that runs once); None when that cannot be told (a function nothing in the
+    file calls, or one called past the depth followed)."""
+    if ctx.enclosing_loops(node):
+        return True
+    function = ctx.enclosing_function(node)
+    if function is None:
+        return False
+    callers = call_graph(ctx).callers(function)
+    if not callers or depth >= max_depth:
+        return None
+    if len(callers) > 1:
+        return True  # called from two places: it runs twice
+    return runs_repeatedly(ctx, callers[0], depth + 1, max_depth)

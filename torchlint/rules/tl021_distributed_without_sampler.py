@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
+from torchlint.analysis.callgraph import runs_repeatedly
 from torchlint.analysis.imports import dotted_name
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.distributed import data_parallel_call, seeds_per_rank, selected_by_rank, starts_process_group
@@ -16,6 +17,7 @@ from torchlint.torchmodel.scripts import (
     bound_name,
     dataloader_calls,
     is_distributed_sampler,
+    loops_over,
     names_in,
     resolve_value,
 )
@@ -151,7 +153,13 @@ def main(model, train_set, opt):
                     yield self.report(loader.call, self._no_sampler_message(ctx, loader))
                 continue
             sampler = is_distributed_sampler(ctx, loader.arg("sampler"))
-            if sampler is not None and not sets_epoch and _shuffles(sampler) and iterations(ctx).training_loops:
+            if (
+                sampler is not None
+                and not sets_epoch
+                and _shuffles(sampler)
+                and iterations(ctx).training_loops
+                and not _single_pass(ctx, loader)
+            ):
                 yield self.report(loader.call, self._no_set_epoch_message(ctx, sampler))
 
     @staticmethod
@@ -208,6 +216,13 @@ def _is_training_loader(ctx, loader: LoaderCall, name: str | None, iterated: set
     if _is_true(loader.arg("shuffle")) or TRAIN_WORDS.search(words):
         return True
     return name is not None and name in iterated
+
+
+def _single_pass(ctx, loader: LoaderCall) -> bool:
+    """Every loop over the loader is shown to run once (no epoch loop around it, here or around a
+    call of its function): its sampler is never asked for a second shuffle, so the epoch is moot."""
+    loops = loops_over(ctx, loader.call)
+    return bool(loops) and all(runs_repeatedly(ctx, loop) is False for loop in loops)
 
 
 def _function_name(ctx, node) -> str:

@@ -140,6 +140,18 @@ def bound_name(ctx: FileContext, call: ast.Call) -> str | None:
     return None
 
 
+def loops_over(ctx: FileContext, call: ast.Call) -> list[ast.AST]:
+    """The ``for`` loops of this file whose header iterates the object ``call`` builds (a name the
+    data flow shows to hold it, through ``enumerate(...)``/``tqdm(...)`` and the like)."""
+    flow = dataflow(ctx)
+    return [
+        loop
+        for loop in ast.walk(ctx.tree)
+        if isinstance(loop, (ast.For, ast.AsyncFor))
+        and any(isinstance(n, ast.Name) and call in flow.origins(n) for n in ast.walk(loop.iter))
+    ]
+
+
 def is_distributed_sampler(ctx: FileContext, expr: ast.AST | None) -> ast.Call | None:
     """The ``DistributedSampler(...)`` call a sampler argument evaluates to (through one name
     and either branch of a conditional expression), or None."""

@@ -543,6 +543,9 @@ REGISTERING_METHODS = PARAMETER_REGISTERING_METHODS | {"register_buffer"}
 # The legacy `Variable(x)` wrapper: since PyTorch 0.4 it hands back the tensor `x` itself (same
 # data; `requires_grad=True` marks it a leaf to optimise, `volatile` is ignored).
 VARIABLE_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+# Tensor methods that hand back a new leaf tensor object cut from the receiver's graph
+# (`feats.detach()`): an optimizer over the result holds an object made by that call, no other.
+NEW_LEAF_METHODS = frozenset({"detach"})
 # Functions that rearrange, join or reduce the tensors of their first argument (a tensor or a sequence
 # of them) and read nothing else; the other arguments are a pattern, sizes or dimensions. What they return
 # is made from those tensors only (`einops.rearrange(torch.randn(...), "b c h w -> b (h w) c")` is still

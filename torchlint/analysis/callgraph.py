@@ -447,8 +447,6 @@ def parameter_arguments(ctx: FileContext, function: ast.AST, param: ast.arg) -> 
     call leaves it out; None when nothing is passed or the position is hidden in ``*args``), in
     source order; with no call site, the default alone, or nothing. A method's instantiations
     count for its ``__init__``."""
-    args = function.args
-    positional = args.posonlyargs + args.args
     method = isinstance(ctx.parent(function), ast.ClassDef)
     graph = call_graph(ctx)
     # (call, how many leading parameters the call binds itself: `self` of `obj.method(...)`)
@@ -458,12 +456,21 @@ def parameter_arguments(ctx: FileContext, function: ast.AST, param: ast.arg) -> 
     default = parameter_default(function, param.arg)
     if not sites:
         return [default] if default is not None else []
-    found = []
-    for site, bound in sorted(sites, key=lambda item: (item[0].lineno, item[0].col_offset)):
-        index = positional.index(param) - bound if param in positional else len(site.args)
-        value = argument(site, index, param.arg) if index >= 0 else None
-        found.append(value if value is not None else default)
-    return found
+    return [
+        site_argument(function, param, site, bound)
+        for site, bound in sorted(sites, key=lambda item: (item[0].lineno, item[0].col_offset))
+    ]
+
+
+def site_argument(function: ast.AST, param: ast.arg, site: ast.Call, bound: int = 0) -> ast.AST | None:
+    """What the call ``site`` of ``function`` passes for ``param`` (its default when the call leaves
+    it out; None when nothing is passed or the position is hidden in ``*args``); ``bound`` leading
+    parameters are bound by the call itself (``self`` of ``obj.method(...)``). The site may be in
+    another file."""
+    positional = function.args.posonlyargs + function.args.args
+    index = positional.index(param) - bound if param in positional else len(site.args)
+    value = argument(site, index, param.arg) if index >= 0 else None
+    return value if value is not None else parameter_default(function, param.arg)
 
 
 def calls_elsewhere(ctx: FileContext) -> dict[ast.Call, Definition]:

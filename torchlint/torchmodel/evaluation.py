@@ -253,7 +253,7 @@ class EvalUnits:
         return [
             call
             for call in calls
-            if not provenance.runs_on_synthetic_input(call)
+            if not (provenance.runs_on_synthetic_input(call) and not untrained.runs_after_training(call))
             and not provenance.fresh_and_untouched(call)
             and not untrained.runs_untrained(call)
         ]

@@ -248,8 +248,10 @@ class ModelProvenance:
             return func
         return self.ctx.tree
 
-    def bound_in(self, name: str, func) -> bool:
-        return any(b.stmt is not None for b in self.flow.flow(func).bindings.get(name, ()))
+    def bound_in(self, name: str, func, parameters: bool = True) -> bool:
+        """``name`` is bound in ``func`` (as one of its parameters too, unless ``parameters`` is False)."""
+        bindings = self.flow.flow(func).bindings.get(name, ())
+        return any(b.stmt is not None and (parameters or b.kind != "param") for b in bindings)
 
     # ----- loaders that manage the mode ------------------------------------------------------------
     def loader_mode(self, call: ast.Call) -> str | None:

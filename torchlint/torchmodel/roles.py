@@ -27,7 +27,8 @@ import re
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import find_method, parameter_arguments, resolve_callee
+from torchlint.analysis.callers import callers_elsewhere
+from torchlint.analysis.callgraph import call_graph, find_method, parameter_arguments, resolve_callee, site_argument
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import symbol
@@ -60,6 +61,9 @@ _NAME_HINTS = (
 )
 # How far a value is followed (assignments, parameters to call sites, returns) before it is unknown.
 MAX_FLOW_DEPTH = 8
+# Functions whose parameters are being followed into the other files of the project: a chain of
+# calls between files that comes back to one of them tells nothing more.
+_ASKED_ELSEWHERE: set[ast.AST] = set()
 
 
 @lru_cache(maxsize=4096)  # a pure function of the name; the same few names are asked about often
@@ -93,8 +97,10 @@ class ObjectRoles:
                 role = role_from_name(key.split("[", 1)[0])
         return role
 
-    def value_role(self, expr: ast.AST) -> Role | None:
+    def value_role(self, expr: ast.AST, elsewhere: bool = False) -> Role | None:
         """The role of the value ``expr`` evaluates to, from data flow alone (no names, no uses)."""
+        if elsewhere:  # parameters followed into the callers of other files too (``_RoleFlow``)
+            return self.ctx.shared(("value-role-elsewhere", expr), lambda: _RoleFlow(self, True).value(expr, 0))
         return self.ctx.shared(("value-role", expr), lambda: _RoleFlow(self).value(expr, 0))
 
     def symbol_role(self, key: str) -> Role | None:
@@ -198,7 +204,10 @@ class _RoleFlow:
     """One question "what role does this value have?", followed through the file's data flow.
     ``active`` holds the functions and nodes being followed (recursion ends there, unknown)."""
 
-    def __init__(self, roles: ObjectRoles):
+    def __init__(self, roles: ObjectRoles, elsewhere: bool = False):
+        # ``elsewhere``: a parameter of a top-level function this file never calls takes the role its
+        # callers in the project's other files give it (each such query depends on the whole project).
+        self.elsewhere = elsewhere
         self.roles = roles
         self.ctx = roles.ctx
         self.flow = dataflow(roles.ctx)
@@ -275,6 +284,14 @@ class _RoleFlow:
         """The role every call site of ``function`` in this file gives ``param`` (or its default)."""
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or function in self.active:
             return None
+        if (
+            self.elsewhere
+            and isinstance(self.ctx.parent(function), ast.Module)
+            and not call_graph(self.ctx).callers(function)
+        ):
+            roles = self._given_elsewhere(function, param)
+            if roles:
+                return roles[0] if None not in roles and len(set(roles)) == 1 else None
         self.active.add(function)
         try:
             roles = [
@@ -286,6 +303,23 @@ class _RoleFlow:
         if not roles or any(role is None for role in roles) or len(set(roles)) != 1:
             return None
         return roles[0]
+
+    def _given_elsewhere(self, function: ast.AST, param: ast.arg) -> list[Role | None]:
+        """The role each call site in the project's other files gives ``param`` of a top-level
+        function this file never calls itself (``train_iteration(model, optimizer, scheduler)``
+        from the main script), judged in the caller's file; empty when none is shown."""
+        if function in _ASKED_ELSEWHERE:
+            return []
+        _ASKED_ELSEWHERE.add(function)
+        try:
+            sites = callers_elsewhere(Definition(self.ctx, function)) or []
+            return [
+                object_roles(caller).value_role(arg, elsewhere=True) if arg is not None else None
+                for caller, site in sites
+                for arg in [site_argument(function, param, site)]
+            ]
+        finally:
+            _ASKED_ELSEWHERE.discard(function)
 
     def call_returns(self, call: ast.Call, index: int | None, depth: int) -> Role | None:
         """The role of what the function ``call`` runs returns (element ``index`` of a tuple): a
@@ -308,6 +342,8 @@ class _RoleFlow:
             roles = []
             for ret in returns_of(function):
                 value = ret.value
+                if isinstance(value, ast.Constant) and value.value is None and index is None:
+                    continue  # `return None` when there is nothing to build (no warm-up): no other object
                 if index is not None:
                     value = (
                         value.elts[index]
@@ -375,7 +411,11 @@ def shown_torch_scheduler(ctx: FileContext, expr: ast.AST) -> bool:
     step's value into the param groups (``WarmupCosineSchedule.step()``) is meant to step first, and
     so is a subclass of torch's that replaces ``step()`` with its own (a warm-up scheduler stepped at
     the start of each epoch): torch's contract holds for the ``step()`` torch wrote."""
-    if object_roles(ctx).role_of(expr, hint=False) is not Role.SCHEDULER:
+    roles = object_roles(ctx)
+    if (
+        roles.role_of(expr, hint=False) is not Role.SCHEDULER
+        and roles.value_role(expr, elsewhere=True) is not Role.SCHEDULER
+    ):
         return False
     return not any(
         isinstance(origin, ast.Call) and defines_own_step(ctx, origin)

@@ -75,6 +75,31 @@ class UntrainedRuns:
             return self._quiet_before(call, func, model.id)  # built anew in each run of the function
         return self._before_training(call, func, model.id, 0)
 
+    def runs_after_training(self, call: ast.Call) -> bool:
+        """Every run of ``call`` comes after a training step of this program: the model there is
+        not in its initial state (a generator sampled from noise for display once it has been
+        trained), so the call is no shape probe whatever its input. A model bound in the function
+        around the call other than as its parameter is built anew for each run: it is never after
+        training."""
+        model = model_expression(call)
+        if not isinstance(model, ast.Name):
+            return False
+        func = self.ctx.enclosing_function(call)
+        if func is not None and self.provenance.bound_in(model.id, func, parameters=False):
+            return False
+        return self._after_training(call, func, 0)
+
+    def _after_training(self, point: ast.AST, func, depth: int) -> bool:
+        statements = self._preceding(point, func or self.ctx.tree)
+        if any(e.kind in _TRAINING_KINDS for e in event_walker(self.ctx).events(statements)):
+            return True
+        if func is None or depth >= _MAX_CALLER_DEPTH or self._used_as_value(func):
+            return False
+        callers = call_graph(self.ctx).callers(func)
+        return bool(callers) and all(
+            self._after_training(site, self.ctx.enclosing_function(site), depth + 1) for site in callers
+        )
+
     def _before_training(self, point: ast.AST, func, name: str, depth: int) -> bool:
         if not self._quiet_before(point, func or self.ctx.tree, name):
             return False

@@ -41,7 +41,10 @@ class EvalWithoutNoGrad(Rule):
         Lightning's `validation_step`/`test_step`, which the framework runs under
         no-grad. Evaluation runs a model trained or loaded in this program on data:
         shape probes and warm-ups on synthetic input (`torch.randn(...)`,
-        `torch.randint(...).bool()`, `torch.arange(n)`), calls a test expects to
+        `torch.randint(...).bool()`, `torch.arange(n)`) of a model not yet trained (every
+        run of the call after a training step of the program, e.g. a trained generator
+        sampled from noise for a grid of images, is evaluation, unless the function around
+        the call builds the model itself), calls a test expects to
         raise (inside `with pytest.raises(...)` or `self.assertRaises(...)`), manual
         checks on a collection of values written in the code (a tokenizer's encoding
         of two literal sentences, `torch.tensor([[0.1, 0.9]])`), freshly built models

@@ -31,8 +31,11 @@ class SchedulerBeforeOptimizer(Rule):
         on, when the file shows it: `StepLR(optG, ...)` pairs with `optG.step()`). `scheduler.step(metric)` calls
         (`ReduceLROnPlateau`, timm's `step(epoch)`) are not reported. Only a scheduler the code
         shows to be torch's is reported: data flow (assignments, returns, the arguments every
-        call site passes) reaches `torch.optim.lr_scheduler`, a `transformers`/`diffusers`
-        `get_*` schedule or a class whose bases are torch's. A project's own schedule class
+        call site passes, also from callers in the project's other files when the file never
+        calls the function itself: `train_iteration(model, optimizer, loader, scheduler)`
+        called by the main script) reaches `torch.optim.lr_scheduler`, a `transformers`/`diffusers`
+        `get_*` schedule or a class whose bases are torch's (a helper that returns one, or
+        `None` when no schedule is asked for, returns a scheduler). A project's own schedule class
         (jepa's `WarmupCosineSchedule` writes the coming step's rate into the param groups and
         is meant to step first), a subclass of torch's that replaces `step()` with its own
         (a warm-up scheduler stepped at the start of each epoch: its contract is the

@@ -286,7 +286,23 @@ class RestoreAnalysis:
         enclosing = self.ctx.enclosing_function
         if enclosing(a.node) is not enclosing(b.node):
             return True
-        return same_model(a.target, b.target)
+        return any(same_model(x, y) for x in self._mode_sharers(a) for y in self._mode_sharers(b))
+
+    def _mode_sharers(self, event) -> set[str | None]:
+        """The symbols whose mode history a switch's target shares: the target, and what data flow
+        shows its name bound to where it is a model or a part of one (``_model = model.module``,
+        ``net = model``, ``head = model.head``): an alias is the same object, and a child changes
+        mode with its parent (``model.train()`` restores ``model.module``)."""
+        target = event.target
+        if target is None:
+            return {None}
+        root, dot, rest = target.partition(".")
+        found: set[str | None] = {target}
+        for binding in dataflow(self.ctx).reaching(root, event.node):
+            bound = symbol(binding.value) if binding.kind == "assign" and binding.value is not None else None
+            if bound is not None and isinstance(binding.value, (ast.Name, ast.Attribute)):
+                found.add(bound + dot + rest)
+        return found
 
 
 def restore_analysis(ctx: FileContext) -> RestoreAnalysis:

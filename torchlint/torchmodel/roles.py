@@ -44,6 +44,8 @@ from torchlint.torchmodel.constructors import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from torchlint.analysis.context import FileContext
     from torchlint.analysis.dataflow import Binding
 
@@ -344,18 +346,23 @@ class _RoleFlow:
                 value = ret.value
                 if isinstance(value, ast.Constant) and value.value is None and index is None:
                     continue  # `return None` when there is nothing to build (no warm-up): no other object
-                if index is not None:
-                    value = (
-                        value.elts[index]
-                        if isinstance(value, (ast.Tuple, ast.List)) and index < len(value.elts)
-                        else None
-                    )
+                value = _returned_element(value, index)
                 roles.append(self.value(value, depth + 1) if value is not None else None)
         finally:
             self.active.discard(function)
         if not roles or any(role is None for role in roles) or len(set(roles)) != 1:
             return None
         return roles[0]
+
+
+def _returned_element(value: ast.AST | None, index: int | None) -> ast.AST | None:
+    """What a ``return value`` hands back as element ``index`` of a returned tuple (``None``: the
+    whole value), or ``None`` where it is not written out."""
+    if value is None or index is None:
+        return value
+    if isinstance(value, (ast.Tuple, ast.List)) and index < len(value.elts):
+        return value.elts[index]
+    return None
 
 
 def _target_elements(target: ast.AST) -> list[ast.AST]:
@@ -417,7 +424,37 @@ def shown_torch_scheduler(ctx: FileContext, expr: ast.AST) -> bool:
         and roles.value_role(expr, elsewhere=True) is not Role.SCHEDULER
     ):
         return False
-    return not any(
-        isinstance(origin, ast.Call) and defines_own_step(ctx, origin)
-        for origin in dataflow(ctx).origins(expr, parameters=True)
-    )
+    return not any(defines_own_step(call_ctx, call) for call_ctx, call in _building_calls(ctx, expr, 0))
+
+
+def _building_calls(ctx: FileContext, expr: ast.AST, depth: int) -> Iterator[tuple[FileContext, ast.Call]]:
+    """The calls that may have built the value of ``expr``, each with its file: data flow followed
+    as roles follow it, into what a function of the project returns (``sched = build()``,
+    ``model, opt, sched = build(args)``), so a fact of the constructor (its class steps itself)
+    holds wherever the object the role came from goes."""
+    unpacked: list[tuple[ast.Call, int]] = []
+
+    def note_unpacked(call: ast.AST, index: int) -> None:
+        if isinstance(call, ast.Call):
+            unpacked.append((call, index))
+
+    for origin in dataflow(ctx).origins(expr, parameters=True, unpacked=note_unpacked):
+        if isinstance(origin, ast.Call):
+            yield ctx, origin
+            yield from _returned_calls(ctx, origin, None, depth)
+    for call, index in unpacked:
+        yield from _returned_calls(ctx, call, index, depth)
+
+
+def _returned_calls(
+    ctx: FileContext, call: ast.Call, index: int | None, depth: int
+) -> Iterator[tuple[FileContext, ast.Call]]:
+    """``_building_calls`` of what the project function ``call`` runs returns (element ``index``)."""
+    callee = resolve_callee(ctx, call) if depth < MAX_FLOW_DEPTH else None
+    if callee is None:
+        return
+    callee_ctx, function = callee
+    for ret in returns_of(function):
+        value = _returned_element(ret.value, index)
+        if value is not None:
+            yield from _building_calls(callee_ctx, value, depth + 1)

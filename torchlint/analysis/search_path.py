@@ -27,20 +27,22 @@ def added_search_dirs(tree: ast.Module, path: str) -> tuple[str, ...]:
     """The directories (real absolute paths, in order) that the top level of the module at ``path``
     appends or inserts into ``sys.path``, where the code shows them."""
     imports = ImportResolver(n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
-    here = os.path.realpath(path)
-    evaluator = _PathEvaluator(imports, here, _assigned_once(tree))
-    found: list[str] = []
+    added: list[ast.expr] = []
     for statement in tree.body:
         call = statement.value if isinstance(statement, ast.Expr) else None
         if not isinstance(call, ast.Call) or call.keywords:
             continue
         target = imports.qualname(call.func)
         if target == "sys.path.append" and len(call.args) == 1:
-            value = evaluator.value(call.args[0])
+            added.append(call.args[0])
         elif target == "sys.path.insert" and len(call.args) == 2:
-            value = evaluator.value(call.args[1])
-        else:
-            continue
+            added.append(call.args[1])
+    if not added:
+        return ()  # most modules: no need to walk the whole tree for names bound once
+    evaluator = _PathEvaluator(imports, os.path.realpath(path), _assigned_once(tree))
+    found: list[str] = []
+    for expr in added:
+        value = evaluator.value(expr)
         if isinstance(value, str) and os.path.isabs(value):
             directory = os.path.realpath(value)
             if directory not in found:

@@ -22,8 +22,6 @@ EMPTY_CONTAINER_CALLS = frozenset({"list", "dict", "tuple", "OrderedDict", "coll
 _SIZE_BUILTINS = frozenset({"len", "print", "isinstance", "repr", "str"})
 # Methods that fill a container (not reads of what it holds).
 _FILLING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault"})
-# Calls that register their arguments (or whatever the class stores by hand).
-REGISTERING_METHODS = frozenset({"add_module", "register_module", "register_parameter"})
 # Builtins that only look at a container: passing `self.blocks` to them registers nothing.
 INSPECTING_BUILTINS = frozenset(
     {
@@ -429,7 +427,7 @@ class _InitChecker:
 
     def _is_registering_call(self, call: ast.Call) -> bool:
         found = method_call(call)
-        if found is not None and found[0] in REGISTERING_METHODS:
+        if found is not None and found[0] in torch_names.PARAMETER_REGISTERING_METHODS:
             return True
         return isinstance(call.func, ast.Name) and call.func.id == "setattr"
 

@@ -47,7 +47,7 @@ def element_origins(ctx: FileContext, container: ast.AST, depth: int = 0) -> lis
         return dataflow(ctx).origins(container.elt, parameters=True)
     if isinstance(container, ast.IfExp):
         return element_origins(ctx, container.body, depth + 1) + element_origins(ctx, container.orelse, depth + 1)
-    if isinstance(container, ast.Call) and _is_builtin(ctx, container.func, _COPYING_BUILTINS):
+    if isinstance(container, ast.Call) and is_copying_call(ctx, container):
         if not container.args and not container.keywords:
             return []
         if len(container.args) == 1 and not container.keywords:
@@ -55,6 +55,11 @@ def element_origins(ctx: FileContext, container: ast.AST, depth: int = 0) -> lis
     if isinstance(container, ast.Call):
         return _returned(ctx, container, depth)
     return [None]
+
+
+def is_copying_call(ctx: FileContext, call: ast.Call) -> bool:
+    """``list(xs)``, ``sorted(xs)``, ``tuple()``: a builtin whose result holds its argument's elements."""
+    return _is_builtin(ctx, call.func, _COPYING_BUILTINS)
 
 
 def _returned(ctx: FileContext, call: ast.Call, depth: int) -> list[ast.AST | None]:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.callers import callers_elsewhere
 from torchlint.analysis.callgraph import call_graph, find_method, parameter_arguments, resolve_callee, site_argument
+from torchlint.analysis.containers import element_origins, is_copying_call
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import symbol
@@ -63,6 +64,10 @@ _NAME_HINTS = (
 )
 # How far a value is followed (assignments, parameters to call sites, returns) before it is unknown.
 MAX_FLOW_DEPTH = 8
+# Roles whose objects cannot be indexed: a value taken as ``x[i]`` never came from an object of
+# these, so where a helper returns one of them or a list of them (``return [StepLR(...), ...]``
+# on one branch, ``return CosineAnnealingLR(...)`` on another), the element comes from the list.
+_NOT_INDEXABLE = frozenset({Role.SCHEDULER, Role.OPTIMIZER, Role.SCALER})
 # Functions whose parameters are being followed into the other files of the project: a chain of
 # calls between files that comes back to one of them tells nothing more.
 _ASKED_ELSEWHERE: set[ast.AST] = set()
@@ -105,6 +110,13 @@ class ObjectRoles:
             return self.ctx.shared(("value-role-elsewhere", expr), lambda: _RoleFlow(self, True).value(expr, 0))
         return self.ctx.shared(("value-role", expr), lambda: _RoleFlow(self).value(expr, 0))
 
+    def element_role(self, container: ast.AST, elsewhere: bool = False) -> Role | None:
+        """The role every element of the list / tuple ``container`` evaluates to shares, from data
+        flow alone (``scheds = [StepLR(o1, 5), StepLR(o2, 5)]``, a list filled with ``append``, a
+        helper of another file that returns one): ``scheds[i]`` is then a scheduler too."""
+        key = ("element-role", elsewhere, container)
+        return self.ctx.shared(key, lambda: _RoleFlow(self, elsewhere, elements=True).value(container, 0))
+
     def symbol_role(self, key: str) -> Role | None:
         """The role of what the file assigns to a symbol anywhere (``self.opt``, ``model``): the
         latest assignment that gives a torch role, else ``OTHER`` if one shows another object."""
@@ -126,10 +138,14 @@ class ObjectRoles:
                 found.update(filter(None, (symbol(t) for t in _target_elements(target))))
         return frozenset(found)
 
-    def returned_role(self, function: ast.AST, index: int | None = None) -> Role | None:
+    def returned_role(self, function: ast.AST, index: int | None = None, elements: bool = False) -> Role | None:
         """The role of what a function of this file returns (element ``index`` of a returned tuple),
-        when every ``return`` agrees: ``def build(): return Net()`` returns a model."""
-        return self.ctx.shared(("returned-role", function, index), lambda: _RoleFlow(self).returned(function, index, 0))
+        when every ``return`` agrees: ``def build(): return Net()`` returns a model. With
+        ``elements``, the role of the elements of the list it returns."""
+        return self.ctx.shared(
+            ("returned-role", function, index, elements),
+            lambda: _RoleFlow(self, elements=elements).returned(function, index, 0),
+        )
 
     @cached_property
     def used_as(self) -> dict[str, Role]:
@@ -206,10 +222,12 @@ class _RoleFlow:
     """One question "what role does this value have?", followed through the file's data flow.
     ``active`` holds the functions and nodes being followed (recursion ends there, unknown)."""
 
-    def __init__(self, roles: ObjectRoles, elsewhere: bool = False):
+    def __init__(self, roles: ObjectRoles, elsewhere: bool = False, elements: bool = False):
         # ``elsewhere``: a parameter of a top-level function this file never calls takes the role its
         # callers in the project's other files give it (each such query depends on the whole project).
         self.elsewhere = elsewhere
+        # ``elements``: the question is the role the elements of the value share, not the value's own.
+        self.elements = elements
         self.roles = roles
         self.ctx = roles.ctx
         self.flow = dataflow(roles.ctx)
@@ -225,7 +243,11 @@ class _RoleFlow:
             self.active.discard(expr)
 
     def _value(self, expr: ast.AST, depth: int) -> Role | None:
+        if self.elements:
+            return self._elements(expr, depth)
         ctx = self.ctx
+        if isinstance(expr, ast.Subscript) and not isinstance(expr.slice, ast.Slice):
+            return self.roles.element_role(expr.value, self.elsewhere)
         if isinstance(expr, ast.Call):
             role = constructor_role(ctx, expr)
             if role is not None:
@@ -252,6 +274,20 @@ class _RoleFlow:
             key = symbol(expr)  # what the object is used as, where its building is not shown
             role = self.roles.used_as.get(key) if key is not None else None
         return role
+
+    def _elements(self, container: ast.AST, depth: int) -> Role | None:
+        """The role the elements of ``container`` share: a list a function returns or a parameter
+        is given (also from other files) is followed as values are; a list built here (literal,
+        ``append``, comprehension) through its element origins, which must all agree."""
+        if isinstance(container, ast.Call) and not is_copying_call(self.ctx, container):
+            return self.call_returns(container, None, depth + 1)
+        if isinstance(container, ast.Name):
+            bindings = self.flow.reaching(container)
+            if bindings and all(_followed_as_value(self.ctx, b) for b in bindings):
+                return self.combine(self.binding(b, depth + 1) for b in bindings)
+        origins = element_origins(self.ctx, container)
+        roles = {self.roles.value_role(o, self.elsewhere) if o is not None else None for o in origins}
+        return roles.pop() if len(roles) == 1 else None
 
     @staticmethod
     def combine(roles) -> Role | None:
@@ -294,6 +330,8 @@ class _RoleFlow:
             roles = self._given_elsewhere(function, param)
             if roles:
                 return roles[0] if None not in roles and len(set(roles)) == 1 else None
+            if self.elements:
+                return None
         self.active.add(function)
         try:
             roles = [
@@ -316,7 +354,7 @@ class _RoleFlow:
         try:
             sites = callers_elsewhere(Definition(self.ctx, function)) or []
             return [
-                object_roles(caller).value_role(arg, elsewhere=True) if arg is not None else None
+                _role_in(object_roles(caller), arg, self.elements) if arg is not None else None
                 for caller, site in sites
                 for arg in [site_argument(function, param, site)]
             ]
@@ -332,7 +370,7 @@ class _RoleFlow:
         callee_ctx, function = callee
         if callee_ctx is self.ctx:
             return self.returned(function, index, depth)
-        return object_roles(callee_ctx).returned_role(function, index)
+        return object_roles(callee_ctx).returned_role(function, index, self.elements)
 
     def returned(self, function: ast.AST, index: int | None, depth: int) -> Role | None:
         """The role of what ``function`` returns (element ``index`` of a returned tuple), when every
@@ -347,12 +385,27 @@ class _RoleFlow:
                 if isinstance(value, ast.Constant) and value.value is None and index is None:
                     continue  # `return None` when there is nothing to build (no warm-up): no other object
                 value = _returned_element(value, index)
+                if self.elements and value is not None and self.roles.value_role(value) in _NOT_INDEXABLE:
+                    continue  # the one object of a branch: what is indexed came from another return
                 roles.append(self.value(value, depth + 1) if value is not None else None)
         finally:
             self.active.discard(function)
         if not roles or any(role is None for role in roles) or len(set(roles)) != 1:
             return None
         return roles[0]
+
+
+def _role_in(roles: ObjectRoles, expr: ast.AST, elements: bool) -> Role | None:
+    """The role of ``expr`` (of its elements, with ``elements``) in its file, callers elsewhere followed."""
+    return roles.element_role(expr, elsewhere=True) if elements else roles.value_role(expr, elsewhere=True)
+
+
+def _followed_as_value(ctx: FileContext, binding: Binding) -> bool:
+    """A binding whose list comes whole from elsewhere: a parameter, or a call of a function."""
+    if binding.kind == "param":
+        return True
+    value = binding.value if binding.kind in ("assign", "walrus") else None
+    return isinstance(value, ast.Call) and not is_copying_call(ctx, value)
 
 
 def _returned_element(value: ast.AST | None, index: int | None) -> ast.AST | None:
@@ -439,6 +492,10 @@ def _building_calls(ctx: FileContext, expr: ast.AST, depth: int) -> Iterator[tup
             unpacked.append((call, index))
 
     for origin in dataflow(ctx).origins(expr, parameters=True, unpacked=note_unpacked):
+        if isinstance(origin, ast.Subscript) and not isinstance(origin.slice, ast.Slice) and depth < MAX_FLOW_DEPTH:
+            for element in element_origins(ctx, origin.value):  # `scheds[i]`: what built the elements
+                if element is not None:
+                    yield from _building_calls(ctx, element, depth + 1)
         if isinstance(origin, ast.Call):
             yield ctx, origin
             yield from _returned_calls(ctx, origin, None, depth)

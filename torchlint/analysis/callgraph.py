@@ -330,21 +330,29 @@ def parameter_default(func: FunctionNode, name: str) -> ast.AST | None:
     return None
 
 
+def _assigned_names(func: FunctionNode) -> frozenset[str]:
+    """Every plain name an assignment in ``func`` binds (nested scopes included, as a caution).
+    Kept on the node: a helper's callers all ask, and the walk is the cost of the question."""
+    found = func.__dict__.get("_torchlint_assigned_names")
+    if found is None:
+        found = func._torchlint_assigned_names = frozenset(
+            t.id
+            for node in ast.walk(func)
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            for t in ast.walk(target)
+            if isinstance(t, ast.Name)
+        )
+    return found
+
+
 def in_caller_terms(expr: ast.AST, call: ast.Call, func: FunctionNode) -> ast.AST | None:
     """``expr``, written inside ``func``, rewritten in the terms of the caller making ``call``: each
     parameter of ``func`` replaced by the argument the call passes (or its default). None when a
     parameter it uses gets no argument that can be told (``*args``), or it reads ``func``'s own locals."""
     params = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs}
     names = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
-    local = {
-        t.id
-        for node in ast.walk(func)
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-        for t in ast.walk(target)
-        if isinstance(t, ast.Name)
-    }
-    if names & (local - params):
+    if names & (_assigned_names(func) - params):
         return None
     replacements = {}
     for name in names & params:

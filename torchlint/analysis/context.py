@@ -149,9 +149,13 @@ class FileContext:
             node = self.parents.get(node)
 
     def enclosing(self, node: ast.AST, types) -> ast.AST | None:
-        for ancestor in self.ancestors(node):
-            if isinstance(ancestor, types):
-                return ancestor
+        # The walk of `ancestors` written out: this is asked hundreds of times per function.
+        parents = self.parents
+        node = parents.get(node)
+        while node is not None:
+            if isinstance(node, types):
+                return node
+            node = parents.get(node)
         return None
 
     def enclosing_function(self, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | None:

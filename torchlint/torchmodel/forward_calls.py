@@ -41,6 +41,14 @@ class ForwardCalls:
         """Whether the object ``func`` names is a model (by what the code shows, else its name)."""
         if not isinstance(func, (ast.Name, ast.Attribute, ast.Subscript)):
             return False
+        # Several analyses ask about the same call; the answer is a fact of the file, kept per node.
+        answers = self.ctx.shared("model-expressions", dict)
+        answer = answers.get(id(func))
+        if answer is None:
+            answer = answers[id(func)] = self._is_model(func)
+        return answer
+
+    def _is_model(self, func: ast.Name | ast.Attribute | ast.Subscript) -> bool:
         ctx = self.ctx
         if isinstance(func, ast.Name) and (func.id in ctx.classes or func.id in ctx.functions):
             return False

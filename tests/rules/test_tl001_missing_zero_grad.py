@@ -1315,3 +1315,64 @@ def test_toy_training_that_prints_or_keeps_its_result_is_reported(lint):
         "TL001",
     )
     assert "`opt.step()` applies gradients that are never cleared" in findings[0].message
+
+
+# ----- an optimizer over a free tensor, driven only to trace its learning-rate schedule ---------
+def test_optimizer_driven_over_a_free_tensor_to_plot_its_schedule_is_silent(lint):
+    check(
+        lint,
+        """
+        import matplotlib.pyplot as plt
+        import torch
+        from schedules import CosineWithWarmup
+
+        def plot_schedule(total=200):
+            dummy = torch.nn.Parameter(torch.zeros(1))
+            opt = torch.optim.AdamW([dummy], lr=3e-4)
+            sched = CosineWithWarmup(opt, warmup=20, total=total)
+            rates = []
+            for _ in range(total):
+                dummy.sum().backward()
+                opt.step()
+                rates.append(opt.param_groups[0]["lr"])
+                sched.step()
+            plt.plot(rates)
+        """,
+        "TL001",
+    )
+
+
+def test_free_tensor_fitted_to_data_or_read_afterwards_is_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+
+        def fit_line(x, y, steps=300):
+            w = torch.nn.Parameter(torch.zeros(3))
+            opt = torch.optim.SGD([w], lr=0.05)
+            for _ in range(steps):
+                loss = ((x @ w - y) ** 2).mean()
+                loss.backward()
+                opt.step()  # expect: TL001
+            return w
+
+        def minimise_quadratic(steps=300):
+            v = torch.nn.Parameter(torch.ones(4))
+            opt = torch.optim.SGD([v], lr=0.05)
+            for _ in range(steps):
+                (v**2).sum().backward()
+                opt.step()  # expect: TL001
+            print(v)
+
+        def trace_rate_and_grad(steps=300):
+            g = torch.nn.Parameter(torch.ones(4))
+            opt = torch.optim.SGD([g], lr=0.05)
+            for _ in range(steps):
+                g.sum().backward()
+                opt.step()  # expect: TL001
+                print(opt.param_groups[0]["lr"], opt.param_groups[0]["params"][0].grad)
+        """,
+        "TL001",
+    )
+    assert "`opt.step()` applies gradients that are never cleared in the loop at line 7" in findings[0].message

@@ -10,6 +10,15 @@ or returned); and the model runs on tensors the function makes once, before its 
 factory (``torch.ones(...)``), not on a dataset. Such a loop measures how long a step takes, not what
 it learns. A script or a function that prints its loss, returns or saves its model, hands either to
 other code, or learns from data it iterates over is observed.
+
+The same holds with no model at all: an optimizer over free tensors the code makes itself
+(``p = nn.Parameter(torch.zeros(0))``; ``SGD([p], lr=5)``) whose loss is computed from those tensors
+alone (``p.sum().backward()``: no data, no model input) and only backpropagated, the tensors read by
+nothing else, and the optimizer only stepped, cleared, handed to a schedule that is only stepped, or
+asked for its learning rate (``opt.param_groups[0]["lr"]``). Such a loop drives the optimizer to
+trace a learning-rate schedule; reading the rate it was given is not reading what it learned. A
+free tensor fitted to data (``((x @ w - y) ** 2).mean()``) or read afterwards (``print(w)``) is
+training.
 """
 
 from __future__ import annotations
@@ -37,7 +46,11 @@ def trains_unobserved(ctx: FileContext, step: ast.Call) -> bool:
     """``step`` steps an optimizer whose training no outcome of the program depends on (see the module)."""
     function = ctx.enclosing_function(step)
     optimizer = stepped_optimizer(ctx, step)
-    if function is None or not isinstance(optimizer, ast.Name):
+    if not isinstance(optimizer, ast.Name):
+        return False
+    if _exercises_optimizer(ctx, optimizer, function):
+        return True
+    if function is None:
         return False
     constructions = _local_constructions(ctx, optimizer, function)
     models = {c.args[0].func.value.id for c in constructions}  # `Adam(model.parameters())`
@@ -215,11 +228,16 @@ def _dropped_or_kept(ctx: FileContext, call: ast.Call, name: str) -> bool:
     )
 
 
-def _only_backpropagated(ctx: FileContext, function: ast.AST, outputs: list[ast.AST]) -> bool:
+def _only_backpropagated(
+    ctx: FileContext, function: ast.AST | None, outputs: list[ast.AST], sources: frozenset[str] | None = None
+) -> bool:
     """Every value computed from ``outputs`` (forward calls) is only assigned to local names whose
     values are in turn only so used, or backpropagated (``loss.backward()``), or dropped where the
-    forward call is a statement of its own (a warm-up)."""
+    forward call is a statement of its own (a warm-up). With ``sources``, each such computation also
+    reads nothing but those names, what they flow into, imported modules and literals (no data).
+    ``function`` None is the module's own code."""
     derived: set[str] = set()
+    inputs: list[ast.AST] = []
     pending = list(outputs)
     seen: set[int] = set()
     while pending:
@@ -227,41 +245,181 @@ def _only_backpropagated(ctx: FileContext, function: ast.AST, outputs: list[ast.
         if id(expr) in seen:
             continue
         seen.add(id(expr))
-        targets = _receivers(ctx, expr)
+        targets, computation = _receivers(ctx, expr)
         if targets is None:
             return False
+        if sources is not None:
+            if isinstance(ctx.parent(computation), ast.Expr):
+                return False  # a bare statement of the tensors: not a loss
+            inputs.append(computation)
         for target in targets - derived:
             derived.add(target)
-            for node in ast.walk(function):
+            for node in ast.walk(function or ctx.tree):
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id == target:
                     if ctx.enclosing_function(node) is not function:
                         return False
                     pending.append(node)
-    return True
+    return sources is None or all(_reads_only(ctx, c, sources | derived) for c in inputs)
 
 
-def _receivers(ctx: FileContext, expr: ast.AST) -> set[str] | None:
+def _receivers(ctx: FileContext, expr: ast.AST) -> tuple[set[str] | None, ast.AST]:
     """The local names the value of ``expr`` flows into through the expression around it; empty
-    when it is backpropagated or dropped; None when anything else reads it."""
+    when it is backpropagated or dropped; None when anything else reads it. With it, the whole
+    expression that computes that value."""
     node = expr
     while True:
         parent = ctx.parent(node)
         if isinstance(parent, ast.Attribute) and parent.attr == "backward" and isinstance(ctx.parent(parent), ast.Call):
             call = ctx.parent(parent)
-            return set() if isinstance(ctx.parent(call), ast.Expr) else None
+            return (set() if isinstance(ctx.parent(call), ast.Expr) else None), node
         if isinstance(parent, ast.Expr):
-            return set() if node is expr else None  # a bare warm-up forward; not a `print(loss)`
+            return (set() if node is expr else None), node  # a bare warm-up forward; not a `print(loss)`
         if isinstance(parent, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
             if node is not parent.value:
-                return None
+                return None, node
             names = [t for target in targets for t in _flat(target)]
             if not all(isinstance(t, ast.Name) for t in names):
-                return None  # stored into an attribute or an item
-            return {t.id for t in names}
+                return None, node  # stored into an attribute or an item
+            return {t.id for t in names}, node
         if not isinstance(parent, ast.expr) or isinstance(parent, (ast.Lambda, *_COMPREHENSIONS)):
-            return None  # a return, a test, a loop's iterable, a comprehension...
+            return None, node  # a return, a test, a loop's iterable, a comprehension...
         node = parent
+
+
+def _reads_only(ctx: FileContext, expr: ast.AST, names: set[str] | frozenset[str]) -> bool:
+    """``expr`` reads no name but ``names``, imported modules (``torch.sum``) and names bound only
+    to literals (``scale = 2.0``)."""
+    flow = dataflow(ctx)
+    return all(
+        node.id in names or flow.names_import(node) or _literal(ctx, node)
+        for node in ast.walk(expr)
+        if isinstance(node, ast.Name)
+    )
+
+
+def _literal(ctx: FileContext, name: ast.Name) -> bool:
+    bindings = dataflow(ctx).reaching(name)
+    return bool(bindings) and all(b.kind == "assign" and isinstance(b.value, ast.Constant) for b in bindings)
+
+
+# ----- an optimizer over free tensors, exercised for its schedule ---------------------------------
+def _exercises_optimizer(ctx: FileContext, optimizer: ast.Name, function: ast.AST | None) -> bool:
+    """``optimizer`` steps free tensors made in ``function`` (None: the module) whose loss reads
+    nothing else and is only backpropagated, and nothing reads the tensors or what the optimizer
+    did to them (see the module)."""
+    tensors = _free_tensors(ctx, optimizer, function)
+    if not tensors or any(function is not None and ctx.declares_global(function, n) for n in tensors):
+        return False
+    uses: list[ast.AST] = []
+    for node in ast.walk(function or ctx.tree):
+        if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
+            continue
+        if node.id not in tensors and node.id != optimizer.id:
+            continue
+        if ctx.enclosing_function(node) is not function:
+            if _bound_in_own_scope(ctx, node, function):
+                continue  # another variable of the same name (a method's parameter)
+            return False  # a closure may read them
+        if node.id == optimizer.id:
+            if not _schedule_use(ctx, node, function):
+                return False
+        elif not _handed_to_optimizer(ctx, node, optimizer):
+            uses.append(node)
+    return bool(uses) and _only_backpropagated(ctx, function, uses, frozenset(tensors))
+
+
+def _bound_in_own_scope(ctx: FileContext, name: ast.Name, function: ast.AST | None) -> bool:
+    bindings = dataflow(ctx).reaching(name)
+    return bool(bindings) and all(ctx.enclosing_function(b.stmt) is not function for b in bindings)
+
+
+def _free_tensors(ctx: FileContext, optimizer: ast.Name, function: ast.AST | None) -> set[str]:
+    """The names of the tensors each construction of ``optimizer`` is handed as a list
+    (``SGD([p], lr=5)``), when every one is made once in ``function`` by torch from literals
+    (``nn.Parameter(torch.zeros(0))``); else empty."""
+    bindings = dataflow(ctx).reaching(optimizer)
+    tensors: set[str] = set()
+    for binding in bindings:
+        value = binding.value
+        if binding.kind != "assign" or not isinstance(value, ast.Call) or ctx.enclosing_function(value) is not function:
+            return set()
+        params = value.args[0] if value.args else None
+        if not isinstance(params, (ast.List, ast.Tuple)) or not params.elts:
+            return set()
+        for element in params.elts:
+            if not isinstance(element, ast.Name) or not _made_from_literals(ctx, element, function):
+                return set()
+            tensors.add(element.id)
+    return tensors
+
+
+def _made_from_literals(ctx: FileContext, tensor: ast.Name, function: ast.AST | None) -> bool:
+    bindings = dataflow(ctx).reaching(tensor)
+    return bool(bindings) and all(
+        binding.kind == "assign"
+        and ctx.enclosing_function(binding.stmt) is function
+        and not ctx.enclosing_loops(binding.stmt)
+        and isinstance(binding.value, ast.Call)
+        and (ctx.call_qualname(binding.value) or "").startswith("torch.")
+        and _reads_only(ctx, binding.value, set())
+        for binding in bindings
+    )
+
+
+def _handed_to_optimizer(ctx: FileContext, tensor: ast.Name, optimizer: ast.Name) -> bool:
+    """``tensor`` is an element of the parameter list of a construction of ``optimizer``."""
+    params = ctx.parent(tensor)
+    construction = ctx.parent(params)
+    return (
+        isinstance(params, (ast.List, ast.Tuple))
+        and isinstance(construction, ast.Call)
+        and construction.args[:1] == [params]
+        and any(b.value is construction for b in dataflow(ctx).reaching(optimizer))
+    )
+
+
+def _schedule_use(ctx: FileContext, name: ast.Name, function: ast.AST | None) -> bool:
+    """A use of the optimizer that reads nothing it learned: stepped or cleared as a statement, its
+    learning rate read (``opt.param_groups[0]["lr"]``), or handed to a schedule that the code only
+    steps (``sched = Warmup(opt, ...)`` ... ``sched.step()``)."""
+    if _optimizer_use(ctx, name):
+        return True
+    parent = ctx.parent(name)
+    if isinstance(parent, ast.Attribute) and parent.attr == "param_groups":
+        group = ctx.parent(parent)
+        entry = ctx.parent(group)
+        return (
+            isinstance(group, ast.Subscript)
+            and isinstance(entry, ast.Subscript)
+            and isinstance(entry.ctx, ast.Load)
+            and isinstance(entry.slice, ast.Constant)
+            and entry.slice.value != "params"
+        )
+    if isinstance(parent, ast.Call) and name in parent.args:
+        stmt = ctx.parent(parent)
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+            return False
+        schedule = stmt.targets[0].id
+        loads = [
+            n
+            for n in ast.walk(function or ctx.tree)
+            if isinstance(n, ast.Name) and n.id == schedule and isinstance(n.ctx, ast.Load)
+        ]
+        return bool(loads) and all(_stepped(ctx, n) for n in loads)
+    return False
+
+
+def _stepped(ctx: FileContext, name: ast.Name) -> bool:
+    parent = ctx.parent(name)
+    call = ctx.parent(parent)
+    return (
+        isinstance(parent, ast.Attribute)
+        and parent.attr == "step"
+        and isinstance(call, ast.Call)
+        and call.func is parent
+        and isinstance(ctx.parent(call), ast.Expr)
+    )
 
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)

@@ -591,3 +591,94 @@ def test_training_flag_guard_counts_only_for_the_object_switched(lint):
         """,
         CODE,
     )
+
+
+def test_flag_guard_decided_by_keywords_unpacked_from_a_local_dict(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        def run_epoch(loader, model, loss_fn, train, optimizer):
+            for x, y in loader:
+                loss = loss_fn(model(x), y)
+                if train and optimizer is not None:
+                    optimizer.zero_grad()
+                    loss.backward()  # expect: TL016
+                    optimizer.step()
+
+        def evaluate(loaders, model, loss_fn):
+            with torch.no_grad():
+                common = {"model": model, "loss_fn": loss_fn, "train": False, "optimizer": None}
+                for loader in loaders:
+                    run_epoch(loader, **common)
+
+        def refine(loader, model, loss_fn, optimizer):
+            with torch.no_grad():
+                run_epoch(loader, model=model, loss_fn=loss_fn, **dict(train=True, optimizer=optimizer))
+        """,
+        CODE,
+    )
+
+
+def test_flag_guard_unknown_when_the_unpacked_dict_is_changed_or_not_shown(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        def run_epoch(loader, model, train=False):
+            loss = model(loader).mean()
+            if train:
+                loss.backward()  # expect: TL016
+
+        def evaluate(loader, model, options):
+            with torch.no_grad():
+                common = {"train": False}
+                common["train"] = options.train
+                run_epoch(loader, model, **common)
+        """,
+        CODE,
+    )
+    check(
+        lint,
+        """
+        import torch
+
+        def run_epoch(loader, model, train=False):
+            loss = model(loader).mean()
+            if train:
+                loss.backward()  # expect: TL016
+
+        def evaluate(loader, model, options):
+            with torch.no_grad():
+                run_epoch(loader, model, **options)
+        """,
+        CODE,
+    )
+
+
+def test_no_backward_when_every_no_grad_call_unpacks_a_dict_that_turns_training_off(lint):
+    check(
+        lint,
+        """
+        import torch
+
+        def run_epoch(loader, model, loss_fn, train, optimizer):
+            for x, y in loader:
+                loss = loss_fn(model(x), y)
+                if train and optimizer is not None:
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+
+        def fit(loaders, model, loss_fn, optimizer):
+            run_epoch(loaders[0], model, loss_fn, True, optimizer)
+            with torch.no_grad():
+                common = {"model": model, "loss_fn": loss_fn, "train": False, "optimizer": None}
+                for loader in loaders:
+                    run_epoch(loader, **common)
+                run_epoch(loaders[0], **{"model": model, "loss_fn": loss_fn}, train=False, optimizer=None)
+        """,
+        CODE,
+    )

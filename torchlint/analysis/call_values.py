@@ -24,7 +24,7 @@ from torchlint.analysis.callgraph import resolve_local_call
 from torchlint.analysis.conditions import truth_under
 from torchlint.analysis.constants import constant_value, possible_values
 from torchlint.analysis.dataflow import dataflow
-from torchlint.analysis.nodes import argument_for
+from torchlint.analysis.unpacking import call_argument
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -89,7 +89,7 @@ def _passed_values(ctx: FileContext, test: ast.AST, via: tuple) -> tuple[ast.Cal
         bindings = flow.reaching(node)
         if not bindings or any(b.kind != "param" for b in bindings):
             return None
-        argument = argument_for(call, function, node.id)
+        argument = call_argument(ctx, call, function, node.id)
         choices = possible_values(ctx, argument) if argument is not None else None
         if not choices:
             return None

@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.definitions import FUNCTION_NODES, Definition, class_member, definition_at, module_names
 from torchlint.analysis.imports import dotted_name
-from torchlint.analysis.nodes import argument, argument_for, last_name
+from torchlint.analysis.nodes import argument, last_name
+from torchlint.analysis.unpacking import call_argument, call_keywords, passes_unknown
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -346,7 +347,7 @@ def _assigned_names(func: FunctionNode) -> frozenset[str]:
     return found
 
 
-def in_caller_terms(expr: ast.AST, call: ast.Call, func: FunctionNode) -> ast.AST | None:
+def in_caller_terms(ctx: FileContext, expr: ast.AST, call: ast.Call, func: FunctionNode) -> ast.AST | None:
     """``expr``, written inside ``func``, rewritten in the terms of the caller making ``call``: each
     parameter of ``func`` replaced by the argument the call passes (or its default). None when a
     parameter it uses gets no argument that can be told (``*args``), or it reads ``func``'s own locals."""
@@ -356,9 +357,9 @@ def in_caller_terms(expr: ast.AST, call: ast.Call, func: FunctionNode) -> ast.AS
         return None
     replacements = {}
     for name in names & params:
-        given = argument_for(call, func, name)
+        given = call_argument(ctx, call, func, name)
         if given is None:
-            if passes_unknown_arguments(call):
+            if passes_unknown(ctx, call):
                 return None
             given = parameter_default(func, name)
         if given is None:
@@ -465,20 +466,28 @@ def parameter_arguments(ctx: FileContext, function: ast.AST, param: ast.arg) -> 
     if not sites:
         return [default] if default is not None else []
     return [
-        site_argument(function, param, site, bound)
+        site_argument(ctx, function, param, site, bound)
         for site, bound in sorted(sites, key=lambda item: (item[0].lineno, item[0].col_offset))
     ]
 
 
-def site_argument(function: ast.AST, param: ast.arg, site: ast.Call, bound: int = 0) -> ast.AST | None:
-    """What the call ``site`` of ``function`` passes for ``param`` (its default when the call leaves
-    it out; None when nothing is passed or the position is hidden in ``*args``); ``bound`` leading
-    parameters are bound by the call itself (``self`` of ``obj.method(...)``). The site may be in
-    another file."""
+def site_argument(
+    ctx: FileContext, function: ast.AST, param: ast.arg, site: ast.Call, bound: int = 0
+) -> ast.AST | None:
+    """What the call ``site`` (of the file ``ctx``) of ``function`` passes for ``param``, also through
+    a ``**`` shown to supply it (``call_keywords``); its default when the call leaves it out; None
+    when nothing is passed, the position is hidden in ``*args`` or a ``**`` not shown may give it.
+    ``bound`` leading parameters are bound by the call itself (``self`` of ``obj.method(...)``).
+    The site may be in another file than ``function``."""
     positional = function.args.posonlyargs + function.args.args
     index = positional.index(param) - bound if param in positional else len(site.args)
     value = argument(site, index, param.arg) if index >= 0 else None
-    return value if value is not None else parameter_default(function, param.arg)
+    if value is not None:
+        return value
+    unpacked = call_keywords(ctx, site)
+    if param.arg in unpacked.given or unpacked.open:
+        return unpacked.given.get(param.arg)
+    return parameter_default(function, param.arg)
 
 
 def calls_elsewhere(ctx: FileContext) -> dict[ast.Call, Definition]:

@@ -236,7 +236,7 @@ def _caller_guard_keys(ctx, event) -> set:
             callee = resolve_local_call(ctx, call)
             if callee is not home:
                 continue
-            test = in_caller_terms(test, call, callee)
+            test = in_caller_terms(ctx, test, call, callee)
             if test is None:
                 break
             home = ctx.enclosing_function(call)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 import re
 
-from torchlint.analysis.callgraph import call_graph, parameter_default, passes_unknown_arguments
+from torchlint.analysis.callgraph import call_graph, parameter_default
 from torchlint.analysis.imports import dotted_name
-from torchlint.analysis.nodes import argument_for
+from torchlint.analysis.unpacking import call_argument, passes_unknown
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.scripts import (
     NON_CONSUMING_CALLS,
@@ -173,8 +173,8 @@ def _parameter_values(ctx, expr) -> list[ast.AST] | None:
     for site in call_graph(ctx).callers(func):
         if not reached_on_import(ctx, site):
             continue
-        given = argument_for(site, func, expr.id)
-        if given is None and passes_unknown_arguments(site):
+        given = call_argument(ctx, site, func, expr.id)
+        if given is None and passes_unknown(ctx, site):
             continue
         given = given if given is not None else parameter_default(func, expr.id)
         if given is not None:

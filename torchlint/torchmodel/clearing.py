@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callgraph import resolve_local_call
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import argument_for
+from torchlint.analysis.unpacking import call_argument
 from torchlint.torchmodel.events import Event, EventKind
 from torchlint.torchmodel.modules import module_classes
 from torchlint.torchmodel.roles import Role, object_roles
@@ -58,7 +58,7 @@ class Clearing:
                 and resolve_local_call(self.ctx, via[-1]) is scope
             ):
                 break
-            arg = argument_for(via[-1], scope, head)
+            arg = call_argument(self.ctx, via[-1], scope, head)
             key = symbol(arg) if arg is not None else None
             if key is None:
                 break

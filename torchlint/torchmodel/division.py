@@ -19,8 +19,9 @@ from torchlint.analysis.callgraph import resolve_call, resolve_local_call
 from torchlint.analysis.dataflow import Binding, dataflow, resolve_instance_call, value_kept
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import argument_for, method_call, walk_function_body
+from torchlint.analysis.nodes import method_call, walk_function_body
 from torchlint.analysis.summaries import function_summary
+from torchlint.analysis.unpacking import call_argument
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.calls import is_grad_attribute
 from torchlint.torchmodel.modules import module_forward
@@ -191,7 +192,7 @@ class _Trace:
         if kind == "param":
             function = self.ctx.parent(self.ctx.parent(node))
             if via and resolve_local_call(self.ctx, via[-1]) is function:
-                arg = argument_for(via[-1], function, key)
+                arg = call_argument(self.ctx, via[-1], function, key)
                 if arg is None:
                     return True
                 return self.divided(arg, via[-1], via[:-1], depth + 1)

@@ -27,6 +27,7 @@ from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument_for, method_call
+from torchlint.analysis.unpacking import call_argument
 from torchlint.torchmodel.constructors import Role, constructor_role, same_module
 from torchlint.torchmodel.events import Event, EventKind
 
@@ -87,7 +88,7 @@ def _outer(ctx: FileContext, name: str | None, event: Event) -> str | None:
             return None  # a closure run by `optimizer.step(closure)`, or a local of the callee
         if not _still_argument(ctx, name, node):
             return None
-        name = _root_name(argument_for(call, function, name))
+        name = _root_name(call_argument(ctx, call, function, name))
         node = call
     function = ctx.enclosing_function(node)
     if name is not None and function is not None and name in _parameter_names(function):

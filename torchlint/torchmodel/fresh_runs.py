@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import call_graph
 from torchlint.analysis.dataflow import dataflow
-from torchlint.analysis.nodes import argument, argument_for, last_name
+from torchlint.analysis.nodes import argument, last_name
+from torchlint.analysis.unpacking import call_argument
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role, preserved_argument
 from torchlint.torchmodel.new_tensors import creates_leaf_tensor
@@ -86,7 +87,7 @@ def _sources(ctx: FileContext, expr: ast.AST, iteration: _Iteration, found: list
         if bindings and all(b.kind == "param" for b in bindings) and iteration.sites:
             # A parameter of the function the iteration calls: what that call passes.
             site, function = iteration.sites[-1], ctx.enclosing_function(expr)
-            given = argument_for(site, function, expr.id) if function is not None else None
+            given = call_argument(ctx, site, function, expr.id) if function is not None else None
             outer = replace(iteration, sites=iteration.sites[:-1])
             return given is not None and _sources(ctx, given, outer, found, depth + 1)
         if bindings and all(b.kind == "for" and b.stmt is iteration.loop for b in bindings):

@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callgraph import resolve_callee
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import dotted_name
-from torchlint.analysis.nodes import argument, argument_for, walk_function_body, walk_no_scopes
+from torchlint.analysis.nodes import argument, walk_function_body, walk_no_scopes
 from torchlint.analysis.summaries import function_summary
+from torchlint.analysis.unpacking import call_argument
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import Role, constructor_role
 
@@ -130,7 +131,7 @@ def _grown_by_call(ctx: FileContext, call: ast.Call, names: set[str]) -> set[str
     callee_ctx, function = callee
     grown = set()
     for parameter in grown_parameters(callee_ctx, function):
-        given = dotted_name(argument_for(call, function, parameter))
+        given = dotted_name(call_argument(ctx, call, function, parameter))
         if given in names:
             grown.add(given)
     return grown

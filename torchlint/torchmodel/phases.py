@@ -17,14 +17,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import call_graph, parameter_default, passes_unknown_arguments, resolve_class
+from torchlint.analysis.callgraph import call_graph, parameter_default, resolve_class
 from torchlint.analysis.conditions import NOT_NONE, conditions_at, truth_under
 from torchlint.analysis.constants import UNKNOWN, constant_value
 from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.expected_failures import expected_to_raise
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import argument, argument_for, position
+from torchlint.analysis.nodes import argument, position
+from torchlint.analysis.unpacking import call_argument, passes_unknown
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS
@@ -236,9 +237,9 @@ def _value_passed(ctx: FileContext, site: ast.Call, func, param: str, bound: boo
     """The constant ``site`` passes for ``param`` of ``func`` (its default when left out): a
     literal or a name that stands for one (``phase=LoopPhase.VAL``, ``analysis.constants``);
     ``_NOT_A_VALUE`` when it is neither or may hide in ``*args``/``**kwargs``."""
-    given = argument_for(site, func, param, bound)
+    given = call_argument(ctx, site, func, param, bound)
     if given is None:
-        if passes_unknown_arguments(site):
+        if passes_unknown(ctx, site):
             return _NOT_A_VALUE
         given = parameter_default(func, param)
     value = constant_value(ctx, given) if given is not None else UNKNOWN

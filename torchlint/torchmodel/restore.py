@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callgraph import is_abstract, resolve_local_call
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import argument_for, last_name, name_ids, position
+from torchlint.analysis.nodes import last_name, name_ids, position
+from torchlint.analysis.unpacking import call_argument
 from torchlint.torchmodel.evaluation import evaluation_analysis
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.forward_calls import same_model
@@ -212,7 +213,7 @@ class RestoreAnalysis:
             function = resolve_local_call(self.ctx, site)
             if function is None or not isinstance(receiver, ast.Name):
                 return None
-            receiver = argument_for(site, function, receiver.id)
+            receiver = call_argument(self.ctx, site, function, receiver.id)
         return receiver if isinstance(receiver, ast.Name) else None
 
     @staticmethod

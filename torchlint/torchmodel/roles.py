@@ -356,7 +356,7 @@ class _RoleFlow:
             return [
                 _role_in(object_roles(caller), arg, self.elements) if arg is not None else None
                 for caller, site in sites
-                for arg in [site_argument(function, param, site)]
+                for arg in [site_argument(caller, function, param, site)]
             ]
         finally:
             _ASKED_ELSEWHERE.discard(function)

@@ -471,6 +471,58 @@ def test_reading_the_optimizer_gives_it_no_state(lint):
     )
 
 
+def test_formatting_the_optimizer_into_a_log_line_gives_it_no_state(lint):
+    # `"...".format(optimizer)`, `template.format(...)`, `" | ".join(...)`, an f-string: a string's
+    # methods only format what they are handed, whatever logger prints the result.
+    assert not lint(
+        """
+        import torch
+
+        TEMPLATE = "{:>12} : {:}"
+
+        def search(controller, shared, args, log):
+            w_opt = torch.optim.SGD(shared.parameters(), lr=0.05, momentum=0.9, nesterov=True)
+            a_opt = torch.optim.Adam(controller.parameters(), lr=args.controller_lr, betas=(0.0, 0.999))
+            log.write("a-optimizer : {:}".format(a_opt))
+            log.write(TEMPLATE.format("w-optimizer", w_opt))
+            log.write(" | ".join([repr(w_opt), f"{a_opt}"]))
+            shared, controller = torch.nn.DataParallel(shared).cuda(), controller.cuda()
+            for x, y in args.loader:
+                w_opt.zero_grad()
+                a_opt.zero_grad()
+                torch.nn.functional.cross_entropy(shared(x), y).backward()
+                controller(x).mean().backward()
+                w_opt.step()
+                a_opt.step()
+        """,
+        CODE,
+    )
+
+
+def test_resume_after_formatting_the_optimizer_is_reported_at_the_load(lint):
+    # The log line gives nothing; the load after it does, and the move after that leaves the loaded
+    # moments on the CPU.
+    findings = check(
+        lint,
+        """
+        import torch
+
+        def search(controller, args, log):
+            a_opt = torch.optim.Adam(controller.parameters(), lr=args.controller_lr)
+            log.write("a-optimizer : {:}".format(a_opt))
+            a_opt.load_state_dict(torch.load(args.resume)["a_opt"])
+            controller = controller.cuda()  # expect: TL017
+            for x in args.loader:
+                controller(x).mean().backward()
+                a_opt.step()
+        """,
+        CODE,
+    )
+    assert findings[0].headline == (
+        "`controller.cuda()` moves `controller` after `a_opt` (built on line 5) was given state on line 7"
+    )
+
+
 # ----- a prepare-like call: its arguments run first, and it wraps the optimizer without filling it --
 
 

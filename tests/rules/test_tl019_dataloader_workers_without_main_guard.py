@@ -124,6 +124,30 @@ def test_else_of_main_guard_runs_on_import(lint):
     )
 
 
+def test_code_a_name_guard_leaves_to_the_workers_is_reported(lint):
+    # A spawn worker re-imports the script as `__mp_main__`: `!= "__main__"` is true there, the else
+    # of a disabled guard runs, and a guard for `"__mp_main__"` itself runs.
+    check(
+        lint,
+        """
+        from torch.utils.data import DataLoader
+        if __name__ != "__main__":
+            for batch in DataLoader(train_set, batch_size=32, num_workers=4):  # expect: TL019
+                warm_up(batch)
+        if __name__ == "__scratch__":
+            pass
+        else:
+            val_loader = DataLoader(val_set, batch_size=64, num_workers=2)  # expect: TL019
+            for batch in val_loader:
+                evaluate(batch)
+        if __name__ in ("__main__", "__mp_main__"):
+            for batch in DataLoader(test_set, num_workers=2):  # expect: TL019
+                evaluate(batch)
+        """,
+        CODE,
+    )
+
+
 # ----- hard negatives -------------------------------------------------------------------------
 
 
@@ -240,6 +264,32 @@ def test_pytest_module_is_not_the_main_script(lint):
         """,
         CODE,
         path="tests/test_data.py",
+    )
+
+
+def test_code_no_worker_reaches_under_any_name_guard(lint):
+    # Neither a disabled guard (`"__main2__"`), nor the else of `!=`, nor `not in` the worker's name,
+    # nor a guard combined with a flag runs when a spawn worker re-imports the script.
+    assert not lint(
+        """
+        from torch.utils.data import DataLoader
+        if __name__ == '__main2__':
+            loader = DataLoader(train_set, batch_size=4, shuffle=True, num_workers=2)
+            for i, (v, q, a) in enumerate(loader):
+                print(i, v.shape)
+        if __name__ != "__main__":
+            pass
+        else:
+            for batch in DataLoader(val_set, num_workers=4):
+                evaluate(batch)
+        if __name__ not in {"__mp_main__"} and DEBUG:
+            for batch in DataLoader(test_set, num_workers=4):
+                evaluate(batch)
+        if not __name__ != "__main__":
+            for batch in DataLoader(test_set, num_workers=4):
+                evaluate(batch)
+        """,
+        CODE,
     )
 
 

@@ -47,7 +47,8 @@ class ModelMovedAfterOptimizer(Rule):
         `state_dict()`, clearing its gradients or loading a new state is no step; a
         function of the project counts when its body steps the optimizer, loads its state
         or writes `optimizer.state`, and reading the optimizer -- `type(optimizer)`,
-        printing or logging it, its `param_groups` or `defaults` -- gives it none, nor do
+        printing, logging or formatting it into a string (`"{}".format(optimizer)`), its
+        `param_groups` or `defaults` -- gives it none, nor do
         wrapping it, `amp.initialize(model, optimizer)` or `accelerator.prepare(...)`, and
         building a learning-rate scheduler on it), or the move is to an XLA device. A move
         in a call's arguments (`amp.initialize(model.cuda(), optimizer)`) runs before that

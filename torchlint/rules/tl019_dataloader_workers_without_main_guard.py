@@ -43,8 +43,11 @@ class DataLoaderWorkersWithoutMainGuard(Rule):
         (`train_loader, val_loader = get_loaders(args)`) to such code. A worker count
         passed as a parameter takes the values the import-time calls give it (or its
         default). Loaders built in functions that only the guard calls, and
-        `num_workers=0`, are fine, and so is notebook code (a `.ipynb`, or notebook
-        cells exported to a script, told by bare display expressions such as `device`
+        `num_workers=0`, are fine, and so is code under any other test of `__name__`
+        that is false in a spawn worker, where `__name__` is `"__mp_main__"` (a guard
+        switched off as `== "__main2__"`, the `else` of `!= "__main__"`); and so is
+        notebook code (a `.ipynb`, or notebook cells exported to a script, told by bare
+        display expressions such as `device`
         or `train_dir, test_dir` at module level, or by IPython magics and cell markers
         left as comments: `# %matplotlib inline`, `# !pip install ...`, `# %%`): a
         notebook kernel does not re-import its cells in the workers, and the main guard

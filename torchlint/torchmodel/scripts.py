@@ -27,25 +27,61 @@ TRAIN_WORDS = re.compile(r"train", re.I)
 
 
 # ----- the main guard ---------------------------------------------------------------------------
-def is_main_guard(test: ast.AST) -> bool:
-    """``__name__ == "__main__"`` (either operand order)."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
-        return False
-    sides = [test.left, test.comparators[0]]
-    has_name = any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides)
-    has_main = any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides)
-    return has_name and has_main
+# The `__name__` a worker process started with *spawn* gives the main script it re-imports.
+WORKER_MAIN_NAME = "__mp_main__"
+
+
+def true_when_reimported(test: ast.AST) -> bool | None:
+    """What a test of ``__name__`` against string literals gives when a spawn worker re-imports the
+    script (``__name__`` is then ``"__mp_main__"``): ``__name__ == "__main__"`` (or a disabled
+    ``== "__main2__"``) is False, ``!=`` is True, ``in``/``not in`` a tuple of literals, ``not``,
+    ``and``/``or`` combine them. None when the test depends on anything else."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        value = true_when_reimported(test.operand)
+        return None if value is None else not value
+    if isinstance(test, ast.BoolOp):
+        values = [true_when_reimported(v) for v in test.values]
+        decisive = isinstance(test.op, ast.Or)  # the value that settles the whole: True for `or`
+        if decisive in values:
+            return decisive
+        return None if None in values else not decisive
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(right, ast.Name) and right.id == "__name__" and isinstance(op, (ast.Eq, ast.NotEq)):
+        left, right = right, left
+    if not (isinstance(left, ast.Name) and left.id == "__name__"):
+        return None
+    literals = _string_literals(right)
+    if literals is None:
+        return None
+    if isinstance(op, (ast.Eq, ast.In)):
+        return WORKER_MAIN_NAME in literals
+    if isinstance(op, (ast.NotEq, ast.NotIn)):
+        return WORKER_MAIN_NAME not in literals
+    return None
+
+
+def _string_literals(expr: ast.AST) -> set[str] | None:
+    """The strings of a string literal or of a tuple, list or set of them; None otherwise."""
+    items = expr.elts if isinstance(expr, (ast.Tuple, ast.List, ast.Set)) else [expr]
+    if not all(isinstance(i, ast.Constant) and isinstance(i.value, str) for i in items):
+        return None
+    return {i.value for i in items}
 
 
 def runs_at_import(ctx: FileContext, node: ast.AST) -> bool:
-    """Whether ``node`` runs when the module is imported: it is not inside a function, class
-    or lambda, nor in the body of an ``if __name__ == "__main__":``."""
+    """Whether ``node`` runs when a spawn worker re-imports the script: it is not inside a
+    function, class or lambda, nor in a branch of an ``if`` on ``__name__`` that is not taken
+    there (the body of ``if __name__ == "__main__":``, the ``else`` of ``if __name__ != "__main__":``)."""
     child = node
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, _SCOPES):
             return False
-        if isinstance(ancestor, ast.If) and is_main_guard(ancestor.test) and _in_list(child, ancestor.body):
-            return False
+        if isinstance(ancestor, ast.If) and child is not ancestor.test:
+            taken = true_when_reimported(ancestor.test)
+            if taken is not None and _in_list(child, ancestor.body) != taken:
+                return False
         child = ancestor
     return True
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 
 from torchlint.analysis.nodes import last_name, returns_of, walk_no_scopes
 
@@ -26,12 +27,17 @@ _OUTCOME_CALL = re.compile(
 def asserts(func: ast.AST) -> bool:
     """An ``assert`` statement or a call of an ``assert*`` function/method in ``func`` (or in a
     function nested in it: a test's local checker)."""
+    return any(True for _ in assertions(func))
+
+
+def assertions(func: ast.AST) -> Iterator[ast.AST]:
+    """What ``func`` and the functions nested in it assert: each ``assert``'s condition, and each
+    call of an ``assert*`` function or method (``self.assertEqual(...)``) whole."""
     for node in ast.walk(func):
         if isinstance(node, ast.Assert):
-            return True
-        if isinstance(node, ast.Call) and (last_name(node.func) or "").startswith("assert"):
-            return True
-    return False
+            yield node.test
+        elif isinstance(node, ast.Call) and (last_name(node.func) or "").startswith("assert"):
+            yield node
 
 
 def only_asserts(func: ast.AST) -> bool:

@@ -49,7 +49,10 @@ class EvalWithoutNoGrad(Rule):
         checks on a collection of values written in the code (a tokenizer's encoding
         of two literal sentences, `torch.tensor([[0.1, 0.9]])`), freshly built models
         nothing trains or loads, or run only before anything in the program trains
-        or loads them (a shape check called before the optimizer exists), unit tests (`test_*` functions that assert, themselves or through a helper of the file they call,
+        or loads them (a shape check called before the optimizer exists), unit tests (`test_*` functions that assert on what they compute, themselves or through a
+        helper of the file they call — an assert only on the batches a loop reads and the
+        configuration, `assert x.size(2) >= args.window` in a `test()` over `test_loader`, is a
+        sanity check on the input, not a test —
         `unittest.TestCase` classes, helpers that only they call), checking helpers
         nothing in their file calls whose only outcome is their assertions (they return,
         show and keep nothing: a check, for other files' tests to import, that an exported
@@ -63,8 +66,9 @@ class EvalWithoutNoGrad(Rule):
         nothing of PyTorch at its top level, outside functions that import torch
         themselves) runs that framework's models and is not reported. The finding
         points at the first call there that records a graph: a model call or a
-        model's method that runs it (`model.process(x)`), not a module shown to hold
-        no parameters (a metric).
+        model's method that runs it (`model.process(x)`), or a helper of the project
+        whose body runs one with autograd on; not a module shown to hold no parameters (a metric,
+        a distance written as a module), whose graph depends on the tensors its caller passes.
     """
     why = """
         With autograd on, every forward pass records its graph and keeps every

@@ -38,6 +38,7 @@ from torchlint.torchmodel.forward_calls import ForwardCalls, mode_switches, mode
 from torchlint.torchmodel.frameworks import runs_other_framework
 from torchlint.torchmodel.frozen import runs_frozen_model
 from torchlint.torchmodel.gradmode import runs_without_grad
+from torchlint.torchmodel.input_checks import asserts_on_results
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.mode_dependence import mode_dependence
 from torchlint.torchmodel.modules import module_classes
@@ -447,13 +448,17 @@ class EvalUnits:
         return depth < 3 and self._only_called_by_tests(func, depth)
 
     def _checks(self, func) -> bool:
-        """The test asserts, itself or through a helper of this file it calls (pytest tests that
-        share one checking helper: ``test_linear(): _check_wrapper(nn.Linear(4, 2), torch.rand(3, 4))``)."""
-        if asserts(func):
+        """The test asserts on what it computes, itself or through a helper of this file it calls
+        (pytest tests that share one checking helper: ``test_linear(): _check_wrapper(nn.Linear(4, 2),
+        torch.rand(3, 4))``). An assert that reads only the data it iterates and the program's
+        configuration (``assert inputs.size(2) >= args.timesteps`` in a loop over ``test_loader``)
+        checks the input, not the code: a script's ``test()`` is still its evaluation."""
+        ctx = self.ctx
+        if asserts_on_results(ctx, func):
             return True
-        graph = call_graph(self.ctx)
+        graph = call_graph(ctx)
         return any(
-            isinstance(callee := graph.callee(call), FUNCTION_TYPES) and asserts(callee)
+            isinstance(callee := graph.callee(call), FUNCTION_TYPES) and asserts_on_results(ctx, callee)
             for call in self.ctx.calls
             if self.ctx.enclosing_function(call) is func
         )

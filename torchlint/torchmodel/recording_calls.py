@@ -15,7 +15,10 @@ this file or another of the project; an object whose class cannot be read is nei
 
 A third shape is a *helper of the project that records a graph* (``self.score_critic(states)``
 whose body runs ``self.critic(...)`` outside any no-grad block and trains nothing): its call
-records the model's graph like a call of the model itself, whatever the helper is named.
+records the model's graph like a call of the model itself, whatever the helper is named. A helper
+whose only modules are shown to hold no parameters (``self.distance(offsets, points)`` of a
+parameter-free distance module) records a graph only if the tensors it is given require grad:
+that is its caller's question, not the helper's.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from torchlint.analysis.summaries import function_summary as run_summary
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.events import STEP_KINDS, EventKind
-from torchlint.torchmodel.forward_calls import ForwardCalls
+from torchlint.torchmodel.forward_calls import ForwardCalls, model_expression
 from torchlint.torchmodel.gradmode import grad_effect, lexical_grad_switch, runs_without_grad
 
 if TYPE_CHECKING:
@@ -87,7 +90,7 @@ def runs_model_method(ctx: FileContext, call: ast.Call) -> bool:
 
 def runs_recording_helper(ctx: FileContext, call: ast.Call) -> bool:
     """``self.score_critic(states)``: a call of a function of the project whose own body runs a
-    model with autograd on (not inside a no-grad block of its own, nor under a no-grad decorator)
+    model not shown to hold no parameters with autograd on (not inside a no-grad block of its own, nor under a no-grad decorator)
     and trains nothing (no backward, no optimizer step): the call records that model's graph."""
     callee = resolve_callee(ctx, call)
     if callee is None or runs_without_grad(ctx, call):
@@ -110,7 +113,7 @@ def _records_graph(helper: Definition) -> bool:
         event = events.classify(node)
         if event is not None and event.kind in _TRAINING_KINDS:
             return False  # a training step, not an evaluation helper
-        if not records and forward.is_model_call(node):
+        if not records and forward.is_model_call(node) and not holds_no_parameters(ctx, model_expression(node)):
             switch = lexical_grad_switch(ctx, node)
             records = switch is None or grad_effect(ctx, switch) is not False
     return records

@@ -9,6 +9,7 @@ from torchlint.analysis.conditions import conditions_at, implies
 from torchlint.analysis.nodes import argument
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.forward_arguments import zero_outside_training
 from torchlint.torchmodel.gradmode import grad_effect
 from torchlint.torchmodel.instance_modes import instances_shown, may_run_in_eval_mode
 from torchlint.torchmodel.mode_dependence import is_training_flag, rate_may_be_nonzero, rate_may_be_nonzero_in_eval_mode
@@ -119,6 +120,8 @@ class Block(nn.Module):
                 continue
             if _rate_always_zero(ctx, call, cls) or _rate_gated_on_training(ctx, call):
                 continue
+            if _rate_chosen_by_caller(ctx, call):
+                continue
             if not may_run_in_eval_mode(ctx, cls):
                 continue
             yield self.report(call, self._message(ctx, call, parameter))
@@ -164,6 +167,14 @@ def _rate_gated_on_training(ctx, call: ast.Call) -> bool:
     dropout is off in eval mode, which is what ``training=`` would do."""
     rate = argument(call, 1, "p")
     return rate is not None and rate_may_be_nonzero(ctx, rate) and not rate_may_be_nonzero_in_eval_mode(ctx, rate)
+
+
+def _rate_chosen_by_caller(ctx, call: ast.Call) -> bool:
+    """The rate is a parameter of the method (``def forward(self, x, drop_prob)``) and every call
+    that runs it outside a training step passes zero (``self(0., x)`` in ``validate`` and
+    ``sample``): dropout is already off wherever the model is not trained."""
+    rate = argument(call, 1, "p")
+    return rate is not None and zero_outside_training(ctx, rate)
 
 
 def _in_no_grad_method(ctx, call: ast.Call, cls: ast.ClassDef) -> bool:

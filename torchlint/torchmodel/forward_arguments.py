@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callers import callers_elsewhere
 from torchlint.analysis.callgraph import call_graph, site_argument
 from torchlint.analysis.definitions import FUNCTION_NODES, Definition
+from torchlint.torchmodel.graphs import backward_losses
 from torchlint.torchmodel.mode_dependence import rate_may_be_nonzero
 from torchlint.torchmodel.training_steps import backpropagated_calls, training_step_functions
 
@@ -72,10 +73,15 @@ def _parameter(ctx: FileContext, value: ast.AST) -> tuple[ast.AST, ast.arg] | No
 
 
 def _trains(ctx: FileContext, site: ast.Call) -> bool:
-    """The call's result is backpropagated, or it runs inside a training step."""
+    """The call's result is backpropagated, or it runs inside a training step: a function whose
+    result a caller backpropagates, or one that runs a backward itself."""
     if site in backpropagated_calls(ctx):
         return True
-    return any(f in training_step_functions(ctx) for f in ctx.ancestors(site) if isinstance(f, FUNCTION_NODES))
+    functions = [f for f in ctx.ancestors(site) if isinstance(f, FUNCTION_NODES)]
+    if any(f in training_step_functions(ctx) for f in functions):
+        return True
+    backward_at = {ctx.enclosing_function(call) for _, call in backward_losses(ctx)}
+    return bool(functions) and functions[0] in backward_at
 
 
 def _method_sites(ctx: FileContext, function: ast.AST) -> list[tuple[FileContext, ast.Call]] | None:
@@ -94,7 +100,7 @@ def _method_sites(ctx: FileContext, function: ast.AST) -> list[tuple[FileContext
         if isinstance(call.func, ast.Name) and call.func.id == "self" and ctx.enclosing(call, ast.ClassDef) is cls
     )
     constructions = [(ctx, c) for c in graph.instantiations(cls)]
-    if ctx.parent(cls) is ctx.tree:
+    if ctx.parent(cls) is ctx.tree and ctx.project is not None:  # a lone file has no other callers
         elsewhere = callers_elsewhere(Definition(ctx, cls))
         if elsewhere is None:
             return None
@@ -132,6 +138,12 @@ def _instance_calls(ctx: FileContext, construction: ast.Call) -> list[ast.Call] 
         ]
     else:
         return None
+    return _calls_of_uses(ctx, uses, target)
+
+
+def _calls_of_uses(ctx: FileContext, uses: list, target: ast.AST, depth: int = 0) -> list[ast.Call] | None:
+    """The calls of an instance among its ``uses``: calls of it, calls of the functions of this file
+    it is handed to (``train_step(model, ...)``, through the parameter there); None for any other use."""
     calls = []
     for use in uses:
         if not isinstance(use.ctx, ast.Load):
@@ -141,9 +153,32 @@ def _instance_calls(ctx: FileContext, construction: ast.Call) -> list[ast.Call] 
         parent = ctx.parent(use)
         if isinstance(parent, ast.Call) and parent.func is use:
             calls.append(parent)
+        elif isinstance(parent, ast.Call) and use in parent.args and depth < _MAX_DEPTH:
+            inner = _calls_in_callee(ctx, parent, parent.args.index(use), depth)
+            if inner is None:
+                return None
+            calls.extend(inner)
         elif not (isinstance(parent, ast.Attribute) and parent.value is use and parent.attr != "forward"):
             return None
     return calls
+
+
+def _calls_in_callee(ctx: FileContext, call: ast.Call, index: int, depth: int) -> list[ast.Call] | None:
+    """The calls of the instance passed at position ``index`` of ``call`` inside the plain function
+    of this file it runs."""
+    function = call_graph(ctx).callee(call)
+    if (
+        function is None
+        or isinstance(ctx.parent(function), ast.ClassDef)
+        or any(isinstance(a, ast.Starred) for a in call.args[: index + 1])
+    ):
+        return None
+    positional = [*function.args.posonlyargs, *function.args.args]
+    if index >= len(positional):
+        return None
+    name = positional[index].arg
+    uses = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name]
+    return _calls_of_uses(ctx, uses, positional[index], depth + 1)
 
 
 def _rebinds_itself(ctx: FileContext, target: ast.AST) -> bool:
@@ -155,4 +190,3 @@ def _rebinds_itself(ctx: FileContext, target: ast.AST) -> bool:
         and isinstance(value.func, ast.Attribute)
         and ast.dump(value.func.value) == ast.dump(target).replace("Store", "Load")
     )
-

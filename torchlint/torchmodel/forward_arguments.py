@@ -45,7 +45,7 @@ def zero_outside_training(ctx: FileContext, value: ast.AST, depth: int = 0) -> b
     for home, site in sites:
         if _trains(home, site):
             continue
-        passed = site_argument(function, param, site, 1)
+        passed = site_argument(home, function, param, site, 1)
         if passed is None:
             return False
         if not rate_may_be_nonzero(home, passed):

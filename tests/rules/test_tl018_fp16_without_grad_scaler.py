@@ -107,6 +107,58 @@ def test_backward_in_local_helper(lint):
     )
 
 
+def test_test_function_training_over_a_real_loader(lint):
+    """A test_* function that asserts on its loss still trains over a data loader: a training run."""
+    check(
+        lint,
+        """
+        import torch
+        from torch.utils.data import DataLoader
+
+        def test_finetune_converges(model, dataset):
+            loader = DataLoader(dataset, batch_size=32, shuffle=True)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for images, labels in loader:
+                with torch.autocast("cuda"):
+                    loss = torch.nn.functional.cross_entropy(model(images), labels)
+                optimizer.zero_grad()
+                loss.backward()  # expect: TL018
+                optimizer.step()
+            assert loss.item() < 1.0
+        """,
+        CODE,
+    )
+
+
+@pytest.mark.parametrize(
+    "target, check_line",
+    [
+        ("dataset[0][1].cuda()", "assert torch.isfinite(loss)"),  # a target read from a dataset
+        ("torch.zeros(8, 10, device='cuda')", "print(loss.item())"),  # synthetic, but no assert: a benchmark
+    ],
+)
+def test_synthetic_input_without_a_check_or_with_data(lint, target, check_line):
+    findings = check(
+        lint,
+        f"""
+        import torch
+
+        def run_steps(model, dataset, steps=3):
+            optimizer = torch.optim.Adam(model.parameters())
+            inputs = torch.randn(8, 64, device="cuda")
+            for _ in range(steps):
+                with torch.cuda.amp.autocast():
+                    loss = torch.nn.functional.mse_loss(model(inputs), {target})
+                optimizer.zero_grad()
+                loss.backward()  # expect: TL018
+                optimizer.step()
+            {check_line}
+        """,
+        CODE,
+    )
+    assert "torch.cuda.amp.autocast()" in findings[0].message and "line 8" in findings[0].message
+
+
 # ----- hard negatives -------------------------------------------------------------------------
 
 
@@ -256,6 +308,58 @@ def test_apex_scale_loss_context(lint):
                     with amp.scale_loss(loss, optimizer) as scaled_loss:
                         scaled_loss.backward()
                 optimizer.step()
+        """,
+        CODE,
+    )
+
+
+def test_equivalence_test_on_random_input(lint):
+    """Two wrappers trained for a few steps on `torch.randn(...)` and compared: a test of the code."""
+    assert not lint(
+        """
+        import torch
+        from torch.nn.parallel import DistributedDataParallel
+
+        def _compare_wrappers(rank, make_head, shard):
+            torch.manual_seed(rank)
+            features = torch.randn(size=(2, 256)).cuda()
+            plain = DistributedDataParallel(make_head().cuda(), device_ids=[rank])
+            sharded = shard(make_head().cuda())
+            plain_opt = torch.optim.AdamW(plain.parameters())
+            sharded_opt = torch.optim.AdamW(sharded.parameters())
+            for _ in range(2):
+                with torch.cuda.amp.autocast():
+                    plain_loss = plain(features)[0].sum()
+                    sharded_loss = sharded(features)[0].sum()
+                plain_opt.zero_grad()
+                sharded_opt.zero_grad()
+                plain_loss.backward()
+                sharded_loss.backward()
+                plain_opt.step()
+                sharded_opt.step()
+                assert torch.allclose(plain_loss, sharded_loss)
+        """,
+        CODE,
+    )
+
+
+def test_unittest_step_on_synthetic_batch_and_target(lint):
+    assert not lint(
+        """
+        import unittest
+        import torch
+
+        class TestHalfStep(unittest.TestCase):
+            def test_one_step_moves_weights(self):
+                net = torch.nn.Linear(16, 4).cuda()
+                opt = torch.optim.SGD(net.parameters(), lr=1.0)
+                before = net.weight.detach().clone()
+                batch = torch.rand(4, 16, device="cuda")
+                with torch.autocast("cuda", dtype=torch.float16):
+                    loss = torch.nn.functional.mse_loss(net(batch), torch.ones(4, 4, device="cuda")) * 0.5
+                loss.backward()
+                opt.step()
+                self.assertFalse(torch.equal(before, net.weight))
         """,
         CODE,
     )

@@ -8,6 +8,7 @@ from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.amp import float16_autocast, scaled_backward, uses_scaler
 from torchlint.torchmodel.events import EventKind
+from torchlint.torchmodel.provenance import tests_code_on_synthetic_input
 from torchlint.torchmodel.walk import event_walker
 
 _STORE_TARGETS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr)
@@ -28,7 +29,10 @@ class Fp16WithoutGradScaler(Rule):
         (`scaler.scale(loss).backward()`, `scaler.step`, `scaler.unscale_`, a
         `loss_scaler(loss, optimizer)` helper). bfloat16 autocast, CPU autocast (bfloat16
         by default) and autocast whose dtype is not a literal are not reported, nor are
-        `accelerator.backward(loss)`-style calls whose framework scales the loss.
+        `accelerator.backward(loss)`-style calls whose framework scales the loss, nor a unit
+        test that trains on synthetic input only (a loss computed from `torch.randn(...)`, no
+        data loader or dataset read) and asserts on the results: it tests the code, it is no
+        training run whose gradients could underflow.
     """
     why = """
         float16 has 5 exponent bits: values below about 6e-8 become zero. Under autocast
@@ -112,9 +116,12 @@ def train(model, opt, loader):
             for event in events:
                 if event.node in reported or not _is_unscaled_backward(ctx, event):
                     continue
-                if ctx.is_inside(event.site, with_node) or _loss_names(event) & computed:
-                    reported.add(event.node)
-                    yield self.report(event.node, self._message(ctx, event, autocast))
+                if not (ctx.is_inside(event.site, with_node) or _loss_names(event) & computed):
+                    continue
+                if not event.via and tests_code_on_synthetic_input(ctx, ctx.enclosing_function(event.node), event.arg):
+                    continue  # a unit test on `torch.randn(...)`, asserting on its losses: no training run
+                reported.add(event.node)
+                yield self.report(event.node, self._message(ctx, event, autocast))
 
     @staticmethod
     def _message(ctx, event, autocast) -> Message:

@@ -43,7 +43,7 @@ from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.mode_dependence import mode_dependence
 from torchlint.torchmodel.modules import module_classes
 from torchlint.torchmodel.phases import UNDECIDED, EvaluationPhase, PhaseFunctions
-from torchlint.torchmodel.provenance import TENSOR_KEEPING_METHODS, ModelProvenance
+from torchlint.torchmodel.provenance import TENSOR_KEEPING_METHODS, model_provenance
 from torchlint.torchmodel.reaching_modes import (
     NOT_REACHED,
     REACHED,
@@ -128,7 +128,7 @@ class EvaluationAnalysis:
         self.ctx = ctx
         self.blocks = BlockEvents(ctx)
         self.forward = ForwardCalls(ctx)
-        self.provenance = ModelProvenance(ctx)
+        self.provenance = model_provenance(ctx)
         self.phases = PhaseFunctions(ctx, self.forward)
         self.finder = EvalUnits(ctx, self.forward, self.blocks, self.provenance, self.phases)
         chain = CallerChain(ctx, self.forward, self.blocks, self.provenance)

@@ -28,6 +28,7 @@ from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role, preserved_argument
 from torchlint.torchmodel.events import EventKind
 from torchlint.torchmodel.forward_calls import mode_switches, model_expression
+from torchlint.torchmodel.input_checks import asserts_on_results
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.roles import Role
 from torchlint.torchmodel.walk import event_walker
@@ -146,6 +147,43 @@ class ModelProvenance:
             origins = self.flow.origins(expr)
             return bool(origins) and all(o is not None and self._synthetic(o, depth + 1) for o in origins)
         return False
+
+    def computed_from_synthetic_input(self, expr: ast.AST, depth: int = 0) -> bool:
+        """``expr`` is computed from synthetic tensors only: a synthetic tensor (see
+        ``runs_on_synthetic_input``), or what calls, methods, items and operators make of such
+        tensors (``model(torch.randn(1, 384))[0].sum()``). A call needs a synthetic tensor among
+        its inputs: one given only constants (``load_batch("train.pt")``) may read data."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(expr, ast.Name):
+            origins = self.flow.origins(expr)
+            return bool(origins) and all(
+                o is not None and self.computed_from_synthetic_input(o, depth + 1) for o in origins
+            )
+        if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
+            return self.computed_from_synthetic_input(expr.value, depth + 1)
+        if isinstance(expr, ast.BinOp):  # `loss * 0.5`, `out - target`
+            operands = [expr.left, expr.right]
+            return self._all_computed_from_synthetic(operands, depth) and not all(
+                isinstance(o, ast.Constant) for o in operands
+            )
+        if isinstance(expr, ast.UnaryOp):
+            return self.computed_from_synthetic_input(expr.operand, depth + 1)
+        if not isinstance(expr, ast.Call):
+            return not isinstance(expr, ast.Constant) and self._synthetic(expr, depth)
+        if self._synthetic(expr, depth):
+            return True
+        inputs = [*expr.args, *(k.value for k in expr.keywords)]
+        if not self._all_computed_from_synthetic(inputs, depth):
+            return False
+        found = method_call(expr)
+        if found is not None and self.computed_from_synthetic_input(found[1], depth + 1):
+            return True  # a method of a synthetic value: `out[0].sum()`, `out.mean(dim=1)`
+        return any(not isinstance(a, ast.Constant) for a in inputs)  # a model or function fed one
+
+    def _all_computed_from_synthetic(self, exprs: list[ast.AST], depth: int) -> bool:
+        """Each of ``exprs`` is a constant (a size, a flag) or computed from synthetic tensors."""
+        return all(isinstance(e, ast.Constant) or self.computed_from_synthetic_input(e, depth + 1) for e in exprs)
 
     def _derived_from_literals(self, call: ast.Call, depth: int) -> bool:
         """A call handed a collection of values written in the code (``tokenizer(["a sentence",
@@ -305,6 +343,25 @@ class ModelProvenance:
                 continue
             return True
         return False
+
+
+def model_provenance(ctx: FileContext) -> ModelProvenance:
+    """The file's shared ``ModelProvenance``."""
+    return ctx.shared("model-provenance", lambda: ModelProvenance(ctx))
+
+
+def tests_code_on_synthetic_input(ctx: FileContext, func: ast.AST | None, loss: ast.AST | None) -> bool:
+    """A training step of ``func`` whose ``loss`` is computed from synthetic input only (no data
+    loader, no dataset read: ``computed_from_synthetic_input``), in a function that asserts on
+    its results (``asserts_on_results``), is a test of the code -- two implementations compared
+    for a few steps on ``torch.randn(...)`` -- like a smoke test that runs a model on such input
+    is no evaluation: no training run whose numbers anyone keeps."""
+    return (
+        func is not None
+        and loss is not None
+        and asserts_on_results(ctx, func)
+        and model_provenance(ctx).computed_from_synthetic_input(loss)
+    )
 
 
 def _eval_mode_load(origin: ast.AST | None) -> bool:

@@ -1376,3 +1376,138 @@ def test_free_tensor_fitted_to_data_or_read_afterwards_is_reported(lint):
         "TL001",
     )
     assert "`opt.step()` applies gradients that are never cleared in the loop at line 7" in findings[0].message
+
+
+# ----- a closure handed to the step in any argument, or inside a literal given to it -----------
+
+
+def test_closure_in_an_options_dict_clears_but_the_other_branch_does_not(lint):
+    # The line-search optimizer re-runs the closure (and the backward) inside the step; the
+    # closure clears first. The plain branch never clears: only its step is reported.
+    findings = check(
+        lint,
+        """
+        import torch
+        from linesearch import FullBatchLineSearch
+        def refine(latent, render, target, iters, line_search):
+            if line_search:
+                opt = FullBatchLineSearch([latent], lr=1.0)
+            else:
+                opt = torch.optim.Adam([latent], lr=1e-2)
+            loss = None
+            for _ in range(iters):
+                if line_search:
+                    def objective():
+                        opt.zero_grad()
+                        return (render(latent) - target).abs().mean()
+                    options = {"closure": objective, "current_loss": loss, "max_ls": 5}
+                    loss, grad, lr = opt.step(options=options)
+                else:
+                    loss = (render(latent) - target).abs().mean()
+                    loss.backward()
+                    opt.step()  # expect: TL001
+        """,
+        CODE,
+    )
+    assert findings[0].message.startswith("`opt.step()` applies gradients that are never cleared in the loop")
+
+
+def test_closures_in_any_argument_or_literal_that_clear(lint):
+    # A later clear-after-step in one branch needs the closure's own clear to cover the other.
+    check(
+        lint,
+        """
+        import torch
+        from linesearch import LineSearch
+        def fit(model, batches, opt, mode):
+            for x, y in batches:
+                if mode == "dict":
+                    def loss_at():
+                        opt.zero_grad()
+                        loss = torch.nn.functional.mse_loss(model(x), y)
+                        loss.backward()
+                        return loss
+                    opt.step({"closure": loss_at, "max_ls": 4})
+                elif mode == "keyword":
+                    def evaluate():
+                        opt.zero_grad()
+                        loss = torch.nn.functional.mse_loss(model(x), y)
+                        loss.backward()
+                        return loss
+                    opt.step(loss_fn=evaluate)
+                elif mode == "list":
+                    opt.step([lambda: opt.zero_grad() or torch.nn.functional.mse_loss(model(x), y).backward()])
+                else:
+                    loss = torch.nn.functional.mse_loss(model(x), y)
+                    loss.backward()
+                    opt.step()
+                    opt.zero_grad()
+        """,
+        CODE,
+    )
+
+
+def test_closure_in_an_options_dict_that_does_not_clear(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+        def fit(model, batches, opt):
+            for x, y in batches:
+                def evaluate():
+                    loss = torch.nn.functional.mse_loss(model(x), y)
+                    loss.backward()
+                    return loss
+                settings = {"closure": evaluate, "max_ls": 10}
+                opt.step(options=settings)  # expect: TL001
+        """,
+        CODE,
+    )
+    assert "`opt.step(options=settings)` applies gradients that are never cleared" in findings[0].message
+
+
+def test_closure_in_an_options_dict_clears_another_optimizer(lint):
+    check(
+        lint,
+        """
+        import torch
+        def train(gen, disc, loader, epochs):
+            opt_g = torch.optim.SGD(gen.parameters(), lr=0.1)
+            opt_d = torch.optim.SGD(disc.parameters(), lr=0.1)
+            for _ in range(epochs):
+                for real in loader:
+                    def generator_loss():
+                        opt_d.zero_grad()
+                        loss = -disc(gen(real)).mean()
+                        loss.backward()
+                        return loss
+                    opt_g.step(options={"closure": generator_loss})  # expect: TL001
+                    opt_d.zero_grad()
+                    d_loss = disc(gen(real).detach()).mean() - disc(real).mean()
+                    d_loss.backward()
+                    opt_d.step()
+        """,
+        CODE,
+    )
+
+
+def test_options_rebound_on_another_branch_show_no_closure(lint):
+    # Without `warm` the step gets no closure and nothing clears the loop's own backward; which
+    # dict reaches the step is not one literal, so the closure is not taken as run.
+    check(
+        lint,
+        """
+        import torch
+        def fit(model, batches, opt, warm):
+            def evaluate():
+                opt.zero_grad()
+                return model(batches[0]).sum()
+            for x in batches:
+                model(x).sum().backward()
+                options = {"max_ls": 2}
+                if warm:
+                    options = {"closure": evaluate}
+                opt.step(options=options)  # expect: TL001
+        """,
+        CODE,
+    )

@@ -732,6 +732,41 @@ def resolve_returned_function(ctx: FileContext, call: ast.Call) -> FunctionNode 
     return found.pop() if len(found) == 1 else None
 
 
+_LITERAL_CONTAINERS = (ast.List, ast.Tuple, ast.Set, ast.Dict)
+
+
+def functions_handed(ctx: FileContext, call: ast.Call) -> list:
+    """The lambdas and functions of this file that ``call`` is handed: in any argument, positional
+    or keyword, or as an element or value of a list/tuple/set/dict literal given to it, written
+    there or held by a name whose one reaching binding is such a literal
+    (``options = {"closure": closure}`` ... ``opt.step(options=options)``). A container that may
+    hold something else (rebound on another branch, a parameter) shows nothing."""
+    found: list = []
+    for arg in [*call.args, *(kw.value for kw in call.keywords)]:
+        _collect_handed(ctx, arg, found, containers=True)
+    return found
+
+
+def _collect_handed(ctx: FileContext, expr: ast.AST, found: list, containers: bool) -> None:
+    if isinstance(expr, ast.Starred):
+        expr = expr.value
+    if isinstance(expr, ast.Lambda):
+        found.append(expr)
+    elif isinstance(expr, _LITERAL_CONTAINERS) and containers:
+        elements = expr.values if isinstance(expr, ast.Dict) else expr.elts
+        for element in elements:
+            _collect_handed(ctx, element, found, containers=False)
+    elif isinstance(expr, ast.Name):
+        func = resolve_function_name(ctx, expr.id, expr)
+        if func is not None:
+            found.append(func)
+        elif containers:
+            bindings = dataflow(ctx).reaching(expr)
+            if len(bindings) == 1 and bindings[0].kind == "assign" and bindings[0].value is not None:
+                if isinstance(bindings[0].value, _LITERAL_CONTAINERS):
+                    _collect_handed(ctx, bindings[0].value, found, containers=True)
+
+
 def resolve_instance_call(ctx: FileContext, call: ast.Call) -> Definition | None:
     """The ``__call__`` that ``call`` runs when it calls an instance of a class of the project
     (``compute_loss = ComputeLoss(); compute_loss(pred, targets)``, the class and its ``__call__``

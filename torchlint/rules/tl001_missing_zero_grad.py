@@ -54,6 +54,9 @@ class MissingZeroGrad(Rule):
         `test_*` functions (one step to check something), helpers handed the caller's loss
         (`loss_scaler(loss, optimizer)`), and steps given a closure or a distributed-autograd
         context the file does not show (`opt.step(closure)` from elsewhere, `opt.step(context_id)`).
+        A function of the file handed to the step -- in any argument, or inside a dict or list
+        literal given to it (`opt.step(options={"closure": closure})`) -- runs inside the step,
+        as often as the optimizer re-evaluates it: its clear and its backward count.
     """
     why = """
         `backward()` adds into `.grad`; it does not overwrite it. Without clearing, every

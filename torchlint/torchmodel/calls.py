@@ -13,8 +13,8 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import resolve_class, resolve_function_name, resolve_local_call
-from torchlint.analysis.dataflow import dataflow, value_kept
+from torchlint.analysis.callgraph import resolve_class, resolve_local_call
+from torchlint.analysis.dataflow import dataflow, functions_handed, value_kept
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument, last_name
 from torchlint.torchmodel import vocabulary as torch_names
@@ -195,17 +195,10 @@ class CallEvents:
         )
 
     def step_closures(self, call: ast.Call) -> list:
-        """The closures an ``optimizer.step(closure)`` call is handed that this file defines
-        (a lambda, or a function by name)."""
-        found = []
-        for arg in list(call.args) + [kw.value for kw in call.keywords if kw.arg == "closure"]:
-            if isinstance(arg, ast.Lambda):
-                found.append(arg)
-            elif isinstance(arg, ast.Name):
-                func = resolve_function_name(self.ctx, arg.id, call)
-                if func is not None:
-                    found.append(func)
-        return found
+        """The closures an ``optimizer.step(...)`` call is handed that this file defines: a lambda
+        or a function, in any argument or inside a literal container given to it
+        (``opt.step(closure)``, ``opt.step(options={"closure": closure})``); the step runs them."""
+        return functions_handed(self.ctx, call)
 
 
 def is_grad_attribute(expr: ast.AST) -> bool:

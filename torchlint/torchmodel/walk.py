@@ -247,8 +247,8 @@ class _Walk:
                 continue
             if event is not None:
                 if event.kind is EventKind.STEP:
-                    # `optimizer.step(closure)` (LBFGS) runs the closure -- its zero_grad and
-                    # backward -- inside the step, before the update.
+                    # `optimizer.step(closure)` (LBFGS; or in an options dict) runs the closure --
+                    # its zero_grad and backward -- inside the step, before the update.
                     for closure in walker.calls.step_closures(call):
                         if isinstance(closure, ast.Lambda):
                             self.expression(closure.body, guards, loops, via + (call,), withs, stack)

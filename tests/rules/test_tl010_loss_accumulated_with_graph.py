@@ -1,6 +1,9 @@
 """TL010 loss-accumulated-with-graph: running totals that keep the autograd graph alive."""
 
+import textwrap
+
 from expect_markers import check
+from project_helpers import lint_in_project
 
 CODE = "TL010"
 
@@ -1039,3 +1042,135 @@ def test_output_bound_in_only_one_branch_still_reported(lint):
         """,
         CODE,
     )
+
+
+# ----- a loss built per step and backpropagated by a helper (told by its summary, not its name) -------
+
+_STEP_HELPER = """
+    class GanTrainer:
+        def backprop(self, opt, objective, clip=None):
+            opt.zero_grad()
+            objective.backward()
+            opt.step()
+
+        def log_value(self, opt, objective):
+            print(opt, float(objective))
+"""
+
+
+def test_sum_handed_to_a_helper_that_backpropagates_it_is_not_reported(lint):
+    # Summed over four batches and backpropagated by the helper, as `acc.backward()` would be.
+    assert (
+        check(
+            lint,
+            _STEP_HELPER
+            + """
+        def fit(self, disc, crit, loader, opt):
+            acc = 0
+            for i, (real, fake) in enumerate(loader):
+                acc = acc + crit(disc(real), disc(fake))
+                if (i + 1) % 4 == 0:
+                    self.backprop(opt, acc)
+                    acc = 0
+    """,
+            CODE,
+        )
+        == []
+    )
+
+
+def test_total_of_losses_a_helper_backpropagates_is_reported(lint):
+    findings = check(
+        lint,
+        _STEP_HELPER
+        + """
+        def fit(self, disc, crit, loader, opt):
+            seen = 0
+            for real, fake in loader:
+                d_cost = crit(disc(real), disc(fake))
+                self.backprop(opt, d_cost)
+                seen += d_cost  # expect: TL010
+            return seen
+    """,
+        CODE,
+    )
+    assert "`seen` accumulates `d_cost`" in findings[0].message
+
+
+def test_sum_handed_to_a_helper_that_only_logs_it_is_reported(lint):
+    findings = check(
+        lint,
+        _STEP_HELPER
+        + """
+        def fit(self, disc, crit, loader, opt):
+            acc = 0
+            for real, fake in loader:
+                d_cost = crit(disc(real), disc(fake))
+                d_cost.backward()
+                opt.step()
+                acc = acc + d_cost  # expect: TL010
+                self.log_value(opt, acc)
+    """,
+        CODE,
+    )
+    assert "`acc` accumulates `d_cost`" in findings[0].message
+
+
+_HELPERS_FILE = """
+    class Base:
+        @staticmethod
+        def optimize(opt, objective, model=None):
+            opt.zero_grad()
+            objective.backward()
+            opt.step()
+"""
+
+
+def _gan_project(step_body: str) -> dict[str, str]:
+    return {
+        "gan/base.py": _HELPERS_FILE,
+        "gan/trainer.py": """
+            import torch
+            from gan.base import Base
+
+
+            class Trainer(Base):
+                def __init__(self, disc, crit):
+                    self.disc = disc
+                    self.crit = crit
+                    self.opt = torch.optim.Adam(disc.parameters())
+
+                def train_disc(self, batches, steps):
+                    global d_cost
+                    for step in range(steps):
+            """
+        + textwrap.indent(textwrap.dedent(step_body), " " * 24)
+        + """
+                def run(self, loader, epochs):
+                    for epoch in range(epochs):
+                        self.train_disc(loader, 3)
+            """,
+    }
+
+
+def test_global_loss_reset_each_step_and_backpropagated_in_another_file_is_not_reported(tmp_path):
+    body = """
+        d_cost = 0
+        for real, fake in batches:
+            d_cost += self.crit(self.disc(real), self.disc(fake))
+        self.optimize(self.opt, d_cost, self.disc)
+        print(d_cost.item())
+    """
+    assert lint_in_project(tmp_path, _gan_project(body), "gan/trainer.py", CODE) == []
+
+
+def test_global_total_never_reset_in_its_function_is_reported(tmp_path):
+    body = """
+        for real, fake in batches:
+            loss = self.crit(self.disc(real), self.disc(fake))
+            self.optimize(self.opt, loss, self.disc)
+            d_cost += loss
+    """
+    findings = lint_in_project(tmp_path, _gan_project(body), "gan/trainer.py", CODE)
+    assert [(f.line, f.code) for f in findings] == [(19, CODE)]
+    assert "`d_cost` accumulates `loss`" in findings[0].message

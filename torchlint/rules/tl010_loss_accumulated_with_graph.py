@@ -166,7 +166,9 @@ def _kept_across_iterations(ctx, node, accumulator, training_loops) -> bool:
     rebind it afresh each iteration (``outputs = []`` at the top of the step, ``loss = criterion(...)``
     before ``loss += ...``, ``preds = model(x)`` before ``preds[i] += preds[j]``: what it holds then
     lives one iteration only), or it is kept on ``self``
-    (or in a global) by a function the training loop calls once per batch."""
+    (or in a global) by a function the training loop calls once per batch -- unless a loop of that
+    function starts it afresh on each of its iterations (``d_loss = 0`` at the top of each
+    discriminator step of a global ``d_loss``): then no call adds to what an earlier one left."""
     name = symbol(accumulator)
     if any(
         loop in training_loops
@@ -178,10 +180,17 @@ def _kept_across_iterations(ctx, node, accumulator, training_loops) -> bool:
     if not _outlives_its_function(ctx, accumulator):
         return False
     func = ctx.enclosing_function(node)
+    if name is not None and any(rebound_every_iteration(ctx, loop, name) for loop in _loops_in(ctx, node, func)):
+        return False  # each iteration of its own loop starts it afresh: no call adds to the last one's total
     for site in call_graph(ctx).callers(func) if func is not None else ():
         if any(loop in training_loops for loop in ctx.enclosing_loops(site)):
             return True
     return False
+
+
+def _loops_in(ctx, node, func) -> list[ast.AST]:
+    """The loops around ``node`` inside the function ``func``."""
+    return [loop for loop in ctx.enclosing_loops(node) if func is None or ctx.is_inside(loop, func)]
 
 
 def _outlives_its_function(ctx, accumulator) -> bool:

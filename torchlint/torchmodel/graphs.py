@@ -39,6 +39,7 @@ from torchlint.torchmodel.forward_calls import ForwardCalls
 from torchlint.torchmodel.gradmode import lexical_grad_disabler
 from torchlint.torchmodel.provenance import SYNTHETIC_FACTORIES
 from torchlint.torchmodel.roles import Role, object_roles
+from torchlint.torchmodel.summaries import backpropagated_arguments
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -589,14 +590,19 @@ def backward_losses(ctx: FileContext) -> list[tuple[ast.AST, ast.Call]]:
 
 
 def _backward_arguments(ctx: FileContext) -> list[tuple[ast.AST, ast.Call]]:
-    """(loss expression, call) of every backward of the file, and of the calls that hide one
-    (``loss_scaler(loss, optimizer, ...)``)."""
+    """(loss expression, call) of every backward of the file, of the calls of functions the linter
+    reads that run backward on what they are handed (``self.optimize(opt, d_loss)``, told by the
+    function's summary, not by names), and of the calls that hide one (``loss_scaler(loss,
+    optimizer, ...)``, a function the linter cannot read)."""
     calls = call_events(ctx)
     found = []
     for call in ctx.calls:
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr in torch_names.BACKWARD_METHODS:
             event = calls.classify(call)
+        elif (handed := _handed_to_backward(ctx, call)) is not None:
+            found.extend((argument, call) for argument in handed)
+            continue
         elif _may_be_opaque_step(call):
             event = calls.opaque_step(call)
         else:
@@ -604,6 +610,14 @@ def _backward_arguments(ctx: FileContext) -> list[tuple[ast.AST, ast.Call]]:
         if event is not None and event.kind in BACKWARD_KINDS and event.arg is not None:
             found.append((event.arg, call))
     return found
+
+
+def _handed_to_backward(ctx: FileContext, call: ast.Call) -> list[ast.AST] | None:
+    """What ``call`` hands to a function that backpropagates it (see ``backpropagated_arguments``);
+    None for a call handed no value (nothing to follow) or one whose function the linter cannot read."""
+    if not any(not isinstance(arg, ast.Constant) for arg in [*call.args, *(kw.value for kw in call.keywords)]):
+        return None
+    return backpropagated_arguments(ctx, call)
 
 
 def _may_be_opaque_step(call: ast.Call) -> bool:

@@ -12,6 +12,10 @@ call)`` for the function a call runs, in this file or -- through ``analysis.call
 * ``returns_activation``: the output activation everything it returns went through
   (``softmax``, ``log_softmax``, ``sigmoid``), if one.
 
+``backpropagated_arguments(ctx, call)`` reads the effects at a call site: the arguments the call
+hands to parameters its function runs backward on (``self.optimize(opt, d_loss)`` whose body
+calls ``loss.backward()`` backpropagates ``d_loss``), whatever the function or the value is named.
+
 Each part is answered in the function's own file by the model that owns the question (the walk,
 the roles, the activations), so a function of another file is summarised exactly as a local one.
 The models consult the same answers themselves: the walk turns the effects of a function of
@@ -27,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_callee
 from torchlint.analysis.definitions import Definition
+from torchlint.analysis.nodes import argument_for
 from torchlint.analysis.summaries import function_summary as run_summary
 from torchlint.torchmodel.activations import activations
 from torchlint.torchmodel.effects import Effect
@@ -65,6 +70,22 @@ def call_summary(ctx: FileContext, call: ast.Call) -> FunctionSummary | None:
     (unknown calls stay unknown)."""
     callee = resolve_callee(ctx, call)
     return function_summary(*callee) if callee is not None else None
+
+
+def backpropagated_arguments(ctx: FileContext, call: ast.Call) -> list[ast.AST] | None:
+    """The arguments ``call`` passes for the parameters its function runs backward on (an empty
+    list when it runs none on what it is handed); None when the linter cannot read the function."""
+    callee = resolve_callee(ctx, call)
+    if callee is None:
+        return None
+    function = callee[1]
+    found = []
+    for effect in function_summary(*callee).effects:
+        if effect.kind is EventKind.BACKWARD and effect.parameter is not None:
+            argument = argument_for(call, function, effect.parameter)
+            if argument is not None:
+                found.append(argument)
+    return found
 
 
 def _summarise(ctx: FileContext, function: ast.FunctionDef | ast.AsyncFunctionDef) -> FunctionSummary:

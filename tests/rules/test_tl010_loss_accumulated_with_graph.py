@@ -1148,7 +1148,11 @@ def _gan_project(step_body: str) -> dict[str, str]:
         + """
                 def run(self, loader, epochs):
                     for epoch in range(epochs):
-                        self.train_disc(loader, 3)
+                        for real, fake in loader:
+                            self.train_disc([(real, fake)], 3)
+                            self.opt.zero_grad()
+                            self.crit(self.disc(fake), self.disc(real)).backward()
+                            self.opt.step()
             """,
     }
 

@@ -215,3 +215,47 @@ def test_the_name_is_the_last_resort():
     assert roles.role_of(use(ctx, "optimizer", 3), hint=False) is None
     assert roles.role_of(use(ctx, "optimizer", 3)) is Role.OPTIMIZER
     assert roles.role_of(use(ctx, "model", 4)) is Role.MODEL
+
+
+def test_a_list_element_whose_role_depends_on_its_own_gives_up_instead_of_recursing(tmp_path):
+    # A parser that returns an element of its argument and calls itself on elements of it (the shape
+    # of Lightning's "optimizers and schedulers" parsing): each role question is answered by a fresh
+    # flow walk, so the element's role asked again while it is being answered must come back unknown,
+    # not recurse until Python's limit skips every rule of the file.
+    from torchlint.engine.lint import lint_file
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "trainer.py").write_text(
+        textwrap.dedent(
+            """
+            import torch
+
+
+            class Trainer:
+                def fit(self, model, loader):
+                    optimizer, scheduler = self._parse(model.configure_optimizers())
+                    self.train_loop(model, optimizer, loader, scheduler=scheduler)
+
+                def train_loop(self, model, optimizer, loader, scheduler=None):
+                    for batch in loader:
+                        loss = model(batch).sum()
+                        loss.backward()
+                        optimizer.step()
+                    if scheduler is not None:
+                        scheduler["scheduler"].step()
+
+                def _parse(self, output):
+                    if isinstance(output, torch.optim.Optimizer):
+                        return output, None
+                    if isinstance(output, (list, tuple)):
+                        if len(output) == 1:
+                            return output[0][0], None
+                        if len(output) == 2:
+                            return self._parse(output[0])[0], self._parse(output[1])[1]
+                    return None, None
+            """
+        )
+    )
+    result = lint_file(str(tmp_path / "trainer.py"))
+    assert result.problems == []
+    assert [(f.line, f.code) for f in result.findings] == [(14, "TL001")]

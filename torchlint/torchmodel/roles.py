@@ -88,6 +88,19 @@ class ObjectRoles:
 
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
+        # Questions being answered: each is answered by a fresh flow walk, so a value whose role
+        # depends on its own (a list element read back through the list, ``x = xs[0]``,
+        # ``xs = [x]``) would recurse without end; asked again while open, it is unknown.
+        self._open: set = set()
+
+    def _answer(self, key, build) -> Role | None:
+        if key in self._open:
+            return None
+        self._open.add(key)
+        try:
+            return self.ctx.shared(key, build)
+        finally:
+            self._open.discard(key)
 
     def role_of(self, expr_or_symbol: ast.AST | str, hint: bool = True) -> Role | None:
         """The role of an expression (where it is written) or of a symbol (``"self.opt"``): from
@@ -107,15 +120,15 @@ class ObjectRoles:
     def value_role(self, expr: ast.AST, elsewhere: bool = False) -> Role | None:
         """The role of the value ``expr`` evaluates to, from data flow alone (no names, no uses)."""
         if elsewhere:  # parameters followed into the callers of other files too (``_RoleFlow``)
-            return self.ctx.shared(("value-role-elsewhere", expr), lambda: _RoleFlow(self, True).value(expr, 0))
-        return self.ctx.shared(("value-role", expr), lambda: _RoleFlow(self).value(expr, 0))
+            return self._answer(("value-role-elsewhere", expr), lambda: _RoleFlow(self, True).value(expr, 0))
+        return self._answer(("value-role", expr), lambda: _RoleFlow(self).value(expr, 0))
 
     def element_role(self, container: ast.AST, elsewhere: bool = False) -> Role | None:
         """The role every element of the list / tuple ``container`` evaluates to shares, from data
         flow alone (``scheds = [StepLR(o1, 5), StepLR(o2, 5)]``, a list filled with ``append``, a
         helper of another file that returns one): ``scheds[i]`` is then a scheduler too."""
         key = ("element-role", elsewhere, container)
-        return self.ctx.shared(key, lambda: _RoleFlow(self, elsewhere, elements=True).value(container, 0))
+        return self._answer(key, lambda: _RoleFlow(self, elsewhere, elements=True).value(container, 0))
 
     def symbol_role(self, key: str) -> Role | None:
         """The role of what the file assigns to a symbol anywhere (``self.opt``, ``model``): the

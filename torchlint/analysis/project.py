@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -219,6 +220,7 @@ class Project:
         self._modules: dict[str, Module] = {}
         self._attributes: dict[tuple, tuple[object, frozenset[str]]] = {}
         self._imports: dict[tuple, Module | None] = {}
+        self._member_names: MemberNames | None = None
 
     def __repr__(self) -> str:
         return f"<Project {self.root}>"
@@ -292,6 +294,31 @@ class Project:
             and name not in FOREIGN_DIRS
             and self._listing(os.path.join(directory, name)) is not None
         )
+
+    def python_files(self) -> list[str]:
+        """Every Python file of the project (within the bounds above: foreign folders, virtual
+        environments and symbolic links out of the root skipped, at most ``MAX_MODULES``)."""
+        found: list[str] = []
+        pending = [self.root]
+        while pending and len(found) < MAX_MODULES:
+            directory = pending.pop()
+            for name, is_dir in sorted((self._listing(directory) or {}).items()):
+                path = os.path.join(directory, name)
+                if is_dir and name not in FOREIGN_DIRS and not name.startswith("."):
+                    if self.inside(os.path.realpath(path)):
+                        pending.append(path)
+                elif not is_dir and name.endswith(".py"):
+                    found.append(path)
+        return found[:MAX_MODULES]
+
+    def member_names(self) -> MemberNames:
+        """Which attribute names the project's classes define as methods, and which it assigns as
+        attributes anywhere (read once per project as text, never parsed; see ``MemberNames``).
+        Records every file read as consulted: any of them may change the answer."""
+        if self._member_names is None:
+            self._member_names = MemberNames.scan(self.python_files())
+        self.recorder.consulted_all(self._member_names.paths)
+        return self._member_names
 
     def context(self, path: str) -> FileContext | None:
         """The parsed module at ``path`` (a file of this project), or None when it cannot be read
@@ -609,6 +636,66 @@ class Project:
                 return None
             target = self._attribute(target, part, hops + 1)
         return target
+
+
+# `def name(self, ...)` inside a class (indented); `x.name = ...`, `name = ...` in a block (a class
+# attribute, a local variable or a keyword argument on its own line: taken as attributes, the
+# cautious side), `setattr(x, "name", ...)`.
+_METHOD_DEF = re.compile(rb"^[ \t]+(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\([ \t]*self\b", re.M)
+_ATTRIBUTE_STORES = (
+    re.compile(rb"\.(\w+)[ \t]*(?::[^=\n]*)?[-+*/|&@%^]?=(?!=)"),
+    re.compile(rb"^[ \t]+(\w+)[ \t]*(?::[^=\n]*)?=(?!=)", re.M),
+    re.compile(rb"setattr\([^,()]+,[ \t]*['\"](\w+)['\"]"),
+)
+
+
+@dataclass(frozen=True)
+class MemberNames:
+    """The member names of a project's classes, from their text: ``methods`` defined with ``def
+    name(self, ...)``, ``attributes`` assigned (``self.name = ...``). A name in ``methods`` and
+    never in ``attributes`` is always a method, whatever object it is read from."""
+
+    methods: frozenset[str]
+    attributes: frozenset[str]
+    paths: tuple[str, ...]
+
+    @classmethod
+    def scan(cls, paths: list[str]) -> MemberNames:
+        texts, read = [], []
+        for path in paths:
+            try:
+                if os.path.getsize(path) > MAX_MODULE_BYTES:
+                    continue
+                with open(path, "rb") as handle:
+                    texts.append(handle.read(MAX_MODULE_BYTES + 1))
+            except OSError:
+                continue
+            read.append(os.path.realpath(path))
+        return cls.of_texts(texts, tuple(read))
+
+    @classmethod
+    def of_texts(cls, texts: list[bytes], paths: tuple[str, ...] = ()) -> MemberNames:
+        methods: set[bytes] = set()
+        attributes: set[bytes] = set()
+        for data in texts:
+            methods.update(_METHOD_DEF.findall(data))
+            for pattern in _ATTRIBUTE_STORES:
+                attributes.update(pattern.findall(data))
+        return cls(_decoded(methods), _decoded(attributes), paths)
+
+    def only_method(self, name: str) -> bool:
+        return name in self.methods and name not in self.attributes
+
+
+def _decoded(names: set[bytes]) -> frozenset[str]:
+    return frozenset(n.decode("ascii", "replace") for n in names)
+
+
+def member_names(ctx: FileContext) -> MemberNames:
+    """The member names of the classes of ``ctx``'s project (of ``ctx`` alone without one)."""
+    if ctx.project is not None:
+        return ctx.project.member_names()
+    return ctx.shared("member-names", lambda: MemberNames.of_texts([ctx.source.encode("utf-8", "replace")]))
 
 
 def _exported_names(tree: ast.Module) -> frozenset[str] | None:

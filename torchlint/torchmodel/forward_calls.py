@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callgraph import receiver_method
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
+from torchlint.analysis.project import member_names
+from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.calls import call_events
+from torchlint.torchmodel.constructors import same_module
 from torchlint.torchmodel.events import MODE_KINDS
 from torchlint.torchmodel.roles import Role, object_roles
 
@@ -35,7 +38,23 @@ class ForwardCalls:
         self.ctx = ctx
 
     def is_model_call(self, call: ast.Call) -> bool:
-        return self.is_model(model_expression(call))
+        return self.is_model(model_expression(call)) and not self.builds_model(call)
+
+    def builds_model(self, call: ast.Call) -> bool:
+        """Whether the value ``call`` returns is later used as a model (``model = configs.model()``
+        ... ``model.eval()``, ``model(inputs)``): the call builds the model, a forward returns
+        tensors. Only uses a tensor has no counterpart of count (``.to()``, ``.cuda()`` do not)."""
+        parent = self.ctx.parent(call)
+        if not (isinstance(parent, ast.Assign) and parent.value is call and len(parent.targets) == 1):
+            return False
+        key = symbol(parent.targets[0])
+        if key is None:
+            return False
+        flow = dataflow(self.ctx)
+        for receiver in _model_uses(self.ctx).get(key, ()):
+            if call in flow.origins(receiver, through=lambda e: same_module(self.ctx, e)):
+                return True
+        return False
 
     def is_model(self, func: ast.AST) -> bool:
         """Whether the object ``func`` names is a model (by what the code shows, else its name)."""
@@ -65,6 +84,10 @@ class ForwardCalls:
             return False  # `self.tokenizer(...)`: a from_pretrained object that is no network
         if receiver_method(ctx, func) is not None:
             return False  # `self.restore_model(...)` in a class defining it: a method, whatever its name
+        if isinstance(func, ast.Attribute) and member_names(ctx).only_method(func.attr):
+            # `self.model.evaluate_model(step)`: the project's classes define `evaluate_model` as a
+            # method and never store an attribute so named; whatever the receiver, a method runs.
+            return False
         role = object_roles(ctx).role_of(func, hint=False)
         if role is not None:
             return role is Role.MODEL  # what the code shows the object is, whatever its name
@@ -82,6 +105,29 @@ class ForwardCalls:
                 if self.is_model_call(call):
                     found.append(call)
         return found
+
+
+def _model_uses(ctx: FileContext) -> dict[str, list[ast.AST]]:
+    """Symbol -> the expressions of the file used the way only a model is: called
+    (``model(inputs)``) or asked for what only a module has (``.eval()``, ``.parameters()``,
+    ``.load_state_dict(...)``)."""
+
+    def build() -> dict[str, list[ast.AST]]:
+        found: dict[str, list[ast.AST]] = {}
+        for call in ctx.calls:
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr in torch_names.MODULE_ONLY_METHODS:
+                receiver = func.value
+            elif isinstance(func, (ast.Name, ast.Attribute)) and call.args:
+                receiver = func
+            else:
+                continue
+            key = symbol(receiver)
+            if key is not None:
+                found.setdefault(key, []).append(receiver)
+        return found
+
+    return ctx.shared("model-uses", build)
 
 
 def _root(expr: ast.AST) -> ast.Name | None:

@@ -136,6 +136,23 @@ MODULE_SELF_RETURNING = DEVICE_DTYPE_MOVES | {"train", "eval"}
 PREPARE_METHODS = frozenset({"prepare", "setup", "initialize", "prepare_model", "setup_module"})
 # Methods whose result is a module's trainable tensors (what an optimizer is built from).
 PARAMETER_METHODS = frozenset({"parameters", "named_parameters"})
+# Methods of a module with no tensor counterpart: an object asked for them is a model, never the
+# output of one (`.to()`, `.cuda()`, `.float()` are tensors' too).
+MODULE_ONLY_METHODS = frozenset(
+    {
+        *PARAMETER_METHODS,
+        "eval",
+        "train",
+        "load_state_dict",
+        "state_dict",
+        "modules",
+        "named_modules",
+        "children",
+        "named_children",
+        "buffers",
+        "named_buffers",
+    }
+)
 # Methods of a module that load, reset or re-initialise its weights in place.
 WEIGHT_LOADING_METHODS = frozenset(
     {"load_state_dict", "load", "load_weights", "apply", "init_weights", "reset_parameters", "from_pretrained"}

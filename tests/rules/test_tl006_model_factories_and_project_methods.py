@@ -114,3 +114,40 @@ def test_a_method_name_the_project_also_stores_as_an_attribute_keeps_the_finding
 def test_the_trained_generator_run_outside_no_grad_is_reported(tmp_path):
     findings = _lint(tmp_path, "self.model.net_g(self.model.sample)")
     assert [(f.line, f.code) for f in findings] == [(12, CODE)]
+
+
+def test_a_method_of_a_network_the_file_builds_runs_its_layers(lint):
+    # `def encoder(self, x)` is a method, but of a network: calling it runs a forward.
+    check(
+        lint,
+        """
+        import torch
+        from torch import nn
+
+
+        class AutoEncoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.down = nn.Linear(784, 32)
+                self.up = nn.Linear(32, 784)
+
+            def encoder(self, x):
+                return torch.relu(self.down(x))
+
+            def forward(self, x):
+                return torch.sigmoid(self.up(self.encoder(x)))
+
+
+        model = AutoEncoder()
+        optimizer = torch.optim.Adam(model.parameters())
+        for x, _ in train_loader:
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), x).backward()
+            optimizer.step()
+        model.eval()
+        codes = []
+        for x, _ in test_loader:
+            codes.append(model.encoder(x).detach().numpy())  # expect: TL006
+        """,
+        CODE,
+    )

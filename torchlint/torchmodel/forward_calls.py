@@ -84,9 +84,14 @@ class ForwardCalls:
             return False  # `self.tokenizer(...)`: a from_pretrained object that is no network
         if receiver_method(ctx, func) is not None:
             return False  # `self.restore_model(...)` in a class defining it: a method, whatever its name
-        if isinstance(func, ast.Attribute) and member_names(ctx).only_method(func.attr):
+        if (
+            isinstance(func, ast.Attribute)
+            and member_names(ctx).only_method(func.attr)
+            and object_roles(ctx).role_of(func.value, hint=False) is not Role.MODEL
+        ):
             # `self.model.evaluate_model(step)`: the project's classes define `evaluate_model` as a
-            # method and never store an attribute so named; whatever the receiver, a method runs.
+            # method and never store an attribute so named, and the receiver is not shown to be a
+            # network (on one, `model.encoder(x)` is a method that runs its layers: a forward).
             return False
         role = object_roles(ctx).role_of(func, hint=False)
         if role is not None:

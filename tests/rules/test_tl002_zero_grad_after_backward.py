@@ -268,6 +268,129 @@ def test_timm_clear_after_update_with_continue(lint):
     )
 
 
+# ----- skipped update: a branch that clears, steps and leaves the iteration -----------------------
+
+
+def test_overflow_branch_clears_steps_and_leaves_before_the_normal_step(lint):
+    # The branch drops the gradients on purpose: the step with no gradients only keeps the scaler's
+    # bookkeeping, and `continue` / `return` pass over the real update below.
+    check(
+        lint,
+        """
+        import torch
+        def fit(model, batches, opt, scaler, max_norm):
+            for batch in batches:
+                opt.zero_grad(set_to_none=True)
+                with torch.autocast("cuda"):
+                    loss = model(batch)
+                scaler.scale(loss).backward()
+                scaler.unscale_(opt)
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+                if norm > 10 * max_norm:
+                    print("norm too large, dropping this update")
+                    opt.zero_grad(set_to_none=True)
+                    scaler.step(opt)
+                    scaler.update()
+                    continue
+                scaler.step(opt)
+                scaler.update()
+
+        class Updater:
+            def update(self, loss):
+                self.optim.zero_grad()
+                loss.backward()
+                if self.grad_norm() > self.limit:
+                    self.optim.zero_grad()
+                    self.optim.step()
+                    return False
+                self.optim.step()
+                return True
+        """,
+        CODE,
+    )
+
+
+def test_overflow_branch_that_falls_through_to_the_normal_step_is_reported(lint):
+    # No jump after the branch's step: the normal step runs next with the gradients already cleared.
+    findings = check(
+        lint,
+        """
+        import torch
+        def fit(model, batches, opt, scaler, max_norm):
+            for batch in batches:
+                opt.zero_grad()
+                loss = model(batch)
+                scaler.scale(loss).backward()
+                scaler.unscale_(opt)
+                if torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm) > max_norm:
+                    opt.zero_grad()  # expect: TL002
+                    scaler.step(opt)
+                    scaler.update()
+                scaler.step(opt)
+                scaler.update()
+        """,
+        CODE,
+    )
+    assert "`scaler.scale(loss).backward()` (line 7)" in findings[0].message
+    assert "`scaler.step(opt)` (line 11)" in findings[0].message
+
+
+def test_clear_on_the_normal_path_beside_a_skip_branch_is_reported(lint):
+    # The skip branch leaves, but the normal path clears between the backward and its own step.
+    findings = check(
+        lint,
+        """
+        def fit(model, batches, opt, limit):
+            for batch in batches:
+                loss = model(batch)
+                loss.backward()
+                if loss.item() > limit:
+                    opt.zero_grad()
+                    opt.step()
+                    continue
+                opt.zero_grad()  # expect: TL002
+                opt.step()
+        """,
+        CODE,
+    )
+    assert "`loss.backward()` (line 5)" in findings[0].message and "`opt.step()` (line 11)" in findings[0].message
+
+
+def test_branch_that_clears_steps_and_leaves_without_a_normal_step_is_reported(lint):
+    # Nothing else steps this optimizer: the branch's step is the update, and it applies nothing.
+    check(
+        lint,
+        """
+        def fit(model, batches, opt, every):
+            for i, batch in enumerate(batches):
+                model(batch).backward()
+                if i % every == 0:
+                    opt.zero_grad()  # expect: TL002
+                    opt.step()
+                    continue
+        """,
+        CODE,
+    )
+
+
+def test_break_out_of_an_inner_loop_still_reaches_the_step_after_it(lint):
+    # `break` leaves only the inner loop: the step after it runs with the cleared gradients.
+    check(
+        lint,
+        """
+        def fit(model, batches, opt, tries):
+            for batch in batches:
+                model(batch).backward()
+                for attempt in range(tries):
+                    opt.zero_grad()  # expect: TL002
+                    opt.step()
+                    break
+                opt.step()
+        """,
+        CODE,
+    )
+
+
 # ----- miss: the trainer's own `self.zero_grad()` wrapper -------------------------------------------
 
 

@@ -4,6 +4,10 @@ A ``return``, ``raise``, ``continue`` or ``break`` leaves its block, so the stat
 the same block never run (``def test(self): return`` left at the top of a function disables the rest
 of its body). Dead statements make no events, no findings and no part of a function's summary: the
 file index leaves them out (``FileContext.nodes``) and the event walk stops at the jump.
+
+The same jumps say where a branch goes: ``exit_after`` finds the jump that ends a block right after a
+statement (``if overflow: skip(); continue``), ``jump_skips`` whether taking it passes over a later
+statement of the function (the normal path after the ``if``).
 Nothing here knows about PyTorch.
 """
 
@@ -21,6 +25,9 @@ if TYPE_CHECKING:
 EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 # The fields of a node that hold a block of statements.
 BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody"})
+# Jumps that surely go on elsewhere in the same function (a ``raise`` may be caught right around it).
+_JUMPS = (ast.Return, ast.Continue, ast.Break)
+_TRIES = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
 
 
 def live_length(block: list) -> int:
@@ -36,6 +43,43 @@ def live_statements(block: list[ast.stmt]) -> list[ast.stmt]:
     """The statements of ``block`` that can run (``live_length``)."""
     length = live_length(block)
     return block if length == len(block) else block[:length]
+
+
+def exit_after(ctx: FileContext, node: ast.AST) -> ast.Return | ast.Continue | ast.Break | None:
+    """The jump (``return``, ``continue``, ``break``) that ends the block holding ``node``'s statement,
+    after it: once ``node`` has run, its block leaves without falling through to what follows. A
+    ``raise`` does not count (a handler around it may carry on after the block)."""
+    statement: ast.AST | None = node
+    while statement is not None and not isinstance(statement, ast.stmt):
+        statement = ctx.parent(statement)
+    parent = ctx.parent(statement) if statement is not None else None
+    for field in BLOCK_FIELDS:
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and statement in block:
+            last = live_statements(block)[-1]
+            if isinstance(last, _JUMPS) and last is not statement and block.index(statement) < block.index(last):
+                return last
+            return None
+    return None
+
+
+def jump_skips(ctx: FileContext, jump: ast.AST, node: ast.AST) -> bool:
+    """Taking ``jump`` never reaches ``node``, written after it in the same function, in this turn:
+    a ``return`` leaves the function, a ``continue`` or ``break`` the turn of the innermost loop around
+    it, whose body holds ``node``. Not when a ``finally`` the jump passes through holds ``node``."""
+    if position(node) <= position(jump) or ctx.enclosing_function(jump) is not ctx.enclosing_function(node):
+        return False
+    if any(
+        isinstance(owner, _TRIES)
+        and ctx.is_inside(jump, owner)
+        and any(ctx.is_inside(node, s) for s in owner.finalbody)
+        for owner in ctx.ancestors(node)
+    ):
+        return False
+    if isinstance(jump, ast.Return):
+        return True
+    loops = ctx.enclosing_loops(jump)
+    return bool(loops) and any(ctx.is_inside(node, stmt) for stmt in loops[0].body)
 
 
 def runs_before(ctx: FileContext, stmt: ast.stmt, node: ast.AST) -> bool:

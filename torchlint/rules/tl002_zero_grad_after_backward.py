@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from torchlint.analysis.reachability import exit_after, jump_skips
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.clearing import clearing
 from torchlint.torchmodel.events import BACKWARD_KINDS, CLEAR_KINDS, EventKind, exclusive, guard_keys
@@ -23,8 +24,12 @@ class ZeroGradAfterBackward(Rule):
         including inside a helper called in between (a trainer's own `self.zero_grad()`
         wrapper), or inside a micro-step loop after its backward. A clear reached through
         a call is reported at that call, in the function that runs the backward. A clear before a later backward, a clear on a branch that skips the step
-        (`if not torch.isfinite(loss): optimizer.zero_grad(); continue`), and a clear of a
-        different optimizer (a GAN's generator while the discriminator steps) are fine.
+        (`if not torch.isfinite(loss): optimizer.zero_grad(); continue`), a skipped update
+        (a branch that clears, steps and leaves the iteration at once, passing over the
+        normal step of the same optimizer after it: `if norm > limit: optimizer.zero_grad();
+        scaler.step(optimizer); scaler.update(); continue`, where the step only keeps the
+        scaler's bookkeeping) and a clear of a different optimizer (a GAN's generator while
+        the discriminator steps) are fine.
     """
     why = """
         `zero_grad()` throws away the gradients `backward()` just computed, so the step
@@ -98,7 +103,7 @@ class Trainer:
             for index in unit.steps:
                 step = unit.events[index]
                 found = _clear_after_last_backward(ctx, unit.events, index, stepped)
-                if found is None:
+                if found is None or _skipped_update(ctx, unit.events, index, found[0]):
                     continue
                 clear, backward = found
                 site = _misordered_call(clear, backward)
@@ -122,6 +127,30 @@ class Trainer:
         )
 
 
+def _skipped_update(ctx, events, index, clear) -> bool:
+    """The clear and the step ``events[index]`` share one block that leaves right after the step,
+    passing over a later step of the same optimizer (``if overflow: optimizer.zero_grad();
+    scaler.step(optimizer); continue`` before the normal ``scaler.step(optimizer)``): the update is
+    skipped on purpose, the step only keeps the scaler's or optimizer's bookkeeping going."""
+    step = events[index]
+    jump = exit_after(ctx, step.node)
+    if jump is None or exit_after(ctx, clear.node) is not jump:
+        return False
+    clears = clearing(ctx)
+    target = clears.canonical_target(step)
+    return target is not None and any(
+        later.kind is EventKind.STEP and clears.canonical_target(later) == target and _leaves_before(ctx, step, later)
+        for later in events[index + 1 :]
+    )
+
+
+def _leaves_before(ctx, event, step) -> bool:
+    """``event`` sits in a block that leaves (``continue``, ``return``...) without reaching ``step``,
+    so it is on no path to the step (a skip branch's own clear and step before the normal step)."""
+    jump = exit_after(ctx, event.node)
+    return jump is not None and jump_skips(ctx, jump, step.node)
+
+
 def _misordered_call(clear, backward) -> ast.AST:
     """Where the order goes wrong: in the innermost function that runs both the backward and the
     clear, the call that leads to the clear (``self.zero_grad()`` right after
@@ -142,7 +171,7 @@ def _clear_after_last_backward(ctx, events, index, stepped):
     clears = clearing(ctx)
     candidates = []
     for event in reversed(events[:index]):
-        if exclusive(event, step):
+        if exclusive(event, step) or _leaves_before(ctx, event, step):
             continue
         if event.kind in BACKWARD_KINDS:
             for clear in candidates:

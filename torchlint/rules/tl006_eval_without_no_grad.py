@@ -58,7 +58,11 @@ class EvalWithoutNoGrad(Rule):
         show and keep nothing: a check, for other files' tests to import, that an exported
         model reproduces the outputs), and models from
         `torch.hub.load(...)`
-        (whose entry point may wrap them in its own no-grad) are not reported,
+        (whose entry point may wrap them in its own no-grad), and objects only a
+        conventional name calls a model that a function or class of another package the
+        linter cannot read builds (`quality_model = make_metric("lpips")`: a metric may
+        run its network under no-grad itself) and that the file never uses as a module
+        (`.load_state_dict(...)`, `.eval()`, `.parameters()`) are not reported,
         whatever the file's path. Helpers called through an object a test case
         holds (`self.tester.check_prediction(...)`, with `self.tester =
         Tester(self)` in `setUp`) are unit-test helpers too. Code that can only

@@ -18,6 +18,7 @@ from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.constructors import same_module
 from torchlint.torchmodel.events import MODE_KINDS
 from torchlint.torchmodel.roles import Role, object_roles
+from torchlint.torchmodel.unread_builders import built_by_unread_code
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -97,8 +98,10 @@ class ForwardCalls:
         if role is not None:
             return role is Role.MODEL  # what the code shows the object is, whatever its name
         # Conventional names only when the whole last name says "model" (`self.model`, `net_g`,
-        # `model_ema`, `models[i]`), not a method that mentions one (`load_model`, `named_modules`).
-        return bool(_MODEL_NAME.match(last))
+        # `model_ema`, `models[i]`), not a method that mentions one (`load_model`, `named_modules`),
+        # and not for an object built by code the linter cannot read and used as nothing more than
+        # a callable (`iqa_model = create_metric(...)`: a metric may run its network under no-grad).
+        return bool(_MODEL_NAME.match(last)) and not built_by_unread_code(ctx, func)
 
     def within(self, spans: list[tuple[int, int]]) -> list[ast.Call]:
         """Model calls inside the given line spans (cheap spans first: most files have none)."""

@@ -13,6 +13,7 @@ reaching it. Nothing here knows about PyTorch.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.conditions import truth_under
@@ -22,20 +23,37 @@ from torchlint.analysis.nodes import walk_no_scopes
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
+    from torchlint.analysis.dataflow import Binding
 
+_MIRRORED = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
 _ORDERINGS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 # `v <op> start` on the first pass, where v == start: the truth of each comparison.
 _AT_START = {ast.Lt: False, ast.Gt: False, ast.NotEq: False, ast.Eq: True, ast.LtE: True, ast.GtE: True}
 
 
-def first_pass_truth(ctx: FileContext, test: ast.AST, loops: tuple = (), counters: bool = False) -> bool | None:
+def first_pass_truth(
+    ctx: FileContext,
+    test: ast.AST,
+    loops: tuple = (),
+    counters: bool = False,
+    lower_bound: Callable[[ast.AST], int | None] | None = None,
+    settled: Callable[[Binding], bool] | None = None,
+) -> bool | None:
     """The truth ``test`` is shown to have on the first iteration of one of ``loops`` (each a
     ``for`` whose start the code shows), or, with ``counters``, on a call whose integer counter
-    parameters (compared with an integer in ``test``) hold 0; None when nothing decides it."""
+    parameters (compared with an integer in ``test``) hold 0; None when nothing decides it.
+    ``lower_bound(expr)`` tells the least value an expression the code cannot fold may hold
+    (``counter > k`` is false at a start no greater than k's least value); ``settled(binding)``
+    says that a binding of the loop's start needs no deciding (the caller knows that path is
+    fine), so the start's other bindings decide alone."""
     constant = lambda e: constant_value(ctx, e)  # noqa: E731
     for loop in loops:
-        values, starts = _first_values(ctx, loop, test)
+        values, starts = _first_values(ctx, loop, test, settled)
         truth = truth_under(test, values, constant) if values else None
+        if truth is None and values and lower_bound is not None:
+            truth = next(
+                (t for n, v in values.items() if (t := _truth_below_bound(test, n, v, lower_bound)) is not None), None
+            )
         if truth is None:
             truth = next((t for n, s in starts.items() if (t := _truth_at_start(ctx, test, n, s)) is not None), None)
         if truth is not None:
@@ -47,9 +65,10 @@ def first_pass_truth(ctx: FileContext, test: ast.AST, loops: tuple = (), counter
     return None
 
 
-def _first_values(ctx: FileContext, loop: ast.AST, test: ast.AST) -> tuple[dict, dict]:
+def _first_values(ctx: FileContext, loop: ast.AST, test: ast.AST, settled=None) -> tuple[dict, dict]:
     """``(values, starts)`` for the loop's counter as read in ``test``: its first value when
-    the code shows a constant (``range(n)``: 0), else the start expression (``range(s, n)``: s)."""
+    the code shows a constant (``range(n)``: 0, ``range(start, n)`` with every binding of
+    ``start`` not ``settled`` giving one same constant), else the start expression (``range(s, n)``: s)."""
     counter = _counter(loop)
     if counter is None:
         return {}, {}
@@ -57,9 +76,22 @@ def _first_values(ctx: FileContext, loop: ast.AST, test: ast.AST) -> tuple[dict,
     if not _read_only_from(ctx, test, name, loop):
         return {}, {}
     value = constant_value(ctx, start) if start is not None else 0
+    if value is UNKNOWN and settled is not None:
+        value = _start_value(ctx, start, settled)
     if value is not UNKNOWN:
         return {name: value}, {}
     return {}, {name: start}
+
+
+def _start_value(ctx: FileContext, start: ast.AST, settled) -> object:
+    """The one constant every binding of the name ``start`` that is not ``settled`` gives it
+    (``start = 0`` beside a resume path's ``start = ckpt["epoch"]``); UNKNOWN otherwise."""
+    if not isinstance(start, ast.Name):
+        return UNKNOWN
+    bindings = [b for b in dataflow(ctx).reaching(start) if not settled(b)]
+    values = [constant_value(ctx, b.value) if b.kind == "assign" and b.value is not None else UNKNOWN for b in bindings]
+    first = values[0] if values else UNKNOWN
+    return first if type(first) is int and all(v == first and type(v) is int for v in values) else UNKNOWN
 
 
 def _counter(loop: ast.AST) -> tuple[str, ast.AST | None] | None:
@@ -100,6 +132,24 @@ def _truth_at_start(ctx: FileContext, test: ast.AST, name: str, start: ast.AST) 
     if not (isinstance(left, ast.Name) and left.id == name and ast.dump(right) == ast.dump(start)):
         return None
     return _AT_START[type(test.ops[0])] if dataflow(ctx).same_values(start, right) is True else None
+
+
+def _truth_below_bound(test: ast.AST, name: str, value: object, lower_bound) -> bool | None:
+    """``name > k`` (``k < name``) is false and ``name <= k`` true when ``name`` holds ``value``
+    and k is shown at least ``value``; ``>=``/``<`` likewise when k is shown above it."""
+    if type(value) is not int or not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    op, left, right = type(test.ops[0]), test.left, test.comparators[0]
+    if isinstance(right, ast.Name) and right.id == name:
+        left, right, op = right, left, _MIRRORED.get(op)
+    if not (isinstance(left, ast.Name) and left.id == name) or op not in _MIRRORED:
+        return None
+    bound = lower_bound(right)
+    if bound is None:
+        return None
+    if op in (ast.Gt, ast.LtE) and value <= bound or op in (ast.GtE, ast.Lt) and value < bound:
+        return op in (ast.LtE, ast.Lt)
+    return None
 
 
 def _counter_parameters(ctx: FileContext, test: ast.AST) -> set[str]:

@@ -13,7 +13,9 @@ from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.events import STEP_KINDS, EventKind, exclusive
 from torchlint.torchmodel.iterations import iterations
+from torchlint.torchmodel.optimizer_state import loaded_beside, state_loaded_before
 from torchlint.torchmodel.roles import Role, shown_torch_scheduler
+from torchlint.torchmodel.scripts import least_count
 from torchlint.torchmodel.walk import event_walker
 
 
@@ -149,9 +151,12 @@ def main(model, optimizer, loader):
                 or not _is_plain_sched_step(ctx, event.node)
             ):
                 continue
-            if _skips_first_pass(ctx, event, outer + event.loops):
-                continue  # optimizer steps ran in the iterations before: an end-of-iteration step, moved
             steps = _steps_of_scheduled_optimizer(ctx, event, events)
+            optimizers = {e.target for e in steps if e.target is not None}
+            if _skips_first_pass(ctx, event, outer + event.loops, optimizers):
+                continue  # optimizer steps ran in the iterations before: an end-of-iteration step, moved
+            if _resumes_loaded_run(ctx, event, outer, optimizers):
+                continue  # the optimizer stepped in the run its state was saved from
             if any(e in steps and not exclusive(e, event) for e in events[:index]):
                 continue  # the optimizer step already ran in this iteration
             later = next((e for e in events[index + 1 :] if e in steps and _same_iteration_step(e, event)), None)
@@ -214,13 +219,29 @@ def _same_iteration_step(event, sched) -> bool:
     return event.loops[:depth] == sched.loops
 
 
-def _skips_first_pass(ctx, sched, loops: tuple) -> bool:
+def _resumes_loaded_run(ctx, sched, outer: tuple, optimizers: set[str]) -> bool:
+    """A one-shot scheduler step (in no loop), run only under a guard, after the optimizer's
+    state was loaded from a checkpoint (earlier in the function, or by the object's
+    ``__init__``): the optimizer already stepped in the run that saved it, so this step
+    resynchronises a resumed schedule and skips no learning rate of this run."""
+    return not outer and not sched.loops and bool(sched.guards) and state_loaded_before(ctx, sched.node, optimizers)
+
+
+def _skips_first_pass(ctx, sched, loops: tuple, optimizers: set[str]) -> bool:
     """Whether a guard around the scheduler step is false on the first iteration of a loop around
     it (the ``else`` of ``if epoch == 0:``, ``if epoch > 0:`` in ``for epoch in range(n)``), or
     on a call whose epoch/step counter holds its start, 0 (``def train_step(batch, epoch):``).
     Then it first runs after the optimizer stepped in an earlier iteration, and stepping at the
-    top of iteration k is stepping at the end of k-1: no learning rate is skipped."""
-    return any(first_pass_truth(ctx, test, loops, counters=True) is (not branch) for test, branch in sched.guards)
+    top of iteration k is stepping at the end of k-1: no learning rate is skipped. ``epoch > k``
+    counts with k a literal or a non-negative integer command-line option; a start bound on a
+    resume path that loads the optimizer's state (``start = ckpt["epoch"]`` beside
+    ``optimizer.load_state_dict(...)``) leaves the decision to the start's other bindings."""
+    bound = lambda expr: least_count(ctx, expr)  # noqa: E731
+    resumed = lambda binding: loaded_beside(ctx, binding.stmt, optimizers)  # noqa: E731
+    return any(
+        first_pass_truth(ctx, test, loops, counters=True, lower_bound=bound, settled=resumed) is (not branch)
+        for test, branch in sched.guards
+    )
 
 
 def _functions_with_both(ctx):

@@ -89,3 +89,63 @@ def _writes_state(target: ast.AST, name: str) -> bool:
     while isinstance(target, ast.Subscript):
         target = target.value
     return dotted_name(target) == f"{name}.state"
+
+
+# ----- state loaded from an earlier run ------------------------------------------------------------
+def loads_state(ctx: FileContext, stmt: ast.AST, optimizers: set[str], depth: int = _MAX_DEPTH) -> bool:
+    """Whether ``stmt`` loads the state of one of ``optimizers`` (``optimizer.load_state_dict(
+    ckpt["optimizer"])``), directly or through the methods of the same object it calls
+    (``self._restore(ckpt)``), followed ``depth`` calls deep."""
+    for node in ast.walk(stmt):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        if node.func.attr == "load_state_dict" and dotted_name(node.func.value) in optimizers:
+            return True
+        if depth and dotted_name(node.func.value) == "self":
+            callee = resolve_callee(ctx, node)
+            if callee is not None and loads_state(callee[0], callee[1], optimizers, depth - 1):
+                return True
+    return False
+
+
+def state_loaded_before(ctx: FileContext, node: ast.AST, optimizers: set[str]) -> bool:
+    """Whether the state of one of ``optimizers`` is loaded from a checkpoint before ``node``
+    runs: by a statement written before it in a block around it in the same function (``if
+    resume: optimizer.load_state_dict(...); scheduler.step()``), or, for ``node`` in a method
+    other than ``__init__``, by the class's ``__init__``, which runs before any other method of
+    the object. Such an optimizer stepped in an earlier run."""
+    function = ctx.enclosing_function(node)
+    if function is None:
+        return False
+    inner = node
+    for outer in ctx.ancestors(node):
+        block = _block_holding(outer, inner)
+        if block is not None:
+            earlier = block[: next(i for i, s in enumerate(block) if s is inner)]
+            if any(loads_state(ctx, s, optimizers) for s in earlier):
+                return True
+        if outer is function:
+            break
+        inner = outer
+    cls = ctx.parent(function)
+    if function.name == "__init__" or not isinstance(cls, ast.ClassDef):
+        return False
+    init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+    return init is not None and loads_state(ctx, init, optimizers)
+
+
+def _block_holding(parent: ast.AST, stmt: ast.AST) -> list | None:
+    """The statement list of ``parent`` (its body, else, finally) that holds ``stmt``."""
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and any(s is stmt for s in block):
+            return block
+    return None
+
+
+def loaded_beside(ctx: FileContext, stmt: ast.AST, optimizers: set[str]) -> bool:
+    """Whether a statement of the block holding ``stmt`` (``if resume:`` ... ``start =
+    ckpt["epoch"]``) loads the state of one of ``optimizers``: the path that runs ``stmt`` is
+    a resumed run."""
+    block = _block_holding(ctx.parent(stmt), stmt)
+    return block is not None and any(loads_state(ctx, s, optimizers, depth=1) for s in block if s is not stmt)

@@ -270,6 +270,12 @@ def refers_to_global(ctx: FileContext, name: ast.Name) -> bool:
 # ----- command-line defaults -------------------------------------------------------------------------
 def argparse_default(ctx: FileContext, expr: ast.AST) -> ast.AST | None:
     """``args.workers`` -> the ``default=`` of ``parser.add_argument("--workers", ...)`` in this file."""
+    option = argparse_option(ctx, expr)
+    return None if option is None else next((k.value for k in option.keywords if k.arg == "default"), None)
+
+
+def argparse_option(ctx: FileContext, expr: ast.AST) -> ast.Call | None:
+    """``args.workers`` -> the ``parser.add_argument("--workers", ...)`` call of this file defining it."""
     if not isinstance(expr, ast.Attribute) or not isinstance(expr.value, ast.Name):
         return None
     wanted = expr.attr
@@ -280,7 +286,29 @@ def argparse_default(ctx: FileContext, expr: ast.AST) -> ast.AST | None:
         flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         names = {dest} if dest else {f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")}
         if wanted in names:
-            return next((k.value for k in call.keywords if k.arg == "default"), None)
+            return call
+    return None
+
+
+def least_count(ctx: FileContext, expr: ast.AST) -> int | None:
+    """The least value a count the code cannot fold is shown to hold: an integer literal (through
+    a name bound once to one) holds itself; a command-line option of this file whose default is
+    a non-negative integer literal and whose type is ``int`` (or not given) is a count, at least 0.
+    None when nothing shows it."""
+    literal = int_value(ctx, expr)
+    if literal is not None:
+        return literal
+    option = argparse_option(ctx, expr)
+    if option is None:
+        return None
+    keywords = {k.arg: k.value for k in option.keywords}
+    kind, default = keywords.get("type"), keywords.get("default")
+    if kind is not None and not (isinstance(kind, ast.Name) and kind.id == "int"):
+        return None
+    if "action" in keywords or "nargs" in keywords:
+        return None
+    if isinstance(default, ast.Constant) and type(default.value) is int and default.value >= 0:
+        return 0
     return None
 
 

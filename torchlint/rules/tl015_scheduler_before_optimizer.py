@@ -45,9 +45,16 @@ class SchedulerBeforeOptimizer(Rule):
         only rewrites `get_lr()` keeps torch's `step()` and is reported. A step under a guard
         shown false on the first iteration (`if epoch > 0:`, the `else` of `if epoch == 0:` in
         `for epoch in range(n)`, `epoch != start` in `range(start, n)`, or a step function's
-        counter parameter compared with an integer, taken to start at 0) is not reported: the
+        counter parameter compared with an integer, taken to start at 0, or `epoch > k` with the
+        count starting at 0 and k an integer literal or an integer command-line option with a
+        non-negative default) is not reported: the
         optimizer already stepped in the iterations before, so stepping at the top of
-        iteration k is stepping at the end of k-1.
+        iteration k is stepping at the end of k-1. A start bound on a resume path that loads
+        the optimizer's state (`start_epoch = ckpt["epoch"]` beside
+        `optimizer.load_state_dict(...)`) leaves the decision to the start's other bindings,
+        and a guarded step before the training loop, run after the optimizer's state was loaded
+        (earlier in the function, or by the object's `__init__`), is not reported either: that
+        optimizer stepped in the run that saved it, and the step resynchronises the schedule.
     """
     why = """
         Since PyTorch 1.1 the scheduler must step *after* the optimizer. Stepping it

@@ -213,3 +213,48 @@ def test_step_after_an_unshown_bound_is_reported(lint, resume, bound, option):
     source = _EPOCH_LOOP.format(resume=resume, bound=bound, option=option, marker="  # expect: TL015")
     findings = check(lint, source, CODE)
     assert "`scheduler.step()` runs before `optimizer.step()`" in findings[0].message
+
+
+_EPOCH_LOOP_WITH_STEP_HELPER = """
+import argparse
+import torch
+def train_epoch(model, loader, optimizer):
+    for x in loader:
+        optimizer.zero_grad()
+        model(x).mean().backward()
+        optimizer.step()
+def main(args, model, loader):
+    vae_optimizer = torch.optim.Adamax(model.parameters(), args.lr)
+    vae_scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(vae_optimizer, args.epochs)
+    if args.resume:
+        state = torch.load("last.pt")
+        first_epoch = state["epoch"]
+        model.load_state_dict(state["model"])
+        {load}
+    else:
+        step, first_epoch, best = 0, 0, 1e10
+    for epoch in range(first_epoch, args.epochs):
+        if epoch > args.warmup_epochs:
+            vae_scheduler.step(){marker}
+        train_epoch(model, loader, vae_optimizer)
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lr", type=float, default=1e-2)
+    parser.add_argument("--epochs", type=int, default=100)
+    parser.add_argument("--warmup_epochs", type=int, default=5)
+    parser.add_argument("--resume", action="store_true")
+    main(parser.parse_args(), torch.nn.Linear(4, 1), [torch.randn(8, 4)])
+"""
+
+
+def test_resume_load_is_matched_to_the_scheduled_optimizer_when_a_helper_steps_it(lint):
+    # The helper names the optimizer by its parameter (`optimizer`), the resume path by the
+    # caller's name (`vae_optimizer`): the scheduler was built on the latter, so its load counts.
+    load = 'vae_optimizer.load_state_dict(state["optimizer"])'
+    check(lint, _EPOCH_LOOP_WITH_STEP_HELPER.format(load=load, marker=""), CODE)
+
+
+def test_resume_without_the_scheduled_optimizers_state_is_reported_when_a_helper_steps_it(lint):
+    source = _EPOCH_LOOP_WITH_STEP_HELPER.format(load="pass", marker="  # expect: TL015")
+    findings = check(lint, source, CODE)
+    assert "`vae_scheduler.step()` runs before" in findings[0].message

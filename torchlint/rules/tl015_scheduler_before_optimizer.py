@@ -160,6 +160,9 @@ def main(model, optimizer, loader):
                 continue
             steps = _steps_of_scheduled_optimizer(ctx, event, events)
             optimizers = {e.target for e in steps if e.target is not None}
+            # The optimizer the scheduler was built on, by its name here: a step inlined from a
+            # helper names it by the helper's parameter (``optimizer``), a load by the caller's.
+            optimizers |= {_scheduled_optimizer(ctx, event.target)} - {None}
             if _skips_first_pass(ctx, event, outer + event.loops, optimizers):
                 continue  # optimizer steps ran in the iterations before: an end-of-iteration step, moved
             if _resumes_loaded_run(ctx, event, outer, optimizers):

@@ -85,23 +85,24 @@ class ForwardCalls:
             return False  # `self.tokenizer(...)`: a from_pretrained object that is no network
         if receiver_method(ctx, func) is not None:
             return False  # `self.restore_model(...)` in a class defining it: a method, whatever its name
-        if (
+        role = object_roles(ctx).role_of(func, hint=False)
+        if role is not None:
+            model = role is Role.MODEL  # what the code shows the object is, whatever its name
+        else:
+            # Conventional names only when the whole last name says "model" (`self.model`, `net_g`,
+            # `model_ema`, `models[i]`), not a method that mentions one (`load_model`, `named_modules`),
+            # and not for an object built by code the linter cannot read and used as nothing more than
+            # a callable (`iqa_model = create_metric(...)`: a metric may run its network under no-grad).
+            model = bool(_MODEL_NAME.match(last)) and not built_by_unread_code(ctx, func)
+        # `self.model.evaluate_model(step)`: the project's classes define `evaluate_model` as a
+        # method and never store an attribute so named, and the receiver is not shown to be a
+        # network (on one, `model.encoder(x)` is a method that runs its layers: a forward). Asked
+        # last, only where it can change the answer: it reads every file of the project once.
+        return model and not (
             isinstance(func, ast.Attribute)
             and member_names(ctx).only_method(func.attr)
             and object_roles(ctx).role_of(func.value, hint=False) is not Role.MODEL
-        ):
-            # `self.model.evaluate_model(step)`: the project's classes define `evaluate_model` as a
-            # method and never store an attribute so named, and the receiver is not shown to be a
-            # network (on one, `model.encoder(x)` is a method that runs its layers: a forward).
-            return False
-        role = object_roles(ctx).role_of(func, hint=False)
-        if role is not None:
-            return role is Role.MODEL  # what the code shows the object is, whatever its name
-        # Conventional names only when the whole last name says "model" (`self.model`, `net_g`,
-        # `model_ema`, `models[i]`), not a method that mentions one (`load_model`, `named_modules`),
-        # and not for an object built by code the linter cannot read and used as nothing more than
-        # a callable (`iqa_model = create_metric(...)`: a metric may run its network under no-grad).
-        return bool(_MODEL_NAME.match(last)) and not built_by_unread_code(ctx, func)
+        )
 
     def within(self, spans: list[tuple[int, int]]) -> list[ast.Call]:
         """Model calls inside the given line spans (cheap spans first: most files have none)."""

@@ -18,7 +18,8 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.nodes import argument_for, position
+from torchlint.analysis.nodes import argument_for
+from torchlint.analysis.reachability import runs_before
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -133,7 +134,7 @@ def _sole_dict(ctx: FileContext, name: ast.Name, at: ast.AST) -> ast.expr | None
         and assign.targets == [stores[0]]
         and (isinstance(assign.value, ast.Dict) or _is_dict_call(ctx, assign.value))
         and ctx.enclosing_function(assign) is scope
-        and _runs_before(ctx, assign, at)
+        and runs_before(ctx, assign, at)
     ):
         return None
     return assign.value
@@ -151,17 +152,4 @@ def _only_read(ctx: FileContext, use: ast.Name) -> bool:
         return isinstance(parent.ctx, ast.Load)
     if isinstance(parent, ast.Attribute) and parent.value is use and parent.attr in _READ_METHODS:
         return isinstance(ctx.parent(parent), ast.Call)
-    return False
-
-
-def _runs_before(ctx: FileContext, stmt: ast.stmt, at: ast.AST) -> bool:
-    """Whether ``stmt`` surely runs before ``at``: it sits earlier in a block that also holds
-    (a statement around) ``at``."""
-    block = ctx.parent(stmt)
-    around = {id(a) for a in ctx.ancestors(at)} | {id(at)}
-    for name in ("body", "orelse", "finalbody", "handlers"):
-        statements = getattr(block, name, None)
-        if isinstance(statements, list) and stmt in statements:
-            later = statements[statements.index(stmt) + 1 :]
-            return any(id(s) in around for s in later) and position(stmt) < position(at)
     return False

@@ -180,17 +180,12 @@ def _kept_across_iterations(ctx, node, accumulator, training_loops) -> bool:
     if not _outlives_its_function(ctx, accumulator):
         return False
     func = ctx.enclosing_function(node)
-    if name is not None and any(rebound_every_iteration(ctx, loop, name) for loop in _loops_in(ctx, node, func)):
+    if name is not None and any(rebound_every_iteration(ctx, loop, name) for loop in ctx.enclosing_loops(node)):
         return False  # each iteration of its own loop starts it afresh: no call adds to the last one's total
     for site in call_graph(ctx).callers(func) if func is not None else ():
         if any(loop in training_loops for loop in ctx.enclosing_loops(site)):
             return True
     return False
-
-
-def _loops_in(ctx, node, func) -> list[ast.AST]:
-    """The loops around ``node`` inside the function ``func``."""
-    return [loop for loop in ctx.enclosing_loops(node) if func is None or ctx.is_inside(loop, func)]
 
 
 def _outlives_its_function(ctx, accumulator) -> bool:

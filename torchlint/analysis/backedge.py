@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import position, walk_no_scopes
+from torchlint.analysis.reachability import block_holding, statement_of
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -163,14 +164,14 @@ def _other_branch_rebinds(owner: ast.AST, child: ast.AST, name: str, fresh: bool
 def leaves_loop_after(ctx: FileContext, node: ast.AST, loop: ast.AST) -> bool:
     """Whether every path from the statement holding ``node`` to the end of ``loop``'s body leaves
     the loop, so ``node`` runs at most once each time the loop is entered."""
-    statement = _statement_of(ctx, node)
+    statement = statement_of(ctx, node)
     if statement is None:
         return False
     truthy: set[str] = set()
     child: ast.AST = statement
     while True:
         owner = ctx.parent(child)
-        block = _block_holding(owner, child)
+        block = block_holding(owner, child)
         if owner is None or block is None:
             return False
         if owner is loop:
@@ -181,21 +182,6 @@ def leaves_loop_after(ctx: FileContext, node: ast.AST, loop: ast.AST) -> bool:
         if exits is not None:
             return exits
         child = owner
-
-
-def _statement_of(ctx: FileContext, node: ast.AST) -> ast.stmt | None:
-    current: ast.AST | None = node
-    while current is not None and not isinstance(current, ast.stmt):
-        current = ctx.parent(current)
-    return current
-
-
-def _block_holding(owner: ast.AST | None, child: ast.AST) -> list | None:
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(owner, field, None)
-        if isinstance(block, list) and child in block:
-            return block
-    return None
 
 
 def _falls_through(owner: ast.AST, block: list) -> bool:

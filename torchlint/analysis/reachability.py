@@ -45,21 +45,34 @@ def live_statements(block: list[ast.stmt]) -> list[ast.stmt]:
     return block if length == len(block) else block[:length]
 
 
+def statement_of(ctx: FileContext, node: ast.AST) -> ast.stmt | None:
+    """The statement ``node`` is part of (``node`` itself for a statement)."""
+    current: ast.AST | None = node
+    while current is not None and not isinstance(current, ast.stmt):
+        current = ctx.parent(current)
+    return current
+
+
+def block_holding(parent: ast.AST | None, stmt: ast.AST) -> list | None:
+    """The block of ``parent`` (its body, ``else`` or ``finally``) that holds the statement ``stmt``."""
+    for field in BLOCK_FIELDS:
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and any(s is stmt for s in block):
+            return block
+    return None
+
+
 def exit_after(ctx: FileContext, node: ast.AST) -> ast.Return | ast.Continue | ast.Break | None:
     """The jump (``return``, ``continue``, ``break``) that ends the block holding ``node``'s statement,
     after it: once ``node`` has run, its block leaves without falling through to what follows. A
     ``raise`` does not count (a handler around it may carry on after the block)."""
-    statement: ast.AST | None = node
-    while statement is not None and not isinstance(statement, ast.stmt):
-        statement = ctx.parent(statement)
-    parent = ctx.parent(statement) if statement is not None else None
-    for field in BLOCK_FIELDS:
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and statement in block:
-            last = live_statements(block)[-1]
-            if isinstance(last, _JUMPS) and last is not statement and block.index(statement) < block.index(last):
-                return last
-            return None
+    statement = statement_of(ctx, node)
+    block = block_holding(ctx.parent(statement), statement) if statement is not None else None
+    if block is None:
+        return None
+    last = live_statements(block)[-1]
+    if isinstance(last, _JUMPS) and last is not statement and block.index(statement) < block.index(last):
+        return last
     return None
 
 
@@ -85,12 +98,8 @@ def jump_skips(ctx: FileContext, jump: ast.AST, node: ast.AST) -> bool:
 def runs_before(ctx: FileContext, stmt: ast.stmt, node: ast.AST) -> bool:
     """``stmt`` has run whenever ``node`` runs: it sits in a block a later statement of which holds
     ``node`` (not in one branch of an ``if`` with ``node`` in the other). Same function assumed."""
-    parent = ctx.parent(stmt)
-    for field in BLOCK_FIELDS:
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and stmt in block:
-            return any(ctx.is_inside(node, later) for later in block[block.index(stmt) + 1 :])
-    return False
+    block = block_holding(ctx.parent(stmt), stmt)
+    return block is not None and any(ctx.is_inside(node, later) for later in block[block.index(stmt) + 1 :])
 
 
 def may_run_between(ctx: FileContext, node: ast.AST, first: ast.AST, last: ast.AST) -> bool:

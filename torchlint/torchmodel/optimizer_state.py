@@ -24,6 +24,7 @@ from torchlint.analysis.callgraph import resolve_callee
 from torchlint.analysis.imports import dotted_name
 from torchlint.analysis.inspection import only_inspects
 from torchlint.analysis.nodes import argument_for
+from torchlint.analysis.reachability import block_holding
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import Role, constructor_role, is_prepare_call
 
@@ -119,7 +120,7 @@ def state_loaded_before(ctx: FileContext, node: ast.AST, optimizers: set[str]) -
         return False
     inner = node
     for outer in ctx.ancestors(node):
-        block = _block_holding(outer, inner)
+        block = block_holding(outer, inner)
         if block is not None:
             earlier = block[: next(i for i, s in enumerate(block) if s is inner)]
             if any(loads_state(ctx, s, optimizers) for s in earlier):
@@ -134,18 +135,9 @@ def state_loaded_before(ctx: FileContext, node: ast.AST, optimizers: set[str]) -
     return init is not None and loads_state(ctx, init, optimizers)
 
 
-def _block_holding(parent: ast.AST, stmt: ast.AST) -> list | None:
-    """The statement list of ``parent`` (its body, else, finally) that holds ``stmt``."""
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and any(s is stmt for s in block):
-            return block
-    return None
-
-
 def loaded_beside(ctx: FileContext, stmt: ast.AST, optimizers: set[str]) -> bool:
     """Whether a statement of the block holding ``stmt`` (``if resume:`` ... ``start =
     ckpt["epoch"]``) loads the state of one of ``optimizers``: the path that runs ``stmt`` is
     a resumed run."""
-    block = _block_holding(ctx.parent(stmt), stmt)
+    block = block_holding(ctx.parent(stmt), stmt)
     return block is not None and any(loads_state(ctx, s, optimizers, depth=1) for s in block if s is not stmt)

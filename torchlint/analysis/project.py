@@ -148,15 +148,14 @@ class Projects:
         directory = os.path.dirname(os.path.realpath(path))
         if any(part in FOREIGN_DIRS for part in directory.split(os.sep)):
             return None
-        root = self._root(directory)
-        project = self._by_root.get(root)
-        if project is None:
-            project = self._by_root[root] = Project(root, self.parsed, self)
-        return project
+        return self._project(self._root(directory))
 
     def at_root(self, root: str) -> Project:
         """The project whose root is the directory ``root``."""
-        root = os.path.realpath(root)
+        return self._project(os.path.realpath(root))
+
+    def _project(self, root: str) -> Project:
+        """The project at the real path ``root``, made on first use."""
         project = self._by_root.get(root)
         if project is None:
             project = self._by_root[root] = Project(root, self.parsed, self)

@@ -6,7 +6,7 @@ None when they cannot all be told. Generic Python: what a
 call site means is for the caller's models to judge, in the caller's own file.
 
 How it is found (lazily, once per project and run)
-    The project's source files are listed once (``Project.sources()``: every ``.py`` and ``.ipynb``
+    The project's source files are listed once (``ProjectSources``: every ``.py`` and ``.ipynb``
     under the root, outside installed code, virtual environments and hidden folders) and their bytes kept. A query
     scans those bytes for the function's name as a whole word; only the files that mention it are
     parsed (``Project.context``, shared with forward lookups), and each mention there is judged:
@@ -21,7 +21,7 @@ How it is found (lazily, once per project and run)
       in a file that cannot be parsed -- makes the answer unknown (None).
 
 Bounds (silent when hit: the answer is None)
-    ``analysis.project.MAX_MODULES`` files listed, ``analysis.project.MAX_SOURCE_BYTES`` read in all,
+    ``analysis.project.MAX_MODULES`` files listed, ``MAX_SOURCE_BYTES`` read in all,
     ``MAX_CANDIDATES`` files parsed for one query; a file over ``MAX_MODULE_BYTES`` is unknown.
 
 Dependencies
@@ -33,16 +33,76 @@ Dependencies
 from __future__ import annotations
 
 import ast
+import os
+import re
+import weakref
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_call, resolve_name
 from torchlint.analysis.definitions import Definition, file_key
+from torchlint.analysis.project import FOREIGN_DIRS, MAX_MODULE_BYTES, MAX_MODULES
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
+    from torchlint.analysis.project import Project
 
+# All the project's source read for reverse lookups, for one project in one process.
+MAX_SOURCE_BYTES = 64_000_000
 # Files that mention one name and are parsed to judge each mention.
 MAX_CANDIDATES = 64
+_SOURCE_SUFFIXES = (".py", ".ipynb")
+
+
+class ProjectSources:
+    """The source files of one project, listed and read once: ``files`` maps real path -> bytes,
+    ``directories`` are the folders listed; ``complete`` is False when a bound cut the listing short."""
+
+    def __init__(self, project: Project):
+        self.files: dict[str, bytes] = {}
+        self.directories: list[str] = []
+        self.complete = True
+        total = 0
+        for directory, subdirs, names in os.walk(project.root):
+            if "pyvenv.cfg" in names:
+                subdirs[:] = []
+                continue  # a virtual environment
+            subdirs[:] = sorted(d for d in subdirs if d not in FOREIGN_DIRS and not d.startswith("."))
+            self.directories.append(directory)
+            for name in sorted(names):
+                if name.startswith(".") or not name.endswith(_SOURCE_SUFFIXES):
+                    continue
+                path = os.path.join(directory, name)
+                if len(self.files) >= MAX_MODULES:
+                    self.complete = False
+                    return
+                try:
+                    if os.path.islink(path) or os.path.getsize(path) > MAX_MODULE_BYTES:
+                        self.complete = False
+                        continue
+                    with open(path, "rb") as handle:
+                        data = handle.read(MAX_MODULE_BYTES + 1)
+                except OSError:
+                    self.complete = False
+                    continue
+                total += len(data)
+                if total > MAX_SOURCE_BYTES:
+                    self.complete = False
+                    return
+                self.files[path] = data
+
+    def mentioning(self, name: str) -> list[str]:
+        word = re.compile(rb"(?<![\w])" + re.escape(name.encode()) + rb"(?![\w])")
+        return [path for path, data in self.files.items() if name.encode() in data and word.search(data)]
+
+
+_SOURCES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def project_sources(project: Project) -> ProjectSources:
+    sources = _SOURCES.get(project)
+    if sources is None:
+        sources = _SOURCES[project] = ProjectSources(project)
+    return sources
 
 
 def callers_elsewhere(definition: Definition) -> list[tuple[FileContext, ast.Call]] | None:
@@ -51,7 +111,7 @@ def callers_elsewhere(definition: Definition) -> list[tuple[FileContext, ast.Cal
     project = definition.ctx.project
     if project is None or "." in definition.qualname:
         return None
-    sources = project.sources()
+    sources = project_sources(project)
     recorder = project.recorder
     recorder.consulted_all(sources.directories)
     recorder.consulted_all(sources.files)

@@ -220,7 +220,6 @@ class Project:
         self._attributes: dict[tuple, tuple[object, frozenset[str]]] = {}
         self._imports: dict[tuple, Module | None] = {}
         self._member_names: MemberNames | None = None
-        self._sources: ProjectSources | None = None
 
     def __repr__(self) -> str:
         return f"<Project {self.root}>"
@@ -295,19 +294,28 @@ class Project:
             and self._listing(os.path.join(directory, name)) is not None
         )
 
-    def sources(self) -> ProjectSources:
-        """The project's source files, listed and read once (see ``ProjectSources``)."""
-        if self._sources is None:
-            self._sources = ProjectSources(self)
-        return self._sources
+    def python_files(self) -> list[str]:
+        """Every Python file of the project (within the bounds above: foreign folders, virtual
+        environments and symbolic links out of the root skipped, at most ``MAX_MODULES``)."""
+        found: list[str] = []
+        pending = [self.root]
+        while pending and len(found) < MAX_MODULES:
+            directory = pending.pop()
+            for name, is_dir in sorted((self._listing(directory) or {}).items()):
+                path = os.path.join(directory, name)
+                if is_dir and name not in FOREIGN_DIRS and not name.startswith("."):
+                    if self.inside(os.path.realpath(path)):
+                        pending.append(path)
+                elif not is_dir and name.endswith(".py"):
+                    found.append(path)
+        return found[:MAX_MODULES]
 
     def member_names(self) -> MemberNames:
         """Which attribute names the project's classes define as methods, and which it assigns as
-        attributes anywhere (its ``.py`` sources read as text, never parsed; see ``MemberNames``).
+        attributes anywhere (read once per project as text, never parsed; see ``MemberNames``).
         Records every file read as consulted: any of them may change the answer."""
         if self._member_names is None:
-            python = {path: data for path, data in self.sources().files.items() if path.endswith(".py")}
-            self._member_names = MemberNames.of_texts(list(python.values()), tuple(python))
+            self._member_names = MemberNames.scan(self.python_files())
         self.recorder.consulted_all(self._member_names.paths)
         return self._member_names
 
@@ -629,55 +637,6 @@ class Project:
         return target
 
 
-# All the project's source read for whole-project questions, for one project in one process.
-MAX_SOURCE_BYTES = 64_000_000
-_SOURCE_SUFFIXES = (".py", ".ipynb")
-
-
-class ProjectSources:
-    """The source files of one project, listed and read once (``Project.sources()``), for questions
-    about the whole project (who calls a function, which names its classes define as methods):
-    ``files`` maps real path -> bytes, ``directories`` are the folders listed; ``complete`` is False
-    when a bound cut the listing short."""
-
-    def __init__(self, project: Project):
-        self.files: dict[str, bytes] = {}
-        self.directories: list[str] = []
-        self.complete = True
-        total = 0
-        for directory, subdirs, names in os.walk(project.root):
-            if "pyvenv.cfg" in names:
-                subdirs[:] = []
-                continue  # a virtual environment
-            subdirs[:] = sorted(d for d in subdirs if d not in FOREIGN_DIRS and not d.startswith("."))
-            self.directories.append(directory)
-            for name in sorted(names):
-                if name.startswith(".") or not name.endswith(_SOURCE_SUFFIXES):
-                    continue
-                path = os.path.join(directory, name)
-                if len(self.files) >= MAX_MODULES:
-                    self.complete = False
-                    return
-                try:
-                    if os.path.islink(path) or os.path.getsize(path) > MAX_MODULE_BYTES:
-                        self.complete = False
-                        continue
-                    with open(path, "rb") as handle:
-                        data = handle.read(MAX_MODULE_BYTES + 1)
-                except OSError:
-                    self.complete = False
-                    continue
-                total += len(data)
-                if total > MAX_SOURCE_BYTES:
-                    self.complete = False
-                    return
-                self.files[path] = data
-
-    def mentioning(self, name: str) -> list[str]:
-        word = re.compile(rb"(?<![\w])" + re.escape(name.encode()) + rb"(?![\w])")
-        return [path for path, data in self.files.items() if name.encode() in data and word.search(data)]
-
-
 # `def name(self, ...)` inside a class (indented); `x.name = ...`, `name = ...` in a block (a class
 # attribute, a local variable or a keyword argument on its own line: taken as attributes, the
 # cautious side), `setattr(x, "name", ...)`.
@@ -698,6 +657,20 @@ class MemberNames:
     methods: frozenset[str]
     attributes: frozenset[str]
     paths: tuple[str, ...]
+
+    @classmethod
+    def scan(cls, paths: list[str]) -> MemberNames:
+        texts, read = [], []
+        for path in paths:
+            try:
+                if os.path.getsize(path) > MAX_MODULE_BYTES:
+                    continue
+                with open(path, "rb") as handle:
+                    texts.append(handle.read(MAX_MODULE_BYTES + 1))
+            except OSError:
+                continue
+            read.append(os.path.realpath(path))
+        return cls.of_texts(texts, tuple(read))
 
     @classmethod
     def of_texts(cls, texts: list[bytes], paths: tuple[str, ...] = ()) -> MemberNames:

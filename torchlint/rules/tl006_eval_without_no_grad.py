@@ -49,8 +49,9 @@ class EvalWithoutNoGrad(Rule):
         checks on a collection of values written in the code (a tokenizer's encoding
         of two literal sentences, `torch.tensor([[0.1, 0.9]])`), freshly built models
         nothing trains or loads, or run only before anything in the program trains
-        or loads them (a shape check called before the optimizer exists), unit tests (`test_*` functions that assert on what they compute, themselves or through a
-        helper of the file they call — an assert only on the batches a loop reads and the
+        or loads them (a shape check called before the optimizer exists), unit tests (`test_*` functions, and their private `_test_*` implementations that no code of
+        the file but tests calls, that assert on what they compute, themselves or through a helper they call, in this file or another of
+        the project (a test class's mixin) — an assert only on the batches a loop reads and the
         configuration, `assert x.size(2) >= args.window` in a `test()` over `test_loader`, is a
         sanity check on the input, not a test —
         `unittest.TestCase` classes, helpers that only they call), checking helpers
@@ -69,7 +70,10 @@ class EvalWithoutNoGrad(Rule):
         see another framework (a file importing TensorFlow, Keras or JAX and
         nothing of PyTorch at its top level, outside functions that import torch
         themselves) runs that framework's models and is not reported. The finding
-        points at the first call there that records a graph: a model call or a
+        points at the first call there that records a graph: a model call whose value is kept (a
+        forward made as a statement, its output dropped -- `model(**dummy)  # should not raise`,
+        `model(x)[0]` -- frees its graph at once and evaluates nothing, unless hooks registered in
+        its function, or in its class's `__init__`, capture what the model computes), or a
         model's method that runs it (`model.process(x)`), or a helper of the project
         whose body runs one with autograd on; not a module shown to hold no parameters (a metric,
         a distance written as a module), whose graph depends on the tensors its caller passes.

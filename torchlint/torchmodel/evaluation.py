@@ -27,12 +27,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import call_graph, local_base, receiver_method, resolve_local_call
+from torchlint.analysis.callgraph import call_graph, local_base, receiver_method, resolve_callee, resolve_local_call
 from torchlint.analysis.context import FUNCTION_TYPES
+from torchlint.analysis.definitions import Definition
 from torchlint.analysis.expected_failures import expected_to_raise
 from torchlint.analysis.imports import dotted_name
 from torchlint.analysis.nodes import walk_function_body
 from torchlint.analysis.outcomes import asserts, only_asserts
+from torchlint.analysis.summaries import function_summary as run_summary
+from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.autograd_use import asks_for_gradients, forward_needs_autograd
 from torchlint.torchmodel.forward_calls import ForwardCalls, mode_switches, model_expression, same_model, within_spans
 from torchlint.torchmodel.frameworks import runs_other_framework
@@ -166,6 +169,8 @@ class EvaluationAnalysis:
         if unit.phase is not None:
             return unit.first_call
         for call in self._recording_candidates(unit):
+            if self._output_discarded(call):
+                continue
             if call is unit.first_call:
                 return call
             if self.autograd.at(call, self.ctx.enclosing_function(call)).reached is NOT_REACHED:
@@ -178,7 +183,47 @@ class EvaluationAnalysis:
         requiring grad (``needs_grad``)."""
         if unit.phase is not None or unit.needs_grad:
             return True
-        return not all(self._records_nothing(c) for c in [unit.first_call, *self._recording_candidates(unit)])
+        return not all(
+            self._records_nothing(c) or self._output_discarded(c)
+            for c in [unit.first_call, *self._recording_candidates(unit)]
+        )
+
+    def _output_discarded(self, call: ast.Call) -> bool:
+        """A model call made as a statement whose value nobody keeps (``model(**dummy)  # should not
+        raise``, ``model(x)[0]``): its graph dies with the statement and it evaluates nothing, unless
+        code around it registers hooks that capture what the model computes
+        (``register_forward_hook`` in its function or its class's ``__init__``; at module level for
+        module-level code). Only a call of the model itself: a helper or a model's method may keep what it computes."""
+        if not self.forward.is_model_call(call):
+            return False
+        node: ast.AST = call
+        parent = self.ctx.parent(node)
+        while isinstance(parent, (ast.Subscript, ast.Attribute)) and parent.value is node:
+            node, parent = parent, self.ctx.parent(parent)
+        if not isinstance(parent, ast.Expr):
+            return False
+        return not any(self._registers_hook(scope) for scope in self._hook_scopes(call))
+
+    def _hook_scopes(self, call: ast.Call) -> list[ast.AST | None]:
+        """Where a hook that sees ``call``'s model would be registered: the function holding the call
+        (None: module level) and the ``__init__`` of its class (a feature extractor hooks its layers
+        when it is built)."""
+        function = self.ctx.enclosing_function(call)
+        cls = self.ctx.parent(function) if function is not None else None
+        init = [
+            m
+            for m in (cls.body if isinstance(cls, ast.ClassDef) else [])
+            if isinstance(m, FUNCTION_TYPES) and m.name == "__init__"
+        ]
+        return [function, *init]
+
+    def _registers_hook(self, scope: ast.AST | None) -> bool:
+        return any(
+            isinstance(c.func, ast.Attribute)
+            and c.func.attr in torch_names.HOOK_REGISTRATIONS
+            and self.ctx.enclosing_function(c) is scope
+            for c in self.ctx.calls
+        )
 
     def _records_nothing(self, call: ast.Call) -> bool:
         """``model(x)``, ``model.forward(x)``, ``model.decoder(h)``, ``model.process(x)`` of a model
@@ -445,33 +490,38 @@ class EvalUnits:
             return True
         if (name.startswith("test") and self._checks(func)) or self._in_test_case(func):
             return True
+        if depth < 3 and name.startswith("_test") and self._checks(func) and self._no_caller_but_tests(func, depth):
+            return True  # `_test_merge_layers`: a test's private implementation, named like the test it serves
         return depth < 3 and self._only_called_by_tests(func, depth)
+
+    def _no_caller_but_tests(self, func, depth: int) -> bool:
+        """Every caller of ``func`` in this file is a test (or there is none: its tests live elsewhere)."""
+        return all(
+            caller is not None and not _HOOK.search(caller.name) and self._is_excluded_function(caller, depth + 1)
+            for caller in (self.ctx.enclosing_function(site) for site in call_graph(self.ctx).callers(func))
+        )
 
     def _checks(self, func) -> bool:
         """The test asserts on what it computes, itself or through a helper of this file it calls
         (pytest tests that share one checking helper: ``test_linear(): _check_wrapper(nn.Linear(4, 2),
         torch.rand(3, 4))``). An assert that reads only the data it iterates and the program's
         configuration (``assert inputs.size(2) >= args.timesteps`` in a loop over ``test_loader``)
-        checks the input, not the code: a script's ``test()`` is still its evaluation."""
+        checks the input, not the code: a script's ``test()`` is still its evaluation. The helper may
+        live in another file of the project: a test class's mixin (``self._test_merge_layers(...)``)."""
         ctx = self.ctx
         if asserts_on_results(ctx, func):
             return True
-        graph = call_graph(ctx)
         return any(
-            isinstance(callee := graph.callee(call), FUNCTION_TYPES) and asserts_on_results(ctx, callee)
+            (callee := resolve_callee(ctx, call)) is not None
+            and run_summary(Definition(*callee), "torch.asserts-on-results", _asserts_on_results, False)
             for call in self.ctx.calls
             if self.ctx.enclosing_function(call) is func
         )
 
     def _only_called_by_tests(self, func, depth: int) -> bool:
-        sites = call_graph(self.ctx).callers(func)
-        callers = [self.ctx.enclosing_function(site) for site in sites]
-        if not callers:
+        if not call_graph(self.ctx).callers(func):
             return only_asserts(func)
-        return all(
-            caller is not None and not _HOOK.search(caller.name) and self._is_excluded_function(caller, depth + 1)
-            for caller in callers
-        )
+        return self._no_caller_but_tests(func, depth)
 
     def _in_test_case(self, func) -> bool:
         cls = self.ctx.parent(func)
@@ -527,6 +577,10 @@ class EvalUnits:
 
 
 # ----- helpers ------------------------------------------------------------------------------------------------
+
+
+def _asserts_on_results(helper: Definition) -> bool:
+    return asserts_on_results(helper.ctx, helper.node)
 
 
 def _through_batch_access(expr: ast.AST) -> ast.AST | None:

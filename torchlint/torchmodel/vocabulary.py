@@ -157,6 +157,11 @@ MODULE_ONLY_METHODS = frozenset(
 WEIGHT_LOADING_METHODS = frozenset(
     {"load_state_dict", "load", "load_weights", "apply", "init_weights", "reset_parameters", "from_pretrained"}
 )
+# Methods that hook code into a module's forward or backward: what the module computes reaches the hook
+# even when the caller drops the call's value.
+HOOK_REGISTRATIONS = frozenset(
+    {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook", "register_backward_hook"}
+)
 # Methods of a module that read it or move it and leave its weights as they are, whatever they are
 # handed (`model.to(device)`, `model.parameters()`, `model.register_forward_hook(fn)`).
 WEIGHT_KEEPING_METHODS = (
@@ -173,10 +178,8 @@ WEIGHT_KEEPING_METHODS = (
         "zero_grad",
         "requires_grad_",
         "register_buffer",
-        "register_forward_hook",
-        "register_forward_pre_hook",
-        "register_full_backward_hook",
     }
+    | HOOK_REGISTRATIONS
 )
 
 # ----- layers -----------------------------------------------------------------------------------------

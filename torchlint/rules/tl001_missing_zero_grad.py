@@ -44,7 +44,9 @@ class MissingZeroGrad(Rule):
         every call of the file keeps on (a call a test expects to raise runs nothing; with no
         call shown, the default decides). A single step,
         outside any loop of its function, of an optimizer that function builds over models
-        it builds itself (a test helper giving a fresh optimizer some state) starts from
+        it builds itself (a test helper giving a fresh optimizer some state; through moves,
+        wrappers and calls handed only such models and values that are no model:
+        `get_peft_model(SimpleNet(), config)`) starts from
         empty gradients on every call: not reported. Nor is training whose outcome nothing
         reads -- a function that builds a layer and its optimizer, times a loop of steps on
         tensors it made once with a torch factory (`torch.ones(...)`), and lets both go (the

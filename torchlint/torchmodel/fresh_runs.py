@@ -264,6 +264,8 @@ def _fresh_in(ctx: FileContext, expr: ast.AST, function: ast.AST, found: list, d
                 return False
             found.append(expr)
             return True
+        if _built_from_fresh_models(ctx, expr, function, found, depth):
+            return True
         return object_roles(ctx).role_of(expr, hint=False) != Role.MODEL
     if isinstance(expr, ast.Name):
         origins = dataflow(ctx).origins(expr)
@@ -271,6 +273,20 @@ def _fresh_in(ctx: FileContext, expr: ast.AST, function: ast.AST, found: list, d
             return object_roles(ctx).role_of(expr) != Role.MODEL
         return all(_fresh_in(ctx, o, function, found, depth + 1) for o in origins)
     return object_roles(ctx).role_of(expr) != Role.MODEL
+
+
+def _built_from_fresh_models(ctx: FileContext, call: ast.Call, function: ast.AST, found: list, depth: int) -> bool:
+    """What a call makes from fresh models of ``function`` and values not shown to be models (the
+    same test as the optimizer's own arguments: ``get_peft_model(SimpleNet(), config)``,
+    ``attach_head(Backbone(), n_classes=10)``): whatever parameters it holds are theirs, or new ones
+    the call makes, so they start with no gradient too."""
+    inner: list[ast.AST] = []
+    if not _once_in(ctx, call, function) or not all(
+        _fresh_in(ctx, part, function, inner, depth + 1) for part in _handed(call)
+    ):
+        return False
+    found.extend(inner)
+    return bool(inner)
 
 
 def _fresh_part(ctx: FileContext, expr: ast.AST, function: ast.AST, found: list, depth: int) -> bool:

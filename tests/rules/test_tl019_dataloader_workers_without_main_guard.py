@@ -452,3 +452,47 @@ def test_ordinary_comments_about_pip_leave_a_script_reported(lint):
     (finding,) = lint(source, CODE)
     assert finding.line == 9
     assert "`DataLoader(..., num_workers=8)` is iterated at import time" in finding.message
+
+
+# ----- branches ruled out by the file's constants (heldout23, a YOLO LMDB training script) -------------
+
+_EVALUATE_OR_TRAIN = """
+    import torch
+    from torch.utils.data import DataLoader
+
+    test_loader = DataLoader(test_set, batch_size=64, num_workers=8)  # expect: TL019
+
+    def train(epoch):
+        train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=8){train_mark}
+        for x, y in train_loader:
+            step(x, y)
+
+    def test(epoch):
+        for x, y in test_loader:
+            score(x, y)
+
+    evaluate = {flag}
+    if evaluate:
+        test(0)
+    else:
+        for epoch in range(10):
+            train(epoch)
+            test(epoch)
+    """
+
+
+def test_loader_of_a_branch_a_constant_rules_out_is_silent(lint):
+    # `evaluate = True`, bound once and never rebound: `train()` never runs on import.
+    check(lint, _EVALUATE_OR_TRAIN.format(flag="True", train_mark=""), CODE)
+
+
+def test_loader_of_the_branch_the_constant_takes_is_reported(lint):
+    check(lint, _EVALUATE_OR_TRAIN.format(flag="False", train_mark="  # expect: TL019"), CODE)
+
+
+def test_loader_of_a_branch_on_a_rebound_flag_is_reported(lint):
+    # Rebound from the command line: either branch may run.
+    source = _EVALUATE_OR_TRAIN.format(flag="True", train_mark="  # expect: TL019").replace(
+        "    if evaluate:", "    evaluate = len(sys.argv) > 1 and sys.argv[1] == 'eval'\n    if evaluate:"
+    )
+    check(lint, source, CODE)

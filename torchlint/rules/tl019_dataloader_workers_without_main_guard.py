@@ -45,7 +45,9 @@ class DataLoaderWorkersWithoutMainGuard(Rule):
         default). Loaders built in functions that only the guard calls, and
         `num_workers=0`, are fine, and so is code under any other test of `__name__`
         that is false in a spawn worker, where `__name__` is `"__mp_main__"` (a guard
-        switched off as `== "__main2__"`, the `else` of `!= "__main__"`); and so is
+        switched off as `== "__main2__"`, the `else` of `!= "__main__"`), and code in a
+        branch the file's own constants rule out (`evaluate = True`, bound once and never
+        rebound, then `if evaluate: test(0)` `else: train()`: `train()` never runs); and so is
         notebook code (a `.ipynb`, or notebook cells exported to a script, told by bare
         display expressions such as `device`
         or `train_dir, test_dir` at module level, or by IPython magics and cell markers

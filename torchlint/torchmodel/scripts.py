@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_local_call
+from torchlint.analysis.conditions import never_runs
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import dotted_name, symbol
 from torchlint.analysis.nodes import argument
@@ -73,7 +74,9 @@ def _string_literals(expr: ast.AST) -> set[str] | None:
 def runs_at_import(ctx: FileContext, node: ast.AST) -> bool:
     """Whether ``node`` runs when a spawn worker re-imports the script: it is not inside a
     function, class or lambda, nor in a branch of an ``if`` on ``__name__`` that is not taken
-    there (the body of ``if __name__ == "__main__":``, the ``else`` of ``if __name__ != "__main__":``)."""
+    there (the body of ``if __name__ == "__main__":``, the ``else`` of ``if __name__ != "__main__":``),
+    nor in a branch that constants of the file rule out (``evaluate = True`` bound once, then
+    ``if evaluate: test(0) else: train()``: the ``else`` never runs)."""
     child = node
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, _SCOPES):
@@ -83,7 +86,7 @@ def runs_at_import(ctx: FileContext, node: ast.AST) -> bool:
             if taken is not None and _in_list(child, ancestor.body) != taken:
                 return False
         child = ancestor
-    return True
+    return not never_runs(ctx, node)
 
 
 # Module-level expression statements that compute a value and drop it: in a notebook the last one

@@ -218,11 +218,15 @@ class EvaluationAnalysis:
         return [function, *init]
 
     def _registers_hook(self, scope: ast.AST | None) -> bool:
-        return any(
-            isinstance(c.func, ast.Attribute)
-            and c.func.attr in torch_names.HOOK_REGISTRATIONS
-            and self.ctx.enclosing_function(c) is scope
+        return scope in self._hooking_scopes
+
+    @cached_property
+    def _hooking_scopes(self) -> frozenset:
+        """The functions (None: module level) whose own code registers a hook on a module."""
+        return frozenset(
+            self.ctx.enclosing_function(c)
             for c in self.ctx.calls
+            if isinstance(c.func, ast.Attribute) and c.func.attr in torch_names.HOOK_REGISTRATIONS
         )
 
     def _records_nothing(self, call: ast.Call) -> bool:

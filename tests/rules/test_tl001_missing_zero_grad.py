@@ -1565,3 +1565,43 @@ def test_options_rebound_on_another_branch_show_no_closure(lint):
         """,
         CODE,
     )
+
+
+# ----- gradients written into .grad replace what it held ----------------------------------------
+
+
+def test_gradients_copied_into_grad_replace_it(lint):
+    # The gradients are computed on a worker copy and written into the parameters: an assignment,
+    # not an accumulation, so nothing piles up between steps.
+    check(
+        lint,
+        """
+        import torch
+        def apply_worker_gradients(net, worker, batches, loss_fn):
+            optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+            for x, y in batches:
+                worker.zero_grad()
+                loss_fn(worker(x), y).backward()
+                grads = [p.grad.cpu().numpy() for p in worker.parameters()]
+                for grad, param in zip(grads, net.parameters()):
+                    param.grad = torch.from_numpy(grad)
+                optimizer.step()
+        """,
+        CODE,
+    )
+
+
+def test_gradient_rescaled_from_itself_still_accumulates(lint):
+    findings = check(
+        lint,
+        """
+        def train(model, loader, optimizer, criterion):
+            for x, y in loader:
+                criterion(model(x), y).backward()
+                for p in model.parameters():
+                    p.grad = p.grad * 0.5
+                optimizer.step()  # expect: TL001
+        """,
+        CODE,
+    )
+    assert "optimizer" in findings[0].message

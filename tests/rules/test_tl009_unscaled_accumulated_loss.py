@@ -917,3 +917,83 @@ def test_backward_under_the_other_branch_of_a_conjunct_is_reported(lint):
         """,
         CODE,
     )
+
+
+# ----- inner loops over one batch: a multi-term objective, or micro-batches -------------------
+
+
+def test_inner_loop_over_the_same_batch_is_one_objective(lint):
+    # Every pass samples another path of the supernet on the batch drawn by the outer loop: the
+    # summed backwards are the terms of one objective, not micro-batches of a larger batch.
+    check(
+        lint,
+        """
+        import torch
+        def train_epoch(model, loader, optimizer, criterion, args):
+            for images, labels in loader:
+                images, labels = images.cuda(), labels.cuda()
+                optimizer.zero_grad()
+                for _ in range(args.path_accumulation_steps):
+                    model.sample_path()
+                    logits = model(images)
+                    noisy = images + 0.01 * torch.randn(images.size()).cuda()
+                    loss = criterion(logits, labels) + 0.5 * criterion(model(noisy), labels)
+                    loss = loss + 0.1 * max(0, loss.item() - 1.0)
+                    loss.backward()
+                optimizer.step()
+        """,
+        CODE,
+    )
+
+
+def test_inner_loop_drawing_a_batch_each_pass_is_reported(lint):
+    findings = check(
+        lint,
+        """
+        def train(model, data_iter, optimizer, criterion, steps, accum_steps):
+            for step in range(steps):
+                optimizer.zero_grad()
+                for _ in range(accum_steps):
+                    inputs, targets = next(data_iter)
+                    loss = criterion(model(inputs), targets)
+                    loss.backward()  # expect: TL009
+                optimizer.step()
+        """,
+        CODE,
+    )
+    assert "micro-step loop, line 5" in findings[0].message and "loss = loss / accum_steps" in findings[0].message
+
+
+def test_inner_loop_indexing_by_its_variable_is_reported(lint):
+    check(
+        lint,
+        """
+        def train(model, loader, optimizer, criterion, accum_chunks):
+            for x, y in loader:
+                optimizer.zero_grad()
+                xs, ys = x.chunk(accum_chunks), y.chunk(accum_chunks)
+                for k in range(accum_chunks):
+                    loss = criterion(model(xs[k]), ys[k])
+                    loss.backward()  # expect: TL009
+                optimizer.step()
+        """,
+        CODE,
+    )
+
+
+def test_inner_loop_picking_random_samples_is_reported(lint):
+    check(
+        lint,
+        """
+        import torch
+        def train(model, data, labels, optimizer, criterion, iters, micro_steps):
+            for it in range(iters):
+                for _ in range(micro_steps):
+                    idx = torch.randint(len(data), (32,))
+                    loss = criterion(model(data[idx]), labels[idx])
+                    loss.backward()  # expect: TL009
+                optimizer.step()
+                optimizer.zero_grad()
+        """,
+        CODE,
+    )

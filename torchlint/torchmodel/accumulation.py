@@ -33,6 +33,7 @@ from torchlint.torchmodel.events import (
     guard_key,
 )
 from torchlint.torchmodel.iterations import iterations
+from torchlint.torchmodel.micro_batches import same_data_each_pass
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -122,7 +123,8 @@ class GradientAccumulation:
           exit taken on non-update iterations (``if not need_update: continue``), while the
           backward runs on every iteration and nothing clears the optimizer on every iteration;
         * or the backward runs in an inner micro-step loop (``for micro_step in
-          range(gradient_accumulation_steps):``) that the step follows and that clears nothing.
+          range(gradient_accumulation_steps):``) that the step follows and that clears nothing,
+          and whose passes are not shown to compute the loss from one unchanged batch.
         """
         events = unit.events
         step = events[index]
@@ -179,8 +181,14 @@ class GradientAccumulation:
                     found.append((event, Accumulation("exit", events[exit_index].node, exit_test)))
                 continue
             micro = next((lp for lp in event.loops if lp not in step.loops and self.is_micro_step_loop(lp)), None)
-            if micro is not None and not any(
-                c.kind in CLEAR_KINDS and micro in c.loops and self.clearing.clears(c, step, stepped) for c in events
+            if (
+                micro is not None
+                and not any(
+                    c.kind in CLEAR_KINDS and micro in c.loops and self.clearing.clears(c, step, stepped)
+                    for c in events
+                )
+                # Passes over one unchanged batch sum the terms of one objective, not micro-batches.
+                and (event.via or not same_data_each_pass(self.ctx, micro, event.arg))
             ):
                 found.append((event, Accumulation("micro_loop", micro, None)))
         return found

@@ -208,11 +208,16 @@ def is_grad_attribute(expr: ast.AST) -> bool:
     return isinstance(expr, ast.Attribute) and expr.attr == "grad"
 
 
-def clears_with(ctx: FileContext, expr: ast.AST) -> bool:
-    """``None`` or fresh zeros (``torch.zeros_like(p)``): what ``p.grad = ...`` clears with."""
-    if isinstance(expr, ast.Constant) and expr.value is None:
-        return True
-    return isinstance(expr, ast.Call) and ctx.call_qualname(expr) in torch_names.ZEROS_FUNCTIONS
+def replaces_grad(target: ast.Attribute, value: ast.AST) -> bool:
+    """Whether ``p.grad = value`` throws away what ``p.grad`` held: ``None``, fresh zeros
+    (``torch.zeros_like(p)``), or any gradient written in (``p.grad = torch.from_numpy(g)``, the
+    gradients computed elsewhere and copied in) -- a clear, as far as accumulation goes. A value made
+    from the old gradient (``p.grad = p.grad * scale``, ``p.grad = p.grad + noise``) keeps it."""
+    owner = ast.dump(target.value)
+    return not any(
+        isinstance(node, ast.Attribute) and node.attr == "grad" and ast.dump(node.value) == owner
+        for node in ast.walk(value)
+    )
 
 
 def call_events(ctx: FileContext) -> CallEvents:

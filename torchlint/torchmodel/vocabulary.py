@@ -523,8 +523,6 @@ CLIP_FUNCTIONS = frozenset(
 )
 CLIP_METHODS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_gradients"})
 FOREACH_ZERO = "torch._foreach_zero_"
-# What `p.grad = ...` clears with, besides None.
-ZEROS_FUNCTIONS = frozenset({"torch.zeros_like", "torch.zeros"})
 # Mixed-precision calls whose result is their first argument, scaled (`scaler.scale(loss)`, apex's `amp.scale_loss`).
 LOSS_SCALING_METHODS = frozenset({"scale", "scale_loss"})
 
@@ -586,6 +584,30 @@ TENSOR_SHAPE_FUNCTIONS = frozenset(
         "torch.unsqueeze",
     }
 )
+
+# Tensor methods that read their receiver and nothing else (shape, device, dtype, a copy, a reshape): called
+# on a tensor that stays the same, they give the same data back -- unlike `loader_iter.next()`.
+TENSOR_VALUE_METHODS = frozenset(
+    {"size", "dim", "detach", "clone", "view", "reshape", "contiguous", "expand", "expand_as", "long", "int"}
+)
+# torch functions that draw random numbers: noise added to a batch leaves it the same batch, but an index
+# drawn from them (`data[torch.randint(n, (bs,))]`) picks new samples.
+RANDOM_FUNCTIONS = frozenset(
+    {
+        "torch.rand",
+        "torch.randn",
+        "torch.randint",
+        "torch.randperm",
+        "torch.rand_like",
+        "torch.randn_like",
+        "torch.randint_like",
+        "torch.multinomial",
+        "torch.bernoulli",
+        "torch.normal",
+    }
+)
+# Builtins that compute a value from their arguments only.
+PURE_BUILTINS = frozenset({"max", "min", "abs", "sum", "float", "int", "len", "round", "pow"})
 
 # ----- data ------------------------------------------------------------------------------------------------
 DATALOADER = "torch.utils.data.DataLoader"

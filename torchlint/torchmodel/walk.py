@@ -27,7 +27,7 @@ from torchlint.analysis.definitions import Definition
 from torchlint.analysis.nodes import walk_no_scopes
 from torchlint.analysis.reachability import live_statements
 from torchlint.analysis.summaries import function_summary
-from torchlint.torchmodel.calls import call_events, clears_with
+from torchlint.torchmodel.calls import call_events, replaces_grad
 from torchlint.torchmodel.effects import Effect, effects_of, events_at_call, model_method
 from torchlint.torchmodel.events import MODE_KINDS, Event, EventKind
 
@@ -230,11 +230,7 @@ class _Walk:
         if isinstance(stmt, ast.Assign):
             self.expression(stmt.value, *place)
             for target in stmt.targets:
-                if (
-                    isinstance(target, ast.Attribute)
-                    and target.attr == "grad"
-                    and clears_with(self.walker.ctx, stmt.value)
-                ):
+                if isinstance(target, ast.Attribute) and target.attr == "grad" and replaces_grad(target, stmt.value):
                     self.out.append(Event(EventKind.CLEAR_GRAD, stmt, guards=guards, loops=loops, via=via, withs=withs))
             return
         self.expression(stmt, *place)

@@ -330,7 +330,7 @@ def test_accumulation_evidence_kinds():
         """
         for it in range(iters):
             for micro_step in range(grad_accum):
-                model(x).backward()
+                model(next(batches)).backward()
             opt.step()
             opt.zero_grad()
         for i, x in enumerate(loader):

@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from torchlint.analysis.backedge import leaves_loop_after, rebound_every_iteration
+from torchlint.analysis.backedge import leaves_loop_after, rebound_around
 from torchlint.analysis.context import FileContext
 
 
@@ -22,23 +22,66 @@ def _call(ctx, name):
     return next(c for c in ctx.calls if isinstance(c.func, ast.Name) and c.func.id == name)
 
 
+def _accumulation(ctx):
+    return next(n for n in ctx.nodes(ast.AugAssign))
+
+
 @pytest.mark.parametrize(
     ("body", "rebound"),
     [
-        ("acc = []\nacc.append(f())", True),
+        ("acc = []\nacc += f()", True),
         ("for _ in range(k):\n    acc = f()\nacc += g()", True),  # an inner loop's body is taken to run
-        ("with ctx():\n    acc = f()", True),
+        ("with ctx():\n    acc = f()\nacc += g()", True),
         ("acc += g()\nacc = 0", True),  # reset after the use: nothing is carried either
-        ("acc = acc + f()", False),  # reads itself: that is the accumulation
-        ("if c:\n    acc = f()", False),
-        ("if c:\n    continue\nacc = f()", False),
-        ("try:\n    pass\nexcept E:\n    acc = f()", False),
+        ("acc = acc + f()\nacc += g()", False),  # reads itself: that is the accumulation
+        ("if c:\n    acc = f()\nacc += g()", False),
+        ("if c:\n    acc = f()\nelse:\n    acc = h()\nacc += g()", True),
+        # A continue before the rebinding skips the accumulation too: each path reaching it rebinds.
+        ("if c:\n    continue\nacc = f()\nacc += g()", True),
+        ("if c:\n    break\nacc = f()\nacc += g()", True),
+        # ... but after the accumulation it carries the total round the back edge unchanged.
+        ("acc += g()\nif c:\n    continue\nacc = 0", False),
+        ("acc += g()\nif c:\n    break\nacc = 0", True),  # a break leaves the loop instead
+        ("acc += g()\nfor y in ys:\n    if c:\n        continue\n    acc = 0", False),
+        ("acc += g()\nfor y in ys:\n    acc = 0\n    if c:\n        continue", True),
+        ("try:\n    pass\nexcept E:\n    acc = f()\nacc += g()", False),
+        ("acc += g()\nacc_other = 0", False),
     ],
 )
-def test_rebound_every_iteration(body, rebound):
+def test_rebound_around(body, rebound):
     source = "acc = 0\nfor x in xs:\n" + textwrap.indent(body, "    ") + "\n"
     ctx = _context(source)
-    assert rebound_every_iteration(ctx, _loop(ctx, 2), "acc") is rebound
+    assert rebound_around(ctx, _loop(ctx, 2), _accumulation(ctx), "acc") is rebound
+
+
+def test_rebinding_before_an_accumulation_in_an_inner_loop():
+    ctx = _context(
+        """
+        for epoch in range(n):
+            for x in xs:
+                if skip(x):
+                    continue
+                acc = f(x)
+                acc += g(x)
+        """
+    )
+    node = _accumulation(ctx)
+    assert rebound_around(ctx, _loop(ctx, 2), node, "acc")
+    assert rebound_around(ctx, _loop(ctx, 3), node, "acc")
+
+
+def test_rebinding_in_an_inner_loop_before_it_does_not_dominate_when_it_may_continue():
+    ctx = _context(
+        """
+        for x in xs:
+            for y in ys:
+                if c:
+                    continue
+                acc = f()
+            acc += g()
+        """
+    )
+    assert not rebound_around(ctx, _loop(ctx, 2), _accumulation(ctx), "acc")
 
 
 def test_rebinding_in_a_nested_function_does_not_count():
@@ -51,7 +94,7 @@ def test_rebinding_in_a_nested_function_does_not_count():
             acc += x
         """
     )
-    assert not rebound_every_iteration(ctx, _loop(ctx, 3), "acc")
+    assert not rebound_around(ctx, _loop(ctx, 3), _accumulation(ctx), "acc")
 
 
 @pytest.mark.parametrize(

@@ -3,22 +3,22 @@ can be repeated by the next iteration at all.
 
 Two questions, both about structured Python (no control-flow graph, nothing of PyTorch):
 
-* ``rebound_every_iteration(ctx, loop, name)``: some statement of the loop body rebinds ``name`` to
-  a value that does not read it (``outputs = []``, ``loss = criterion(...)``) on every iteration, so
-  nothing bound to ``name`` in one iteration is still there in the next: what grows under that name
-  grows for one iteration only. The rebinding may sit in both branches of an ``if``, or bind
-  ``name`` as one element of a tuple (``preds, aux = model(x)``).
-* ``element_holder_rebound_every_iteration(ctx, loop, target)``: ``target`` is an element
-  (``preds[i]``) of a container every iteration binds to a new value (not an alias such as
-  ``buf = self.buffer``), so an in-place update of it lasts one iteration.
+* ``rebound_around(ctx, loop, node, name)``: what ``name`` holds at ``node`` never reaches ``node``
+  again in the next iteration (no loop-carried binding): every path round the back edge rebinds
+  ``name`` to a value that does not read it (``outputs = []``, ``loss = criterion(...)``), before
+  ``node`` on the way from the top of the body or after it on the way to the back edge, so what
+  grows under that name at ``node`` grows for one iteration only.
+* ``element_holder_rebound_around(ctx, loop, target, node)``: ``target`` is an element
+  (``preds[i]``) of a container bound to a new value (not an alias such as
+  ``buf = self.buffer``) round ``node``, so an in-place update of it lasts one iteration.
 * ``leaves_loop_after(ctx, node, loop)``: every path from the statement holding ``node`` to the end
   of the loop body leaves the loop (``break``, ``return``, ``raise``), so ``node`` runs at most once
   per entry into the loop (``while True: ...; opt.step(); break``). A flag set to a true constant
   and tested before the exit (``complete = True`` ... ``if complete: break``) is followed.
 
 Both choose the side that says less: an inner loop's body is taken to run (its bound is data the
-linter cannot see), a ``continue`` anywhere before a rebinding voids it, and any statement the walk
-does not understand ends ``leaves_loop_after`` with False.
+linter cannot see), a ``continue`` between ``node`` and a later rebinding voids it, and any
+statement the walk does not understand ends ``leaves_loop_after`` with False.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import position, walk_no_scopes
+from torchlint.analysis.nodes import walk_no_scopes
 from torchlint.analysis.reachability import block_holding, statement_of
 
 if TYPE_CHECKING:
@@ -50,37 +50,109 @@ _EXITS = (ast.Break, ast.Return, ast.Raise)
 
 
 # ----- values carried around the back edge ----------------------------------------------------
-def rebound_every_iteration(ctx: FileContext, loop: ast.AST, name: str, *, fresh: bool = False) -> bool:
-    """Whether every iteration of ``loop`` rebinds ``name`` (a symbol: ``total``, ``self.losses``)
-    to a value that does not read it, so nothing accumulated under it outlives the iteration.
-    A rebinding counts when it runs on every path through the body: in a block that always runs,
-    or in both branches of an ``if`` (``preds = model(x, boxes)`` / ``else: preds = model(x)``).
-    ``fresh``: the value must also be new, not an alias of something that already exists
-    (``buf = self.buffer``), for callers that write into the object rather than rebind the name."""
-    scope = ctx.enclosing_scope(loop)
-    for stmt in ctx.nodes(ast.Assign, ast.AnnAssign):
-        if (
-            _rebinds(stmt, name, fresh)
-            and ctx.is_inside(stmt, loop)
-            and ctx.enclosing_scope(stmt) is scope
-            and _runs_every_iteration(ctx, stmt, loop, name, fresh)
-            and not any(position(c) < position(stmt) for c in _continues(ctx, loop))
-        ):
-            return True
-    return False
+# How a walk of some statements ends for the paths that run them: every path that goes on past them
+# has rebound the name (or left the loop); some path goes on without; some path jumps out of an
+# inner loop without (its ``continue``/``break``: it goes on after that loop); or some path jumps to
+# the back edge of the loop asked about without (a ``continue``, carrying the name round unchanged).
+_KILLED, _OPEN, _ESCAPE, _LEAK = "killed", "open", "escape", "leak"
 
 
-def element_holder_rebound_every_iteration(ctx: FileContext, loop: ast.AST, target: ast.AST) -> bool:
-    """Whether ``target`` is an element (``preds[i]``, ``meter["loss"]``) of a container that every
-    iteration of ``loop`` binds afresh, so an in-place update of the element is gone by the next
-    iteration however long the container's contents would otherwise live."""
+def rebound_around(ctx: FileContext, loop: ast.AST, node: ast.AST, name: str, *, fresh: bool = False) -> bool:
+    """Whether nothing ``name`` (a symbol: ``total``, ``self.losses``) holds at ``node`` in one
+    iteration of ``loop`` reaches ``node`` in the next: every path from ``node`` round the back edge
+    to ``node`` again rebinds ``name`` to a value that does not read it, so what grows under it at
+    ``node`` grows for one iteration only. The rebinding may come before ``node`` on every path from
+    the top of the body (``loss = critic + entropy`` before ``loss += policy``; a ``continue``
+    before it skips ``node`` as well), or after ``node`` on every path to the back edge (a reset
+    after the use). It may sit in both branches of an ``if``, or bind ``name`` as one element of a
+    tuple (``preds, aux = model(x)``). ``fresh``: the value must also be new, not an alias of
+    something that already exists (``buf = self.buffer``), for callers that write into the object
+    rather than rebind the name."""
+    statement = statement_of(ctx, node)
+    if statement is None or not ctx.is_inside(statement, loop):
+        return False
+    return _rebound_on_the_way(ctx, loop, statement, name, fresh, before=True) or _rebound_on_the_way(
+        ctx, loop, statement, name, fresh, before=False
+    )
+
+
+def element_holder_rebound_around(ctx: FileContext, loop: ast.AST, target: ast.AST, node: ast.AST) -> bool:
+    """Whether ``target`` is an element (``preds[i]``, ``meter["loss"]``) of a container that
+    ``loop`` binds afresh round ``node`` (see ``rebound_around``), so an in-place update of the
+    element at ``node`` is gone by the next iteration however long the container's contents would
+    otherwise live."""
     holder = target
     while isinstance(holder, ast.Subscript):
         holder = holder.value
         name = symbol(holder)
-        if name is not None and rebound_every_iteration(ctx, loop, name, fresh=True):
+        if name is not None and rebound_around(ctx, loop, node, name, fresh=True):
             return True
     return False
+
+
+def _rebound_on_the_way(ctx: FileContext, loop: ast.AST, statement: ast.AST, name: str, fresh: bool, before: bool):
+    """Whether every path from the top of ``loop``'s body to ``statement`` (``before``), or from
+    ``statement`` to the back edge (not ``before``), rebinds ``name``. Climbs from ``statement`` to
+    ``loop``, walking at each level the statements of its block on that side of it."""
+    child = statement
+    inner = False  # climbing inside a loop nested in ``loop``: its continue/break fall out of it
+    while True:
+        owner = ctx.parent(child)
+        block = block_holding(owner, child)
+        if owner is None or block is None:
+            return False
+        index = next(i for i, s in enumerate(block) if s is child)
+        # Before ``statement`` a jump never reaches it: every such path is vacuously done. After
+        # it, a ``continue`` of ``loop`` itself carries the name round unchanged.
+        outcome = _walk_rebinding(
+            block[:index] if before else block[index + 1 :], name, fresh, nested=inner and not before, leak=not before
+        )
+        if outcome == _KILLED:
+            return True
+        if outcome == _LEAK or owner is loop:
+            return False
+        if isinstance(owner, _LOOPS):
+            inner = True
+        child = owner
+
+
+def _walk_rebinding(block: list, name: str, fresh: bool, *, nested: bool = False, leak: bool = False) -> str:
+    """Walk ``block`` in order (see ``_KILLED``). ``nested``: the block lies in a loop inside the one
+    asked about, so its ``continue``/``break`` go on after that inner loop; ``leak``: a ``continue``
+    of the loop asked about counts as reaching its back edge (else as a path that is done)."""
+    for stmt in block:
+        if isinstance(stmt, (ast.Continue, ast.Break)) and nested:
+            return _ESCAPE
+        if isinstance(stmt, ast.Continue):
+            return _LEAK if leak else _KILLED
+        if isinstance(stmt, _EXITS) or _rebinds(stmt, name, fresh):
+            return _KILLED
+        if isinstance(stmt, ast.If):
+            outcome = _worst(
+                _walk_rebinding(b, name, fresh, nested=nested, leak=leak) for b in (stmt.body, stmt.orelse)
+            )
+        elif type(stmt) in _ALWAYS_RUN:
+            # A loop's body is taken to run (its bound is data the linter cannot see), and so is a
+            # ``try`` body (an exception is the exception); a jump out of an inner loop goes on after it.
+            is_loop = isinstance(stmt, _LOOPS)
+            outcomes = [
+                _walk_rebinding(getattr(stmt, f), name, fresh, nested=nested or is_loop, leak=leak)
+                for f in _ALWAYS_RUN[type(stmt)]
+            ]
+            outcome = next(o for o in (_LEAK, _KILLED, _ESCAPE, _OPEN) if o in outcomes)
+            if is_loop and outcome == _ESCAPE:
+                outcome = _OPEN
+        else:
+            continue
+        if outcome != _OPEN:
+            return outcome
+    return _OPEN
+
+
+def _worst(outcomes) -> str:
+    """The outcome of a choice between paths: the worst any of them has."""
+    found = set(outcomes)
+    return next(o for o in (_LEAK, _ESCAPE, _OPEN, _KILLED) if o in found)
 
 
 def _rebinds(stmt: ast.AST, name: str, fresh: bool) -> bool:
@@ -104,60 +176,8 @@ def _bound(target: ast.AST) -> list[ast.AST]:
     return [target]
 
 
-def _block_rebinds(block: list, name: str, fresh: bool) -> bool:
-    """Whether every path through ``block`` rebinds ``name`` (see ``rebound_every_iteration``)."""
-    for stmt in block:
-        if isinstance(stmt, ast.Continue):
-            return False
-        if _rebinds(stmt, name, fresh):
-            return True
-        if (
-            isinstance(stmt, ast.If)
-            and _block_rebinds(stmt.body, name, fresh)
-            and _block_rebinds(stmt.orelse, name, fresh)
-        ):
-            return True
-        fields = _ALWAYS_RUN.get(type(stmt), ())
-        if (
-            fields
-            and not isinstance(stmt, _LOOPS)
-            and any(_block_rebinds(getattr(stmt, f), name, fresh) for f in fields)
-        ):
-            return True
-    return False
-
-
 def _reads(expr: ast.AST, name: str) -> bool:
     return any(isinstance(node, (ast.Name, ast.Attribute)) and symbol(node) == name for node in walk_no_scopes(expr))
-
-
-def _continues(ctx: FileContext, loop: ast.AST) -> list[ast.Continue]:
-    """The ``continue`` statements that jump to the back edge of ``loop`` (not of a loop inside it)."""
-    return [c for c in ctx.nodes(ast.Continue) if ctx.enclosing_loops(c)[:1] == [loop]]
-
-
-def _runs_every_iteration(ctx: FileContext, stmt: ast.AST, loop: ast.AST, name: str, fresh: bool) -> bool:
-    """Whether ``stmt`` sits, up to ``loop``, only in blocks that run whenever their owner runs, or
-    in a branch of an ``if`` whose other branch rebinds ``name`` too."""
-    child = stmt
-    for owner in ctx.ancestors(stmt):
-        fields = _ALWAYS_RUN.get(type(owner), ())
-        if not any(child in getattr(owner, field, ()) for field in fields) and not _other_branch_rebinds(
-            owner, child, name, fresh
-        ):
-            return False
-        if owner is loop:
-            return True
-        child = owner
-    return False
-
-
-def _other_branch_rebinds(owner: ast.AST, child: ast.AST, name: str, fresh: bool) -> bool:
-    if not isinstance(owner, ast.If):
-        return False
-    if child in owner.body:
-        return _block_rebinds(owner.orelse, name, fresh)
-    return child in owner.orelse and _block_rebinds(owner.body, name, fresh)
 
 
 # ----- steps the next iteration cannot repeat --------------------------------------------------

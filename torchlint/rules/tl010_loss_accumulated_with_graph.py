@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 
-from torchlint.analysis.backedge import element_holder_rebound_every_iteration, rebound_every_iteration
+from torchlint.analysis.backedge import element_holder_rebound_around, rebound_around
 from torchlint.analysis.callgraph import call_graph
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
@@ -172,15 +172,15 @@ def _kept_across_iterations(ctx, node, accumulator, training_loops) -> bool:
     name = symbol(accumulator)
     if any(
         loop in training_loops
-        and (name is None or not rebound_every_iteration(ctx, loop, name))
-        and not element_holder_rebound_every_iteration(ctx, loop, accumulator)
+        and (name is None or not rebound_around(ctx, loop, node, name))
+        and not element_holder_rebound_around(ctx, loop, accumulator, node)
         for loop in ctx.enclosing_loops(node)
     ):
         return True
     if not _outlives_its_function(ctx, accumulator):
         return False
     func = ctx.enclosing_function(node)
-    if name is not None and any(rebound_every_iteration(ctx, loop, name) for loop in ctx.enclosing_loops(node)):
+    if name is not None and any(rebound_around(ctx, loop, node, name) for loop in ctx.enclosing_loops(node)):
         return False  # each iteration of its own loop starts it afresh: no call adds to the last one's total
     for site in call_graph(ctx).callers(func) if func is not None else ():
         if any(loop in training_loops for loop in ctx.enclosing_loops(site)):

@@ -28,9 +28,10 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_callee
+from torchlint.analysis.constants import possible_values
 from torchlint.analysis.dataflow import Binding, dataflow, resolve_instance_call, resolve_instance_method, value_kept
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import last_name, method_call, returns_of
+from torchlint.analysis.nodes import argument, last_name, method_call, returns_of
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.constructors import prepared_element, same_module
@@ -383,11 +384,24 @@ class GraphValues:
         if qual is not None and qual.startswith("torch."):
             if qual in _FRESH_TENSOR_FUNCTIONS and not _asks_for_grad(call):
                 return Graph.PLAIN
+            if qual in torch_names.GRAPH_ON_REQUEST_FUNCTIONS and not self._graph_requested(call, qual):
+                return Graph.PLAIN  # ``torch.autograd.grad(loss, x)``: detached gradients
             # A tensor operation carries the graph of its operands.
             operands = [*call.args, *(kw.value for kw in call.keywords)]
             return Graph.ATTACHED if self._join(operands, at, depth) is Graph.ATTACHED else Graph.UNKNOWN
         returned = self._call_returns(call, None, depth)
         return returned if returned is not None else Graph.UNKNOWN
+
+    def _graph_requested(self, call: ast.Call, qual: str) -> bool:
+        """Whether ``call`` may ask for a graph on its results (``create_graph=True``, or a value or
+        an unpacking the linter cannot read); not when it leaves the parameter at its false default
+        or passes a false constant."""
+        name, index = torch_names.GRAPH_ON_REQUEST_FUNCTIONS[qual]
+        passed = argument(call, index, name)
+        if passed is None:
+            return any(kw.arg is None for kw in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args)
+        values = possible_values(self.ctx, passed)
+        return values is None or any(values)
 
     def _is_loss_call(self, call: ast.Call, qual: str | None) -> bool:
         if qual is not None:

@@ -541,6 +541,18 @@ AUTOGRAD_KEYWORDS = frozenset({"requires_grad", "create_graph"})
 # Functions that return the gradients of outputs with respect to `inputs` (their second argument)
 # without touching `.grad`: a tensor made trainable only to be one of those inputs is a probe.
 GRADIENT_FUNCTIONS = frozenset({"torch.autograd.grad"})
+# Functions whose results carry an autograd graph only when asked for one: the parameter that
+# asks (`create_graph`, false by default) and its position. Without it the gradients (and, for
+# `torch.autograd.functional`, the function's outputs too) come back with `requires_grad=False`.
+GRAPH_ON_REQUEST_FUNCTIONS = {
+    "torch.autograd.grad": ("create_graph", 4),
+    "torch.autograd.functional.jacobian": ("create_graph", 2),
+    "torch.autograd.functional.hessian": ("create_graph", 2),
+    "torch.autograd.functional.vjp": ("create_graph", 3),
+    "torch.autograd.functional.jvp": ("create_graph", 3),
+    "torch.autograd.functional.vhp": ("create_graph", 3),
+    "torch.autograd.functional.hvp": ("create_graph", 3),
+}
 # Context managers of other libraries, whose source the linter does not read, that switch autograd
 # while they are entered, as their documentation says (a project's own ones are read: a generator
 # context manager whose `yield` sits inside a switch, see `gradmode.grad_effect`).

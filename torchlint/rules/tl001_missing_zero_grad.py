@@ -32,8 +32,10 @@ class MissingZeroGrad(Rule):
         the gradients of that optimizer. Clearing counts in any form and at any point of
         the iteration: `optimizer.zero_grad()`, `optimizer.zero_grad(set_to_none=True)`,
         `model.zero_grad()` on the model the optimizer was built from, `p.grad = None` or
-        `p.grad.zero_()` over the parameters, or a helper of the same file that does one
-        of these. Each optimizer is judged on its own (a GAN's two optimizers), and a clear
+        `p.grad.zero_()` over the parameters, any gradient written into `p.grad` that does not
+        read the old one (`p.grad = worker_p.grad.clone()`: gradients computed on another
+        replica and copied in replace these; `p.grad = p.grad * 0.5` keeps them), or a helper
+        of the same file that does one of these. Each optimizer is judged on its own (a GAN's two optimizers), and a clear
         that runs only on some iterations -- once before the loop, or in one branch only
         (e.g. only when AMP is on) -- does not cover a step that runs on the others; a clear
         at the start of an accumulation window (`if i % accum == 0:`) does, so does a clear

@@ -30,6 +30,11 @@ class UnscaledAccumulatedLoss(Rule):
         (`if (i + 1) % accum_steps == 0:`, `if not need_update: continue`), or after an
         inner micro-step loop (`for micro_step in range(gradient_accumulation_steps):`) --
         when the loss sent to backward is not divided by the number of accumulated steps.
+        Accumulation sums micro-batches: an inner loop whose loss is computed from one
+        unchanged batch (no batch drawn, no iterator advanced, no index by the loop variable
+        or drawn at random: several sub-networks of a one-shot NAS supernet sampled on the
+        same images, random noise added to them) backpropagates one objective of several
+        terms, and is not reported.
         Any division of the loss counts as dividing (the rule does not check what the
         divisor counts): `loss = loss / n`, `loss /= n`,
         `(loss / n).backward()`, `scaler.scale(loss / n)`, `criterion(out, y) / n`, a helper

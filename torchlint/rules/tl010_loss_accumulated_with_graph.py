@@ -40,10 +40,15 @@ class LossAccumulatedWithGraph(Rule):
         training loop calls once per batch (`self.running_loss += loss` in
         `train_step`) counts as well. Totals computed under `torch.no_grad()`, and sums
         that are themselves backpropagated (several losses added into one, a list of
-        values stacked into the loss), are fine, and so is a total the training loop
-        binds afresh on every path through each iteration (`losses = []` at the top of
-        the step), or an in-place edit of an element of such a value
-        (`preds[i] += preds[j]` on this iteration's `preds = model(x)`).
+        values stacked into the loss), are fine, and so is a total whose value at the `+=`
+        cannot come round from the previous iteration: the loop rebinds it on every path
+        from the top of the body to the `+=` (`loss_v = policy + value` and then
+        `loss_v += entropy` for the log; `losses = []` at the top of the step; a
+        `continue` before the rebinding skips the `+=` too) or on every path from the `+=`
+        to the next iteration, or an in-place edit of an element of such a value
+        (`preds[i] += preds[j]` on this iteration's `preds = model(x)`). Gradients asked of
+        autograd without `create_graph=True` (`torch.autograd.grad(loss, x)[0]`,
+        `torch.autograd.functional.jacobian(f, x)`) carry no graph.
     """
     why = """
         A tensor that requires grad carries its `grad_fn` and, through it, the graph

@@ -28,13 +28,19 @@ class EvalWithoutNoGrad(Rule):
         autograd is still on there: no `torch.no_grad()`, `torch.inference_mode()` or
         `torch.set_grad_enabled(False)` as a `with` block or decorator, nor a context
         manager that switches it off (a `@contextmanager` of the project whose `yield`
-        runs under one, MONAI's `eval_mode`), in the function or around the calls into
+        runs under one, MONAI's `eval_mode`), nor a decorator of the project, in this
+        file or another, whose wrapper calls the decorated function only under one
+        (`def frozen(fn): ... def run(*a, **kw): with torch.no_grad(): return fn(*a, **kw)`;
+        a wrapper that only times or logs the call, or calls it once with and once without
+        no-grad, leaves autograd on), in the function or around the calls into
         it in this file. A helper shared with the training step is judged by each path
         into it: a call whose result is backpropagated, or goes into the loss that is
         (`loss_fn(positive, self._negative_scores(users))`), trains, it is no evaluation, and
         a call whose constant arguments select a branch without the model call
         (`infer(model, framework="tf")` for `model(**x) if framework == "pt" else ...`)
-        is no path into it. Evaluation that needs gradients on purpose (it calls
+        is no path into it, nor is a call under a branch the file's constants rule out
+        (`if DUMP_MASKS and epoch % 10 == 0:` with `DUMP_MASKS = False` bound once and
+        never rebound). Evaluation that needs gradients on purpose (it calls
         `backward()` or `torch.autograd.grad`, or marks a tensor `requires_grad`, e.g.
         saliency maps, adversarial examples, losses on input gradients) is not
         reported, nor are
@@ -48,7 +54,10 @@ class EvalWithoutNoGrad(Rule):
         raise (inside `with pytest.raises(...)` or `self.assertRaises(...)`), manual
         checks on a collection of values written in the code (a tokenizer's encoding
         of two literal sentences, `torch.tensor([[0.1, 0.9]])`), freshly built models
-        nothing trains or loads, or run only before anything in the program trains
+        nothing trains or loads (also a model parameter that every call site of the
+        function in the file fills with one, `validate(Probe(256), val_loader)`, in a
+        file that takes no training step; a function no code of the file calls is
+        judged by its body), or run only before anything in the program trains
         or loads them (a shape check called before the optimizer exists), unit tests (`test_*` functions, and their private `_test_*` implementations that no code of
         the file but tests calls, that assert on what they compute, themselves or through a helper they call, in this file or another of
         the project (a test class's mixin) — an assert only on the batches a loop reads and the

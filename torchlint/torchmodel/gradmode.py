@@ -8,7 +8,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callers import callers_elsewhere
-from torchlint.analysis.callgraph import resolve_callee, resolve_local_call
+from torchlint.analysis.callgraph import resolve_callee, resolve_function_name, resolve_local_call, resolve_name
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import FUNCTION_NODES, Definition, unknown_star_name
 from torchlint.analysis.nodes import returns_of, walk_function_body
@@ -44,7 +44,47 @@ def grad_effect(ctx: FileContext, expr: ast.AST) -> bool | None:
         return None
     if call is not None and isinstance(call.func, (ast.Name, ast.Attribute)):
         return ctx.shared(("entered-grad-effect", call), lambda: _entered_context_effect(ctx, call))
+    if call is None and isinstance(expr, (ast.Name, ast.Attribute)):
+        return ctx.shared(("wrapper-grad-effect", expr), lambda: _wrapper_effect(ctx, expr))
     return None
+
+
+def _wrapper_effect(ctx: FileContext, expr: ast.Name | ast.Attribute) -> bool | None:
+    """The grad mode a decorator of the project (``expr`` names it) runs the decorated function
+    under: it returns a wrapper of its own whose every call of the wrapped function sits under the
+    same switch (``def no_grad(fn): def run(*a): with torch.no_grad(): return fn(*a); return run``),
+    in this file or another (a summary of the decorator, computed once per run)."""
+    if isinstance(expr, ast.Name):
+        local = resolve_function_name(ctx, expr.id, expr)
+        found = Definition(ctx, local) if local is not None else resolve_name(ctx, expr)
+    else:
+        found = resolve_name(ctx, expr)
+    if found is None or not found.is_function:
+        return None
+    home, function = found.ctx, found.node
+    return run_summary(found, "torch.wrapper-grad", lambda _: _wrapped_call_effect(home, function), None)
+
+
+def _wrapped_call_effect(ctx: FileContext, decorator: ast.AST) -> bool | None:
+    params = [*decorator.args.posonlyargs, *decorator.args.args]
+    if len(params) != 1:
+        return None
+    wrapped = params[0].arg
+    inner = {n.name: n for n in decorator.body if isinstance(n, FUNCTION_NODES)}
+    returned = [ret.value for ret in returns_of(decorator)]
+    if not returned or not all(isinstance(v, ast.Name) and v.id in inner for v in returned):
+        return None
+    effects = set()
+    for name in {v.id for v in returned}:
+        calls = [
+            n
+            for n in walk_function_body(inner[name])
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == wrapped
+        ]
+        if not calls:
+            return None
+        effects.update(grad_effect(ctx, s) if (s := lexical_grad_switch(ctx, c)) is not None else None for c in calls)
+    return effects.pop() if len(effects) == 1 else None
 
 
 def _entered_context_effect(ctx: FileContext, call: ast.Call) -> bool | None:

@@ -16,6 +16,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import call_graph
+from torchlint.analysis.conditions import never_runs
 from torchlint.analysis.dataflow import dataflow, instance_method_calls
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name, position
@@ -123,8 +124,12 @@ class CallerChain:
                 return Verdict(UNKNOWN)  # `fit()` ends with `self.model.eval()`; `predict()` relies on it
             return Verdict(REACHED if fallback() else NOT_REACHED)
         # A call site whose constant arguments select another branch (`infer(model, framework="tf")`
-        # for `model(**x) if framework == "pt" else ...`) never runs ``node``: it is no path to judge.
-        sites = [site for site in sites if runs_when_called(self.ctx, site, func, node)]
+        # for `model(**x) if framework == "pt" else ...`) never runs ``node``, nor does one under a
+        # branch the file's constants rule out (`if SAVE_IMAGES and ...:` with `SAVE_IMAGES = False`
+        # bound once): neither is a path to judge.
+        sites = [
+            site for site in sites if runs_when_called(self.ctx, site, func, node) and not never_runs(self.ctx, site)
+        ]
         unknown = False
         for site in sites:
             verdict = check(site, self.ctx.enclosing_function(site), depth + 1, seen | {func})

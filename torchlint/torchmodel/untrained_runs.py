@@ -22,13 +22,13 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import call_graph, resolve_local_call
+from torchlint.analysis.callgraph import call_graph, resolve_local_call, site_argument
 from torchlint.analysis.context import FUNCTION_TYPES
 from torchlint.analysis.nodes import walk_no_scopes
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS
 from torchlint.torchmodel.forward_calls import model_expression
-from torchlint.torchmodel.provenance import INSPECTING_CALLS
+from torchlint.torchmodel.provenance import INSPECTING_CALLS, through_model_keeping
 from torchlint.torchmodel.walk import event_walker
 
 if TYPE_CHECKING:
@@ -64,13 +64,15 @@ class UntrainedRuns:
     def runs_untrained(self, call: ast.Call) -> bool:
         """The model ``call`` runs is built fresh, and every run of the call comes before anything
         trains it, loads a state into it or hands it to other code."""
+        model = model_expression(call)
+        func = self.ctx.enclosing_function(call)
+        if isinstance(model, ast.Name) and func is not None and self._parameter(func, model.id) is not None:
+            return self._fresh_from_every_caller(call, func, model.id, 0)
         origins = self.provenance.origins(call)
         if not origins or not all(self.provenance.fresh_construction(o) for o in origins):
             return False
-        model = model_expression(call)
         if not isinstance(model, ast.Name):
             return False
-        func = self.ctx.enclosing_function(call)
         if func is not None and self.provenance.bound_in(model.id, func):
             return self._quiet_before(call, func, model.id)  # built anew in each run of the function
         return self._before_training(call, func, model.id, 0)
@@ -110,6 +112,51 @@ class UntrainedRuns:
         callers = call_graph(self.ctx).callers(func)
         return bool(callers) and all(
             self._before_training(site, self.ctx.enclosing_function(site), name, depth + 1) for site in callers
+        )
+
+    def _parameter(self, func, name: str) -> ast.arg | None:
+        """The parameter ``name`` of ``func`` when that is its only binding there."""
+        bindings = self.provenance.flow.flow(func).bindings.get(name, ())
+        if not bindings or any(b.kind != "param" for b in bindings):
+            return None
+        positional = [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]
+        return next((a for a in positional if a.arg == name), None)
+
+    def _fresh_from_every_caller(self, point: ast.AST, func, name: str, depth: int) -> bool:
+        """The model ``name``, a parameter of ``func``, is untouched before ``point`` there, and every
+        call site of ``func`` in this file passes a model that is itself untrained there: built fresh
+        (``test_model(Net(...))`` or a name bound so) and untouched before the call, or the caller's
+        own parameter passed on under the same terms. A function with no call site, or used as a
+        value, may be handed a trained model: not shown."""
+        if isinstance(self.ctx.parent(func), ast.ClassDef) or depth >= _MAX_CALLER_DEPTH:
+            return False  # a method's call sites bind `self` first: not followed here
+        if not self._quiet_before(point, func, name) or self._used_as_value(func) or self._file_trains:
+            return False  # a generator fed the model may run interleaved with the training that follows
+        param = self._parameter(func, name)
+        callers = call_graph(self.ctx).callers(func)
+        return bool(callers) and all(self._passes_untrained(site, func, param, depth) for site in callers)
+
+    def _passes_untrained(self, site: ast.Call, func, param: ast.arg, depth: int) -> bool:
+        passed = site_argument(self.ctx, func, param, site)
+        if passed is not None and self.provenance.fresh_construction(passed):
+            return True
+        if not isinstance(passed, ast.Name):
+            return False
+        caller = self.ctx.enclosing_function(site)
+        if caller is not None and self._parameter(caller, passed.id) is not None:
+            return self._fresh_from_every_caller(site, caller, passed.id, depth + 1)
+        origins = self.provenance.flow.origins(passed, through_model_keeping)
+        if not origins or not all(self.provenance.fresh_construction(o) for o in origins):
+            return False
+        if caller is not None and self.provenance.bound_in(passed.id, caller):
+            return self._quiet_before(site, caller, passed.id)
+        return self._before_training(site, caller, passed.id, depth + 1)
+
+    @property
+    def _file_trains(self) -> bool:
+        return self.ctx.shared(
+            "untrained-runs-file-trains",
+            lambda: any(e.kind in _TRAINING_KINDS for e in event_walker(self.ctx).events(self.ctx.tree.body)),
         )
 
     def _used_as_value(self, func) -> bool:

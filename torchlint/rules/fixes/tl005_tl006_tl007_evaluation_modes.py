@@ -72,7 +72,9 @@ def validate(model, loader):
         for x, y in loader:
             total += (model(x) - y).pow(2).mean().item()  # expect: TL005
     return total / len(loader)
-print(validate(torch.nn.Sequential(torch.nn.Linear(4, 1), torch.nn.Dropout(0.1)), val_loader))
+model = torch.nn.Sequential(torch.nn.Linear(4, 1), torch.nn.Dropout(0.1))
+model.load_state_dict(torch.load("regressor.pt"))
+print(validate(model, val_loader))
 """,
             """
 import torch
@@ -84,7 +86,9 @@ def validate(model, loader):
         for x, y in loader:
             total += (model(x) - y).pow(2).mean().item()  # expect: TL005
     return total / len(loader)
-print(validate(torch.nn.Sequential(torch.nn.Linear(4, 1), torch.nn.Dropout(0.1)), val_loader))
+model = torch.nn.Sequential(torch.nn.Linear(4, 1), torch.nn.Dropout(0.1))
+model.load_state_dict(torch.load("regressor.pt"))
+print(validate(model, val_loader))
 """,
         ),
     ]

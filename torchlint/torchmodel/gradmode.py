@@ -211,17 +211,59 @@ def _is_false(expr: ast.AST) -> bool:
 
 
 def grad_mode_statements(ctx: FileContext) -> list[ast.Call]:
-    """Bare ``torch.set_grad_enabled(...)`` statements (no ``with``): they switch the mode for the
-    rest of the code that runs after them, until the next switch."""
+    """Bare grad switch statements (no ``with``): they switch the mode for the rest of the code that
+    runs after them, until the next switch. ``torch.set_grad_enabled(...)``, and an explicit
+    ``__enter__()`` of a grad context manager (``torch.no_grad().__enter__()``, or ``guard =
+    torch.no_grad()`` ... ``guard.__enter__()``), whose ``__exit__(...)`` is a statement too: it puts
+    back the mode from before (``statement_switch`` reads what each one switches to)."""
 
     def build() -> list[ast.Call]:
         return [
             c
             for c in ctx.calls
-            if isinstance(ctx.parent(c), ast.Expr) and ctx.call_qualname(c) in torch_names.SET_GRAD_ENABLED
+            if isinstance(ctx.parent(c), ast.Expr)
+            and (ctx.call_qualname(c) in torch_names.SET_GRAD_ENABLED or _entered_context(ctx, c) is not None)
         ]
 
     return ctx.shared("grad-mode-statements", build)
+
+
+def statement_switch(ctx: FileContext, statement: ast.Call) -> ast.AST | None:
+    """The switch a grad statement (one of ``grad_mode_statements``) sets, as ``grad_effect`` reads
+    it: the ``torch.set_grad_enabled(...)`` call itself, the context manager an ``__enter__()`` enters;
+    None for an ``__exit__(...)`` (it restores an earlier mode, which this statement does not fix)."""
+    if ctx.call_qualname(statement) in torch_names.SET_GRAD_ENABLED:
+        return statement
+    entered = _entered_context(ctx, statement)
+    return entered if entered is not None and statement.func.attr == "__enter__" else None
+
+
+_CONTEXT_PROTOCOL = ("__enter__", "__exit__")
+
+
+def _entered_context(ctx: FileContext, call: ast.Call) -> ast.AST | None:
+    """For ``<cm>.__enter__()`` / ``<cm>.__exit__(...)``: the grad context manager ``<cm>`` is (built
+    right there, or the one value a name was bound to), else None."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr in _CONTEXT_PROTOCOL):
+        return None
+    receiver = call.func.value
+    if isinstance(receiver, ast.Name):
+        origins = dataflow(ctx).origins(receiver)
+        receiver = origins[0] if len(origins) == 1 else None
+    if isinstance(receiver, ast.Call) and grad_effect(ctx, receiver) is not None:
+        return receiver
+    return None
+
+
+def restores_grad_mode(ctx: FileContext, statement: ast.Call) -> bool:
+    """A grad statement that is the ``__exit__(...)`` of a grad context manager."""
+    return isinstance(statement.func, ast.Attribute) and statement.func.attr == "__exit__"
+
+
+def statement_effect(ctx: FileContext, statement: ast.Call) -> bool | None:
+    """What a grad statement switches autograd to (False: off), None when it does not fix it."""
+    switch = statement_switch(ctx, statement)
+    return None if switch is None else grad_effect(ctx, switch)
 
 
 def is_inference_mode(ctx: FileContext, expr: ast.AST) -> bool:
@@ -366,12 +408,13 @@ def _latest_switch(ctx: FileContext, node: ast.AST) -> ast.AST | None:
             ctx.enclosing_function(statement) is function
             and _block_encloses(ctx, expr, enclosing)
             and (statement.lineno, statement.col_offset) < pos
-            and grad_effect(ctx, statement) is not None
+            and (statement_effect(ctx, statement) is not None or restores_grad_mode(ctx, statement))
             and (owner is None or ctx.is_inside(statement, owner))
             and (latest is None or (statement.lineno, statement.col_offset) > (latest.lineno, latest.col_offset))
         ):
             latest = statement
-    return latest if latest is not None else switch
+    # an `__exit__` puts back the mode from before its `__enter__`: taken as the enclosing switch's
+    return statement_switch(ctx, latest) if latest is not None and not restores_grad_mode(ctx, latest) else switch
 
 
 def _callee_recording(ctx: FileContext, callee: ast.AST, depth: int) -> bool | None:

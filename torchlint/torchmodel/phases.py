@@ -30,7 +30,7 @@ from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS
 from torchlint.torchmodel.forward_calls import model_expression, same_model
-from torchlint.torchmodel.gradmode import grad_effect, grad_mode_statements
+from torchlint.torchmodel.gradmode import grad_effect, grad_mode_statements, restores_grad_mode, statement_effect
 from torchlint.torchmodel.walk import event_walker
 
 if TYPE_CHECKING:
@@ -209,8 +209,13 @@ class PhaseFunctions:
             runs = self._runs(call, phase.param, phase.value)
             if runs is False:
                 continue
-            mode = argument(call, 0, "mode")
-            truth = None if mode is None else self._truth(mode, {phase.param: phase.value})
+            if restores_grad_mode(self.ctx, call):
+                return None  # an `__exit__` puts back the mode from before: not fixed by the statement
+            if self.ctx.call_qualname(call) in torch_names.SET_GRAD_ENABLED:
+                mode = argument(call, 0, "mode")
+                truth = None if mode is None else self._truth(mode, {phase.param: phase.value})
+            else:
+                truth = statement_effect(self.ctx, call)
             return UNDECIDED if runs is None or truth is None else truth
         return None
 

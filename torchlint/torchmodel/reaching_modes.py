@@ -30,6 +30,8 @@ from torchlint.torchmodel.gradmode import (
     lexical_grad_disabler,
     lexical_undecided_switch,
     lexical_unknown_switch,
+    restores_grad_mode,
+    statement_effect,
 )
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.phases import runs_when_called
@@ -378,14 +380,20 @@ class AutogradMode:
         return False
 
     def _global_grad_off(self, func, pos) -> bool:
-        """A bare `torch.set_grad_enabled(False)` statement before ``pos`` in ``func`` (or at module level)."""
+        """A bare grad statement switching autograd off (``torch.set_grad_enabled(False)``,
+        ``torch.no_grad().__enter__()``) at module level, or the last one in ``func`` before ``pos``."""
+        latest = None
         for stmt_call in grad_mode_statements(self.ctx):
-            if grad_effect(self.ctx, stmt_call) is not False:
-                continue
+            effect = statement_effect(self.ctx, stmt_call)
             owner = self.ctx.enclosing_function(stmt_call)
-            if owner is None or (owner is func and pos is not None and position(stmt_call) < pos):
+            if owner is None and effect is False:
                 return True
-        return False
+            if owner is not func or pos is None or position(stmt_call) >= pos:
+                continue
+            if effect is not None or restores_grad_mode(self.ctx, stmt_call):
+                if latest is None or position(stmt_call) > position(latest):
+                    latest = stmt_call
+        return latest is not None and statement_effect(self.ctx, latest) is False
 
 
 def _params(func) -> set[str]:

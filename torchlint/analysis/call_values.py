@@ -3,7 +3,8 @@
 ``call_scenarios(ctx, tests)`` takes ``(test, via)`` pairs: an ``if`` test written in a function of
 this file that a walk reached through the calls ``via`` (outermost first). A test that reads only
 parameters of its function, still holding what the call passed, is decided by the values that call
-may pass for them (``constants.possible_values``: a constant, or each element of the literal a loop
+may pass for them (a name the function set to a comparison of them, ``train = phase == "train"``, reads as
+that comparison: ``through_truth_aliases``) (``constants.possible_values``: a constant, or each element of the literal a loop
 runs over: ``for mode in ("none", "model"): reset(net, mode)``). Each scenario is one choice of
 those values for every call at once; it maps ``(test, call)`` to the test's truth under that choice
 (absent: not decided). One empty scenario when nothing is decided, or when the choices would be
@@ -17,6 +18,7 @@ branch. Nothing here knows about PyTorch.
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
 from typing import TYPE_CHECKING
 
@@ -55,7 +57,7 @@ def call_scenarios(ctx: FileContext, tests: list[tuple[ast.AST, tuple]]) -> list
         scenario = {}
         for test, call, sources in decided:
             values = {name: chosen[source] for name, source in sources.items()}
-            truth = truth_under(test, values, lambda expr: constant_value(ctx, expr))
+            truth = truth_under(through_truth_aliases(ctx, test), values, lambda expr: constant_value(ctx, expr))
             if truth is not None:
                 scenario[(id(test), id(call))] = truth
         scenarios.append(scenario)
@@ -81,7 +83,7 @@ def _passed_values(ctx: FileContext, test: ast.AST, via: tuple) -> tuple[ast.Cal
         return None
     flow = dataflow(ctx)
     values: dict[str, tuple] = {}
-    for node in ast.walk(test):
+    for node in ast.walk(through_truth_aliases(ctx, test)):
         if isinstance(node, ast.Call):
             return None  # a call's result is no parameter's value
         if not isinstance(node, ast.Name):
@@ -95,6 +97,75 @@ def _passed_values(ctx: FileContext, test: ast.AST, via: tuple) -> tuple[ast.Cal
             return None
         values[node.id] = (_source(ctx, call, argument), choices)
     return (call, values) if values else None
+
+
+_TRUTH_VALUED = (ast.Compare, ast.UnaryOp)  # `a == b`, `x in (...)`, `not a`: the value is the truth
+
+
+def through_truth_aliases(ctx: FileContext, test: ast.expr) -> ast.expr:
+    """``test`` with each name that holds a truth computed from other names in its function
+    (``train = phase == "train"`` ... ``if train:``) read as that expression: the one binding that
+    reaches the name is such an assignment (a comparison or a ``not``, no call), and every name it
+    reads is a parameter (or such a name) still holding, at ``test``, the value it held there. The expression's own nodes are kept (not
+    copied), so that what is known of its names still applies; ``test`` itself when nothing is read
+    through."""
+    flow = dataflow(ctx)
+
+    def expanded(node: ast.AST, depth: int) -> ast.AST:
+        if isinstance(node, ast.Name) and depth < MAX_ALIAS_DEPTH:
+            alias = _truth_alias(ctx, flow, node)
+            return node if alias is None else expanded(alias, depth + 1)
+        changed = {}
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, ast.AST):
+                new = expanded(value, depth)
+                if new is not value:
+                    changed[field] = new
+            elif isinstance(value, list) and any(isinstance(v, ast.AST) for v in value):
+                items = [expanded(v, depth) if isinstance(v, ast.AST) else v for v in value]
+                if any(a is not b for a, b in zip(items, value)):
+                    changed[field] = items
+        if not changed:
+            return node
+        rebuilt = copy.copy(node)
+        for field, value in changed.items():
+            setattr(rebuilt, field, value)
+        return rebuilt
+
+    return expanded(test, 0)
+
+
+MAX_ALIAS_DEPTH = 3  # names read through names (`evaluating = ...`, `training = not evaluating`)
+
+
+def _truth_alias(ctx: FileContext, flow, name: ast.Name, depth: int = 0) -> ast.expr | None:
+    if depth > MAX_ALIAS_DEPTH:
+        return None
+    bindings = flow.reaching(name)
+    if len(bindings) != 1 or bindings[0].kind != "assign" or not isinstance(bindings[0].value, _TRUTH_VALUED):
+        return None
+    value = bindings[0].value
+    if isinstance(value, ast.UnaryOp) and not isinstance(value.op, ast.Not):
+        return None
+    if ctx.enclosing_function(value) is not ctx.enclosing_function(name):
+        return None
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call):
+            return None
+        if isinstance(node, ast.Name) and not _still_parameter(ctx, flow, node, name, depth):
+            return None
+    return value
+
+
+def _still_parameter(ctx: FileContext, flow, node: ast.Name, test_name: ast.Name, depth: int) -> bool:
+    """A name an alias reads holds its parameter's value, there and still at the test (not rebound
+    between), or is itself such an alias."""
+    bindings = flow.reaching(node)
+    if bindings != flow.reaching(node.id, at=test_name):
+        return False
+    if bindings and all(b.kind == "param" for b in bindings):
+        return True
+    return _truth_alias(ctx, flow, node, depth + 1) is not None
 
 
 def _source(ctx: FileContext, call: ast.Call, argument: ast.AST) -> tuple:

@@ -26,7 +26,10 @@ class EvalWithoutNoGrad(Rule):
         block or a bare statement before the call; one whose value the path cannot
         decide leaves the mode unknown and is not reported) — when
         autograd is still on there: no `torch.no_grad()`, `torch.inference_mode()` or
-        `torch.set_grad_enabled(False)` as a `with` block or decorator, nor a context
+        `torch.set_grad_enabled(False)` as a `with` block or decorator, nor such a
+        switch as a bare statement before the call (`torch.set_grad_enabled(False)`, or
+        an explicit `torch.no_grad().__enter__()`, also of a context manager bound to a
+        name first, in force until its `__exit__(...)` or a switch back on), nor a context
         manager that switches it off (a `@contextmanager` of the project whose `yield`
         runs under one, MONAI's `eval_mode`), nor a decorator of the project, in this
         file or another, whose wrapper calls the decorated function only under one

@@ -26,7 +26,9 @@ class BackwardUnderNoGrad(Rule):
         block or a function decorated with one of them, including a helper called
         from inside such a block or such a function. A helper's backward under a
         condition on its parameters counts only on the path the call selects
-        (`if train: loss.backward()` called with `train=False` runs none). What counts
+        (`if train: loss.backward()` called with `train=False` runs none; a flag the
+        helper computes from a parameter, `train = phase == "train"`, is read as that
+        comparison, so a call passing `phase="test"` runs none either). What counts
         is the mode where the backpropagated tensor was computed: a loss computed in a
         `torch.enable_grad()` block (or by an `@torch.enable_grad()` helper) has its
         graph, so its backward under no-grad is fine (but not inside

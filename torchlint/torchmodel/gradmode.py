@@ -1,5 +1,6 @@
 """Where autograd is switched off: ``torch.no_grad()``, ``torch.inference_mode()``,
-``torch.set_grad_enabled(False)`` as with-blocks or decorators (and where it is turned back on),
+``torch.set_grad_enabled(False)`` as with-blocks, decorators or bare statements (also an explicit
+``__enter__()`` of one) (and where it is turned back on),
 and whether a tensor was recorded in a graph where it was computed."""
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.call_values import through_truth_aliases
 from torchlint.analysis.callgraph import call_graph, parameter_default, resolve_class
 from torchlint.analysis.conditions import NOT_NONE, conditions_at, truth_under
 from torchlint.analysis.constants import UNKNOWN, constant_value
@@ -278,6 +279,7 @@ def runs_when_called(ctx: FileContext, site: ast.Call, func, node: ast.AST, boun
     ``bound``: ``site`` calls an object whose method ``func`` is (``model(x)`` runs ``forward``)."""
     params = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs}
     for test, holds in conditions_at(ctx, node):
+        test = through_truth_aliases(ctx, test)  # `train = phase == "train"` ... `if train:`
         names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)} & params
         values = {name: _value_passed(ctx, site, func, name, bound) for name in names}
         values = {name: value for name, value in values.items() if value is not _NOT_A_VALUE}

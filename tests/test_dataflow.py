@@ -310,3 +310,61 @@ def test_through_may_choose_one_arm_of_a_conditional_expression():
     assert sorted(ast.unparse(o) for o in flow.origins(use)) == ["0.0", "0.1"]
     origins = flow.origins(use, lambda e: e.body if isinstance(e, ast.IfExp) else None)
     assert [ast.unparse(o) for o in origins] == ["0.0"]
+
+
+def _assignment(ctx, line):
+    return next(n for n in ctx.nodes(ast.Assign, ast.AnnAssign) if n.lineno == line)
+
+
+def test_dead_store_is_a_store_that_no_read_reaches():
+    ctx, flow = _setup(
+        """
+        def f(model, x, items):
+            for _ in range(3):
+                _ = model(x)
+            out = model(x)
+            out = model(x + 1)
+            print(out)
+            prev = None
+            for item in items:
+                if prev is not None:
+                    print(prev)
+                prev = model(item)
+            kept = model(x)
+            def show():
+                print(kept)
+            total: int = 0
+            total += 1
+            a = b = model(x)
+            return b
+        """
+    )
+    assert flow.dead_store(_assignment(ctx, 4))  # `_ = model(x)`: nothing reads `_`
+    assert flow.dead_store(_assignment(ctx, 5))  # overwritten before the print
+    assert not flow.dead_store(_assignment(ctx, 6))
+    assert not flow.dead_store(_assignment(ctx, 12))  # read by the next iteration, above it
+    assert not flow.dead_store(_assignment(ctx, 13))  # read by a closure
+    assert not flow.dead_store(_assignment(ctx, 16))  # `total += 1` reads it
+    assert not flow.dead_store(_assignment(ctx, 18))  # `b` is returned
+
+
+def test_no_dead_store_where_names_are_read_by_text_or_are_attributes():
+    ctx, flow = _setup(
+        """
+        def f(model, x):
+            out = model(x)
+            return locals()
+
+        class Probe:
+            out = compute()
+
+        def g(model, x):
+            global result
+            result = model(x)
+            self_out, = model(x),
+        """
+    )
+    assert not flow.dead_store(_assignment(ctx, 3))
+    assert not flow.dead_store(_assignment(ctx, 7))
+    assert not flow.dead_store(_assignment(ctx, 11))
+    assert not flow.dead_store(_assignment(ctx, 12))  # a tuple target is not a plain name

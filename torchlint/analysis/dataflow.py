@@ -103,6 +103,9 @@ _BINDING_TYPES = frozenset(
 _HEADER_BINDERS = (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
 
 
+# Calls that read a scope's names by their text, so no binding in that scope is shown unread.
+_NAME_LOOKUPS = frozenset({"locals", "vars", "eval", "exec"})
+
 _DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 _FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -347,6 +350,52 @@ class Dataflow:
         if len(bindings) == 1 and bindings[0].kind == "assign" and bindings[0].value is not None:
             return bindings[0].value
         return None
+
+    def dead_store(self, assignment: ast.AST) -> bool:
+        """Whether ``assignment`` (``x = v``, ``x: T = v``, ``a = b = v``) stores its value only in
+        local names that nothing reads afterwards: each target a plain name, no read of it that the
+        assignment reaches, none in a loop around the assignment (the next iteration may read it
+        before the read's own position), none in a function, lambda or class nested in its scope
+        (a closure), no ``global``/``nonlocal`` declaration of it, and no ``locals()``, ``vars()``,
+        ``eval`` or ``exec`` in the scope that could read it by its name. A class body's names are
+        attributes: never dead here."""
+        if isinstance(assignment, ast.Assign):
+            targets = assignment.targets
+        elif isinstance(assignment, ast.AnnAssign) and assignment.value is not None:
+            targets = [assignment.target]
+        else:
+            return False
+        if not all(isinstance(t, ast.Name) for t in targets):
+            return False
+        scope = self.scope_of(assignment)
+        if isinstance(scope, ast.ClassDef) or self._reads_by_name_lookup(scope):
+            return False
+        flow = self.flow(scope)
+        return not any(t.id in flow.declared_outer or self._read_after(t.id, assignment, scope) for t in targets)
+
+    def _read_after(self, name: str, assignment: ast.AST, scope: ast.AST) -> bool:
+        loops = {id(a) for a in self.ctx.ancestors(assignment) if isinstance(a, (ast.For, ast.AsyncFor, ast.While))}
+        for node in self.ctx.nodes(ast.Name):
+            if node.id != name or isinstance(node.ctx, ast.Del):
+                continue
+            if isinstance(node.ctx, ast.Store) and not isinstance(self.ctx.parent(node), ast.AugAssign):
+                continue  # a plain rebinding reads nothing (`x += 1` reads the old value)
+            ancestors = list(self.ctx.ancestors(node))
+            if scope not in ancestors:
+                continue  # another function's name
+            if self.scope_of(node) is scope and any(id(a) in loops for a in ancestors):
+                return True  # the next iteration may read what this one stored
+            # A read in a nested function (a closure) is reached by every binding around it.
+            if any(b.stmt is assignment for b in self.reaching(name, node)):
+                return True
+        return False
+
+    def _reads_by_name_lookup(self, scope: ast.AST) -> bool:
+        """The scope calls ``locals()``, ``vars()``, ``eval`` or ``exec``: any of its names may be read."""
+        return any(
+            isinstance(call.func, ast.Name) and call.func.id in _NAME_LOOKUPS and self.scope_of(call) is scope
+            for call in self.ctx.calls
+        )
 
     def same_values(self, a: ast.expr, b: ast.expr) -> bool | None:
         """Whether two expressions of the same text read the same values: every name (or

@@ -30,7 +30,8 @@ class EvalWithoutEvalMode(Rule):
         earlier in the function, not in a context manager around it, and not before
         the calls into it in this file. Evaluation runs a model trained or loaded in
         this program on data: a call on synthetic input only (`net(torch.randn(2, 3,
-        32, 32))`, a shape probe or warm-up; or on a collection of values written in
+        32, 32))`, a shape probe or warm-up, also through a parameter that every call site
+        of the function in the file fills with such a tensor; or on a collection of values written in
         the code, such as a tokenizer's encoding of two literal sentences) and a
         freshly built model that nothing trains, loads or hands on are not
         evaluation, nor are unit tests (`test_*` functions that assert,

@@ -50,7 +50,9 @@ class EvalWithoutNoGrad(Rule):
         Lightning's `validation_step`/`test_step`, which the framework runs under
         no-grad. Evaluation runs a model trained or loaded in this program on data:
         shape probes and warm-ups on synthetic input (`torch.randn(...)`,
-        `torch.randint(...).bool()`, `torch.arange(n)`) of a model not yet trained (every
+        `torch.randint(...).bool()`, `torch.arange(n)`, also a parameter that every call site of
+        the function in the file fills with one: `estimate_latency(model, torch.rand(8, 3, 224,
+        224))`) of a model not yet trained (every
         run of the call after a training step of the program, e.g. a trained generator
         sampled from noise for a grid of images, is evaluation, unless the function around
         the call builds the model itself), calls a test expects to
@@ -84,7 +86,9 @@ class EvalWithoutNoGrad(Rule):
         themselves) runs that framework's models and is not reported. The finding
         points at the first call there that records a graph: a model call whose value is kept (a
         forward made as a statement, its output dropped -- `model(**dummy)  # should not raise`,
-        `model(x)[0]` -- frees its graph at once and evaluates nothing, unless hooks registered in
+        `model(x)[0]` -- or stored in a local name that nothing reads afterwards (`_ = model(x)`
+        in a warm-up loop; a read by the next iteration or a nested function counts) frees its
+        graph at once and evaluates nothing, unless hooks registered in
         its function, or in its class's `__init__`, capture what the model computes), or a
         model's method that runs it (`model.process(x)`), or a helper of the project
         whose body runs one with autograd on; not a module shown to hold no parameters (a metric,

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import call_graph, local_base, receiver_method, resolve_callee, resolve_local_call
 from torchlint.analysis.context import FUNCTION_TYPES
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.expected_failures import expected_to_raise
 from torchlint.analysis.imports import dotted_name
@@ -189,8 +190,10 @@ class EvaluationAnalysis:
         )
 
     def _output_discarded(self, call: ast.Call) -> bool:
-        """A model call made as a statement whose value nobody keeps (``model(**dummy)  # should not
-        raise``, ``model(x)[0]``): its graph dies with the statement and it evaluates nothing, unless
+        """A model call whose value nobody keeps: made as a statement (``model(**dummy)  # should not
+        raise``, ``model(x)[0]``) or stored only in names that nothing reads afterwards (a dead store,
+        ``_ = model(x)`` in a warm-up loop: ``Dataflow.dead_store``). Its graph dies with the value and
+        it evaluates nothing, unless
         code around it registers hooks that capture what the model computes
         (``register_forward_hook`` in its function or its class's ``__init__``; at module level for
         module-level code). Only a call of the model itself: a helper or a model's method may keep what it computes."""
@@ -200,7 +203,7 @@ class EvaluationAnalysis:
         parent = self.ctx.parent(node)
         while isinstance(parent, (ast.Subscript, ast.Attribute)) and parent.value is node:
             node, parent = parent, self.ctx.parent(parent)
-        if not isinstance(parent, ast.Expr):
+        if not (isinstance(parent, ast.Expr) or dataflow(self.ctx).dead_store(parent)):
             return False
         return not any(self._registers_hook(scope) for scope in self._hook_scopes(call))
 

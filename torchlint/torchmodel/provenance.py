@@ -144,7 +144,9 @@ class ModelProvenance:
                 return self._synthetic(found[1], depth + 1)
             return self._derived_from_literals(expr, depth)
         if isinstance(expr, ast.Name):
-            origins = self.flow.origins(expr)
+            # A parameter holds what every call site in this file passes (`estimate_latency(model,
+            # torch.rand(8, 3, 224, 224))`); a function no call here shows is fed an unknown value.
+            origins = self.flow.origins(expr, parameters=True)
             return bool(origins) and all(o is not None and self._synthetic(o, depth + 1) for o in origins)
         return False
 

@@ -87,9 +87,19 @@ class UntrainedRuns:
         if not isinstance(model, ast.Name):
             return False
         func = self.ctx.enclosing_function(call)
-        if func is not None and self.provenance.bound_in(model.id, func, parameters=False):
+        if func is not None and self._built_here(model.id, func):
             return False
         return self._after_training(call, func, 0)
+
+    def _built_here(self, name: str, func) -> bool:
+        """``name`` gets a value of its own in ``func``: bound there other than as a parameter or as
+        the loop variable over a parameter (``for model in models:`` runs the caller's models)."""
+        bindings = self.provenance.flow.flow(func).bindings.get(name, ())
+        return any(b.kind != "param" and not self._over_parameter(b, func) for b in bindings)
+
+    def _over_parameter(self, binding, func) -> bool:
+        source = binding.source
+        return binding.kind == "for" and isinstance(source, ast.Name) and self._parameter(func, source.id) is not None
 
     def _after_training(self, point: ast.AST, func, depth: int) -> bool:
         statements = self._preceding(point, func or self.ctx.tree)

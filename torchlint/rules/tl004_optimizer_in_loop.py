@@ -29,8 +29,12 @@ class OptimizerInLoop(Rule):
         settings such as `for device in ["cpu", "cuda"]:`, a loop handing out a different
         model each iteration that trains it with an optimizer over its parameters:
         `for net in ensemble: train(net)`, a class the loop hands out, built and
-        wrapped: `for cls in [nn.RNN, nn.GRU]: learner = MAML(cls(2, 1))`) is not
-        reported, nor is an inner optimizer over a copy of the model made in the same
+        wrapped: `for cls in [nn.RNN, nn.GRU]: learner = MAML(cls(2, 1))`, a model
+        built each iteration by a constructor drawn from a table whose every entry
+        builds a new model, a model class or a function returning one it constructs:
+        `build = MODELS[name]` before the loop, `net = build()` in it, alone or as a
+        list `nets = [build() for _ in range(k)]` handed out to one optimizer each by
+        a loop in the iteration) is not reported, nor is an inner optimizer over a copy of the model made in the same
         iteration (`copy.deepcopy(model)`, meta-learning) or over a tensor made anew
         in it (moved or not), nor an optimizer that cannot hold state: plain
         `torch.optim.SGD` with `momentum` left out or 0 and no scheduler built over

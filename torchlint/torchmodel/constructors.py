@@ -79,12 +79,12 @@ def _drawn_class_role(ctx: FileContext, drawn: ast.Subscript) -> Role | None:
     for element in written_items(ctx, drawn):
         if element is None:
             return None
-        roles.add(_class_reference_role(ctx, element))
+        roles.add(class_reference_role(ctx, element))
     role = roles.pop() if len(roles) == 1 else None
     return role if role is not Role.OTHER else None
 
 
-def _class_reference_role(ctx: FileContext, expr: ast.AST) -> Role | None:
+def class_reference_role(ctx: FileContext, expr: ast.AST) -> Role | None:
     """The role of what calling the class (or factory) ``expr`` names builds."""
     qual = ctx.qualname(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else None
     if qual:

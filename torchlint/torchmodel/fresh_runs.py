@@ -10,7 +10,9 @@ iteration and trains it, through a loop of steps, with an optimizer over that mo
 optimizer serves one model's run. The optimizer may be built in the iteration itself or in a
 function it calls, its parameters followed from the call's argument. A module is fresh when a
 class is called (capitalised, or a class the loop hands out: ``for cls in [nn.RNN, nn.GRU]:
-cls(2, 1)``) and handed no model but fresh ones (``MAML(Net())``); a move (``.cuda()``,
+cls(2, 1)``, or one drawn from a table whose every entry builds a new model: ``build =
+MODELS[name]; ...; build()``) and handed no model but fresh ones (``MAML(Net())``); models the
+iteration builds in a list and hands out through a loop of its body are its own; a move (``.cuda()``,
 ``.to(device)``) keeps what it moves fresh or not. An optimizer rebuilt over a
 model that outlives the iteration, over a copy (``deepcopy`` keeps ``.grad``) or over a wrapper of
 an outer model (``DDP(model)``, ``Wrapper(model)``) is not.
@@ -23,12 +25,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import call_graph
+from torchlint.analysis.callgraph import call_graph, resolve_name
+from torchlint.analysis.containers import written_items
 from torchlint.analysis.dataflow import dataflow
-from torchlint.analysis.nodes import argument, last_name
+from torchlint.analysis.definitions import Definition
+from torchlint.analysis.nodes import argument, last_name, returns_of
+from torchlint.analysis.summaries import function_summary
 from torchlint.analysis.unpacking import call_argument
 from torchlint.torchmodel import vocabulary as torch_names
-from torchlint.torchmodel.constructors import constructor_role, preserved_argument
+from torchlint.torchmodel.constructors import class_reference_role, constructor_role, preserved_argument
 from torchlint.torchmodel.new_tensors import creates_leaf_tensor
 from torchlint.torchmodel.roles import Role, object_roles
 
@@ -94,6 +99,14 @@ def _sources(ctx: FileContext, expr: ast.AST, iteration: _Iteration, found: list
             # `for net in ensemble:` -- a different model every iteration.
             found.append(expr)
             return iteration.handed_out
+        if bindings and all(b.kind == "for" and _hands_out_within(ctx, b.stmt, iteration) for b in bindings):
+            # `nets = [Net() for _ in range(k)]; for net in nets: opt = SGD(net.parameters())`: each
+            # model the inner loop hands out is one the iteration built.
+            return all(
+                _origin_sources(ctx, element, iteration, found, depth + 1)
+                for loop in {b.stmt for b in bindings}
+                for element in _built_elements(ctx, loop.iter)
+            )
     return all(_origin_sources(ctx, origin, iteration, found, depth) for origin in dataflow(ctx).origins(expr))
 
 
@@ -120,6 +133,26 @@ def _origin_sources(ctx: FileContext, origin: ast.AST | None, iteration: _Iterat
     return True
 
 
+def _hands_out_within(ctx: FileContext, loop: ast.AST, iteration: _Iteration) -> bool:
+    """``loop`` is a ``for`` directly in the iteration's own body."""
+    return isinstance(loop, ast.For) and not iteration.sites and ctx.enclosing_loops(loop)[:1] == [iteration.loop]
+
+
+def _built_elements(ctx: FileContext, expr: ast.AST) -> list[ast.AST | None]:
+    """The elements of the list ``expr`` holds, as written where it is built (``[Net() for _ in
+    range(k)]``, ``[Net(), Net()]``); ``[None]`` when it cannot be told."""
+    origins = dataflow(ctx).origins(expr) if isinstance(expr, ast.Name) else [expr]
+    elements: list[ast.AST | None] = []
+    for origin in origins:
+        if isinstance(origin, ast.ListComp):
+            elements.append(origin.elt)
+        elif isinstance(origin, (ast.List, ast.Tuple)) and not any(isinstance(e, ast.Starred) for e in origin.elts):
+            elements.extend(origin.elts)
+        else:
+            return [None]
+    return elements or [None]
+
+
 def _is_container(expr: ast.AST | None) -> bool:
     return isinstance(expr, (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.GeneratorExp, ast.DictComp, ast.SetComp))
 
@@ -131,7 +164,9 @@ def _fresh_module(ctx: FileContext, call: ast.Call, iteration: _Iteration, found
     but the iteration's own (``MAML(Net())`` wraps a module as new as itself)."""
     if not _once_per_iteration(ctx, call, iteration):
         return False
-    if not (constructs_module(ctx, call) or _calls_handed_out_class(ctx, call, iteration)):
+    if not (
+        constructs_module(ctx, call) or _calls_handed_out_class(ctx, call, iteration) or _calls_model_table(ctx, call)
+    ):
         return False
     roles = object_roles(ctx)
     return all(
@@ -155,6 +190,47 @@ def _calls_handed_out_class(ctx: FileContext, call: ast.Call, iteration: _Iterat
         isinstance(listed, (ast.List, ast.Tuple))
         and bool(listed.elts)
         and all((last_name(e) or "")[:1].isupper() for e in listed.elts)
+    )
+
+
+def _calls_model_table(ctx: FileContext, call: ast.Call) -> bool:
+    """``call`` calls a constructor drawn from a table the file writes out, directly
+    (``MODELS[name](...)``) or through a name bound to the drawn entry (``build = MODELS[name]``),
+    and every entry of the table builds a new model each call: whichever is drawn, the result is new."""
+    func = call.func
+    drawn = [func] if isinstance(func, ast.Subscript) else dataflow(ctx).origins(func)
+    if not drawn or not all(isinstance(d, ast.Subscript) for d in drawn):
+        return False
+    entries = [entry for d in drawn for entry in written_items(ctx, d)]
+    return bool(entries) and all(entry is not None and _builds_new_model(ctx, entry) for entry in entries)
+
+
+def _builds_new_model(ctx: FileContext, reference: ast.AST) -> bool:
+    """Calling what ``reference`` names builds a new model: a model class or a known model factory,
+    or a function of the project each of whose returns is a model it constructs there."""
+    if class_reference_role(ctx, reference) == Role.MODEL:
+        return True
+    found = resolve_name(ctx, reference)
+    return (
+        found is not None
+        and found.is_function
+        and function_summary(found, "torch.new-model", _returns_new_model, False)
+    )
+
+
+def _returns_new_model(function: Definition) -> bool:
+    """Every ``return`` of ``function`` hands back a module constructed in it (``m = ResNet(...);
+    return m``), handed no model: a new one each call (a cached or given model fails the test)."""
+    ctx, returns = function.ctx, returns_of(function.node)
+    if not returns or any(r.value is None for r in returns):
+        return False
+    origins = [o for r in returns for o in dataflow(ctx).origins(r.value)]
+    return bool(origins) and all(
+        isinstance(o, ast.Call)
+        and constructor_role(ctx, o) == Role.MODEL
+        and constructs_new_module(ctx, o)
+        and ctx.enclosing_function(o) is function.node
+        for o in origins
     )
 
 
@@ -330,7 +406,8 @@ def _call_chains(ctx: FileContext, node: ast.AST, loop: ast.AST, depth: int) -> 
     ``()`` when ``node`` sits in the body itself; none through a loop of the called function."""
     loops = ctx.enclosing_loops(node)
     if loops:
-        if loops[0] is loop:
+        # In the body, or in a `for` directly there (over models the iteration built, see `_sources`).
+        if loops[0] is loop or (isinstance(loops[0], ast.For) and loops[1:2] == [loop]):
             yield ()
         return
     function = ctx.enclosing_function(node)

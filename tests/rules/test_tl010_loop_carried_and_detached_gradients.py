@@ -133,3 +133,90 @@ def test_input_gradient_with_create_graph_carries_a_graph(lint):
     )
     assert "`penalty_total` accumulates `penalty`" in findings[0].message
     assert "`penalty_total` accumulates `hvp.sum()`" in findings[1].message
+
+
+# ----- a loss computed from operands that carry no graph is a plain number ----------------------
+
+
+def test_loss_of_detached_output_and_loader_batches_is_plain(lint):
+    check(
+        lint,
+        """
+        import torch.nn as nn
+        import torch.nn.functional as F
+        from torch.utils.data import DataLoader
+        def fit(net, optimizer, train_set, epochs):
+            loaders = {split: DataLoader(train_set[split], batch_size=16) for split in ("fit", "dev")}
+            psnr_sum = {"fit": 0.0, "dev": 0.0}
+            l1 = nn.L1Loss()
+            for epoch in range(epochs):
+                for it, pair in enumerate(loaders["fit"]):
+                    blurred, sharp = [t.to("cuda") for t in pair]
+                    optimizer.zero_grad()
+                    restored = net(blurred)
+                    loss = F.smooth_l1_loss(restored, sharp)
+                    loss.backward()
+                    optimizer.step()
+                    residual = blurred - restored.detach()
+                    psnr_sum["fit"] += F.mse_loss(residual, sharp)
+                    psnr_sum["dev"] += l1(restored.data, sharp)
+            return psnr_sum
+        """,
+        CODE,
+    )
+
+
+def test_loss_with_one_attached_operand_still_accumulates(lint):
+    findings = check(
+        lint,
+        """
+        import torch.nn.functional as F
+        from torch.utils.data import DataLoader
+        def fit(net, optimizer, train_set, epochs):
+            loader = DataLoader(train_set, batch_size=16, shuffle=True)
+            running = 0.0
+            for epoch in range(epochs):
+                for blurred, sharp in loader:
+                    optimizer.zero_grad()
+                    restored = net(blurred)
+                    loss = F.smooth_l1_loss(restored, sharp)
+                    loss.backward()
+                    optimizer.step()
+                    running += F.mse_loss(blurred - restored, sharp)  # expect: TL010
+            return running
+        """,
+        CODE,
+    )
+    assert "`running` accumulates `F.mse_loss(blurred - restored, sharp)`" in findings[0].message
+
+
+def test_loss_of_operands_not_known_to_be_plain_still_accumulates(lint):
+    # ``batches`` is a parameter (it may hold anything) and the criterion is a project class that
+    # may hold parameters of its own: neither is shown to carry no graph.
+    findings = check(
+        lint,
+        """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class CentreLoss(nn.Module):
+            def __init__(self, classes, dim):
+                super().__init__()
+                self.centres = nn.Parameter(torch.randn(classes, dim))
+            def forward(self, features, labels):
+                return (features - self.centres[labels]).pow(2).sum(1).mean()
+        def fit(net, optimizer, batches):
+            centre_loss = CentreLoss(10, 64)
+            running = 0.0
+            for features, labels in batches:
+                optimizer.zero_grad()
+                loss = F.cross_entropy(net(features), labels)
+                loss.backward()
+                optimizer.step()
+                running += F.mse_loss(features, labels)  # expect: TL010
+                running += centre_loss(features.detach(), labels)  # expect: TL010
+            return running
+        """,
+        CODE,
+    )
+    assert len(findings) == 2

@@ -31,7 +31,9 @@ class LossAccumulatedWithGraph(Rule):
         `meter[k] += v` over a dict of losses, or `losses.append(loss)` when the list is
         summed or averaged later. A value is attached when the data flow derives it from
         something that carries a graph: the output of a model, a loss (a criterion or a
-        functional loss), the value sent to `backward()`, what a function returns when
+        functional loss) unless every operand is shown to carry none (a built-in loss of
+        `.detach()`ed outputs and of the batches a `DataLoader` yields is a plain
+        number), the value sent to `backward()`, what a function returns when
         its returns carry one, and tensor operations on such -- with no `.item()`,
         `.detach()` or `float()` cutting it from the graph. Values the linter knows
         nothing of (an option of a config namespace such as `args.num_envs`, a

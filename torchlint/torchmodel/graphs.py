@@ -3,14 +3,16 @@
 ``graph_values(ctx).state(expr, at)`` answers with a :class:`Graph`:
 
 * ``ATTACHED`` -- the value is derived from something that carries a graph: the output of a model
-  call, a loss (a criterion's call, a functional loss), a value sent to ``backward()`` (backward
+  call, a loss (a criterion's call, a functional loss) unless it is a loss without parameters of
+  its own whose operands are all plain, a value sent to ``backward()`` (backward
   needs a graph, so the argument and what it is by identity -- names, graph-keeping methods such
   as ``.mean()``, a scaling by a plain number -- carry one), what a function of the file or the
   project returns when its returns carry one; and tensor operations on such a value (arithmetic,
   indexing, the fields of a model's output, ``sum``/``torch.stack``, iteration over them).
 * ``PLAIN`` -- the value carries no graph, whatever flows into it: literals, comparisons,
   ``len()``, ``float()``, ``.item()``, ``.detach()``, shapes and sizes, ``range()``, fresh tensors
-  from factories (``torch.zeros``), anything computed in a no-grad region, and sums of such.
+  from factories (``torch.zeros``), the batches a loop draws from a ``DataLoader``, anything
+  computed in a no-grad region, and sums of such.
 * ``UNKNOWN`` -- anything else: parameters, opaque calls (``tyro.cli(Args)``), and the attributes
   of objects the linter knows nothing of (``args.num_envs``). Unknown is never taken for attached:
   that the loss is built from ``args.ent_coef * entropy`` says nothing about ``args``.
@@ -34,7 +36,7 @@ from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument, last_name, method_call, returns_of
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.calls import call_events
-from torchlint.torchmodel.constructors import prepared_element, same_module
+from torchlint.torchmodel.constructors import constructor_role, prepared_element, same_module
 from torchlint.torchmodel.events import BACKWARD_KINDS
 from torchlint.torchmodel.forward_calls import ForwardCalls
 from torchlint.torchmodel.gradmode import lexical_grad_disabler
@@ -151,8 +153,9 @@ _FRESH_TENSOR_FUNCTIONS = SYNTHETIC_FACTORIES | frozenset(
         "eq",
     )
 )
-# How far a value is followed (names, operands, returns) before it is unknown.
-MAX_DEPTH = 8
+# How far a value is followed (names, operands, returns) before it is unknown: deep enough for a
+# loss of a restoration computed from loader batches moved in a comprehension.
+MAX_DEPTH = 10
 
 
 class GraphValues:
@@ -289,7 +292,9 @@ class GraphValues:
             finally:
                 self._active_augassigns.discard(binding.stmt)
         if kind == "for" and binding.source is not None:
-            return self._element(binding.source, binding.index, binding.stmt, depth)
+            # A comprehension's iterable is read where it is written (its clause is no statement).
+            at = binding.source if isinstance(binding.stmt, ast.comprehension) else binding.stmt
+            return self._element(binding.source, binding.index, at, depth)
         if kind == "unpack" and binding.source is not None:
             if binding.index is None:
                 return self.state(binding.source, binding.stmt, depth)
@@ -324,8 +329,23 @@ class GraphValues:
             ):
                 return Graph.PLAIN  # the counter of enumerate(), the keys of dict.items()
             if isinstance(iterable.func, ast.Name) and iterable.func.id in ("enumerate", "zip", "reversed"):
-                return self._join(iterable.args, at, depth)
+                return max((self._element(arg, None, at, depth + 1) for arg in iterable.args), default=Graph.PLAIN)
+        if self._is_loader(iterable, at):
+            return Graph.PLAIN  # batches collated from a dataset: data, not the result of a computation
         return self.state(iterable, at, depth + 1)
+
+    def _is_loader(self, expr: ast.AST, at: ast.AST) -> bool:
+        """Whether ``expr`` is shown to be a ``DataLoader``: every value that may reach it is built
+        by one, directly or as an element of a container of loaders (``loaders[phase]``)."""
+        if isinstance(expr, ast.Subscript) and not isinstance(expr.slice, ast.Slice):
+            containers = self.flow.origins(expr.value, at=at)
+            elements = [e for c in containers for e in _container_values(c)]
+            return bool(elements) and None not in elements and all(self._loader_call(e) for e in elements)
+        origins = self.flow.origins(expr, at=at)
+        return bool(origins) and all(self._loader_call(o) for o in origins)
+
+    def _loader_call(self, expr: ast.AST | None) -> bool:
+        return isinstance(expr, ast.Call) and self.ctx.call_qualname(expr) == torch_names.DATALOADER
 
     def _attribute(self, expr: ast.Attribute, at: ast.AST, depth: int) -> Graph:
         if expr.attr in PLAIN_ATTRIBUTES:
@@ -379,7 +399,9 @@ class GraphValues:
             return Graph.PLAIN
         if qual in AGGREGATING_FUNCTIONS or (isinstance(func, ast.Name) and func.id in ("sum", "min", "max")):
             return self._join([a.value if isinstance(a, ast.Starred) else a for a in call.args], at, depth)
-        if self._is_loss_call(call, qual) or self.forward.is_model_call(call):
+        if self._is_loss_call(call, qual):
+            return self._loss_result(call, qual, at, depth)
+        if self.forward.is_model_call(call):
             return Graph.ATTACHED
         if qual is not None and qual.startswith("torch."):
             if qual in _FRESH_TENSOR_FUNCTIONS and not _asks_for_grad(call):
@@ -402,6 +424,31 @@ class GraphValues:
             return any(kw.arg is None for kw in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args)
         values = possible_values(self.ctx, passed)
         return values is None or any(values)
+
+    def _loss_result(self, call: ast.Call, qual: str | None, at: ast.AST, depth: int) -> Graph:
+        """A loss computes from its operands alone when it holds no parameters of its own (a
+        functional loss, a built-in ``torch.nn`` loss module): its result carries a graph only if
+        an operand may, so operands all shown plain (``.detach()``, loader batches) give a plain
+        number. Anything else that may be attached or is not known keeps the loss attached."""
+        if not (qual is not None or self._builtin_criterion(call.func)):
+            return Graph.ATTACHED  # a project criterion may hold parameters (centre loss, learned weights)
+        operands = [a.value if isinstance(a, ast.Starred) else a for a in call.args]
+        operands += [kw.value for kw in call.keywords]
+        return Graph.PLAIN if operands and self._join(operands, at, depth) is Graph.PLAIN else Graph.ATTACHED
+
+    def _builtin_criterion(self, func: ast.AST) -> bool:
+        """Whether the criterion ``func`` is only ever built by a ``torch.nn`` loss class that
+        holds no parameters."""
+        origins = self.flow.origins(func, at=func)
+        return bool(origins) and all(isinstance(o, ast.Call) and self._parameterless_loss(o) for o in origins)
+
+    def _parameterless_loss(self, call: ast.Call) -> bool:
+        qual = self.ctx.call_qualname(call) or ""
+        return (
+            qual.startswith("torch.nn.")
+            and qual not in torch_names.LOSSES_WITH_PARAMETERS
+            and constructor_role(self.ctx, call) == Role.CRITERION
+        )
 
     def _is_loss_call(self, call: ast.Call, qual: str | None) -> bool:
         if qual is not None:
@@ -585,6 +632,20 @@ class GraphValues:
         key = symbol(total)
         fed = self.fed_symbols.get(self.flow.scope_of(node), ())
         return key is not None and key.split("[", 1)[0] in {s.split("[", 1)[0] for s in fed}
+
+
+def _container_values(container: ast.AST | None) -> list[ast.AST | None]:
+    """The values a dict, list or tuple written out (or built by a comprehension) holds; ``[None]``
+    for anything else."""
+    if isinstance(container, ast.Dict):
+        return list(container.values) if None not in container.keys else [None]
+    if isinstance(container, (ast.List, ast.Tuple)):
+        return [None if isinstance(e, ast.Starred) else e for e in container.elts]
+    if isinstance(container, ast.DictComp):
+        return [container.value]
+    if isinstance(container, (ast.ListComp, ast.GeneratorExp)):
+        return [container.elt]
+    return [None]
 
 
 def _key(binding: Binding) -> tuple[str, int]:

@@ -456,6 +456,9 @@ WRAPPING_LAYERS = frozenset({"DataParallel", "DistributedDataParallel", "SyncBat
 # does not end in "Loss" (`NLLLoss2d` is `NLLLoss` under an old name; its `weight` is a buffer, not a
 # parameter).
 LOSS_ALIASES = frozenset({"torch.nn.NLLLoss2d"})
+# torch.nn loss modules that hold parameters of their own (their result carries a graph whatever
+# their operands).
+LOSSES_WITH_PARAMETERS = frozenset({"torch.nn.AdaptiveLogSoftmaxWithLoss"})
 # The functional losses (torch.nn.functional.<name>).
 FUNCTIONAL_LOSSES = frozenset(
     {

@@ -1,7 +1,7 @@
 """What survives a loop's back edge: values carried from one iteration to the next, and steps that
 can be repeated by the next iteration at all.
 
-Two questions, both about structured Python (no control-flow graph, nothing of PyTorch):
+Three questions, all about structured Python (no control-flow graph, nothing of PyTorch):
 
 * ``rebound_around(ctx, loop, node, name)``: what ``name`` holds at ``node`` never reaches ``node``
   again in the next iteration (no loop-carried binding): every path round the back edge rebinds
@@ -16,7 +16,7 @@ Two questions, both about structured Python (no control-flow graph, nothing of P
   per entry into the loop (``while True: ...; opt.step(); break``). A flag set to a true constant
   and tested before the exit (``complete = True`` ... ``if complete: break``) is followed.
 
-Both choose the side that says less: an inner loop's body is taken to run (its bound is data the
+All choose the side that says less: an inner loop's body is taken to run (its bound is data the
 linter cannot see), a ``continue`` between ``node`` and a later rebinding voids it, and any
 statement the walk does not understand ends ``leaves_loop_after`` with False.
 """
@@ -27,7 +27,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import walk_no_scopes
+from torchlint.analysis.nodes import target_elements, walk_no_scopes
 from torchlint.analysis.reachability import block_holding, statement_of
 
 if TYPE_CHECKING:
@@ -160,20 +160,11 @@ def _rebinds(stmt: ast.AST, name: str, fresh: bool) -> bool:
     if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
         return False
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-    if not any(symbol(bound) == name for target in targets for bound in _bound(target)):
+    if not any(symbol(bound) == name for target in targets for bound in target_elements(target)):
         return False
     if fresh and isinstance(stmt.value, (ast.Name, ast.Attribute, ast.Subscript, ast.Starred)):
         return False
     return not _reads(stmt.value, name)
-
-
-def _bound(target: ast.AST) -> list[ast.AST]:
-    """The holders an assignment target binds: itself, or each element of a tuple/list target."""
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [bound for element in target.elts for bound in _bound(element)]
-    if isinstance(target, ast.Starred):
-        return _bound(target.value)
-    return [target]
 
 
 def _reads(expr: ast.AST, name: str) -> bool:

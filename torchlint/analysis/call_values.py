@@ -3,9 +3,10 @@
 ``call_scenarios(ctx, tests)`` takes ``(test, via)`` pairs: an ``if`` test written in a function of
 this file that a walk reached through the calls ``via`` (outermost first). A test that reads only
 parameters of its function, still holding what the call passed, is decided by the values that call
-may pass for them (a name the function set to a comparison of them, ``train = phase == "train"``, reads as
-that comparison: ``through_truth_aliases``) (``constants.possible_values``: a constant, or each element of the literal a loop
-runs over: ``for mode in ("none", "model"): reset(net, mode)``). Each scenario is one choice of
+may pass for them (``constants.possible_values``: a constant, or each element of the literal a loop
+runs over: ``for mode in ("none", "model"): reset(net, mode)``); a name the function set to a
+comparison of them (``train = phase == "train"``) reads as that comparison
+(``through_truth_aliases``). Each scenario is one choice of
 those values for every call at once; it maps ``(test, call)`` to the test's truth under that choice
 (absent: not decided). One empty scenario when nothing is decided, or when the choices would be
 too many to try.
@@ -106,9 +107,14 @@ def through_truth_aliases(ctx: FileContext, test: ast.expr) -> ast.expr:
     """``test`` with each name that holds a truth computed from other names in its function
     (``train = phase == "train"`` ... ``if train:``) read as that expression: the one binding that
     reaches the name is such an assignment (a comparison or a ``not``, no call), and every name it
-    reads is a parameter (or such a name) still holding, at ``test``, the value it held there. The expression's own nodes are kept (not
-    copied), so that what is known of its names still applies; ``test`` itself when nothing is read
-    through."""
+    reads is a parameter (or such a name) still holding, at ``test``, the value it held there. The
+    expression's own nodes are kept (not copied), so that what is known of its names still applies;
+    ``test`` itself when nothing is read through. Worked out once per test and file: the scenarios
+    of a call ask it again for every choice of values."""
+    return ctx.shared(("truth-aliases", test), lambda: _expand_truth_aliases(ctx, test))
+
+
+def _expand_truth_aliases(ctx: FileContext, test: ast.expr) -> ast.expr:
     flow = dataflow(ctx)
 
     def expanded(node: ast.AST, depth: int) -> ast.AST:

@@ -95,6 +95,16 @@ def last_name(expr: ast.AST) -> str | None:
     return None
 
 
+def target_elements(target: ast.AST) -> list[ast.AST]:
+    """The holders an assignment target binds: itself, or each element of a tuple/list target
+    (through starred elements: ``a, *rest = ...`` binds ``a`` and ``rest``)."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [bound for element in target.elts for bound in target_elements(element)]
+    if isinstance(target, ast.Starred):
+        return target_elements(target.value)
+    return [target]
+
+
 # Nodes that open a scope of their own: walks "in one scope" stop at them.
 NEW_SCOPES = frozenset({ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 

@@ -193,10 +193,10 @@ class EvaluationAnalysis:
         """A model call whose value nobody keeps: made as a statement (``model(**dummy)  # should not
         raise``, ``model(x)[0]``) or stored only in names that nothing reads afterwards (a dead store,
         ``_ = model(x)`` in a warm-up loop: ``Dataflow.dead_store``). Its graph dies with the value and
-        it evaluates nothing, unless
-        code around it registers hooks that capture what the model computes
-        (``register_forward_hook`` in its function or its class's ``__init__``; at module level for
-        module-level code). Only a call of the model itself: a helper or a model's method may keep what it computes."""
+        it evaluates nothing, unless code around it registers hooks that capture what the model
+        computes (``register_forward_hook`` in its function or its class's ``__init__``; at module
+        level for module-level code). Only a call of the model itself: a helper or a model's method
+        may keep what it computes."""
         if not self.forward.is_model_call(call):
             return False
         node: ast.AST = call
@@ -205,7 +205,7 @@ class EvaluationAnalysis:
             node, parent = parent, self.ctx.parent(parent)
         if not (isinstance(parent, ast.Expr) or dataflow(self.ctx).dead_store(parent)):
             return False
-        return not any(self._registers_hook(scope) for scope in self._hook_scopes(call))
+        return not any(scope in self._hooking_scopes for scope in self._hook_scopes(call))
 
     def _hook_scopes(self, call: ast.Call) -> list[ast.AST | None]:
         """Where a hook that sees ``call``'s model would be registered: the function holding the call
@@ -219,9 +219,6 @@ class EvaluationAnalysis:
             if isinstance(m, FUNCTION_TYPES) and m.name == "__init__"
         ]
         return [function, *init]
-
-    def _registers_hook(self, scope: ast.AST | None) -> bool:
-        return scope in self._hooking_scopes
 
     @cached_property
     def _hooking_scopes(self) -> frozenset:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import walk_no_scopes
+from torchlint.analysis.nodes import last_name, walk_no_scopes
 from torchlint.torchmodel.roles import Role, object_roles
 from torchlint.torchmodel.vocabulary import (
     DEVICE_DTYPE_MOVES,
@@ -47,11 +47,8 @@ def same_data_each_pass(ctx: FileContext, loop: ast.AST, loss: ast.AST | None) -
     if loss is None or not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
         return False
     for node in walk_no_scopes(loop):
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            if name in _ADVANCING:
-                return False
+        if isinstance(node, ast.Call) and last_name(node.func) in _ADVANCING:
+            return False
     return _Invariance(ctx, loop).same(loss)
 
 

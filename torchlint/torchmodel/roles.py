@@ -33,7 +33,14 @@ from torchlint.analysis.containers import element_origins, is_copying_call
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import argument, last_name, returns_of, walk_function_body, walk_no_scopes
+from torchlint.analysis.nodes import (
+    argument,
+    last_name,
+    returns_of,
+    target_elements,
+    walk_function_body,
+    walk_no_scopes,
+)
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import (
     Role,
@@ -148,7 +155,7 @@ class ObjectRoles:
         found = set()
         for node in self.ctx.nodes(ast.Assign, ast.AnnAssign):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                found.update(filter(None, (symbol(t) for t in _target_elements(target))))
+                found.update(filter(None, (symbol(t) for t in target_elements(target))))
         return frozenset(found)
 
     def returned_role(self, function: ast.AST, index: int | None = None, elements: bool = False) -> Role | None:
@@ -429,14 +436,6 @@ def _returned_element(value: ast.AST | None, index: int | None) -> ast.AST | Non
     if isinstance(value, (ast.Tuple, ast.List)) and index < len(value.elts):
         return value.elts[index]
     return None
-
-
-def _target_elements(target: ast.AST) -> list[ast.AST]:
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [e for elt in target.elts for e in _target_elements(elt)]
-    if isinstance(target, ast.Starred):
-        return _target_elements(target.value)
-    return [target]
 
 
 def _is_mode_switch(call: ast.Call, method: str) -> bool:

@@ -65,17 +65,23 @@ class UntrainedRuns:
         """The model ``call`` runs is built fresh, and every run of the call comes before anything
         trains it, loads a state into it or hands it to other code."""
         model = model_expression(call)
-        func = self.ctx.enclosing_function(call)
-        if isinstance(model, ast.Name) and func is not None and self._parameter(func, model.id) is not None:
-            return self._fresh_from_every_caller(call, func, model.id, 0)
-        origins = self.provenance.origins(call)
-        if not origins or not all(self.provenance.fresh_construction(o) for o in origins):
-            return False
         if not isinstance(model, ast.Name):
             return False
+        func = self.ctx.enclosing_function(call)
+        if func is not None and self._parameter(func, model.id) is not None:
+            return self._fresh_from_every_caller(call, func, model.id, 0)
+        return self._fresh_and_untrained_at(call, func, model, 0)
+
+    def _fresh_and_untrained_at(self, point: ast.AST, func, model: ast.Name, depth: int) -> bool:
+        """Every value of ``model`` at ``point`` is built fresh, and nothing before ``point`` trains
+        it, loads a state into it or hands it on: in ``func`` when it builds the model there (anew in
+        each run), else along every path of callers to ``point``."""
+        origins = self.provenance.flow.origins(model, through_model_keeping)
+        if not origins or not all(self.provenance.fresh_construction(o) for o in origins):
+            return False
         if func is not None and self.provenance.bound_in(model.id, func):
-            return self._quiet_before(call, func, model.id)  # built anew in each run of the function
-        return self._before_training(call, func, model.id, 0)
+            return self._quiet_before(point, func, model.id)
+        return self._before_training(point, func, model.id, depth)
 
     def runs_after_training(self, call: ast.Call) -> bool:
         """Every run of ``call`` comes after a training step of this program: the model there is
@@ -155,12 +161,7 @@ class UntrainedRuns:
         caller = self.ctx.enclosing_function(site)
         if caller is not None and self._parameter(caller, passed.id) is not None:
             return self._fresh_from_every_caller(site, caller, passed.id, depth + 1)
-        origins = self.provenance.flow.origins(passed, through_model_keeping)
-        if not origins or not all(self.provenance.fresh_construction(o) for o in origins):
-            return False
-        if caller is not None and self.provenance.bound_in(passed.id, caller):
-            return self._quiet_before(site, caller, passed.id)
-        return self._before_training(site, caller, passed.id, depth + 1)
+        return self._fresh_and_untrained_at(site, caller, passed, depth + 1)
 
     @property
     def _file_trains(self) -> bool:

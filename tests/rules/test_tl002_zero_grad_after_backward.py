@@ -445,3 +445,71 @@ def test_own_zero_grad_wrapper_called_after_the_step(lint):
         """,
         CODE,
     )
+
+
+# ----- a backward helper bound with functools.partial ------------------------------------------
+
+
+def test_partial_bound_backward_then_clear_is_reported(lint):
+    findings = check(
+        lint,
+        """
+        import functools
+        import torch
+
+        def backward_pass(half_precision, objective):
+            if half_precision:
+                objective.half().backward()
+            else:
+                objective.backward()
+
+        def fit(model, loader, half_precision):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+            run_backward = functools.partial(backward_pass, half_precision)
+            for x, y in loader:
+                total = (model(x) - y).pow(2).mean()
+                run_backward(total)
+                optimizer.zero_grad()  # expect: TL002
+                optimizer.step()
+        """,
+        CODE,
+    )
+    assert findings[0].message.startswith("`optimizer.zero_grad()` runs after `objective.backward()` (line 9)")
+
+
+def test_partial_bound_backward_in_gan_alternation_is_fine(lint):
+    # The helper only runs the backward: each network's backward sits between its own clear
+    # and its own step (the generator's loss is named so that no "loss" spelling gives it away).
+    check(
+        lint,
+        """
+        from functools import partial
+        import torch
+
+        def backward_pass(half_precision, objective, optimizer, index):
+            if half_precision:
+                with amp.scale_loss(objective, optimizer, index) as scaled:
+                    scaled.backward()
+            else:
+                objective.backward()
+
+        class GanTrainer:
+            def __init__(self, gen, disc, half_precision):
+                self.gen, self.disc, self.half_precision = gen, disc, half_precision
+                self.gen_opt = torch.optim.Adam(gen.parameters())
+                self.disc_opt = torch.optim.Adam(disc.parameters())
+
+            def train_step(self, real, z):
+                backward = partial(backward_pass, self.half_precision)
+                self.disc_opt.zero_grad()
+                loss = self.disc(self.gen(z).detach()).mean() - self.disc(real).mean()
+                backward(loss, self.disc_opt, 0)
+                self.disc_opt.step()
+
+                self.gen_opt.zero_grad()
+                adversarial = -self.disc(self.gen(z)).mean()
+                backward(adversarial, self.gen_opt, 1)
+                self.gen_opt.step()
+        """,
+        CODE,
+    )

@@ -644,3 +644,122 @@ def test_probed_tensor_that_is_also_trained_is_reported(lint):
         CODE,
     )
     assert findings[0].message.startswith("`self.temperature` is a tensor made trainable with `requires_grad=True`")
+
+
+# ----- containers indexing modules installed elsewhere, tensors reset by hand -------------------
+
+
+def test_index_of_wrappers_installed_into_the_network_is_fine(lint):
+    check(
+        lint,
+        """
+        import torch.nn as nn
+
+        def replace_at(root, dotted, module):
+            *outer, name = dotted.split(".")
+            owner = root
+            for part in outer:
+                owner = getattr(owner, part)
+            setattr(owner, name, module)
+
+        class Adapted(nn.Module):
+            def __init__(self, module):
+                super().__init__()
+                self.module = module
+
+        class AdaptedModel(nn.Module):
+            def __init__(self, net, paths):
+                super().__init__()
+                self.net = net
+                self.adapters = {}
+                for path in paths:
+                    adapter = Adapted(net.get_submodule(path))
+                    replace_at(net, path, adapter)
+                    self.adapters[path] = adapter
+        """,
+        CODE,
+    )
+
+
+def test_index_of_wrappers_only_some_installed_is_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch.nn as nn
+
+        def replace_at(root, dotted, module):
+            setattr(root, dotted, module)
+
+        class Adapted(nn.Module):
+            def __init__(self, module):
+                super().__init__()
+                self.module = module
+
+        class AdaptedModel(nn.Module):
+            def __init__(self, net, paths, extra):
+                super().__init__()
+                self.net = net
+                self.adapters = {}  # expect: TL013
+                for path in paths:
+                    adapter = Adapted(net.get_submodule(path))
+                    replace_at(net, path, adapter)
+                    self.adapters[path] = adapter
+                for path in extra:
+                    spare = Adapted(nn.Linear(4, 4))
+                    print(path, spare)
+                    self.adapters[path] = spare
+        """,
+        CODE,
+    )
+    assert "`self.adapters` keeps submodules in a plain dict (filled later in `__init__`)" in findings[0].message
+
+
+def test_context_tensor_reset_per_task_is_fine(lint):
+    check(
+        lint,
+        """
+        import torch
+        import torch.nn as nn
+
+        class ContextPolicy(nn.Module):
+            def __init__(self, n_in, n_out, n_context):
+                super().__init__()
+                self.context = torch.zeros(n_context, requires_grad=True)
+                self.body = nn.Linear(n_in + n_context, n_out)
+
+            def forward(self, obs):
+                return self.body(torch.cat([obs, self.context.expand(obs.shape[0], -1)], dim=-1))
+
+            def new_task(self):
+                with torch.no_grad():
+                    self.context.zero_()
+        """,
+        CODE,
+    )
+
+
+def test_tensor_initialised_by_a_method_init_runs_is_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+        import torch.nn as nn
+
+        class Scaled(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.scale = torch.ones(n, requires_grad=True)  # expect: TL013
+                self.reset_parameters()
+
+            def reset_parameters(self):
+                self.scale.data.fill_(1.0)
+                self.scale[:] = 1.0
+
+            def forward(self, x):
+                return x * self.scale
+        """,
+        CODE,
+    )
+    assert "`self.scale` is a tensor made trainable with `requires_grad=True` but not an `nn.Parameter`" in (
+        findings[0].message
+    )

@@ -781,6 +781,29 @@ def resolve_returned_function(ctx: FileContext, call: ast.Call) -> FunctionNode 
     return found.pop() if len(found) == 1 else None
 
 
+# Calls that bind leading arguments of a function and hand back a callable that runs it.
+PARTIAL_CALLS = frozenset({"functools.partial"})
+
+
+def resolve_partial_function(ctx: FileContext, call: ast.Call) -> FunctionNode | None:
+    """The def that ``call`` runs when it calls a variable holding ``functools.partial(f, ...)`` of a
+    function ``f`` of this file (``backward = partial(loss_backward, fp16)`` ... ``backward(loss,
+    opt)``): the call runs ``f``'s body. None unless every value that reaches the variable is such a
+    partial of one and the same def."""
+    if not isinstance(call.func, ast.Name):
+        return None
+    found: set = set()
+    for origin in dataflow(ctx).origins(call.func):
+        if not (isinstance(origin, ast.Call) and origin.args and ctx.call_qualname(origin) in PARTIAL_CALLS):
+            return None
+        wrapped = origin.args[0]
+        made = resolve_function_name(ctx, wrapped.id, origin) if isinstance(wrapped, ast.Name) else None
+        if made is None:
+            return None
+        found.add(made)
+    return found.pop() if len(found) == 1 else None
+
+
 _LITERAL_CONTAINERS = (ast.List, ast.Tuple, ast.Set, ast.Dict)
 
 

@@ -12,7 +12,7 @@ from torchlint.analysis.nodes import keyword, method_call
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role
-from torchlint.torchmodel.modules import imported_layer_class, module_classes
+from torchlint.torchmodel.modules import imported_layer_class, installs_as_attribute, module_classes
 from torchlint.torchmodel.roles import Role
 from torchlint.torchmodel.stateless import stateless_class, stateless_layer
 
@@ -186,7 +186,7 @@ class _InitChecker:
         """The message, and the class to hold the value instead (its qualified name)."""
         trainable = self._trainable_tensor(value)
         if trainable:
-            if self._wrapped_later(attr) or self._gradient_probe(attr):
+            if self._wrapped_later(attr) or self._gradient_probe(attr) or self._reset_by_hand(attr):
                 return None
             return Message(
                 f"`self.{attr}` is a tensor made trainable with `{trainable}` but not an `nn.Parameter`",
@@ -204,6 +204,7 @@ class _InitChecker:
             or self._registers_by_hand
             or self._wrapped_later(attr)
             or self._only_picked_into_registered(attr, kind)
+            or (filled and self._installed_elsewhere(attr))
         ):
             return None
         if fresh == "parameter":
@@ -294,7 +295,15 @@ class _InitChecker:
 
     def _appended_modules(self, attr: str) -> str | None:
         """Modules put into ``self.attr`` later in ``__init__`` (append/extend/item/+=)."""
-        kinds = set()
+        kinds = {self._value_kind(expr) for expr in self._added_values(attr)}
+        kinds.discard(None)
+        if not kinds:
+            return None
+        return "parameter" if kinds == {"parameter"} else "module"
+
+    def _added_values(self, attr: str) -> list[ast.AST]:
+        """The values put into ``self.attr`` later in ``__init__`` (append/extend/item/+=)."""
+        values: list[ast.AST] = []
         for node in ast.walk(self.init):
             added: list[ast.AST] = []
             found = method_call(node)
@@ -313,12 +322,30 @@ class _InitChecker:
             elif isinstance(node, ast.AugAssign) and self._self_attribute(node.target) == attr:
                 if isinstance(node.value, (ast.List, ast.Tuple)):
                     added.extend(node.value.elts)
-            for expr in added:
-                kinds.add(self._value_kind(expr))
-        kinds.discard(None)
-        if not kinds:
-            return None
-        return "parameter" if kinds == {"parameter"} else "module"
+            values.extend(added)
+        return values
+
+    def _installed_elsewhere(self, attr: str) -> bool:
+        """Every value put into ``self.attr`` is a local that ``__init__`` also sets as an attribute
+        of some object (``set_module_by_path(self.net, path, wrapper)``, ``setattr``,
+        ``add_module``), which registers it there: the container is only an index of modules
+        registered elsewhere."""
+        values = self._added_values(attr)
+        return bool(values) and all(isinstance(v, ast.Name) and self._installed(v) for v in values)
+
+    def _installed(self, value: ast.Name) -> bool:
+        origins = self.flow.origins(value)
+        return None not in origins and any(
+            isinstance(node, ast.Call)
+            and any(
+                isinstance(a, ast.Name)
+                and a.id == value.id
+                and self.flow.origins(a) == origins
+                and installs_as_attribute(self.ctx, node, a)
+                for a in [*node.args, *(k.value for k in node.keywords)]
+            )
+            for node in ast.walk(self.init)
+        )
 
     def _value_kind(self, expr: ast.AST) -> str | None:
         """Module kind of ``expr`` itself or of every value a local name may hold."""
@@ -369,6 +396,59 @@ class _InitChecker:
             ):
                 return False  # `.grad`/`.data`/its own methods, or gathered into a list of parameters
         return probed
+
+    def _reset_by_hand(self, attr: str) -> bool:
+        """A method that ``__init__`` does not run resets ``self.attr`` to a value not made from the old
+        one (``self.context[:] = 0``, ``self.state = torch.zeros(...)``, ``self.context.zero_()``): the
+        class sets the tensor's value itself on each use (a per-task context, a carried state), which
+        no optimizer trains -- an optimizer's parameter wiped by its own module between steps would
+        never learn. An update from the old value (``self.w = self.w - lr * g``) is training by hand."""
+        run_by_init = self._methods_run_by_init
+        for node in ast.walk(self.cls):
+            if self._self_attribute(node) != attr:
+                continue
+            method = self.ctx.enclosing_function(node)
+            if method is None or method in run_by_init:
+                continue
+            parent = self.ctx.parent(node)
+            written = node if not isinstance(node.ctx, ast.Load) else None
+            if isinstance(parent, ast.Subscript) and parent.value is node and not isinstance(parent.ctx, ast.Load):
+                written = parent
+            if written is not None:
+                assign = self.ctx.parent(written)
+                if isinstance(assign, (ast.Assign, ast.AnnAssign)) and not self._reads(assign.value, attr):
+                    return True
+                continue
+            call = self.ctx.parent(parent) if isinstance(parent, ast.Attribute) else None
+            found = method_call(call)
+            if (
+                found is not None
+                and found[1] is node
+                and found[0] in torch_names.VALUE_RESETTING_METHODS
+                and not any(self._reads(a, attr) for a in call.args)
+            ):
+                return True
+        return False
+
+    def _reads(self, expr: ast.AST | None, attr: str) -> bool:
+        """``expr`` reads ``self.attr``: a new value made from the old one is an update, not a reset."""
+        return expr is not None and any(self._self_attribute(n) == attr for n in ast.walk(expr))
+
+    @cached_property
+    def _methods_run_by_init(self) -> set[ast.AST]:
+        """``__init__`` and the methods of this class it calls on itself, directly or through each other."""
+        methods = {s.name: s for s in self.cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        run, pending = {self.init}, [self.init]
+        while pending:
+            for node in ast.walk(pending.pop()):
+                found = method_call(node)
+                if found is None or not (isinstance(found[1], ast.Name) and found[1].id == self.receiver):
+                    continue
+                method = methods.get(found[0])
+                if method is not None and method not in run:
+                    run.add(method)
+                    pending.append(method)
+        return run
 
     def _among_gradient_inputs(self, node: ast.AST) -> bool:
         parent = self.ctx.parent(node)

@@ -8,10 +8,11 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import find_method, receiver_class, resolve_class
+from torchlint.analysis.callgraph import find_method, receiver_class, resolve_class, resolve_local_call
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import dotted_name
+from torchlint.analysis.nodes import argument, argument_for, method_call
 from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
 
@@ -137,3 +138,35 @@ def _plain_class(definition: Definition) -> bool:
         return d.name not in module_classes(d.ctx)
 
     return function_summary(definition, "torch.plain-class", compute, False)
+
+
+def installs_as_attribute(ctx: FileContext, call: ast.Call, value: ast.AST, depth: int = 0) -> bool:
+    """Whether ``call`` sets ``value`` as an attribute of some object, which registers a module
+    there: ``setattr(obj, name, value)``, ``obj.add_module(name, value)`` /
+    ``register_module``, or a function of this file whose parameter it passes ``value`` for
+    does so in its body (``set_module_by_path(net, path, wrapper)``, a few calls deep)."""
+    if isinstance(call.func, ast.Name) and call.func.id == "setattr":
+        return argument(call, 2, "value") is value
+    found = method_call(call)
+    if found is not None and found[0] in torch_names.PARAMETER_REGISTERING_METHODS:
+        return argument(call, 1, "module") is value or argument(call, 1, "param") is value
+    func = resolve_local_call(ctx, call)
+    if func is None or depth >= _MAX_INSTALL_DEPTH:
+        return False
+    params = [a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs]
+    handed = next((p for p in params if argument_for(call, func, p) is value), None)
+    if handed is None:
+        return False
+    return any(
+        isinstance(inner, ast.Call)
+        and any(isinstance(a, ast.Name) and a.id == handed for a in [*inner.args, *(k.value for k in inner.keywords)])
+        and installs_as_attribute(ctx, inner, _passed_name(inner, handed), depth + 1)
+        for inner in ast.walk(func)
+    )
+
+
+_MAX_INSTALL_DEPTH = 3
+
+
+def _passed_name(call: ast.Call, name: str) -> ast.AST:
+    return next(a for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name) and a.id == name)

@@ -573,6 +573,8 @@ PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Paramet
 PARAMETER_REGISTERING_METHODS = frozenset({"register_parameter", "add_module", "register_module"})
 # ... and those that register any state, buffers included.
 REGISTERING_METHODS = PARAMETER_REGISTERING_METHODS | {"register_buffer"}
+# In-place tensor methods that overwrite every element with a new value (a reset, not an update).
+VALUE_RESETTING_METHODS = frozenset({"zero_", "fill_", "copy_", "normal_", "uniform_"})
 # The legacy `Variable(x)` wrapper: since PyTorch 0.4 it hands back the tensor `x` itself (same
 # data; `requires_grad=True` marks it a leaf to optimise, `volatile` is ignored).
 VARIABLE_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})

@@ -22,7 +22,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import calls_elsewhere, resolve_local_call
-from torchlint.analysis.dataflow import resolve_returned_function
+from torchlint.analysis.dataflow import resolve_partial_function, resolve_returned_function
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.nodes import walk_no_scopes
 from torchlint.analysis.reachability import live_statements
@@ -100,8 +100,13 @@ class EventWalker:
 
     def _local_target(self, call: ast.Call):
         """The function of this file a call runs: by its name, or a closure a factory of this file
-        returned into the variable called (a step function built once and called per batch)."""
-        return resolve_local_call(self.ctx, call) or resolve_returned_function(self.ctx, call)
+        returned into the variable called (a step function built once and called per batch), or the
+        function a ``functools.partial`` held in the variable wraps."""
+        return (
+            resolve_local_call(self.ctx, call)
+            or resolve_returned_function(self.ctx, call)
+            or resolve_partial_function(self.ctx, call)
+        )
 
     def _effects_elsewhere(self, call: ast.Call) -> list[Event] | None:
         """The events a call of a function of another file stands for, read from that function's

@@ -58,7 +58,10 @@ class UnregisteredParameter(Rule):
         modules that are registered anyway (passed to `nn.Sequential(*layers)`,
         `nn.ModuleList(...)`, `add_module`, or their entries handed to a torch container:
         `nn.ModuleList(list(self.convs.values()))`), lists of references to registered
-        submodules, buffers and plain-data lists are fine.
+        submodules, an index of modules each also set as an attribute elsewhere (`setattr`,
+        `add_module`, or a helper that does so: `set_module_by_path(self.net, path, wrapper)`),
+        buffers and plain-data lists are fine; so is a tensor that a method `__init__` does not
+        run resets to a fresh value (`self.context[:] = 0` per task): state kept by hand.
     """
     why = """
         `nn.Module` registers only attributes that are modules, `nn.Parameter`s,

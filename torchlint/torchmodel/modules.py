@@ -158,15 +158,11 @@ def installs_as_attribute(ctx: FileContext, call: ast.Call, value: ast.AST, dept
     if handed is None:
         return False
     return any(
-        isinstance(inner, ast.Call)
-        and any(isinstance(a, ast.Name) and a.id == handed for a in [*inner.args, *(k.value for k in inner.keywords)])
-        and installs_as_attribute(ctx, inner, _passed_name(inner, handed), depth + 1)
+        isinstance(arg, ast.Name) and arg.id == handed and installs_as_attribute(ctx, inner, arg, depth + 1)
         for inner in ast.walk(func)
+        if isinstance(inner, ast.Call)
+        for arg in [*inner.args, *(k.value for k in inner.keywords)]
     )
 
 
 _MAX_INSTALL_DEPTH = 3
-
-
-def _passed_name(call: ast.Call, name: str) -> ast.AST:
-    return next(a for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name) and a.id == name)

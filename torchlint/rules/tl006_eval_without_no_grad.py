@@ -83,7 +83,10 @@ class EvalWithoutNoGrad(Rule):
         Tester(self)` in `setUp`) are unit-test helpers too. Code that can only
         see another framework (a file importing TensorFlow, Keras or JAX and
         nothing of PyTorch at its top level, outside functions that import torch
-        themselves) runs that framework's models and is not reported. The finding
+        themselves) runs that framework's models and is not reported; in a file
+        importing both, neither is a call of a model that framework built
+        (`tf.keras.Sequential(...)`, a `tf.keras.Model` subclass, a `@tf.function`)
+        nor one fed only its tensors (`tf.convert_to_tensor(x.cpu().numpy())`). The finding
         points at the first call there that records a graph: a model call whose value is kept (a
         forward made as a statement, its output dropped -- `model(**dummy)  # should not raise`,
         `model(x)[0]` -- or stored in a local name that nothing reads afterwards (`_ = model(x)`

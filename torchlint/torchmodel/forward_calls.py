@@ -17,6 +17,7 @@ from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.constructors import same_module
 from torchlint.torchmodel.events import MODE_KINDS
+from torchlint.torchmodel.frameworks import foreign_call
 from torchlint.torchmodel.roles import Role, object_roles
 from torchlint.torchmodel.unread_builders import built_by_unread_code
 
@@ -39,7 +40,9 @@ class ForwardCalls:
         self.ctx = ctx
 
     def is_model_call(self, call: ast.Call) -> bool:
-        return self.is_model(model_expression(call)) and not self.builds_model(call)
+        return (
+            self.is_model(model_expression(call)) and not self.builds_model(call) and not foreign_call(self.ctx, call)
+        )
 
     def builds_model(self, call: ast.Call) -> bool:
         """Whether the value ``call`` returns is later used as a model (``model = configs.model()``

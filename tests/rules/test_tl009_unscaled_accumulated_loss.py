@@ -997,3 +997,107 @@ def test_inner_loop_picking_random_samples_is_reported(lint):
         """,
         CODE,
     )
+
+
+# ----- a project loss that sums over its pairs, split for memory --------------------------------
+# A loss module (or function) of the project whose `forward` returns a full sum of unaveraged terms
+# is a sum over its samples: backward per tuple, one step per `update_every` batches, adds up to the
+# sum over the larger batch, its intended scale. Which module runs may be chosen by an option and
+# handed to the training function; every one of them must sum. A module that averages stays reported.
+
+
+_PAIR_LOSSES = """
+import torch
+import torch.nn as nn
+
+def hinge_pairs(anchor, other, same, margin):
+    dist = (anchor - other).pow(2).sum(dim=0).sqrt()
+    per_pair = same * dist.pow(2) + (1 - same) * torch.clamp(margin - dist, min=0).pow(2)
+    return torch.sum(per_pair)
+
+class PairHinge(nn.Module):
+    def __init__(self, margin=0.5):
+        super().__init__()
+        self.margin = margin
+    def forward(self, anchor, other, same):
+        return hinge_pairs(anchor, other, same, self.margin)
+
+class RankedTriplets(nn.Module):
+    def forward(self, anchor, pos, neg):
+        gap = (anchor - pos).pow(2).sum(0) - (anchor - neg).pow(2).sum(0) + 0.1
+        return 0.5 * gap.clamp(min=0).sum()
+
+class AveragedHinge(nn.Module):
+    def forward(self, anchor, other, same):
+        per_pair = (same * (anchor - other).norm(dim=0)).mean()
+        return per_pair.sum()
+"""
+
+
+def test_project_loss_module_returning_a_sum_is_accumulated_on_purpose(lint):
+    check(
+        lint,
+        _PAIR_LOSSES
+        + """
+def fit_epoch(net, batches, criterion, optimizer, update_every):
+    optimizer.zero_grad()
+    for i, (tuples, same) in enumerate(batches):
+        for anchor, other in tuples:
+            loss = criterion(net(anchor), net(other), same)
+            loss.backward()
+        if (i + 1) % update_every == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+
+def main(net, batches, optimizer, args):
+    criterion = (PairHinge(args.margin) if args.loss == "pairs" else RankedTriplets()).cuda()
+    fit_epoch(net, batches, criterion, optimizer, args.update_every)
+""",
+        CODE,
+    )
+
+
+def test_project_loss_module_that_averages_is_reported(lint):
+    findings = check(
+        lint,
+        _PAIR_LOSSES
+        + """
+def fit_epoch(net, batches, criterion, optimizer, update_every):
+    for i, (tuples, same) in enumerate(batches):
+        for anchor, other in tuples:
+            loss = criterion(net(anchor), net(other), same)
+            loss.backward()  # expect: TL009
+        if (i + 1) % update_every == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+
+def main(net, batches, optimizer, args):
+    criterion = PairHinge(args.margin) if args.loss == "pairs" else AveragedHinge()
+    fit_epoch(net, batches, criterion, optimizer, args.update_every)
+""",
+        CODE,
+    )
+    assert "`loss` is not divided by the number of accumulated steps" in findings[0].message
+
+
+def test_project_loss_function_summing_a_mean_is_reported(lint):
+    # `torch.stack([...means]).sum()` adds means: the result is still a mean over the samples.
+    check(
+        lint,
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def two_heads(out_a, out_b, y):
+            return torch.stack([F.cross_entropy(out_a, y), F.cross_entropy(out_b, y)]).sum()
+
+        def fit(model, loader, optimizer, accumulate):
+            for i, (x, y) in enumerate(loader):
+                a, b = model(x)
+                two_heads(a, b, y).backward()  # expect: TL009
+                if (i + 1) % accumulate == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+        """,
+        CODE,
+    )

@@ -679,6 +679,38 @@ def test_guard_true_on_first_iteration_is_reported(lint, header, guard):
     assert "`sched.step()` runs before `opt.step()` (line 12)" in findings[0].message
 
 
+@pytest.mark.parametrize(
+    "last, expect",
+    [
+        # `range(last + 1, n)` with `last = -1`: the first epoch is 0, so `epoch != 0` skips it.
+        ("-1", ""),
+        # The count starts at 1: `epoch != 0` holds on the first epoch, and the step comes first.
+        ("0", "  # expect: TL015"),
+    ],
+)
+def test_start_bound_written_as_an_offset_of_a_name(lint, last, expect):
+    findings = check(
+        lint,
+        f"""
+        import torch
+        def fit(model, loader, epochs):
+            last_done = {last}
+            opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+            sched = torch.optim.lr_scheduler.MultiStepLR(opt, [30, 60], last_epoch=last_done)
+            for epoch in range(last_done + 1, epochs):
+                if epoch != 0:
+                    sched.step(){expect}
+                for x, y in loader:
+                    opt.zero_grad()
+                    torch.nn.functional.smooth_l1_loss(model(x), y).backward()
+                    opt.step()
+        """,
+        CODE,
+    )
+    if expect:
+        assert "`sched.step()` runs before `opt.step()` (line 13)" in findings[0].message
+
+
 def test_counter_rebound_before_guard_is_reported(lint):
     # `epoch` no longer holds the loop's count where the guard reads it: nothing shows the
     # first iteration is skipped.

@@ -84,14 +84,40 @@ def _first_values(ctx: FileContext, loop: ast.AST, test: ast.AST, settled=None) 
 
 
 def _start_value(ctx: FileContext, start: ast.AST, settled) -> object:
-    """The one constant every binding of the name ``start`` that is not ``settled`` gives it
-    (``start = 0`` beside a resume path's ``start = ckpt["epoch"]``); UNKNOWN otherwise."""
-    if not isinstance(start, ast.Name):
-        return UNKNOWN
-    bindings = [b for b in dataflow(ctx).reaching(start) if not settled(b)]
-    values = [constant_value(ctx, b.value) if b.kind == "assign" and b.value is not None else UNKNOWN for b in bindings]
-    first = values[0] if values else UNKNOWN
-    return first if type(first) is int and all(v == first and type(v) is int for v in values) else UNKNOWN
+    """The one integer the start expression holds: a name every binding of which that is not
+    ``settled`` gives one same integer (``start = 0`` beside a resume path's
+    ``start = ckpt["epoch"]``), or such a value plus or minus an integer (``range(last + 1, n)``
+    with ``last = -1``); UNKNOWN otherwise."""
+    value = _folded(ctx, start, lambda name: _sole_start(ctx, name, settled))
+    return UNKNOWN if value is None else value
+
+
+def _sole_start(ctx: FileContext, name: ast.Name, settled) -> int | None:
+    """The one integer every binding of ``name`` that is not ``settled`` gives it."""
+    bindings = [b for b in dataflow(ctx).reaching(name) if not settled(b)]
+    plain = lambda n: None  # noqa: E731  (one level: a binding's own names count only as constants)
+    values = [_folded(ctx, b.value, plain) if b.kind == "assign" and b.value is not None else None for b in bindings]
+    first = values[0] if values else None
+    return first if first is not None and all(v == first for v in values) else None
+
+
+def _folded(ctx: FileContext, expr: ast.AST, name_value: Callable[[ast.Name], int | None]) -> int | None:
+    """The integer ``expr`` holds: a constant (``constant_value``), ``-k``, a sum or difference of
+    such values; a name the constants do not decide is asked of ``name_value``."""
+    value = constant_value(ctx, expr)
+    if value is not UNKNOWN:
+        return value if type(value) is int else None
+    if isinstance(expr, ast.Name):
+        return name_value(expr)
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        inner = _folded(ctx, expr.operand, name_value)
+        return None if inner is None else -inner
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub)):
+        left, right = _folded(ctx, expr.left, name_value), _folded(ctx, expr.right, name_value)
+        if left is None or right is None:
+            return None
+        return left + right if isinstance(expr.op, ast.Add) else left - right
+    return None
 
 
 def _counter(loop: ast.AST) -> tuple[str, ast.AST | None] | None:

@@ -15,16 +15,16 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import resolve_call, resolve_local_call
+from torchlint.analysis.callgraph import resolve_callee, resolve_call, resolve_local_call
 from torchlint.analysis.dataflow import Binding, dataflow, resolve_instance_call, value_kept
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import method_call, walk_function_body
+from torchlint.analysis.nodes import method_call, walk_function_body, walk_no_scopes
 from torchlint.analysis.summaries import function_summary
 from torchlint.analysis.unpacking import call_argument
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.calls import is_grad_attribute
-from torchlint.torchmodel.modules import module_forward
+from torchlint.torchmodel.modules import module_forward, module_forwards
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -258,9 +258,14 @@ class _Trace:
         return self._is_batch_size(assign.value, depth + 1)
 
     def _sum_reduced(self, call: ast.Call) -> bool:
-        """A loss call that sums over the batch (``reduction="sum"``, or a criterion built with it):
-        summed losses accumulate into the sum over the large batch, nothing to divide."""
-        return self._reduction(call) == "sum"
+        """A loss call that sums over the batch (``reduction="sum"``, or a criterion built with it;
+        a loss function or module of the project, every one the call may run, that returns a full
+        sum of unaveraged terms): summed losses accumulate into the sum over the large batch,
+        nothing to divide."""
+        if self._reduction(call) == "sum":
+            return True
+        callees = _callees(self.ctx, call)
+        return bool(callees) and all(function_summary(c, "torch.returns-sum", _returns_sum, False) for c in callees)
 
     def _reduction(self, call: ast.Call) -> str | None:
         """The reduction a loss call asks for, on the call or on the criterion it calls."""
@@ -370,3 +375,70 @@ def _sums_everything(ctx: FileContext, call: ast.Call) -> ast.AST | None:
     if ctx.call_qualname(call) == "torch.sum" and len(call.args) == 1 and not call.keywords:
         return call.args[0]
     return None
+
+
+def _callees(ctx: FileContext, call: ast.Call) -> list[Definition]:
+    """The functions ``call`` may run: one function of the project, or the ``forward`` of every
+    project module class its callee may be an instance of."""
+    found = resolve_callee(ctx, call)
+    if found is not None:
+        return [Definition(*found)]
+    return module_forwards(ctx, call) or []
+
+
+def _returns_sum(definition: Definition) -> bool:
+    """Whether every value ``definition`` returns is a full sum of terms nothing averaged
+    (``return torch.sum(torch.clamp(d_pos - d_neg + margin, min=0))``), also through names and
+    the loss functions it returns the result of: a loss that sums over its samples."""
+    returns = [n.value for n in walk_function_body(definition.node) if isinstance(n, ast.Return)]
+    return bool(returns) and all(r is not None and _is_full_sum(definition.ctx, r, 0) for r in returns)
+
+
+def _is_full_sum(ctx: FileContext, expr: ast.AST, depth: int) -> bool:
+    if depth > MAX_TRACE_DEPTH:
+        return False
+    summed = _sums_everything(ctx, expr) if isinstance(expr, ast.Call) else None
+    if summed is not None:
+        return not _averages(ctx, summed, set())
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        return _is_full_sum(ctx, expr.left, depth + 1) and _is_full_sum(ctx, expr.right, depth + 1)
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
+        # `0.5 * torch.sum(...)`: a constant weight keeps a sum a sum
+        sides = (expr.left, expr.right)
+        return any(isinstance(s, ast.Constant) for s in sides) and any(
+            _is_full_sum(ctx, s, depth + 1) for s in sides if not isinstance(s, ast.Constant)
+        )
+    if isinstance(expr, ast.Name):
+        bindings = dataflow(ctx).reaching(expr)
+        return bool(bindings) and all(
+            b.kind == "assign" and b.value is not None and _is_full_sum(ctx, b.value, depth + 1) for b in bindings
+        )
+    if isinstance(expr, ast.Call):
+        callees = _callees(ctx, expr)
+        return bool(callees) and all(function_summary(c, "torch.returns-sum", _returns_sum, False) for c in callees)
+    return False
+
+
+def _averages(ctx: FileContext, expr: ast.AST, seen: set) -> bool:
+    """Whether ``expr`` (or a value a name in it was assigned) averages anything: a mean
+    (``x.mean()``, ``torch.mean(x)``) or a functional loss with its default mean reduction."""
+    for node in walk_no_scopes(expr):
+        if isinstance(node, ast.Call):
+            found = method_call(node)
+            qualname = ctx.call_qualname(node) or ""
+            if (found is not None and found[0] in torch_names.MEAN_REDUCTION_METHODS) or (
+                qualname in torch_names.MEAN_REDUCTION_FUNCTIONS
+            ):
+                return True
+            if (
+                qualname.startswith(torch_names.FUNCTIONAL)
+                and qualname[len(torch_names.FUNCTIONAL) :] in torch_names.FUNCTIONAL_LOSSES
+                and _reduction_of(node) not in ("none", "sum")
+            ):
+                return True
+        elif isinstance(node, ast.Name) and node not in seen:
+            seen.add(node)
+            for binding in dataflow(ctx).reaching(node):
+                if binding.kind == "assign" and binding.value is not None and _averages(ctx, binding.value, seen):
+                    return True
+    return False

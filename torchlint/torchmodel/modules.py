@@ -107,6 +107,26 @@ def module_forward(ctx: FileContext, call: ast.Call) -> Definition | None:
     return found
 
 
+def module_forwards(ctx: FileContext, call: ast.Call) -> list[Definition] | None:
+    """Every ``forward`` that ``call`` may run, one per project module class its callee may be an
+    instance of, also through a move (``Loss().cuda()``) and a parameter fed by every call site of
+    its function in this file (``train(loader, model, criterion)``, the criterion picked by an
+    option); None when any value the callee may hold is something else."""
+    moved = lambda e: (found[1] if (found := method_call(e)) and found[0] in torch_names.MODULE_SELF_RETURNING else None)  # noqa: E731
+    forwards: list[Definition] = []
+    for origin in dataflow(ctx).origins(call.func, through=moved, parameters=True):
+        cls = resolve_class(ctx, origin.func) if isinstance(origin, ast.Call) else None
+        if cls is None or cls[1].name not in module_classes(cls[0]):
+            return None
+        definition = Definition(*cls)
+        method = find_method(definition, "forward")
+        if method is None or find_method(definition, "__call__") is not None:
+            return None
+        if method not in forwards:
+            forwards.append(method)
+    return forwards or None
+
+
 def never_a_module(ctx: FileContext, expr: ast.AST) -> bool:
     """Every value ``expr`` may hold is an instance of a project class shown not to be a torch
     module (``env = Env(args)`` with ``class Env:``): its ``eval()``/``train()`` are methods of its

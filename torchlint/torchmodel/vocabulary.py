@@ -484,6 +484,9 @@ FUNCTIONAL_LOSSES = frozenset(
     }
 )
 FUNCTIONAL = "torch.nn.functional."
+# Reductions that average what they reduce: a loss built with one is a mean, not a sum over its samples.
+MEAN_REDUCTION_METHODS = frozenset({"mean", "nanmean"})
+MEAN_REDUCTION_FUNCTIONS = frozenset({"torch.mean", "torch.nanmean"})
 CROSS_ENTROPY_FUNCTIONS = frozenset({"torch.nn.functional.cross_entropy"})
 CROSS_ENTROPY_MODULES = frozenset({"torch.nn.CrossEntropyLoss"})
 BCE_WITH_LOGITS_FUNCTIONS = frozenset(

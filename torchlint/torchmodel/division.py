@@ -15,7 +15,7 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import resolve_callee, resolve_call, resolve_local_call
+from torchlint.analysis.callgraph import resolve_call, resolve_callee, resolve_local_call
 from torchlint.analysis.dataflow import Binding, dataflow, resolve_instance_call, value_kept
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import symbol

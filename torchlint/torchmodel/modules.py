@@ -112,7 +112,7 @@ def module_forwards(ctx: FileContext, call: ast.Call) -> list[Definition] | None
     instance of, also through a move (``Loss().cuda()``) and a parameter fed by every call site of
     its function in this file (``train(loader, model, criterion)``, the criterion picked by an
     option); None when any value the callee may hold is something else."""
-    moved = lambda e: (found[1] if (found := method_call(e)) and found[0] in torch_names.MODULE_SELF_RETURNING else None)  # noqa: E731
+    moved = lambda e: found[1] if (found := method_call(e)) and found[0] in torch_names.MODULE_SELF_RETURNING else None  # noqa: E731
     forwards: list[Definition] = []
     for origin in dataflow(ctx).origins(call.func, through=moved, parameters=True):
         cls = resolve_class(ctx, origin.func) if isinstance(origin, ast.Call) else None

@@ -22,7 +22,11 @@ whose mode-dependent layers are attributes that its ``forward`` runs only under 
 forward parameter (``if is_training: h = self.dropout(h)``), decided against them by the call's
 constant arguments or the parameter's default, computes the same in both modes at that call.
 
-A parameter is followed to the arguments of its function's call sites in the file. Anything
+A parameter is followed to the arguments of its function's call sites in the file; for ``shown``
+(TL007: a switch to eval inside this file's loop, whatever mode the model came in) also, for a
+top-level function, to those of its callers in the project's other files, each judged in its own
+file. ``shown_at`` (TL005) does not go there: the caller that builds the model also sets the mode
+it arrives in, and only this file's callers are read for that. Anything
 else (a class the linter cannot read, a model from an unknown caller, a layer of another
 library) stays unknown, and the rules stay silent about it: a model of ``Linear``/``ReLU``
 layers, an ``nn.RNN`` with the default dropout 0, a plain function, compute the same in both modes.
@@ -83,10 +87,10 @@ class ModeDependence:
         expr = model_expression(call)
         if receiver_class(self.ctx, expr) is not None:
             return self.shown(expr)
-        origins, passed_in = self._origins(expr)
-        return any(self._origin_shown(origin, 0) and not self._gated_off_at(origin, call) for origin in origins) or any(
-            self._passed_shown(p) for p in passed_in
-        )
+        # Not through a parameter filled only by callers in other files: such a caller also decides the
+        # mode the model arrives in (``self.eval(); evaluate(self, data)``), which is read in this file only.
+        origins, _ = self._origins(expr)
+        return any(self._origin_shown(origin, 0) and not self._gated_off_at(origin, call) for origin in origins)
 
     def _gated_off_at(self, origin: ast.AST | None, call: ast.Call) -> bool:
         """``origin`` builds a class of this file, deriving from ``nn.Module`` only, with its own

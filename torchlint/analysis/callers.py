@@ -15,7 +15,8 @@ How it is found (lazily, once per project and run)
       definition: a call site;
     * a call or name that resolves to another definition, an attribute of something else
       (``x.evaluate``), a keyword or attribute spelled the same, an import statement (the calls
-      through it are judged where they are): not a use;
+      through it are judged where they are), a bare name read in a file where no import may bind
+      it (the file's own variable ``train, val = splits(...)``): not a use;
     * anything else -- the name read as a value (a callback), spelled in a string
       (``getattr(m, "evaluate")``), a call the resolver cannot follow, a mention in a notebook or
       in a file that cannot be parsed -- makes the answer unknown (None).
@@ -157,6 +158,8 @@ def _call_sites(ctx: FileContext, definition: Definition) -> list[ast.Call] | No
         if call is None:
             if isinstance(node, ast.Attribute) and not _may_name(ctx, node):
                 continue  # ``obj.name``: an attribute of some object, not the function
+            if isinstance(node, ast.Name) and not _may_import(ctx, name):
+                continue  # ``train, val = splits(...)``: a name of this file that no import binds
             return None  # read as a value, or assigned: the function may be handed on
         target = resolve_call(ctx, call) if definition.is_function else resolve_name(ctx, call.func)
         if target is None:
@@ -168,6 +171,16 @@ def _call_sites(ctx: FileContext, definition: Definition) -> list[ast.Call] | No
         ):
             sites.append(call)
     return sites
+
+
+def _may_import(ctx: FileContext, name: str) -> bool:
+    """Whether a bare ``name`` in ``ctx``'s file may be bound by an import: an import binds it, or a
+    ``from m import *`` may. Otherwise a mention is of the file's own variable, parameter or
+    definition: another file's function reaches it only through an import (a function handed in
+    is read as a value where it is imported)."""
+    if name in ctx.imports.bindings:
+        return True
+    return any(alias.name == "*" for alias in ctx.nodes(ast.alias))
 
 
 def _may_name(ctx: FileContext, node: ast.Attribute) -> bool:

@@ -587,6 +587,7 @@ class Dataflow:
         at: ast.AST | None = None,
         parameters: bool = False,
         unpacked: Callable[[ast.AST, int], ast.AST | None] | None = None,
+        open_parameters: list[ast.arg] | None = None,
     ) -> list[ast.AST | None]:
         """Expressions that may have produced the value of ``expr``.
 
@@ -598,9 +599,11 @@ class Dataflow:
         a call (``a, b = f(x, y)``) to ``unpacked(call, index)`` when it returns what that element
         is (``prepare``-like calls hand their arguments back in order).
         Anything else is an origin itself; ``None`` stands for a value that cannot be told
-        (parameter, loop variable, unpacked call result, augmented assignment, too deep)."""
+        (parameter, loop variable, unpacked call result, augmented assignment, too deep). With
+        ``parameters``, each parameter reached that no call site of this file fills (nor a default)
+        is also added to ``open_parameters`` when given: its value comes from callers elsewhere."""
         found: list[ast.AST | None] = []
-        self._origins(expr, _Question(through, parameters, found, set(), unpacked), at, 0)
+        self._origins(expr, _Question(through, parameters, found, set(), unpacked, open_parameters), at, 0)
         return found
 
     def _origins(self, expr, question: _Question, at, depth) -> None:
@@ -670,6 +673,8 @@ class Dataflow:
         )
         if not values:
             question.found.append(None)  # no call site in this file: the caller is unknown
+            if question.open_parameters is not None:
+                question.open_parameters.append(param)
         for value in values:
             if value is None:
                 question.found.append(None)
@@ -686,6 +691,7 @@ class _Question:
     found: list
     seen: set
     unpacked: Callable[[ast.AST, int], ast.AST | None] | None = None
+    open_parameters: list[ast.arg] | None = None
 
 
 def _block_of(branching: ast.AST, child: ast.AST) -> tuple[str, ast.AST | None]:

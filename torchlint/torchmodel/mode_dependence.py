@@ -22,7 +22,11 @@ whose mode-dependent layers are attributes that its ``forward`` runs only under 
 forward parameter (``if is_training: h = self.dropout(h)``), decided against them by the call's
 constant arguments or the parameter's default, computes the same in both modes at that call.
 
-A parameter is followed to the arguments of its function's call sites in the file. Anything
+A parameter is followed to the arguments of its function's call sites in the file; for ``shown``
+(TL007: a switch to eval inside this file's loop, whatever mode the model came in) also, for a
+top-level function, to those of its callers in the project's other files, each judged in its own
+file. ``shown_at`` (TL005) does not go there: the caller that builds the model also sets the mode
+it arrives in, and only this file's callers are read for that. Anything
 else (a class the linter cannot read, a model from an unknown caller, a layer of another
 library) stays unknown, and the rules stay silent about it: a model of ``Linear``/``ReLU``
 layers, an ``nn.RNN`` with the default dropout 0, a plain function, compute the same in both modes.
@@ -33,11 +37,12 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import call_graph, receiver_class, resolve_callee, resolve_class
+from torchlint.analysis.callers import callers_elsewhere
+from torchlint.analysis.callgraph import call_graph, receiver_class, resolve_callee, resolve_class, site_argument
 from torchlint.analysis.conditions import implies
 from torchlint.analysis.containers import element_origins
 from torchlint.analysis.dataflow import dataflow
-from torchlint.analysis.definitions import Definition, class_member
+from torchlint.analysis.definitions import FUNCTION_NODES, Definition, class_member
 from torchlint.analysis.nodes import argument
 from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
@@ -71,7 +76,8 @@ class ModeDependence:
         if owner is not None:
             # `self` in a method: an instance of its class or of a subclass of this file.
             return any(self.class_shown(cls, depth) for cls in (owner, *call_graph(self.ctx).subclasses(owner)))
-        return any(self._origin_shown(o, depth) for o in self._origins(expr))
+        origins, passed_in = self._origins(expr)
+        return any(self._origin_shown(o, depth) for o in origins) or any(self._passed_shown(p) for p in passed_in)
 
     def shown_at(self, call: ast.Call) -> bool:
         """``shown`` for the model ``call`` runs (``model(x)``, ``model.forward(x)``), judged on the
@@ -81,9 +87,10 @@ class ModeDependence:
         expr = model_expression(call)
         if receiver_class(self.ctx, expr) is not None:
             return self.shown(expr)
-        return any(
-            self._origin_shown(origin, 0) and not self._gated_off_at(origin, call) for origin in self._origins(expr)
-        )
+        # Not through a parameter filled only by callers in other files: such a caller also decides the
+        # mode the model arrives in (``self.eval(); evaluate(self, data)``), which is read in this file only.
+        origins, _ = self._origins(expr)
+        return any(self._origin_shown(origin, 0) and not self._gated_off_at(origin, call) for origin in origins)
 
     def _gated_off_at(self, origin: ast.AST | None, call: ast.Call) -> bool:
         """``origin`` builds a class of this file, deriving from ``nn.Module`` only, with its own
@@ -132,11 +139,28 @@ class ModeDependence:
                 return target.attr if held and target.value.id == "self" else None
         return None
 
-    def _origins(self, expr: ast.AST) -> list[ast.AST | None]:
+    def _origins(self, expr: ast.AST) -> tuple[list[ast.AST | None], list[ast.arg]]:
+        """What the model ``expr`` may hold in this file, and the parameters it may come from that
+        no call site of this file fills (their callers are in other files)."""
         elements = self._loop_elements(expr)
         if elements is not None:
-            return elements
-        return self.flow.origins(expr, through_model_keeping, parameters=True)
+            return elements, []
+        passed_in: list[ast.arg] = []
+        return self.flow.origins(expr, through_model_keeping, parameters=True, open_parameters=passed_in), passed_in
+
+    def _passed_shown(self, param: ast.arg) -> bool:
+        """A parameter of a top-level function that the project's other files call with a model shown
+        mode-dependent there (``train(seq2seq, ...)`` in a script, ``seq2seq`` built from classes with
+        dropout): each caller's argument is judged in the caller's own file, once per run."""
+        function = self.ctx.parent(self.ctx.parent(param))
+        if not isinstance(function, FUNCTION_NODES) or self.ctx.parent(function) is not self.ctx.tree:
+            return False
+        return function_summary(
+            Definition(self.ctx, function),
+            f"torch.mode-shown.passed.{param.arg}",
+            lambda d: _passed_shown_elsewhere(d, param),
+            False,
+        )
 
     def _loop_elements(self, expr: ast.AST) -> list | None:
         """What a loop variable (``for model in models:``) may hold: the elements of what the loop
@@ -172,7 +196,7 @@ class ModeDependence:
             return _hf_with_dropout(call.func.value)
         found = resolve_class(self.ctx, call.func)
         if found is not None:
-            return self._answer(found, "class", depth)
+            return self._answer(found, "class", depth) or self._holds_shown_argument(found, call, depth)
         callee = resolve_callee(self.ctx, call)
         if callee is not None and depth < _MAX_DEPTH:
             return self._answer(callee, "returns", depth)
@@ -216,6 +240,30 @@ class ModeDependence:
         if qual.startswith("torch.") or qual.startswith(("torchvision.", "timm.")):
             return False  # other torch layers (Linear, Conv2d, ReLU, LayerNorm, GroupNorm...) and names
         return None
+
+    def _holds_shown_argument(self, found: tuple, call: ast.Call, depth: int) -> bool:
+        """A class whose ``__init__`` keeps a parameter on ``self`` as it is (``self.encoder = encoder``:
+        a submodule, switched with its parent), built here with a model shown mode-dependent for it
+        (``Seq2Seq(Encoder(..., dropout=0.2), decoder)``): the composed model depends on the mode."""
+        home, cls = found
+        init = class_member(cls, "__init__")
+        if not isinstance(init, FUNCTION_NODES) or depth >= _MAX_DEPTH:
+            return False
+        parameters = {a.arg: a for a in (*init.args.posonlyargs, *init.args.args[1:], *init.args.kwonlyargs)}
+        for node in ast.walk(init):
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)):
+                continue
+            param = parameters.get(node.value.id)
+            kept = any(
+                isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                for t in node.targets
+            )
+            if param is None or not kept or any(b.kind != "param" for b in dataflow(home).reaching(node.value)):
+                continue
+            value = site_argument(self.ctx, init, param, call, 1)
+            if value is not None and self.shown(value, depth + 1):
+                return True
+        return False
 
     def _may_stack(self, call: ast.Call, qual: str) -> bool:
         """A recurrent layer's dropout acts between stacked layers only: it matters unless every
@@ -292,6 +340,14 @@ class ModeDependence:
         )
         self._built[func] = shown
         return shown
+
+
+def _passed_shown_elsewhere(definition: Definition, param: ast.arg) -> bool:
+    for home, call in callers_elsewhere(definition) or []:
+        value = site_argument(home, definition.node, param, call)
+        if value is not None and mode_dependence(home).shown(value):
+            return True
+    return False
 
 
 def rate_may_be_nonzero(ctx: FileContext, rate: ast.AST) -> bool:

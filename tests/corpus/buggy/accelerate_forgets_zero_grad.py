@@ -1,4 +1,5 @@
 """An accelerate fine-tuning loop that never clears gradients."""
+
 import torch
 from accelerate import Accelerator
 from torch.utils.data import DataLoader

@@ -1,4 +1,5 @@
 """A segmentation trainer whose AMP step clips in a helper before unscaling and steps the scheduler first."""
+
 import torch
 import torch.nn.functional as F
 

@@ -1,4 +1,5 @@
 """A residual MLP whose blocks are appended to a plain list, with a hand-made trainable tensor."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

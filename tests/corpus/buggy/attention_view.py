@@ -1,4 +1,5 @@
 """A vision-transformer block whose head merge views a transposed tensor."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -35,4 +36,3 @@ class Block(nn.Module):
     def forward(self, x):
         x = x + self.attn(self.norm1(x))
         return x + self.mlp(self.norm2(x))
-

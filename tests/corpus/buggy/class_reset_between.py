@@ -1,4 +1,5 @@
 """A trainer split into tiny methods; the clearing method is called between backward and step."""
+
 import torch
 import torch.nn.functional as F
 
@@ -31,4 +32,4 @@ class Learner:
             self.model.train()
             for xb, yb in self.data:
                 self.one_batch(xb, yb)
-            print(f"epoch {epoch}: loss {sum(self.losses[-len(self.data):]) / len(self.data):.4f}")
+            print(f"epoch {epoch}: loss {sum(self.losses[-len(self.data) :]) / len(self.data):.4f}")

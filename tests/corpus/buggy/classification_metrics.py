@@ -1,4 +1,5 @@
 """Evaluation helpers of an image classifier: a top-k accuracy that views a transposed tensor."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Gradients cleared once before training; inference_mode wraps a call to the update helper."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """A speech model trained with counter-based accumulation, fp16 autocast via torch.half, and logit heads."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

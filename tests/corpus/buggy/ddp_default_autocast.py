@@ -1,4 +1,5 @@
 """A DDP script with a latency benchmark, default-dtype CUDA autocast and a sampler never told the epoch."""
+
 import time
 
 import torch

@@ -1,4 +1,5 @@
 """DDP training whose DistributedSampler is never told the epoch: the same order every epoch."""
+
 import os
 
 import torch

@@ -1,4 +1,5 @@
 """engine.py of a detection project: library functions only, the entry point lives in another file."""
+
 import math
 import sys
 

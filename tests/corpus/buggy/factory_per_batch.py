@@ -1,4 +1,5 @@
 """A meta-learning-looking loop that is not: the model factory runs for every batch of one run."""
+
 import torch
 import torch.nn as nn
 

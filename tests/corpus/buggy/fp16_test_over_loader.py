@@ -1,4 +1,5 @@
 """A regression test that fine-tunes over a real loader in float16 without a GradScaler."""
+
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset

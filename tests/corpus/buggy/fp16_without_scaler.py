@@ -1,4 +1,5 @@
 """Mixed precision with float16 autocast but no GradScaler."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """A per-batch helper that clears the gradients right after computing them."""
+
 import torch
 import torch.nn as nn
 

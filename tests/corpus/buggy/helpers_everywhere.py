@@ -1,4 +1,5 @@
 """A training script split into small helpers; the bugs hide in the helpers."""
+
 import torch
 import torch.nn.functional as F
 

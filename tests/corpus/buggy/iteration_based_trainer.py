@@ -1,4 +1,5 @@
 """An iteration-based trainer (no epochs) with micro-batches and AMP helpers split into methods."""
+
 import torch
 import torch.nn.functional as F
 

@@ -1,4 +1,5 @@
 """Layout code that merges permuted dimensions with .view (each raises at runtime)."""
+
 import torch
 import torch.nn as nn
 

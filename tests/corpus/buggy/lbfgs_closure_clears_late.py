@@ -1,4 +1,5 @@
 """Style transfer with L-BFGS whose closure clears the gradients after computing them."""
+
 import torch
 import torch.nn.functional as F
 

@@ -1,4 +1,5 @@
 """A notebook-turned-script: worker DataLoader built and iterated at module level."""
+
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader

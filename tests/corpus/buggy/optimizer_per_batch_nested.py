@@ -1,4 +1,5 @@
 """Curriculum training whose optimizer is rebuilt for every batch of every stage."""
+
 import torch
 import torch.nn as nn
 

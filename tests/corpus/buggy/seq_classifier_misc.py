@@ -1,4 +1,5 @@
 """A text classifier script with several step-ordering and device mistakes."""
+
 import argparse
 import os
 

@@ -1,4 +1,5 @@
 """A trainer object whose AMP step forgets to clear gradients and clips scaled gradients."""
+
 import torch
 import torch.nn.functional as F
 

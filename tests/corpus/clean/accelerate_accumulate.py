@@ -1,4 +1,5 @@
 """Fine-tune a causal LM with accelerate's gradient accumulation."""
+
 import math
 
 import torch

@@ -1,4 +1,5 @@
 """ImageNet-style training with fp16 autocast, a GradScaler and gradient clipping."""
+
 import time
 
 import torch

@@ -1,4 +1,5 @@
 """Multi-GPU training with DistributedDataParallel, launched by torchrun."""
+
 import os
 
 import torch

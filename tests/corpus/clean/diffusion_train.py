@@ -1,4 +1,5 @@
 """Train a small DDPM denoiser; a sampling loop steps the *noise* scheduler, not the LR scheduler."""
+
 import torch
 import torch.nn.functional as F
 from diffusers import DDPMScheduler, UNet2DModel

@@ -1,4 +1,5 @@
 """A deep ensemble: a plain Python wrapper around several independently trained networks."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,4 +1,5 @@
 """Checks that a sharded wrapper trains like the plain one, for a few steps on random features."""
+
 import torch
 import torch.nn as nn
 

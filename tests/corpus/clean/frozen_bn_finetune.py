@@ -1,4 +1,5 @@
 """Detection-style fine-tuning with frozen batch-norm statistics (small per-GPU batches)."""
+
 import torch
 import torch.nn as nn
 import torchvision
@@ -44,4 +45,3 @@ def finetune(model, loader, epochs=12, lr=0.02):
             optimizer.step()
         scheduler.step()
         print(f"epoch {epoch}: loss {loss.item():.3f}")
-

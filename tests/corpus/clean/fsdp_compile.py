@@ -1,4 +1,5 @@
 """FSDP training of a transformer with torch.compile, bf16 mixed precision and a sharded sampler."""
+
 import functools
 import os
 

@@ -1,4 +1,5 @@
 """The same training script with its entry point under the main guard: workers re-import it safely."""
+
 import argparse
 
 import torch

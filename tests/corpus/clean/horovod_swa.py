@@ -1,4 +1,5 @@
 """Horovod data-parallel training with stochastic weight averaging in the last epochs."""
+
 import horovod.torch as hvd
 import torch
 import torch.nn.functional as F

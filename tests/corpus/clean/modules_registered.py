@@ -1,4 +1,5 @@
 """A mixture-of-experts layer and a multi-label classifier with correctly registered state."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,4 +1,5 @@
 """Transfer learning with a train/val phase loop and grad mode keyed on the phase."""
+
 import copy
 import time
 

@@ -1,4 +1,5 @@
 """PPO on vectorised environments: an int counter of environment steps next to a loss that reads the same config."""
+
 from dataclasses import dataclass
 
 import gymnasium as gym

@@ -1,4 +1,5 @@
 """REINFORCE with a learned baseline on CartPole."""
+
 import gymnasium as gym
 import numpy as np
 import torch

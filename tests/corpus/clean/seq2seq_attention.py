@@ -1,4 +1,5 @@
 """A GRU encoder-decoder with multi-head attention over the encoder states."""
+
 import math
 
 import torch

@@ -1,4 +1,5 @@
 """Patch embedding and attention reshapes that only split dimensions or are made contiguous first."""
+
 import torch
 import torch.nn as nn
 

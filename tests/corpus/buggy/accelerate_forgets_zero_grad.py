@@ -1,5 +1,4 @@
 """An accelerate fine-tuning loop that never clears gradients."""
-
 import torch
 from accelerate import Accelerator
 from torch.utils.data import DataLoader

@@ -1,5 +1,4 @@
 """An accelerate loop that accumulates by hand (no gradient_accumulation_steps) without dividing the loss."""
-
 import torch
 from accelerate import Accelerator
 from transformers import AutoModelForSequenceClassification

@@ -1,5 +1,4 @@
 """Gradient accumulation over micro-batches with the loss never divided, plus a leaky running loss."""
-
 import torch
 import torch.nn.functional as F
 

@@ -1,6 +1,5 @@
 """An auxiliary-classifier GAN whose discriminator ends its class head with a softmax, then feeds
 that head's output (the second item its forward returns) to cross-entropy."""
-
 import torch
 import torch.nn as nn
 
@@ -9,12 +8,8 @@ class Discriminator(nn.Module):
     def __init__(self, n_classes=10, img_size=32):
         super().__init__()
         self.conv_blocks = nn.Sequential(
-            nn.Conv2d(3, 16, 3, 2, 1),
-            nn.LeakyReLU(0.2, inplace=True),
-            nn.Dropout2d(0.25),
-            nn.Conv2d(16, 32, 3, 2, 1),
-            nn.BatchNorm2d(32, 0.8),
-            nn.LeakyReLU(0.2, inplace=True),
+            nn.Conv2d(3, 16, 3, 2, 1), nn.LeakyReLU(0.2, inplace=True), nn.Dropout2d(0.25),
+            nn.Conv2d(16, 32, 3, 2, 1), nn.BatchNorm2d(32, 0.8), nn.LeakyReLU(0.2, inplace=True),
         )
         ds_size = img_size // 4
         self.adv_layer = nn.Sequential(nn.Linear(32 * ds_size**2, 1), nn.Sigmoid())

@@ -1,5 +1,4 @@
 """A train loop that clears gradients only on the AMP branch; the fp32 branch accumulates forever."""
-
 import torch
 import torch.nn.functional as F
 

@@ -1,5 +1,4 @@
 """A segmentation trainer whose AMP step clips in a helper before unscaling and steps the scheduler first."""
-
 import torch
 import torch.nn.functional as F
 

@@ -1,5 +1,4 @@
 """A residual MLP whose blocks are appended to a plain list, with a hand-made trainable tensor."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,5 +1,4 @@
 """A vision-transformer block whose head merge views a transposed tensor."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -36,3 +35,4 @@ class Block(nn.Module):
     def forward(self, x):
         x = x + self.attn(self.norm1(x))
         return x + self.mlp(self.norm2(x))
+

@@ -1,6 +1,5 @@
 """The same beam scoring, but the second permutation does not undo the first: the sum keeps the
 first permutation's layout and the view merges dimensions that are out of order in memory."""
-
 import torch
 
 

@@ -1,6 +1,5 @@
 """A sweep over meta-learning wrappers that all wrap the one model built before the loop: the model
 outlives the loop, so each iteration's fresh Adam throws away the moments of the last."""
-
 import torch
 from metalearn import MetaLearner, MetaSGDLearner
 

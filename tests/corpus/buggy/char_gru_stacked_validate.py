@@ -37,7 +37,7 @@ def main():
     parser.add_argument("--epochs", type=int, default=20)
     args = parser.parse_args()
     corpus = torch.randint(0, 96, (200_000,))
-    chunks = corpus[:199_936].view(-1, 65)
+    chunks = corpus[: 199_936].view(-1, 65)
     train_set = torch.utils.data.TensorDataset(chunks[:2800, :-1], chunks[:2800, 1:])
     val_set = torch.utils.data.TensorDataset(chunks[2800:, :-1], chunks[2800:, 1:])
     train_loader = torch.utils.data.DataLoader(train_set, batch_size=32, shuffle=True)

@@ -1,5 +1,4 @@
 """A trainer split into tiny methods; the clearing method is called between backward and step."""
-
 import torch
 import torch.nn.functional as F
 
@@ -32,4 +31,4 @@ class Learner:
             self.model.train()
             for xb, yb in self.data:
                 self.one_batch(xb, yb)
-            print(f"epoch {epoch}: loss {sum(self.losses[-len(self.data) :]) / len(self.data):.4f}")
+            print(f"epoch {epoch}: loss {sum(self.losses[-len(self.data):]) / len(self.data):.4f}")

@@ -1,5 +1,4 @@
 """A trainer whose validation runs in train mode and whose inline test loop keeps autograd on."""
-
 import torch
 import torch.nn as nn
 import torchvision

@@ -1,5 +1,4 @@
 """Evaluation helpers of an image classifier: a top-k accuracy that views a transposed tensor."""
-
 import torch
 import torch.nn as nn
 

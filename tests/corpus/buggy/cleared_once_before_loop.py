@@ -1,5 +1,4 @@
 """Gradients cleared once before training; inference_mode wraps a call to the update helper."""
-
 import torch
 import torch.nn as nn
 

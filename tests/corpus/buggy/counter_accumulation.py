@@ -1,5 +1,4 @@
 """A speech model trained with counter-based accumulation, fp16 autocast via torch.half, and logit heads."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,6 +1,5 @@
 """The training step receives its loss object from the caller: `crit` is the cross-entropy that
 main() builds, so the probabilities handed to it are softmaxed twice."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

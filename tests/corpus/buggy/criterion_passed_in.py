@@ -1,6 +1,5 @@
 """A reusable training function handed its criterion by main(): the function applies softmax
 (and, for the multi-label head, sigmoid) before losses that apply them again."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

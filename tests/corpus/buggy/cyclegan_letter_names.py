@@ -1,6 +1,5 @@
 """CycleGAN-style training whose generators and encoder are named by letters (G_AB, Enc1) and built
 from classes of another module: the validation sampler and the evaluation run them with autograd on."""
-
 import itertools
 
 import torch
@@ -25,9 +24,7 @@ def main(dataloader, val_dataloader, val_loader, criterion, device="cuda"):
 
     def evaluate():
         Enc1.eval()
-        accuracy = sum(
-            (Enc1(x.to(device)).argmax(1) == y.to(device)).float().mean().item() for x, y in val_loader
-        )  # expect: TL006
+        accuracy = sum((Enc1(x.to(device)).argmax(1) == y.to(device)).float().mean().item() for x, y in val_loader)  # expect: TL006
         Enc1.train()
         return accuracy / len(val_loader)
 

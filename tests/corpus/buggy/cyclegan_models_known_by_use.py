@@ -3,7 +3,6 @@
 helper receives the generator as `gen` and runs it with autograd on (TL006). It also runs it in
 training mode, but what GeneratorResNet is built of lives in the sibling module, which this file
 alone does not show: TL005 speaks only of models shown to depend on the mode."""
-
 import itertools
 
 import torch

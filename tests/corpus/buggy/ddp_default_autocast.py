@@ -1,5 +1,4 @@
 """A DDP script with a latency benchmark, default-dtype CUDA autocast and a sampler never told the epoch."""
-
 import time
 
 import torch

@@ -1,5 +1,4 @@
 """DDP training whose DistributedSampler is never told the epoch: the same order every epoch."""
-
 import os
 
 import torch

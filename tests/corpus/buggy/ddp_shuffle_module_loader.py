@@ -1,5 +1,4 @@
 """A DDP script that shuffles with the plain DataLoader, so every rank reads the same batches."""
-
 import os
 
 import torch

@@ -76,9 +76,7 @@ class Trainer:
         with inference(self.encoder):
             depth_error = 0.0
             for batch in self.val_loader:
-                depth_error += (
-                    (self.encoder(batch["image"]).mean() - batch["depth"].mean()).abs().item()
-                )  # expect: TL006
+                depth_error += (self.encoder(batch["image"]).mean() - batch["depth"].mean()).abs().item()  # expect: TL006
         with eval_mode(self.encoder):
             for batch in self.val_loader:
                 print(self.encoder(batch["image"]).std().item(), depth_error)

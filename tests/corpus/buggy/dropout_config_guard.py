@@ -1,6 +1,5 @@
 """A text classifier whose dropout is switched by configuration flags, not by the mode:
 each functional dropout keeps running after `model.eval()`."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,5 +1,4 @@
 """engine.py of a detection project: library functions only, the entry point lives in another file."""
-
 import math
 import sys
 

@@ -1,5 +1,4 @@
 """The trainer switches to eval for validation and never back: epochs 2+ train in eval mode."""
-
 import torch
 import torch.nn.functional as F
 
@@ -29,7 +28,5 @@ class Runner:
 
 
 if __name__ == "__main__":
-    net = torch.nn.Sequential(
-        torch.nn.Flatten(), torch.nn.Linear(784, 256), torch.nn.Dropout(0.3), torch.nn.Linear(256, 10)
-    )
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 256), torch.nn.Dropout(0.3), torch.nn.Linear(256, 10))
     Runner(net, torch.optim.Adam(net.parameters()), train_loader, val_loader).run(20)

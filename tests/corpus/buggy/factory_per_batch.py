@@ -1,5 +1,4 @@
 """A meta-learning-looking loop that is not: the model factory runs for every batch of one run."""
-
 import torch
 import torch.nn as nn
 

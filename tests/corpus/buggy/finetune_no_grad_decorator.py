@@ -1,5 +1,4 @@
 """Fine-tuning code that backpropagates inside an inference-mode method and moves the model after restoring its optimizer's state."""
-
 import torch
 import torch.nn as nn
 from torchvision.models import resnet34

@@ -1,5 +1,4 @@
 """A regression test that fine-tunes over a real loader in float16 without a GradScaler."""
-
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset

@@ -1,5 +1,4 @@
 """Mixed precision with float16 autocast but no GradScaler."""
-
 import torch
 import torch.nn as nn
 

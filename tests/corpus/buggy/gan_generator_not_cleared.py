@@ -1,5 +1,4 @@
 """A GAN loop that clears the discriminator's gradients but never the generator's."""
-
 import torch
 import torch.nn as nn
 

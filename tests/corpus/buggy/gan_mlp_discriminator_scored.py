@@ -70,8 +70,6 @@ if __name__ == "__main__":
     held_out = datasets.MNIST("data", train=False, transform=transforms.ToTensor())
     disc.eval()
     with torch.no_grad():
-        real_scores = [
-            disc(x.view(x.size(0), -1).to(device) * 2 - 1).mean().item()
-            for x, _ in torch.utils.data.DataLoader(held_out, batch_size=256)
-        ]
+        real_scores = [disc(x.view(x.size(0), -1).to(device) * 2 - 1).mean().item() for x, _ in
+                       torch.utils.data.DataLoader(held_out, batch_size=256)]
     print("mean D(real) on held-out digits:", sum(real_scores) / len(real_scores))

@@ -1,6 +1,5 @@
 """Head-importance scoring for pruning a pretrained language model: a few adaptation steps first switch the model to train mode, and the
 scoring passes that follow never switch it back."""
-
 import argparse
 
 import torch

@@ -1,5 +1,4 @@
 """Models that end in Softmax/Sigmoid layers, trained with losses that expect logits."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -4,7 +4,6 @@ the PyTorch and TensorFlow exports.
 Bugs: the predictor's batch prediction runs from the trainer's validation loop with autograd on,
 and the PyTorch export traces the shapes outside no-grad (the TensorFlow export's call takes the
 other branch and is fine)."""
-
 import torch
 from torch import nn
 

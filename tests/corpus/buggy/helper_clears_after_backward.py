@@ -1,5 +1,4 @@
 """A per-batch helper that clears the gradients right after computing them."""
-
 import torch
 import torch.nn as nn
 

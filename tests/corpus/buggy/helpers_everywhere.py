@@ -1,5 +1,4 @@
 """A training script split into small helpers; the bugs hide in the helpers."""
-
 import torch
 import torch.nn.functional as F
 

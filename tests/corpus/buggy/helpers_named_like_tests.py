@@ -1,6 +1,5 @@
 """Evaluation helpers whose names say "test" (kept in a file named like a test module in the
 repository, `tests/helpers.py`): they evaluate a trained model, and are judged like any code."""
-
 import torch
 import torch.nn as nn
 

@@ -1,6 +1,5 @@
 """An encoder built from a toolkit's layer classes, kept in plain Python lists: their weights
 never reach `model.parameters()`, `.to(device)` or `state_dict()`."""
-
 import torch
 import torch.nn as nn
 from fairseq.modules import FairseqDropout, LayerNorm, MultiheadAttention

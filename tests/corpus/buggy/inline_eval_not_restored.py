@@ -1,5 +1,4 @@
 """Validation inline in the epoch loop switches to eval; the next epoch trains in eval mode."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

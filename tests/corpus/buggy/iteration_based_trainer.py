@@ -1,5 +1,4 @@
 """An iteration-based trainer (no epochs) with micro-batches and AMP helpers split into methods."""
-
 import torch
 import torch.nn.functional as F
 

@@ -1,5 +1,4 @@
 """A model ported from Keras: forward returns probabilities, trained with logit losses."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

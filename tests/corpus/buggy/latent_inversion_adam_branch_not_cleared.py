@@ -3,7 +3,6 @@
 The line-search branch clears in its closure; the Adam branch never clears, so the latent's
 gradient grows with every iteration.
 """
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -30,7 +29,6 @@ def invert(decoder, target, iterations=30, line_search=True):
         optimizer = torch.optim.Adam([z], lr=0.05)
     for it in range(iterations):
         if line_search:
-
             def reconstruction():
                 optimizer.zero_grad()
                 return F.mse_loss(decoder(z), target) + 1e-3 * z.pow(2).sum()

@@ -1,5 +1,4 @@
 """Layout code that merges permuted dimensions with .view (each raises at runtime)."""
-
 import torch
 import torch.nn as nn
 

@@ -1,5 +1,4 @@
 """Style transfer with L-BFGS whose closure clears the gradients after computing them."""
-
 import torch
 import torch.nn.functional as F
 

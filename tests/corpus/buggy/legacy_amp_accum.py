@@ -1,5 +1,4 @@
 """Legacy torch.cuda.amp code: default-fp16 autocast without a scaler, and scaled accumulation without division."""
-
 import torch
 import torch.nn.functional as F
 from torch.cuda.amp import GradScaler, autocast

@@ -1,5 +1,4 @@
 """A Lightning GAN with manual optimization that never clears the generator's gradients."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -17,7 +16,7 @@ class WGANGP(pl.LightningModule):
     def gradient_penalty(self, real, fake):
         eps = torch.rand(real.size(0), 1, 1, 1, device=self.device)
         mixed = (eps * real + (1 - eps) * fake).requires_grad_(True)
-        (grad,) = torch.autograd.grad(self.critic(mixed).sum(), mixed, create_graph=True)
+        grad, = torch.autograd.grad(self.critic(mixed).sum(), mixed, create_graph=True)
         return ((grad.flatten(1).norm(dim=1) - 1) ** 2).mean()
 
     def training_step(self, batch, batch_idx):

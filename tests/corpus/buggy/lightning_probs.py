@@ -1,5 +1,4 @@
 """A LightningModule that feeds probabilities to its losses and keeps its heads in a plain list."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,7 +1,6 @@
 """A GPT pretraining loop whose micro-step loop divides only the number it prints: the loss
 sent to backward is the full mean loss of each micro-batch, so the update is
 `grad_accum_steps` times too large."""
-
 import time
 
 import torch

@@ -1,7 +1,6 @@
 """Fine-tuning with gradient checkpoints, written with an outer loop over training iterations and an
 inner loop over data shards: the model and its optimizer are rebuilt for every shard, and the model
 saved after the loops only ever saw the last shard."""
-
 import torch
 import torch.nn as nn
 

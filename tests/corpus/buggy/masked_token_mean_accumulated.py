@@ -4,7 +4,6 @@
 training loop accumulates `accumulation_steps` of these means without dividing: every update is
 `accumulation_steps` times the window's mean gradient.
 """
-
 import torch
 import torch.nn.functional as F
 

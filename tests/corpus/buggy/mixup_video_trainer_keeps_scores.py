@@ -1,6 +1,5 @@
 """A video classifier trained with mixed soft labels that keeps a per-class loss table across the
 epoch (built once, added into every step), and a validation helper that returns its accuracy."""
-
 import torch
 import torch.nn.functional as F
 

@@ -1,5 +1,4 @@
 """A notebook-turned-script: worker DataLoader built and iterated at module level."""
-
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader

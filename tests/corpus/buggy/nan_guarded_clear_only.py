@@ -1,5 +1,4 @@
 """An iteration-based trainer that skips only the clear on a non-finite loss: the backward still runs."""
-
 import time
 
 import torch

@@ -1,5 +1,4 @@
 """An RL agent whose update method is decorated with no_grad (copied from the act method)."""
-
 import random
 from collections import deque
 
@@ -45,9 +44,8 @@ class DQNAgent:
                 action = self.act(torch.as_tensor(state, dtype=torch.float32), eps=max(0.05, 1 - episode / 300))
                 nxt, reward, term, trunc, _ = env.step(action)
                 done = term or trunc
-                self.memory.append(
-                    tuple(torch.as_tensor(v, dtype=torch.float32) for v in (state, action, reward, nxt, float(term)))
-                )
+                self.memory.append(tuple(torch.as_tensor(v, dtype=torch.float32) for v in
+                                         (state, action, reward, nxt, float(term))))
                 state = nxt
                 self.update()
             if episode % 10 == 0:

@@ -1,6 +1,5 @@
 """A fine-tuning loop wrapped in no_grad "to save memory". (The models moved after their optimizers
 are fine: those optimizers have no state yet, and `.cuda()`/`.half()` keep the Parameter objects.)"""
-
 import torch
 import torch.nn as nn
 from torchvision.models import efficientnet_b0

@@ -1,5 +1,4 @@
 """A notebook exported as a script: loaders from a helper, iterated at module level; eval without eval()."""
-
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader
@@ -13,15 +12,8 @@ def make_loader(train, workers=8):
 
 train_loader = make_loader(True)
 test_loader = make_loader(False)
-model = nn.Sequential(
-    nn.Conv2d(3, 32, 3),
-    nn.BatchNorm2d(32),
-    nn.ReLU(),
-    nn.AdaptiveAvgPool2d(1),
-    nn.Flatten(),
-    nn.Dropout(0.3),
-    nn.Linear(32, 10),
-)
+model = nn.Sequential(nn.Conv2d(3, 32, 3), nn.BatchNorm2d(32), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                      nn.Flatten(), nn.Dropout(0.3), nn.Linear(32, 10))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 
 for epoch in range(3):

@@ -1,5 +1,4 @@
 """Pre-1.1 style epoch loop: the LR scheduler is stepped at the start of each epoch."""
-
 import torch
 import torch.nn as nn
 

@@ -1,5 +1,4 @@
 """Curriculum training whose optimizer is rebuilt for every batch of every stage."""
-
 import torch
 import torch.nn as nn
 

@@ -3,7 +3,6 @@
 The built-in optimizer clears only when `clip_grad` is off; with clipping on it steps every
 iteration on gradients summed over all batches so far.
 """
-
 import torch
 
 
@@ -12,9 +11,7 @@ def sgd(params, lr, batch_size):
         param.data -= lr * param.grad / batch_size
 
 
-def train_classifier(
-    net, train_iter, loss, num_epochs, batch_size, params=None, lr=None, optimizer=None, clip_grad=None
-):
+def train_classifier(net, train_iter, loss, num_epochs, batch_size, params=None, lr=None, optimizer=None, clip_grad=None):
     for epoch in range(num_epochs):
         loss_sum, seen = 0.0, 0
         for X, y in train_iter:

@@ -3,7 +3,6 @@
 The branch clears the gradients and steps, then falls through to the normal step, which runs
 with the gradients already gone; the second loop clears on the normal path after the backward.
 """
-
 import torch
 from torch import nn
 

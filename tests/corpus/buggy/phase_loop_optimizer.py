@@ -1,6 +1,5 @@
 """A train/val phase loop (the classic fine-tuning tutorial shape) that builds its optimizer and
 scheduler inside the phase loop: momentum and the LR schedule restart every epoch."""
-
 import copy
 
 import torch

@@ -1,6 +1,5 @@
 """An image-to-image GAN whose sampler shows the generator's output on one validation batch every
 few hundred steps: with autograd on (and once without even switching to eval mode)."""
-
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader
@@ -53,8 +52,7 @@ def train(generator, discriminator, dataset, val_dataset, epochs=200, device="cu
             pred_real = discriminator(real_B, real_A)
             pred_fake = discriminator(fake_B.detach(), real_A)
             loss_D = 0.5 * (
-                criterion_GAN(pred_real, torch.ones_like(pred_real))
-                + criterion_GAN(pred_fake, torch.zeros_like(pred_fake))
+                criterion_GAN(pred_real, torch.ones_like(pred_real)) + criterion_GAN(pred_fake, torch.zeros_like(pred_fake))
             )
             loss_D.backward()
             optimizer_D.step()

@@ -1,5 +1,4 @@
 """PPO on vectorised environments that logs a running loss tensor next to its int step counter."""
-
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -78,9 +77,7 @@ def main():
             nn.utils.clip_grad_norm_(agent.parameters(), 0.5)
             optimizer.step()
             loss_sum += loss  # expect: TL010
-        print(
-            f"iteration {iteration}: {global_step} steps, {episodes_seen} episodes, loss {loss_sum.item() / args.update_epochs:.3f}"
-        )
+        print(f"iteration {iteration}: {global_step} steps, {episodes_seen} episodes, loss {loss_sum.item() / args.update_epochs:.3f}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,4 @@
 """A training function handed its model; its per-epoch prediction helper keeps autograd on."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -10,7 +9,7 @@ class TemporalConvNet(nn.Module):
         super().__init__()
         layers = []
         for i, (c_in, c_out) in enumerate(zip(channels[:-1], channels[1:])):
-            layers += [nn.Conv1d(c_in, c_out, kernel, padding=(kernel - 1) * 2**i, dilation=2**i), nn.ReLU()]
+            layers += [nn.Conv1d(c_in, c_out, kernel, padding=(kernel - 1) * 2 ** i, dilation=2 ** i), nn.ReLU()]
         self.tcn = nn.Sequential(*layers)
         self.head = nn.Linear(channels[-1], horizon)
 
@@ -44,8 +43,5 @@ if __name__ == "__main__":
     series = torch.randn(1000, 1, 48)
     targets = torch.randn(1000, 12)
     data = torch.utils.data.TensorDataset(series, targets)
-    train(
-        TemporalConvNet(),
-        torch.utils.data.DataLoader(data, batch_size=32, shuffle=True),
-        torch.utils.data.DataLoader(data, batch_size=256),
-    )
+    train(TemporalConvNet(), torch.utils.data.DataLoader(data, batch_size=32, shuffle=True),
+          torch.utils.data.DataLoader(data, batch_size=256))

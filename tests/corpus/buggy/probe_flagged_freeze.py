@@ -1,6 +1,5 @@
 """Fine-tuning whose training function freezes batch-norm statistics only when asked to: without
 the flag, nothing switches the model back to train mode after the first validation."""
-
 import torch
 import torch.nn.functional as F
 import torchvision

@@ -1,6 +1,5 @@
 """Trains a sentiment head on a frozen pretrained encoder; the model's own `freeze_encoder()` prepares
 each epoch but sets no mode: after the first evaluation the head trains without dropout."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,6 +1,5 @@
 """A probe helper that takes one optimizer step on the model it is handed: called for every batch,
 each step adds to the gradients the previous calls left behind."""
-
 import torch
 import torch.nn.functional as F
 

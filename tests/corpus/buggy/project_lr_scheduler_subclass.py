@@ -1,6 +1,5 @@
 """The same pre-training loop with a warm-up written as a torch scheduler (a LambdaLR subclass
 through a project base): torch's contract holds, stepping it first skips the first rate."""
-
 import math
 
 import torch

@@ -1,5 +1,4 @@
 """Model and optimizer rebuilt inside the epoch loop, so training restarts every epoch."""
-
 import torch
 import torch.nn as nn
 

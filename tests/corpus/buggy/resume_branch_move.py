@@ -1,7 +1,6 @@
 """A trainer that resumes from a checkpoint or starts fresh; on resume the optimizer's momentum
 buffers are loaded on the CPU before the model moves to the GPU (the fresh branch is harmless: its
 optimizer has no state yet)."""
-
 import os
 
 import torch
@@ -11,9 +10,7 @@ import torch.nn as nn
 class Classifier(nn.Module):
     def __init__(self, num_classes=10):
         super().__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(3, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.AdaptiveAvgPool2d(1)
-        )
+        self.features = nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
         self.fc = nn.Linear(64, num_classes)
 
     def forward(self, x):

@@ -1,6 +1,5 @@
 """A trainer with one epoch function for both phases; its validation path keeps the model in
 training mode and records graphs."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -10,14 +9,8 @@ class ConvNet(nn.Module):
     def __init__(self, classes=10):
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 32, 3, padding=1),
-            nn.BatchNorm2d(32),
-            nn.ReLU(),
-            nn.MaxPool2d(2),
-            nn.Conv2d(32, 64, 3, padding=1),
-            nn.BatchNorm2d(64),
-            nn.ReLU(),
-            nn.AdaptiveAvgPool2d(1),
+            nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
         )
         self.classifier = nn.Sequential(nn.Flatten(), nn.Dropout(0.5), nn.Linear(64, classes))
 

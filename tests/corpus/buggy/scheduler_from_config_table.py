@@ -1,5 +1,4 @@
 """Segmentation training whose LR schedule is picked by name from a table of classes."""
-
 import torch
 import torch.nn.functional as F
 from torch.optim.lr_scheduler import ExponentialLR, MultiStepLR, _LRScheduler

@@ -1,5 +1,4 @@
 """A text classifier script with several step-ordering and device mistakes."""
-
 import argparse
 import os
 

@@ -2,7 +2,6 @@
 permuting them to batch-first and viewing raises. A multi-label accuracy transposes thresholded
 scores of every label, and the penalty's scale, probed with `autograd.grad`, is also tuned by an
 optimizer of its own, so a checkpoint loses it."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,5 +1,4 @@
 """A trainer that (re)creates its optimizer and scheduler in a setup method called every epoch."""
-
 import torch
 import torch.nn as nn
 

@@ -1,6 +1,5 @@
 """Training over a dataset split in shards that do not fit in memory together; the model and
 its optimizer are built inside the shard loop, so each shard starts from scratch."""
-
 import glob
 
 import torch

@@ -3,7 +3,6 @@
 For a default (contiguous) conv weight, `permute(0, 2, 3, 1)` separates the dimensions in memory and
 the flat `.view(-1)` raises; the table of per-image tokens merges the batch across the channels.
 """
-
 import torch
 import torch.nn as nn
 

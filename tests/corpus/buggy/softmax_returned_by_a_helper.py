@@ -1,7 +1,6 @@
 """The probabilities come from a helper of the file: everything `class_probabilities` returns is a
 softmax output, and the training loop hands it to cross-entropy (and so does `self.forward(x)` of a
 module whose forward ends in a softmax)."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

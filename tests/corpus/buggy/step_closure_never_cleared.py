@@ -3,7 +3,6 @@
 The epoch loop calls the closure, which runs the backward and the step, and nothing clears the
 gradients: every step applies the sum of all batches so far.
 """
-
 import torch
 
 

@@ -1,7 +1,6 @@
 """Step decay written by hand by rebuilding SGD each epoch, but with momentum: the momentum buffers
 start from zero every epoch, and the warm-up scheduler is attached to an optimizer that is thrown
 away."""
-
 import torch
 import torch.nn.functional as F
 

@@ -1,5 +1,4 @@
 """A keypoint trainer whose per-batch step method keeps a running loss tensor on the object."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,6 +1,5 @@
 """The same file also wraps a PyTorch classifier, whose prediction runs with autograd on: that forward
 records a graph for nothing, TL006 on it while the Keras path stays silent."""
-
 import tensorflow as tf
 import torch
 

@@ -1,6 +1,5 @@
 """The textbook character model with a two-layer RNN given dropout between its layers: sampling
 from it every 50 epochs without `eval()` keeps dropping activations (and with autograd on)."""
-
 import torch
 from torch import nn
 

@@ -1,5 +1,4 @@
 """A trainer object whose AMP step forgets to clear gradients and clips scaled gradients."""
-
 import torch
 import torch.nn.functional as F
 

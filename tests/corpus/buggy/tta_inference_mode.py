@@ -1,6 +1,5 @@
 """Test-time adaptation (TENT-style) whose prediction loop is decorated with inference_mode:
 the entropy-minimisation step it calls runs backward with autograd off."""
-
 import torch
 import torch.nn as nn
 

@@ -1,6 +1,5 @@
 """A training script whose entry point is called without the main guard: the loaders are built
 by a helper and iterated by `train()`, which module-level code calls on import."""
-
 import argparse
 
 import torch

@@ -1,5 +1,4 @@
 """A multi-tower recommender that keeps towers in a dict and a trainable scale as a plain tensor."""
-
 import torch
 import torch.nn as nn
 

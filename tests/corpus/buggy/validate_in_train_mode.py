@@ -1,5 +1,4 @@
 """The validation helper called every epoch runs in train mode with autograd on."""
-
 import torch
 import torch.nn as nn
 from torchvision.models import resnet18

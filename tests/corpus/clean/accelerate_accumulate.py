@@ -1,5 +1,4 @@
 """Fine-tune a causal LM with accelerate's gradient accumulation."""
-
 import math
 
 import torch

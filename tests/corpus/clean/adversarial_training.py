@@ -1,5 +1,4 @@
 """PGD adversarial training with an EMA copy of the model and a plateau scheduler."""
-
 import copy
 
 import torch
@@ -14,7 +13,7 @@ def pgd_attack(model, x, y, eps=8 / 255, alpha=2 / 255, steps=7):
         delta.requires_grad_(True)
         with torch.enable_grad():
             loss = F.cross_entropy(model(x + delta), y)
-            (grad,) = torch.autograd.grad(loss, delta)
+            grad, = torch.autograd.grad(loss, delta)
         delta = (delta.detach() + alpha * grad.sign()).clamp(-eps, eps)
         delta = (x + delta).clamp(0, 1) - x
     return delta.detach()

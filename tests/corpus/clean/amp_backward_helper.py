@@ -1,6 +1,5 @@
 """A CLIP-style trainer whose backward helper scales the loss only when a GradScaler is given; the
 clip on the other branch (no scaler) sees unscaled gradients, the scaler branch unscales first."""
-
 import math
 
 import torch

@@ -1,5 +1,4 @@
 """ImageNet-style training with fp16 autocast, a GradScaler and gradient clipping."""
-
 import time
 
 import torch

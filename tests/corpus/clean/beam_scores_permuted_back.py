@@ -1,7 +1,6 @@
 """Beam search scoring: each candidate's log-probability is added to its beam's running score by
 permuting the candidates to the front, broadcasting the scores, and permuting back. The sum is laid
 out like its strided first operand, so permuting back gives a contiguous tensor: the views are legal."""
-
 import torch
 
 

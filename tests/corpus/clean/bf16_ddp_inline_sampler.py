@@ -1,5 +1,4 @@
 """DDP with a bf16 autocast (no scaler needed), an inline DistributedSampler and warmup+cosine."""
-
 import os
 
 import torch
@@ -22,9 +21,8 @@ def run(model, train_set, val_set, epochs=10):
     device = torch.device("cuda", rank)
     torch.cuda.set_device(device)
     model = DDP(model.to(device), device_ids=[rank])
-    train_loader = DataLoader(
-        train_set, batch_size=32, sampler=DistributedSampler(train_set), num_workers=4, pin_memory=True, drop_last=True
-    )
+    train_loader = DataLoader(train_set, batch_size=32, sampler=DistributedSampler(train_set),
+                              num_workers=4, pin_memory=True, drop_last=True)
     val_loader = DataLoader(val_set, batch_size=64, shuffle=False)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)
     scheduler = build_scheduler(optimizer, warmup=500, total=epochs * len(train_loader))

@@ -1,7 +1,6 @@
 """A unit test sweeping recurrent cell classes: each iteration builds a cell of the class, wraps it
 for meta-learning and takes one outer step with Adam over the wrapper. Every iteration is a run of
 its own."""
-
 import unittest
 
 import torch

@@ -1,6 +1,5 @@
 """Checkpoint round-trip test for a sharded trainer: a helper builds a small wrapped model and its
 optimizer and takes one step so that the optimizer has state to save; each call starts afresh."""
-
 import os
 
 import torch

@@ -3,7 +3,6 @@
 The closure runs the backward and the optimizer step; clearing stays in the epoch loop, before each
 call, because the compiler would break its graph on `zero_grad`.
 """
-
 import torch
 
 

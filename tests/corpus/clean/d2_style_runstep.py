@@ -1,5 +1,4 @@
 """A detectron2-style trainer: hooks around a run_step that does one iteration."""
-
 import time
 import weakref
 

@@ -1,5 +1,4 @@
 """DCGAN on 64x64 images: discriminator and generator, each with its own optimizer."""
-
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader
@@ -12,17 +11,10 @@ class Generator(nn.Module):
     def __init__(self, ngf=64):
         super().__init__()
         self.main = nn.Sequential(
-            nn.ConvTranspose2d(NZ, ngf * 8, 4, 1, 0, bias=False),
-            nn.BatchNorm2d(ngf * 8),
-            nn.ReLU(True),
-            nn.ConvTranspose2d(ngf * 8, ngf * 4, 4, 2, 1, bias=False),
-            nn.BatchNorm2d(ngf * 4),
-            nn.ReLU(True),
-            nn.ConvTranspose2d(ngf * 4, ngf * 2, 4, 2, 1, bias=False),
-            nn.BatchNorm2d(ngf * 2),
-            nn.ReLU(True),
-            nn.ConvTranspose2d(ngf * 2, 3, 8, 4, 2, bias=False),
-            nn.Tanh(),
+            nn.ConvTranspose2d(NZ, ngf * 8, 4, 1, 0, bias=False), nn.BatchNorm2d(ngf * 8), nn.ReLU(True),
+            nn.ConvTranspose2d(ngf * 8, ngf * 4, 4, 2, 1, bias=False), nn.BatchNorm2d(ngf * 4), nn.ReLU(True),
+            nn.ConvTranspose2d(ngf * 4, ngf * 2, 4, 2, 1, bias=False), nn.BatchNorm2d(ngf * 2), nn.ReLU(True),
+            nn.ConvTranspose2d(ngf * 2, 3, 8, 4, 2, bias=False), nn.Tanh(),
         )
 
     def forward(self, z):
@@ -33,14 +25,9 @@ class Discriminator(nn.Module):
     def __init__(self, ndf=64):
         super().__init__()
         self.main = nn.Sequential(
-            nn.Conv2d(3, ndf, 4, 2, 1, bias=False),
-            nn.LeakyReLU(0.2, inplace=True),
-            nn.Conv2d(ndf, ndf * 2, 4, 2, 1, bias=False),
-            nn.BatchNorm2d(ndf * 2),
-            nn.LeakyReLU(0.2, inplace=True),
-            nn.Conv2d(ndf * 2, ndf * 4, 4, 2, 1, bias=False),
-            nn.BatchNorm2d(ndf * 4),
-            nn.LeakyReLU(0.2, inplace=True),
+            nn.Conv2d(3, ndf, 4, 2, 1, bias=False), nn.LeakyReLU(0.2, inplace=True),
+            nn.Conv2d(ndf, ndf * 2, 4, 2, 1, bias=False), nn.BatchNorm2d(ndf * 2), nn.LeakyReLU(0.2, inplace=True),
+            nn.Conv2d(ndf * 2, ndf * 4, 4, 2, 1, bias=False), nn.BatchNorm2d(ndf * 4), nn.LeakyReLU(0.2, inplace=True),
             nn.Conv2d(ndf * 4, 1, 8, 1, 0, bias=False),
         )
 
@@ -49,14 +36,8 @@ class Discriminator(nn.Module):
 
 
 def train(root, epochs=25, device="cuda"):
-    tf = transforms.Compose(
-        [
-            transforms.Resize(64),
-            transforms.CenterCrop(64),
-            transforms.ToTensor(),
-            transforms.Normalize((0.5,) * 3, (0.5,) * 3),
-        ]
-    )
+    tf = transforms.Compose([transforms.Resize(64), transforms.CenterCrop(64), transforms.ToTensor(),
+                             transforms.Normalize((0.5,) * 3, (0.5,) * 3)])
     loader = DataLoader(datasets.ImageFolder(root, tf), batch_size=128, shuffle=True, num_workers=4)
     netG, netD = Generator().to(device), Discriminator().to(device)
     criterion = nn.BCEWithLogitsLoss()

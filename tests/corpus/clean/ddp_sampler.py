@@ -1,5 +1,4 @@
 """Multi-GPU training with DistributedDataParallel, launched by torchrun."""
-
 import os
 
 import torch

@@ -1,5 +1,4 @@
 """DDP pretraining on a streamed corpus: each rank reads its own shards, so no sampler is involved."""
-
 import glob
 import os
 
@@ -19,11 +18,11 @@ class ShardedTokens(IterableDataset):
 
     def __iter__(self):
         info = get_worker_info()
-        files = self.files if info is None else self.files[info.id :: info.num_workers]
+        files = self.files if info is None else self.files[info.id::info.num_workers]
         for path in files:
             tokens = torch.load(path)
             for i in range(0, tokens.numel() - self.block - 1, self.block):
-                chunk = tokens[i : i + self.block + 1]
+                chunk = tokens[i:i + self.block + 1]
                 yield chunk[:-1], chunk[1:]
 
 

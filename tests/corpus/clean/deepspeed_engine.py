@@ -1,5 +1,4 @@
 """Training with a DeepSpeed engine: the engine owns zero_grad, accumulation and loss scaling."""
-
 import argparse
 
 import deepspeed

@@ -1,7 +1,6 @@
 """A single-stage detector trained YOLO-style: the loss is summed over the batch (mean times the
 batch size) and the optimizer steps once every `nbs // batch_size` batches, so every update is
 the gradient summed over a nominal batch of 64 images, whatever the batch size."""
-
 import math
 
 import torch

@@ -1,6 +1,5 @@
 """Transfer-learning tutorial: time a few training batches on each device, with a fresh optimizer
 per device (each pass is its own measurement), then train for real with one optimizer."""
-
 import time
 
 import torch
@@ -12,9 +11,7 @@ def build_model():
     model = models.densenet121(weights="DEFAULT")
     for param in model.parameters():
         param.requires_grad = False
-    model.classifier = nn.Sequential(
-        nn.Linear(1024, 256), nn.ReLU(), nn.Dropout(0.2), nn.Linear(256, 2), nn.LogSoftmax(dim=1)
-    )
+    model.classifier = nn.Sequential(nn.Linear(1024, 256), nn.ReLU(), nn.Dropout(0.2), nn.Linear(256, 2), nn.LogSoftmax(dim=1))
     return model
 
 

@@ -1,5 +1,4 @@
 """Train a small DDPM denoiser; a sampling loop steps the *noise* scheduler, not the LR scheduler."""
-
 import torch
 import torch.nn.functional as F
 from diffusers import DDPMScheduler, UNet2DModel

@@ -1,5 +1,4 @@
 """Knowledge distillation: a frozen ResNet-50 teacher, a ResNet-18 student."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

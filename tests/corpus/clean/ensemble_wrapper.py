@@ -1,5 +1,4 @@
 """A deep ensemble: a plain Python wrapper around several independently trained networks."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

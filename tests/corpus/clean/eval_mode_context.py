@@ -1,5 +1,4 @@
 """Utilities that save and restore the module's mode around evaluation, used inside the training loop."""
-
 import contextlib
 
 import torch

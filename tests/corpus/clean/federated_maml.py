@@ -1,5 +1,4 @@
 """Federated averaging rounds and a first-order MAML step: fresh local copies and optimizers by design."""
-
 import copy
 
 import torch
@@ -51,10 +50,6 @@ def fomaml(model, task_sampler, meta_steps=1000, inner_steps=5, inner_lr=0.05, m
 
 if __name__ == "__main__":
     net = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 5))
-    loaders = [
-        torch.utils.data.DataLoader(
-            torch.utils.data.TensorDataset(torch.randn(100, 20), torch.randint(0, 5, (100,))), batch_size=10
-        )
-        for _ in range(10)
-    ]
+    loaders = [torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(100, 20),
+                                           torch.randint(0, 5, (100,))), batch_size=10) for _ in range(10)]
     fed_avg(net, loaders, rounds=3)

@@ -1,5 +1,4 @@
 """Checks that a sharded wrapper trains like the plain one, for a few steps on random features."""
-
 import torch
 import torch.nn as nn
 

@@ -1,5 +1,4 @@
 """Detection-style fine-tuning with frozen batch-norm statistics (small per-GPU batches)."""
-
 import torch
 import torch.nn as nn
 import torchvision
@@ -45,3 +44,4 @@ def finetune(model, loader, epochs=12, lr=0.02):
             optimizer.step()
         scheduler.step()
         print(f"epoch {epoch}: loss {loss.item():.3f}")
+

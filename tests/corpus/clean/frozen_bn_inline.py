@@ -1,5 +1,4 @@
 """Segmentation fine-tuning with batch norm frozen inline at the start of every epoch."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

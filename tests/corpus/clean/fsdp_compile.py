@@ -1,5 +1,4 @@
 """FSDP training of a transformer with torch.compile, bf16 mixed precision and a sharded sampler."""
-
 import functools
 import os
 

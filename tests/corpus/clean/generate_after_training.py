@@ -1,5 +1,4 @@
 """A small language model trained, moved to the CPU for sampling, then saved with its optimizer and resumed."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,5 +1,4 @@
 """A small GPT pretraining loop: micro-steps under autocast, periodic loss estimation."""
-
 import math
 import time
 
@@ -21,8 +20,8 @@ data = {split: np.memmap(f"{split}.bin", dtype=np.uint16, mode="r") for split in
 def get_batch(split):
     d = data[split]
     ix = torch.randint(len(d) - block_size, (batch_size,))
-    x = torch.stack([torch.from_numpy(d[i : i + block_size].astype(np.int64)) for i in ix])
-    y = torch.stack([torch.from_numpy(d[i + 1 : i + 1 + block_size].astype(np.int64)) for i in ix])
+    x = torch.stack([torch.from_numpy(d[i:i + block_size].astype(np.int64)) for i in ix])
+    y = torch.stack([torch.from_numpy(d[i + 1:i + 1 + block_size].astype(np.int64)) for i in ix])
     return x.to(device), y.to(device)
 
 

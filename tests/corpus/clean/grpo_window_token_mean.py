@@ -5,7 +5,6 @@ micro-batch's summed token loss is divided by its window's count through a maske
 guards an empty mask. A second objective sums per-token losses (`reduction="none"`, masked, `.sum()`)
 over an accumulation of micro-batches: the sum over the nominal batch, on purpose.
 """
-
 import torch
 import torch.nn.functional as F
 

@@ -1,6 +1,5 @@
 """A small character-level transformer: dropout guarded by the training flag, and a sampling
 method whose dropout is a generation option (it never trains, so the dropout is meant to run)."""
-
 import math
 
 import torch

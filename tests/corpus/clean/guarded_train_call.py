@@ -1,5 +1,4 @@
 """The same training script with its entry point under the main guard: workers re-import it safely."""
-
 import argparse
 
 import torch

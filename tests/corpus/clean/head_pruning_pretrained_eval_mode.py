@@ -1,7 +1,6 @@
 """Head-importance scoring for pruning a pretrained language model: `from_pretrained` returns
 the model in eval mode and nothing here switches it back, so the scoring passes run without
 dropout."""
-
 import argparse
 
 import torch

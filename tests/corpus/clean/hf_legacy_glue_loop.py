@@ -1,5 +1,4 @@
 """An old-style transformers fine-tuning loop (pre-Trainer) with manual accumulation."""
-
 import torch
 from torch.utils.data import DataLoader, RandomSampler, SequentialSampler
 from tqdm import tqdm
@@ -29,11 +28,10 @@ def train(args, train_dataset, eval_dataset):
     t_total = len(loader) // args.gradient_accumulation_steps * args.num_train_epochs
     no_decay = ["bias", "LayerNorm.weight"]
     grouped = [
-        {
-            "params": [p for n, p in model.named_parameters() if not any(nd in n for nd in no_decay)],
-            "weight_decay": args.weight_decay,
-        },
-        {"params": [p for n, p in model.named_parameters() if any(nd in n for nd in no_decay)], "weight_decay": 0.0},
+        {"params": [p for n, p in model.named_parameters() if not any(nd in n for nd in no_decay)],
+         "weight_decay": args.weight_decay},
+        {"params": [p for n, p in model.named_parameters() if any(nd in n for nd in no_decay)],
+         "weight_decay": 0.0},
     ]
     optimizer = AdamW(grouped, lr=args.learning_rate, eps=args.adam_epsilon)
     scheduler = get_linear_schedule_with_warmup(optimizer, args.warmup_steps, t_total)

@@ -1,5 +1,4 @@
 """A transformers Trainer with a class-weighted loss and a custom training step."""
-
 import torch
 from torch import nn
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trainer, TrainingArguments

@@ -1,5 +1,4 @@
 """Horovod data-parallel training with stochastic weight averaging in the last epochs."""
-
 import horovod.torch as hvd
 import torch
 import torch.nn.functional as F

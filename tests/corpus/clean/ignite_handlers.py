@@ -1,5 +1,4 @@
 """pytorch-ignite training: engines and event handlers instead of an explicit loop."""
-
 import torch
 import torch.nn as nn
 from ignite.engine import Events, create_supervised_evaluator, create_supervised_trainer

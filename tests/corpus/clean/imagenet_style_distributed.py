@@ -1,5 +1,4 @@
 """ImageNet-style script: optional distributed sampler, AMP with optional clipping, EMA on the side."""
-
 import argparse
 
 import torch
@@ -45,14 +44,8 @@ def main(args):
     ema_model.cuda().eval()
     train_set = torchvision.datasets.ImageFolder(args.data, torchvision.transforms.ToTensor())
     train_sampler = torch.utils.data.distributed.DistributedSampler(train_set) if args.distributed else None
-    loader = DataLoader(
-        train_set,
-        batch_size=args.batch_size,
-        shuffle=(train_sampler is None),
-        num_workers=args.workers,
-        pin_memory=True,
-        sampler=train_sampler,
-    )
+    loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=(train_sampler is None),
+                        num_workers=args.workers, pin_memory=True, sampler=train_sampler)
     scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr, total_steps=args.epochs * len(loader))
     scaler = torch.amp.GradScaler("cuda", enabled=args.amp)
     for epoch in range(args.epochs):

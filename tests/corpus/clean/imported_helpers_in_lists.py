@@ -1,6 +1,5 @@
 """A module that keeps imported helpers in plain lists (transforms, meters, losses): none of
 them has weights, so nothing is lost; its imported layers sit in an nn.ModuleList."""
-
 import torch
 import torch.nn as nn
 from torchvision.transforms import Normalize, RandomResizedCrop

@@ -1,7 +1,6 @@
 """A TensorFlow model test mixin (its test cases live in other files) of a library that ships both
 frameworks: the Keras models are built from a random config and called on dummy inputs; only the
 cross-check imports torch, in its own function, under no-grad. The Keras calls are no PyTorch evaluation (no TL005/TL006)."""
-
 import tempfile
 
 import numpy as np

@@ -1,5 +1,4 @@
 """5-fold cross-validation of a tabular MLP: a fresh model and optimizer per fold."""
-
 import numpy as np
 import torch
 import torch.nn as nn
@@ -9,10 +8,7 @@ from torch.utils.data import DataLoader, Subset, TensorDataset
 
 def make_model(n_features, n_classes):
     return nn.Sequential(
-        nn.Linear(n_features, 256),
-        nn.BatchNorm1d(256),
-        nn.ReLU(),
-        nn.Dropout(0.3),
+        nn.Linear(n_features, 256), nn.BatchNorm1d(256), nn.ReLU(), nn.Dropout(0.3),
         nn.Linear(256, n_classes),
     )
 

@@ -5,7 +5,6 @@ The line-search optimizer (a project module) takes its closure inside an options
 closure clears the latent's gradient before each evaluation. The Adam branch clears after
 each step.
 """
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -32,7 +31,6 @@ def invert(decoder, target, iterations=30, line_search=True):
         optimizer = torch.optim.Adam([z], lr=0.05)
     for it in range(iterations):
         if line_search:
-
             def reconstruction():
                 optimizer.zero_grad()
                 return F.mse_loss(decoder(z), target) + 1e-3 * z.pow(2).sum()

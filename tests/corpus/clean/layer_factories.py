@@ -1,5 +1,4 @@
 """A configurable CNN: activation and norm *classes* kept in plain lists and dicts (no instances)."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

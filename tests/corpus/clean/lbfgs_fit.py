@@ -1,5 +1,4 @@
 """Fit a small physics-informed network with L-BFGS and a closure."""
-
 import torch
 import torch.nn as nn
 
@@ -28,9 +27,8 @@ def fit(steps=50):
     model = PINN()
     t = torch.linspace(0, 2, 200).unsqueeze(1)
     t0 = torch.zeros(1, 1)
-    optimizer = torch.optim.LBFGS(
-        model.parameters(), lr=1.0, max_iter=20, history_size=50, line_search_fn="strong_wolfe"
-    )
+    optimizer = torch.optim.LBFGS(model.parameters(), lr=1.0, max_iter=20, history_size=50,
+                                  line_search_fn="strong_wolfe")
 
     def closure():
         optimizer.zero_grad()

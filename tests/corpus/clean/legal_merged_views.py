@@ -1,6 +1,5 @@
 """Views after a permute that merge only dimensions still adjacent in memory (all legal), and a
 flatten that runs only on XLA, whose tensors always report contiguous strides."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,5 +1,4 @@
 """A LightningModule for a small autoencoder, with one automatic and one manual-optimization variant."""
-
 import torch
 import torch.nn.functional as F
 from torch import nn

@@ -1,7 +1,6 @@
 """Linear evaluation of a self-supervised backbone: the backbone stays in eval mode during the
 probe's training on purpose (its batch-norm statistics are frozen), so the evaluation after each
 epoch leaves nothing to restore."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -2,7 +2,6 @@
 named for that step) and every way of clearing gradients, each case builds its two models and their
 optimizer, trains a few steps and compares with reference weights recorded once before the loops.
 Nothing a case trains is read by the next case or after the loops (no TL003, no TL004)."""
-
 import unittest
 
 import torch

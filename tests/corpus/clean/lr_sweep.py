@@ -1,5 +1,4 @@
 """Grid search over learning rate and weight decay; each trial trains from scratch."""
-
 import itertools
 import json
 
@@ -54,9 +53,7 @@ def trial(lr, wd, train_loader, val_loader, epochs=3):
 
 def main():
     tf = transforms.ToTensor()
-    train_loader = DataLoader(
-        datasets.MNIST("data", train=True, download=True, transform=tf), batch_size=128, shuffle=True
-    )
+    train_loader = DataLoader(datasets.MNIST("data", train=True, download=True, transform=tf), batch_size=128, shuffle=True)
     val_loader = DataLoader(datasets.MNIST("data", train=False, transform=tf), batch_size=512)
     results = {}
     for lr, wd in itertools.product([0.1, 0.03, 0.01], [0.0, 5e-4]):

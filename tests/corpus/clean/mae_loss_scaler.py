@@ -1,5 +1,4 @@
 """MAE-style pretraining step: a NativeScaler-like helper hides backward and step."""
-
 import math
 import sys
 
@@ -44,9 +43,8 @@ def train_one_epoch(model, data_loader, optimizer, device, epoch, loss_scaler, a
     optimizer.zero_grad()
     for data_iter_step, (samples, _) in enumerate(data_loader):
         if data_iter_step % accum_iter == 0:
-            adjust_learning_rate(
-                optimizer, data_iter_step / len(data_loader) + epoch, args.lr, args.warmup_epochs, args.epochs
-            )
+            adjust_learning_rate(optimizer, data_iter_step / len(data_loader) + epoch, args.lr,
+                                 args.warmup_epochs, args.epochs)
         samples = samples.to(device, non_blocking=True)
         with torch.autocast("cuda"):
             loss, _, _ = model(samples, mask_ratio=args.mask_ratio)
@@ -55,7 +53,8 @@ def train_one_epoch(model, data_loader, optimizer, device, epoch, loss_scaler, a
             print(f"Loss is {loss_value}, stopping training")
             sys.exit(1)
         loss /= accum_iter
-        loss_scaler(loss, optimizer, parameters=model.parameters(), update_grad=(data_iter_step + 1) % accum_iter == 0)
+        loss_scaler(loss, optimizer, parameters=model.parameters(),
+                    update_grad=(data_iter_step + 1) % accum_iter == 0)
         if (data_iter_step + 1) % accum_iter == 0:
             optimizer.zero_grad()
         torch.cuda.synchronize()

@@ -1,7 +1,6 @@
 """A module's manual check at its bottom and a unit test's shared helper: a pretrained encoder run
 once on two sentences written in the code, and detectors built and run in eval mode by a helper
 that only the test case calls. Neither evaluates a model on data (no TL005, no TL006)."""
-
 import unittest
 
 import torch

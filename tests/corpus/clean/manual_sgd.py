@@ -1,5 +1,4 @@
 """Word-level LSTM language model trained with hand-written SGD and truncated BPTT."""
-
 import math
 
 import torch
@@ -37,7 +36,7 @@ def train_epoch(model, train_data, ntokens, lr, bptt=35, clip=0.25, batch_size=2
     hidden = model.init_hidden(batch_size)
     for batch, i in enumerate(range(0, train_data.size(0) - 1, bptt)):
         seq_len = min(bptt, len(train_data) - 1 - i)
-        data, targets = train_data[i : i + seq_len], train_data[i + 1 : i + 1 + seq_len].view(-1)
+        data, targets = train_data[i:i + seq_len], train_data[i + 1:i + 1 + seq_len].view(-1)
         model.zero_grad()
         hidden = repackage_hidden(hidden)
         output, hidden = model(data, hidden)
@@ -60,10 +59,11 @@ def evaluate(model, data_source, ntokens, bptt=35, batch_size=10):
     with torch.no_grad():
         for i in range(0, data_source.size(0) - 1, bptt):
             seq_len = min(bptt, len(data_source) - 1 - i)
-            data, targets = data_source[i : i + seq_len], data_source[i + 1 : i + 1 + seq_len].view(-1)
+            data, targets = data_source[i:i + seq_len], data_source[i + 1:i + 1 + seq_len].view(-1)
             output, hidden = model(data, hidden)
             hidden = repackage_hidden(hidden)
-            total += seq_len * nn.functional.nll_loss(torch.log_softmax(output, -1).view(-1, ntokens), targets).item()
+            total += seq_len * nn.functional.nll_loss(
+                torch.log_softmax(output, -1).view(-1, ntokens), targets).item()
     return total / (len(data_source) - 1)
 
 

@@ -1,5 +1,4 @@
 """A regression net whose dropout stays on at test time on purpose (Monte-Carlo dropout)."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,7 +1,6 @@
 """A video classifier trained with mixed soft labels: after the step, the top two classes of each
 clip's scores are merged in place for the accuracy meter (this iteration's scores only). A checking
 helper for the export tests compares the model's outputs with the exported runtime's."""
-
 import numpy as np
 import torch
 import torch.nn.functional as F

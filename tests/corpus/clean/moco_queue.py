@@ -1,5 +1,4 @@
 """MoCo v2: a momentum key encoder and a queue of negatives kept as buffers."""
-
 import copy
 
 import torch
@@ -27,7 +26,7 @@ class MoCo(nn.Module):
     def _enqueue(self, keys):
         n = keys.shape[0]
         ptr = int(self.queue_ptr)
-        self.queue[:, ptr : ptr + n] = keys.T
+        self.queue[:, ptr:ptr + n] = keys.T
         self.queue_ptr[0] = (ptr + n) % self.K
 
     def forward(self, im_q, im_k):

@@ -1,6 +1,5 @@
 """A model file with the smoke test at its bottom and a unit-test module's worth of checks: shape
 probes on random input and fresh models nobody trains, none of it evaluation."""
-
 import unittest
 
 import torch

@@ -4,7 +4,6 @@ The test cases hold a tester object (``self.tester = ...`` in ``setUp``) whose h
 model from a random config and check output shapes: unit-test helpers, not evaluation. The export
 helper runs the model once to read output shapes; the PyTorch export calls it under no-grad and the
 TensorFlow export passes ``framework="tf"``, which takes the other branch (no TL006)."""
-
 import unittest
 
 import torch

@@ -1,5 +1,4 @@
 """Loaders defined at module level (cheap to rebuild on re-import), iterated only under the main guard."""
-
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, random_split

@@ -1,5 +1,4 @@
 """A mixture-of-experts layer and a multi-label classifier with correctly registered state."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,5 +1,4 @@
 """An iteration-based trainer that skips the backward of a non-finite loss; clear and backward share the guard."""
-
 import time
 
 import torch

@@ -1,6 +1,5 @@
 """Course notebook cells exported to a script (the bare expressions are what each cell displayed):
 a worker DataLoader at top level is normal in a notebook, whose kernel never re-imports its cells."""
-
 import os
 
 import torch
@@ -43,9 +42,5 @@ for epoch in range(5):
         optimizer.step()
     model.eval()
     with torch.inference_mode():
-        test_acc = sum(
-            (model(X.to(device)).argmax(1) == y.to(device)).float().mean().item() for X, y in test_dataloader
-        )
-    print(
-        f"epoch {epoch}: train loss {train_loss / len(train_dataloader):.4f} | test acc {test_acc / len(test_dataloader):.4f}"
-    )
+        test_acc = sum((model(X.to(device)).argmax(1) == y.to(device)).float().mean().item() for X, y in test_dataloader)
+    print(f"epoch {epoch}: train loss {train_loss / len(train_dataloader):.4f} | test acc {test_acc / len(test_dataloader):.4f}")

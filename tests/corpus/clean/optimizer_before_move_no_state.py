@@ -1,6 +1,5 @@
 """A tutorial-style notebook script: the optimizer is created before the model is moved to the
 device, but it has no state yet, and `Module.to` keeps the Parameter objects it refers to."""
-
 import torch
 import torch.nn as nn
 import torch.optim as optim

@@ -3,7 +3,6 @@
 The clear and the step sit under the same test (`optimizer is not None`, and the `else` of
 `optimizer is None`), so every iteration that steps has cleared; the hand-written branch clears by hand.
 """
-
 import torch
 
 

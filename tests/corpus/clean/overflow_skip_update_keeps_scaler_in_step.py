@@ -3,7 +3,6 @@
 The dropped update still calls the scaler's step and update with the gradients set to None, so the
 scaler's per-optimizer state (unscale_ already ran) is reset; the iteration then moves on.
 """
-
 import torch
 from torch import nn
 

@@ -1,5 +1,4 @@
 """Transfer learning with a train/val phase loop and grad mode keyed on the phase."""
-
 import copy
 import time
 

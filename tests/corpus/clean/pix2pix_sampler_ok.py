@@ -1,6 +1,5 @@
 """The same sampler done right: eval mode and no-grad for the validation batch, train mode back
 after it; the noise sampler of the unconditional GAN is no evaluation at all."""
-
 import torch
 from torchvision.utils import save_image
 

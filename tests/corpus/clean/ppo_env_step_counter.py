@@ -1,5 +1,4 @@
 """PPO on vectorised environments: an int counter of environment steps next to a loss that reads the same config."""
-
 from dataclasses import dataclass
 
 import gymnasium as gym

@@ -1,7 +1,6 @@
 """A small inference service next to a fine-tuning job for another head: the served models come
 from loaders that hand them back ready for inference (`from_pretrained` returns eval mode; the hub
 entry point returns an AutoShape wrapper that handles modes and no-grad itself)."""
-
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 

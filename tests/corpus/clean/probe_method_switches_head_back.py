@@ -1,6 +1,5 @@
 """Trains a sentiment head on a frozen pretrained encoder; the model's own `train_custom()` prepares
 each epoch, switching the head (the only trained part) back to train mode."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

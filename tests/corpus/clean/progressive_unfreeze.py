@@ -1,5 +1,4 @@
 """Transfer learning in stages: unfreeze more layers per stage, each stage with its own optimizer."""
-
 import torch
 import torch.nn as nn
 from torchvision.models import resnet50

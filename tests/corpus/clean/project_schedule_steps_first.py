@@ -1,7 +1,6 @@
 """A self-supervised pre-training loop whose schedules are classes of the project: each `step()`
 writes the coming iteration's learning rate / weight decay into the param groups (the optimizer
 is built without a rate), so they step before the update by design. No torch scheduler here."""
-
 import math
 
 import torch

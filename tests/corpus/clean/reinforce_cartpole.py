@@ -1,5 +1,4 @@
 """REINFORCE with a learned baseline on CartPole."""
-
 import gymnasium as gym
 import numpy as np
 import torch

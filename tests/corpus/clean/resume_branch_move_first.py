@@ -1,6 +1,5 @@
 """A trainer that either restores model and optimizer from a checkpoint (already on the right
 device) or builds them fresh, moving the model before the optimizer is constructed."""
-
 import torch
 import torch.nn as nn
 

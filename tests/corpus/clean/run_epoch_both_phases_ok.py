@@ -1,6 +1,5 @@
 """One epoch function for both phases, switching the mode and autograd on its phase argument; and
 a small MLP without dropout or batch norm whose evaluation needs no mode switch."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

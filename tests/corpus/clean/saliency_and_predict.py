@@ -1,5 +1,4 @@
 """Inference script: load a checkpoint, predict, and compute gradient saliency maps."""
-
 import argparse
 
 import torch
@@ -7,14 +6,8 @@ import torch.nn.functional as F
 from PIL import Image
 from torchvision import models, transforms
 
-TF = transforms.Compose(
-    [
-        transforms.Resize(256),
-        transforms.CenterCrop(224),
-        transforms.ToTensor(),
-        transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
-    ]
-)
+TF = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(224), transforms.ToTensor(),
+                         transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
 
 
 def load_model(path, device):

@@ -1,6 +1,5 @@
 """Segmentation training whose LR schedule is picked by name from a table of classes, stepped
 after the optimizer; one entry has its own step() (a warm-up meant to step first)."""
-
 import torch
 import torch.nn.functional as F
 from torch.optim.lr_scheduler import CosineAnnealingLR, MultiStepLR, _LRScheduler

@@ -1,5 +1,4 @@
 """A GRU encoder-decoder with multi-head attention over the encoder states."""
-
 import math
 
 import torch

@@ -3,7 +3,6 @@
 flatten one row per sample, which is contiguous again. A binary-accuracy helper (a library
 function for callers elsewhere) transposes a thresholded (N, 1) score column, and an invariance penalty differentiates the loss against a
 dummy scale that nothing trains."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

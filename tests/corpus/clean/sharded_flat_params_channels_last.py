@@ -4,7 +4,6 @@ A conv weight in channels_last has strides (HWC, 1, WC, C): permuting it to (N, 
 dimensions in memory order, so the flat `.view(-1)` needs no copy. The positional table of a ViT is
 resized for a new grid, then flattened back to (tokens, width).
 """
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,6 +1,5 @@
 """Training over a dataset split in shards that do not fit in memory together: one model and
 one optimizer for the whole run, the shards streamed in every epoch."""
-
 import glob
 
 import torch

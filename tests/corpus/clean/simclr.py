@@ -1,5 +1,4 @@
 """SimCLR pretraining with the NT-Xent loss."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -9,9 +8,8 @@ import torchvision
 class ProjectionHead(nn.Module):
     def __init__(self, d_in=512, d_hidden=512, d_out=128):
         super().__init__()
-        self.net = nn.Sequential(
-            nn.Linear(d_in, d_hidden), nn.BatchNorm1d(d_hidden), nn.ReLU(inplace=True), nn.Linear(d_hidden, d_out)
-        )
+        self.net = nn.Sequential(nn.Linear(d_in, d_hidden), nn.BatchNorm1d(d_hidden), nn.ReLU(inplace=True),
+                                 nn.Linear(d_hidden, d_out))
 
     def forward(self, x):
         return self.net(x)

@@ -1,5 +1,4 @@
 """SimCLR encoder: the backbone is picked by name from a table of candidates and registered as an attribute."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

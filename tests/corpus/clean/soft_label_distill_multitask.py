@@ -1,5 +1,4 @@
 """Self-distillation with soft targets and a multi-task loss list rebuilt every step."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

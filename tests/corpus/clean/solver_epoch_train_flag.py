@@ -3,7 +3,6 @@
 
 import torch
 
-
 class Solver:
     def __init__(self, model, optimizer, loader):
         self.model, self.optimizer, self.loader = model, optimizer, loader

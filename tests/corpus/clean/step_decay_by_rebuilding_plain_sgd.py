@@ -1,7 +1,6 @@
 """Step decay written by hand: plain SGD (no momentum) is rebuilt each epoch with the new learning
 rate. Plain SGD keeps no state between steps, so nothing is lost; a class-conditional image is
 optimised the same way, over a tensor made anew (and moved) every iteration."""
-
 import torch
 import torch.nn.functional as F
 

@@ -6,14 +6,8 @@ from torch import nn
 
 
 def build_model(num_classes):
-    return nn.Sequential(
-        nn.Conv2d(3, 32, 3, padding=1),
-        nn.BatchNorm2d(32),
-        nn.ReLU(),
-        nn.AdaptiveAvgPool2d(1),
-        nn.Flatten(),
-        nn.Linear(32, num_classes),
-    )
+    return nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, num_classes))
 
 
 def train_epoch(model, loader, optimizer, device, subdivision, clip):

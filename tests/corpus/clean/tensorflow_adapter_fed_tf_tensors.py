@@ -1,7 +1,6 @@
 """An adapter that lets a PyTorch attack library query a Keras classifier: the inputs are converted to
 TensorFlow tensors before the Keras model runs, and only its numpy output goes back to torch. No torch
 graph is recorded (no TL006)."""
-
 import tensorflow as tf
 import torch
 

@@ -1,7 +1,6 @@
 """Textbook chapters whose models compute the same in train and eval mode (Linear/ReLU stacks, an
 RNN with its default dropout 0, a linear regression written as a function), evaluated without
 `eval()`; and a sequence-to-sequence chapter whose loss function is the training step itself."""
-
 import torch
 from torch import nn
 

@@ -1,23 +1,11 @@
 """A timm-flavoured train_one_epoch: nested forward/backward closures, accumulation, EMA."""
-
 from contextlib import suppress
 
 import torch
 
 
-def train_one_epoch(
-    epoch,
-    model,
-    loader,
-    optimizer,
-    loss_fn,
-    lr_scheduler=None,
-    loss_scaler=None,
-    amp_autocast=suppress,
-    model_ema=None,
-    accum_steps=1,
-    clip_grad=None,
-):
+def train_one_epoch(epoch, model, loader, optimizer, loss_fn, lr_scheduler=None, loss_scaler=None,
+                    amp_autocast=suppress, model_ema=None, accum_steps=1, clip_grad=None):
     model.train()
     num_batches = len(loader)
     num_updates = epoch * ((num_batches + accum_steps - 1) // accum_steps)
@@ -37,9 +25,8 @@ def train_one_epoch(
 
         def _backward(_loss):
             if loss_scaler is not None:
-                loss_scaler(
-                    _loss, optimizer, clip_grad=clip_grad, parameters=model.parameters(), need_update=need_update
-                )
+                loss_scaler(_loss, optimizer, clip_grad=clip_grad, parameters=model.parameters(),
+                            need_update=need_update)
             else:
                 _loss.backward()
                 if need_update:

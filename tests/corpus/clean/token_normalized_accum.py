@@ -1,5 +1,4 @@
 """LM fine-tuning that normalises the summed loss by the tokens of the whole accumulation window."""
-
 import torch
 import torch.nn.functional as F
 
@@ -22,10 +21,8 @@ def train(model, loader, val_batches, optimizer, epochs=2, accum=4, log_every=10
             optimizer.zero_grad(set_to_none=True)
             for micro in window:
                 logits = model(micro["input_ids"]).logits
-                loss = (
-                    F.cross_entropy(logits.flatten(0, 1), micro["labels"].flatten(), ignore_index=-100, reduction="sum")
-                    / n_tokens
-                )
+                loss = F.cross_entropy(logits.flatten(0, 1), micro["labels"].flatten(),
+                                       ignore_index=-100, reduction="sum") / n_tokens
                 loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()

@@ -1,5 +1,4 @@
 """A self-contained trainer object with AMP, accumulation and checkpointing."""
-
 import os
 
 import torch
@@ -46,15 +45,8 @@ class Trainer:
         return sum(losses) / max(len(losses), 1)
 
     def save(self, path):
-        torch.save(
-            {
-                "model": self.model.state_dict(),
-                "optimizer": self.optimizer.state_dict(),
-                "scaler": self.scaler.state_dict(),
-                "epoch": self.epoch,
-            },
-            path,
-        )
+        torch.save({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                    "scaler": self.scaler.state_dict(), "epoch": self.epoch}, path)
 
     def fit(self, ckpt_dir="checkpoints"):
         os.makedirs(ckpt_dir, exist_ok=True)

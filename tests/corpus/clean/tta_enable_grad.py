@@ -1,6 +1,5 @@
 """Test-time adaptation done right: the stream loop runs without autograd, and the adaptation
 step switches it back on for its own backward."""
-
 import torch
 import torch.nn as nn
 

@@ -1,6 +1,5 @@
 """A typed fine-tuning loop: the loss is divided only when accumulating, and the scaled loss is
 wrapped in `typing.cast` for the type checker before backward (the cast keeps the value)."""
-
 from __future__ import annotations
 
 from typing import cast

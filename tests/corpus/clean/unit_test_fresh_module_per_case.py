@@ -1,7 +1,6 @@
 """A unit test that checks every trainable weight moves after one step, for each configuration:
 each case builds its own module and its own optimizer, so no gradient or optimizer state carries
 over from one case to the next (no TL001, no TL004)."""
-
 import itertools
 import unittest
 from copy import deepcopy

@@ -1,5 +1,4 @@
 """A VQ-style autoencoder with a straight-through rounding Function and a sigmoid decoder."""
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

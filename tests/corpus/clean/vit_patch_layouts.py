@@ -1,5 +1,4 @@
 """Patch embedding and attention reshapes that only split dimensions or are made contiguous first."""
-
 import torch
 import torch.nn as nn
 

@@ -1,7 +1,6 @@
 """A detection trainer with a gradual warm-up written as a torch scheduler subclass that replaces
 ``step()``: it is stepped at the start of each epoch (epoch 0 has rate 0), then hands over to a
 cosine schedule. Its contract is its own, not torch's."""
-
 import torch
 from torch.optim.lr_scheduler import CosineAnnealingLR, _LRScheduler
 

@@ -1,6 +1,5 @@
 """Mean-teacher style training: a weight-EMA helper class of the file has a `step()` method too,
 but it is no optimizer (it owns no gradients), so it needs no zero_grad of its own."""
-
 import copy
 
 import torch

@@ -1,5 +1,4 @@
 """CIFAR-10 training script: the worker DataLoaders are built and iterated under the main guard."""
-
 import argparse
 
 import torch
@@ -15,14 +14,8 @@ class Net(nn.Module):
     def __init__(self):
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 64, 3, padding=1),
-            nn.BatchNorm2d(64),
-            nn.ReLU(),
-            nn.MaxPool2d(2),
-            nn.Conv2d(64, 128, 3, padding=1),
-            nn.BatchNorm2d(128),
-            nn.ReLU(),
-            nn.MaxPool2d(2),
+            nn.Conv2d(3, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(64, 128, 3, padding=1), nn.BatchNorm2d(128), nn.ReLU(), nn.MaxPool2d(2),
         )
         self.classifier = nn.Linear(128 * 8 * 8, 10)
 
@@ -31,21 +24,13 @@ class Net(nn.Module):
 
 
 def get_loaders(batch_size, workers):
-    train_tf = transforms.Compose(
-        [
-            transforms.RandomCrop(32, padding=4),
-            transforms.RandomHorizontalFlip(),
-            transforms.ToTensor(),
-            transforms.Normalize(MEAN, STD),
-        ]
-    )
+    train_tf = transforms.Compose([transforms.RandomCrop(32, padding=4), transforms.RandomHorizontalFlip(),
+                                   transforms.ToTensor(), transforms.Normalize(MEAN, STD)])
     test_tf = transforms.Compose([transforms.ToTensor(), transforms.Normalize(MEAN, STD)])
     train = datasets.CIFAR10("data", train=True, download=True, transform=train_tf)
     test = datasets.CIFAR10("data", train=False, transform=test_tf)
-    return (
-        DataLoader(train, batch_size=batch_size, shuffle=True, num_workers=workers, pin_memory=True),
-        DataLoader(test, batch_size=512, num_workers=workers),
-    )
+    return (DataLoader(train, batch_size=batch_size, shuffle=True, num_workers=workers, pin_memory=True),
+            DataLoader(test, batch_size=512, num_workers=workers))
 
 
 def test(model, loader, device):

@@ -36,6 +36,7 @@ from torchlint.torchmodel.gradmode import (
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.phases import runs_when_called
 from torchlint.torchmodel.roles import Role, object_roles
+from torchlint.torchmodel.torch_versions import volatile_only_on_old_torch
 from torchlint.torchmodel.training_flag_guards import flag_false_on_path, is_training_flag
 from torchlint.torchmodel.training_steps import backpropagated_calls
 from torchlint.torchmodel.walk import event_walker
@@ -309,9 +310,13 @@ class AutogradMode:
         self.chain = chain
         self.blocks = chain.blocks
 
-    def at(self, node, func, depth=0, seen=frozenset()) -> Verdict:
+    def at(self, node, func, depth=0, seen=frozenset(), model_call=None) -> Verdict:
+        """``model_call``: the call being judged, when ``node`` is a call site on the path into it."""
+        model_call = node if depth == 0 else model_call
         if lexical_grad_disabler(self.ctx, node) is not None:
             return Verdict(REACHED)
+        if model_call is not None and volatile_only_on_old_torch(self.ctx, model_call, node):
+            return Verdict(REACHED)  # `Variable(x, volatile=True)` in a branch for PyTorch < 0.4
         if lexical_unknown_switch(self.ctx, node) is not None:
             return Verdict(UNKNOWN)  # shown, else silent: it may switch autograd off
         if depth > 0 and node in backpropagated_calls(self.ctx):
@@ -338,7 +343,13 @@ class AutogradMode:
         if instances_used_without_grad(self.ctx, func):
             return Verdict(REACHED)  # a method of objects built and used only under no-grad elsewhere
         return self.chain.judge(
-            node, func, depth, seen, self.at, lambda: self._global_grad_off(None, None), self.blocks.sets_eval_itself
+            node,
+            func,
+            depth,
+            seen,
+            lambda site, caller, deeper, visited: self.at(site, caller, deeper, visited, model_call),
+            lambda: self._global_grad_off(None, None),
+            self.blocks.sets_eval_itself,
         )
 
     def _tied_to_mode(self, flag, func) -> Verdict:

@@ -679,3 +679,19 @@ SEEDS_OUTSIDE_TORCH = frozenset(
         "tensorflow.random.set_seed",
     }
 )
+
+# The installed PyTorch's version string, and the functions that parse a version string into an
+# object ordered like versions (`LooseVersion(torch.__version__) < LooseVersion("0.4.0")`).
+TORCH_VERSION = "torch.__version__"
+VERSION_PARSERS = frozenset(
+    {
+        "distutils.version.LooseVersion",
+        "distutils.version.StrictVersion",
+        "packaging.version.parse",
+        "packaging.version.Version",
+        "pkg_resources.parse_version",
+    }
+)
+# The release where autograd's Variable merged into Tensor: before it, `Variable(x, volatile=True)`
+# made every result of `x` record no graph; since it, `volatile` is ignored.
+VOLATILE_REMOVED_IN = (0, 4)

@@ -1374,3 +1374,91 @@ def test_train_switch_followed_by_training_then_validation_is_reported(lint):
         "TL005",
     )
     assert findings[0].message.startswith("`model(...)` evaluates in training mode in the evaluation loop")
+
+
+# ----- layers built only under a constructor argument ------------------------------------------------
+
+_CONFIGURED_CRITIC = """
+import torch
+import torch.nn as nn
+
+def make_norm(kind, channels):
+    if kind == "group":
+        return nn.GroupNorm(8, channels)
+    if kind == "layer":
+        return nn.GroupNorm(1, channels)
+    return nn.BatchNorm2d(channels)
+
+class Block(nn.Module):
+    def __init__(self, cin, cout, resample=None, norm="group"):
+        super().__init__()
+        if resample == "down":
+            self.norm = make_norm(norm, cin)
+            self.conv = nn.Conv2d(cin, cout, 3, stride=2, padding=1)
+        elif resample == "up":
+            self.norm = nn.BatchNorm2d(cin)
+            self.conv = nn.ConvTranspose2d(cin, cout, 4, stride=2, padding=1)
+        else:
+            raise ValueError(resample)
+
+    def forward(self, x):
+        return self.conv(torch.relu(self.norm(x)))
+
+class Stage(nn.Module):
+    def __init__(self, cin, cout, resample):
+        super().__init__()
+        self.first = Block(cin, cout, resample=resample, norm={norm})
+        self.second = Block(cout, cout, resample)
+
+    def forward(self, x):
+        return self.second(self.first(x))
+
+class Critic(nn.Module):
+    def __init__(self, width=32):
+        super().__init__()
+        self.stem = nn.Conv2d(3, width, 3, padding=1)
+        self.body = Stage(width, 2 * width, {resample})
+        self.head = nn.Linear(2 * width, 1)
+
+    def forward(self, x):
+        return self.head(self.body(self.stem(x)).mean((2, 3)))
+
+critic = Critic(32)
+opt = torch.optim.Adam(critic.parameters(), lr=1e-4)
+for images, labels in train_batches:
+    opt.zero_grad()
+    nn.functional.binary_cross_entropy_with_logits(critic(images).squeeze(1), labels).backward()
+    opt.step()
+
+hits = 0
+for images, labels in dev_batches:
+    hits += ((critic(images).squeeze(1) > 0) == labels).sum().item(){marker}
+print(hits)
+"""
+
+
+def _critic(resample='"down"', norm='"group"', marker=""):
+    return _CONFIGURED_CRITIC.format(resample=resample, norm=norm, marker=marker)
+
+
+@pytest.mark.parametrize("norm", ['"group"', '"layer"'])
+def test_batch_norm_only_in_constructor_branches_the_model_never_selects_is_silent(lint, norm):
+    # The critic builds its blocks with resample="down" (through `Stage`), whose branch takes its norm
+    # from a factory asked for a group norm: the BatchNorm2d of the "up" branch and the factory's
+    # fallback are never built.
+    check(lint, _critic(norm=norm), "TL005")
+
+
+def test_batch_norm_of_the_constructor_branch_the_model_selects_is_reported(lint):
+    source = _critic(resample='"up"', marker="  # expect: TL005")
+    (finding,) = check(lint, source, "TL005")
+    assert source.splitlines()[finding.line - 1].lstrip().startswith("hits += ((critic(images)")
+    assert finding.message.startswith("`critic(...)` evaluates in training mode in the evaluation loop at line")
+
+
+def test_batch_norm_of_the_factory_fallback_the_model_selects_is_reported(lint):
+    check(lint, _critic(norm='"batch"', marker="  # expect: TL005"), "TL005")
+
+
+def test_batch_norm_under_a_constructor_argument_the_file_does_not_show_is_reported(lint):
+    check(lint, _critic(resample="args.resample", marker="  # expect: TL005"), "TL005")

@@ -47,7 +47,7 @@ from torchlint.analysis.nodes import argument
 from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.forward_calls import model_expression
-from torchlint.torchmodel.phases import runs_when_called
+from torchlint.torchmodel.phases import constants_passed, decided_off, runs_when_called
 from torchlint.torchmodel.provenance import through_model_keeping
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class ModeDependence:
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
         self.flow = dataflow(ctx)
-        self._built: dict[ast.AST, bool] = {}
+        self._built: dict[object, bool] = {}  # a class, a function, or one judged under constants
 
     # ----- a model expression ------------------------------------------------------------------------
     def shown(self, expr: ast.AST, depth: int = 0) -> bool:
@@ -185,8 +185,9 @@ class ModeDependence:
         return self.construction(origin, depth)
 
     # ----- a construction ------------------------------------------------------------------------------
-    def construction(self, call: ast.Call, depth: int = 0) -> bool:
-        """The call builds a mode-dependent model."""
+    def construction(self, call: ast.Call, depth: int = 0, outer: tuple | None = None) -> bool:
+        """The call builds a mode-dependent model. ``outer``: the function the call lies in and the
+        constants its parameters have there (see ``shown_under``)."""
         qual = self.ctx.call_qualname(call)
         if qual is not None:
             known = self._torch_or_library(call, qual, depth)
@@ -196,11 +197,60 @@ class ModeDependence:
             return _hf_with_dropout(call.func.value)
         found = resolve_class(self.ctx, call.func)
         if found is not None:
-            return self._answer(found, "class", depth) or self._holds_shown_argument(found, call, depth)
+            return self._answer_at(found, "class", call, depth, outer) or self._holds_shown_argument(found, call, depth)
         callee = resolve_callee(self.ctx, call)
         if callee is not None and depth < _MAX_DEPTH:
-            return self._answer(callee, "returns", depth)
+            return self._answer_at(callee, "returns", call, depth, outer)
         return False
+
+    def _answer_at(self, found: tuple, question: str, call: ast.Call, depth: int, outer: tuple | None) -> bool:
+        """``_answer`` for the instance or value ``call`` makes: a class's ``__init__`` (a plain
+        function) judged with the constants ``call`` passes for its parameters, so a layer built
+        only under a condition those constants fail (``if resample == "up": nn.BatchNorm2d(...)``
+        for ``Block(..., resample="down")``, ``return nn.BatchNorm1d(d)`` after ``if norm == "gln":
+        return ...`` for ``select_norm("gln", d)``) is not built by it."""
+        ctx, node = found
+        func = class_member(node, "__init__") if isinstance(node, ast.ClassDef) else node
+        plain = isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+            isinstance(node, ast.ClassDef) or isinstance(ctx.parent(func), ast.Module)
+        )
+        values = constants_passed(self.ctx, call, func, ctx, isinstance(node, ast.ClassDef), outer) if plain else {}
+        if not values:
+            return self._answer(found, question, depth)
+        if ctx is self.ctx:
+            return self.shown_under(node, func, values, depth + 1, question)
+        key = ",".join(f"{name}={value!r}" for name, value in sorted(values.items()))
+        return function_summary(
+            Definition(ctx, node),
+            f"torch.mode-shown.{question}({key})",
+            lambda d: mode_dependence(d.ctx).shown_under(d.node, func, values, 0, question),
+            False,
+        )
+
+    def shown_under(self, node: ast.AST, func: ast.AST, values: dict, depth: int, question: str = "class") -> bool:
+        """``question`` (see ``_QUESTIONS``) about a class (``func`` its ``__init__``) or a function
+        (``func`` itself) when ``func`` runs with ``values`` for its parameters: only what a path
+        those values allow builds or returns counts (a nested construction or helper call judged
+        with what it passes there, these values included); a base class counts as it is."""
+        key = (node, question, tuple(sorted((name, repr(value)) for name, value in values.items())))
+        if key in self._built or depth > _MAX_DEPTH:
+            return self._built.get(key, False)
+        self._built[key] = False
+        if not getattr(self, _QUESTIONS[question])(node, depth):
+            shown = False  # not even on every path
+        elif question == "returns":
+            shown = any(
+                self.shown(ret.value, depth) and not decided_off(self.ctx, func, ret, values)
+                for ret in self._returns(node)
+            )
+        else:
+            bases = node.bases if isinstance(node, ast.ClassDef) else ()
+            shown = any(self._base_shown(base, depth) for base in bases) or any(
+                self._node_builds(sub, depth, (func, values)) and not decided_off(self.ctx, func, sub, values)
+                for sub in ast.walk(node)
+            )
+        self._built[key] = shown
+        return shown
 
     def _answer(self, found: tuple, question: str, depth: int) -> bool:
         """Ask about a class or function of this file here; one of another file of the project in its
@@ -317,29 +367,33 @@ class ModeDependence:
             self._built[node] = shown
         return shown
 
-    def _node_builds(self, node: ast.AST, depth: int) -> bool:
+    def _node_builds(self, node: ast.AST, depth: int, outer: tuple | None = None) -> bool:
         if isinstance(node, ast.Attribute) and node.attr == "training" and isinstance(node.ctx, ast.Load):
             return True  # the module branches on its mode itself
         if not isinstance(node, ast.Call):
             return False
-        if self.construction(node, depth):
+        if self.construction(node, depth, outer):
             return True
         # A helper of the class or file that builds layers (`self._make_layer(...)`, `make_layers(cfg)`).
         callee = resolve_callee(self.ctx, node)
-        return callee is not None and self._answer(callee, "builds", depth)
+        return callee is not None and self._answer_at(callee, "builds", node, depth, outer)
 
     def returns_shown(self, func: ast.AST, depth: int) -> bool:
         """A function whose returned value is shown mode-dependent (``def build(): return Net()``)."""
         if func in self._built or depth > _MAX_DEPTH:
             return self._built.get(func, False)
         self._built[func] = False
-        shown = any(
-            self.shown(node.value, depth)
-            for node in ast.walk(func)
-            if isinstance(node, ast.Return) and node.value is not None and self.ctx.enclosing_function(node) is func
-        )
+        shown = any(self.shown(node.value, depth) for node in self._returns(func))
         self._built[func] = shown
         return shown
+
+    def _returns(self, func: ast.AST) -> list[ast.Return]:
+        """The ``return value`` statements of ``func`` itself (not of functions nested in it)."""
+        return [
+            node
+            for node in ast.walk(func)
+            if isinstance(node, ast.Return) and node.value is not None and self.ctx.enclosing_function(node) is func
+        ]
 
 
 def _passed_shown_elsewhere(definition: Definition, param: ast.arg) -> bool:

@@ -288,6 +288,45 @@ def runs_when_called(ctx: FileContext, site: ast.Call, func, node: ast.AST, boun
     return True
 
 
+def constants_passed(
+    ctx: FileContext, site: ast.Call, func, func_ctx: FileContext, bound: bool, outer: tuple | None = None
+) -> dict[str, object]:
+    """The constants ``site`` (of ``ctx``) passes for the parameters of ``func`` (of ``func_ctx``)
+    that ``func`` never rebinds: a literal or a name for one, the parameter's default where the
+    call leaves it out, and for an argument that is a parameter of the function ``outer`` is judged
+    under (``(function, values)``: ``Block(mode=mode)`` in an ``__init__`` built with ``mode="down"``)
+    the value it has there. Parameters given nothing shown (``**config``) are left out."""
+    rebound = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    params = [a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs]
+    values: dict[str, object] = {}
+    for param in params:
+        if param in rebound or (param is params[0] and param in ("self", "cls")):
+            continue
+        given = call_argument(ctx, site, func, param, bound)
+        if given is None:
+            if passes_unknown(ctx, site):
+                continue
+            default = parameter_default(func, param)
+            value = UNKNOWN if default is None else constant_value(func_ctx, default)
+        elif isinstance(given, ast.Name) and outer is not None and given.id in outer[1]:
+            value = outer[1][given.id] if ctx.enclosing_function(site) is outer[0] else UNKNOWN
+        else:
+            value = constant_value(ctx, given)
+        if value is not UNKNOWN:
+            values[param] = value
+    return values
+
+
+def decided_off(ctx: FileContext, func, node: ast.AST, values: dict[str, object]) -> bool:
+    """Whether a condition around ``node`` (in ``func``), read with ``values`` for the function's
+    parameters (``constants_passed``), fails: that code does not run under them."""
+    if not values or ctx.enclosing_function(node) is not func:
+        return False
+    return any(
+        _truth(ctx, through_truth_aliases(ctx, test), values) is (not holds) for test, holds in conditions_at(ctx, node)
+    )
+
+
 def kept_by_every_call(ctx: FileContext, func, test: ast.AST, holds: bool) -> bool:
     """Whether ``test``, a condition on parameters of ``func`` only (``if do_zero_grad:``), has truth
     ``holds`` by the function's contract: no call of this file that runs (one a test expects to

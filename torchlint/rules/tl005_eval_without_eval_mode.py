@@ -45,7 +45,10 @@ class EvalWithoutEvalMode(Rule):
         reported: data flow takes it to dropout, batch norm, an instance norm
         tracking running statistics, a recurrent or attention layer given a
         dropout, a class (through its bases and the helpers that build its layers)
-        that builds one or reads `self.training`, or a library constructor
+        that builds one or reads `self.training` -- judged with the constants its
+        constructions pass, so a layer built only in a constructor branch they rule out
+        (`Block(..., resample="down")` for a `BatchNorm2d` under `if resample == "up":`, a
+        norm factory given `"layer"`) does not count -- or a library constructor
         documented to (torchvision's ResNets, a batch-norm `timm` family, a Hugging
         Face `from_pretrained` of a class whose configuration has dropout). A model
         the linter cannot see into (a parameter no call site of the file fills, a

@@ -31,7 +31,10 @@ class TrainModeNotRestored(Rule):
         switch followed by `break`, nor a model not shown to behave differently in
         the two modes (only dropout, batch norm and the other mode-dependent layers
         of TL005, reached through data flow, count: a model of `Linear`/`ReLU`
-        layers, or one the linter cannot see into, is not reported). A switch under
+        layers, or one the linter cannot see into, is not reported; a model parameter no
+        call site of the file fills is followed to the scripts of the project that call
+        the function, and a class that keeps a constructor argument on `self`,
+        `Seq2Seq(encoder, decoder)`, holds the mode-dependent layers of what it is given). A switch under
         a condition inside the training
         function (`if freeze_bn: model.eval()`) configures training; it is not an
         evaluation. `x.eval()` where `x` is an instance of a project class that does

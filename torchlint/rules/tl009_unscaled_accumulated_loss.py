@@ -52,7 +52,9 @@ class UnscaledAccumulatedLoss(Rule):
         rate for, not "N times the mean". That is `reduction="sum"` (on the call or the
         criterion), per-sample losses (`reduction="none"`, possibly masked or weighted)
         summed with `.sum()`, and a loss multiplied by the batch size (`loss * bs` with
-        `bs = imgs.shape[0]`, YOLO's nominal-batch scheme). A mean of per-sample losses is a
+        `bs = imgs.shape[0]`, YOLO's nominal-batch scheme), and a loss function or module of
+        the project (every one an option may pick) that returns a full sum with no mean in
+        it (`return torch.sum(pos + neg)`). A mean of per-sample losses is a
         mean and is reported. No finding when a framework divides for you: `accelerator.backward(loss)`
         with `Accelerator(gradient_accumulation_steps=...)` / `accelerator.accumulate(model)`,
         DeepSpeed's `engine.backward(loss)`, Lightning's `accumulate_grad_batches`. A backward

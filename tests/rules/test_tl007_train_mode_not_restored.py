@@ -930,3 +930,98 @@ def test_self_evaluation_of_a_base_class_whose_subclass_has_dropout_is_reported(
             self.tower.insert(1, nn.Dropout(0.5))
     """
     check(lint, source, CODE)
+
+
+# ----- family: a command-line flag that can only be true picks the EMA copy (heldout28) ----------------
+
+_EMA_FLAG_SCRIPT = """
+    import argparse
+    import copy
+
+    import torch
+    from torch import nn
+
+
+    class SmoothedCopy:
+        def __init__(self, model, decay):
+            self.module = copy.deepcopy(model)
+            self.decay = decay
+
+
+    def evaluate(model, loader):
+        model.eval()
+        correct = 0
+        with torch.no_grad():
+            for x, y in loader:
+                correct += (model(x).argmax(1) == y).sum().item()
+        return correct
+
+
+    def fit(opts, model, ema_model, optimizer, train_loader, val_loader):
+        for epoch in range(opts.epochs):
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                nn.functional.cross_entropy(model(x), y).backward()
+                optimizer.step()
+            if opts.ema:
+                eval_net = ema_model.module
+            else:
+                eval_net = model
+            acc = evaluate(eval_net, val_loader)MARK
+            print(epoch, acc)
+
+
+    def main():
+        parser = argparse.ArgumentParser(description="semi-supervised training")
+        parser.add_argument("--epochs", type=int, default=100)
+        parser.add_argument("--ema", ACTION)
+        parser.add_argument("--ema-decay", type=float, default=0.999)
+        opts = parser.parse_args()EXTRA
+        model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16), nn.Flatten(), nn.LazyLinear(10))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.03)
+        fit(opts, model, SmoothedCopy(model, opts.ema_decay), optimizer, train_loader, val_loader)
+
+
+    if __name__ == "__main__":
+        main()
+    """
+
+
+def _ema_flag_script(action: str, extra: str = "", reported: bool = True) -> str:
+    mark = "  # expect: TL007" if reported else ""
+    return _EMA_FLAG_SCRIPT.replace("ACTION", action).replace("EXTRA", extra).replace("MARK", mark)
+
+
+def test_flag_that_may_be_false_lets_the_trained_model_be_evaluated(lint):
+    findings = check(lint, _ema_flag_script('action="store_true"'), CODE)
+    assert findings[0].message.startswith(
+        "`evaluate(...)` (which calls `model.eval()` at line 16) switches the model to eval mode"
+        " inside the training loop at line 25"
+    )
+
+
+def test_flag_always_true_hands_only_the_ema_copy_to_evaluation(lint):
+    # store_true with default=True: `opts.ema` is True on every command line.
+    check(lint, _ema_flag_script('action="store_true", default=True', reported=False), CODE)
+
+
+def test_store_false_flag_always_false_hands_only_the_ema_copy(lint):
+    source = _ema_flag_script('action="store_false", default=False', reported=False)
+    check(lint, source.replace("if opts.ema:", "if not opts.ema:").replace('"--ema"', '"--no-ema", dest="ema"'), CODE)
+
+
+def test_always_true_flag_overridden_in_the_file_is_not_constant(lint):
+    for extra in ("\n        opts.ema = opts.epochs > 10", "\n        parser.set_defaults(**config)"):
+        check(lint, _ema_flag_script('action="store_true", default=True', extra=extra), CODE)
+    check(
+        lint, _ema_flag_script('action="store_true", default=True', extra="\n        vars(opts).update(config)"), CODE
+    )
+
+
+def test_always_true_flag_of_another_parser_is_not_constant(lint):
+    # `opts` comes from a second parser that declares `--ema` as an ordinary switch.
+    extra = (
+        '\n        other = argparse.ArgumentParser()\n        other.add_argument("--ema", action="store_true")'
+        "\n        opts = other.parse_args()"
+    )
+    check(lint, _ema_flag_script('action="store_true", default=True', extra=extra), CODE)

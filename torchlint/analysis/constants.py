@@ -9,7 +9,9 @@ that literal too.
 read, so that a condition like ``phase == LoopPhase.TRAIN`` can be decided for a call that
 passes ``phase=LoopPhase.VAL``. Only what the code shows counts: a module-level name bound once
 in its file, a class attribute assigned once in the body of a class with no base but ``object``
-or an enum base, a literal value. Anything else is ``UNKNOWN``.
+or an enum base, a literal value, a command-line flag that holds one value
+(``args.use_ema`` of ``add_argument("--use-ema", action="store_true", default=True)``:
+``argparse_flags``). Anything else is ``UNKNOWN``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.argparse_flags import constant_flag
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition, definition_at
 
@@ -53,6 +56,8 @@ def constant_value(ctx: FileContext, expr: ast.AST):
         owner = _class_of(ctx, expr.value)
         if owner is not None:
             return _class_constant(owner, expr.attr)
+        flag = constant_flag(ctx, expr)
+        return UNKNOWN if flag is None else flag
     return UNKNOWN
 
 

@@ -20,7 +20,9 @@ class TrainModeNotRestored(Rule):
         follows it before the loop's next training step: not later in the
         iteration, not at the top of the next one, not at the top of the training
         function the loop calls. EMA, teacher and target copies that are never
-        trained are not reported, nor is the switch of a separate network built in
+        trained are not reported, also when a flag that holds one value picks the
+        copy to evaluate (`--use-ema` declared `action="store_true", default=True`,
+        then `if args.use_ema: test_model = ema_model` `else: test_model = model`), nor is the switch of a separate network built in
         the iteration for evaluation (`net = Detector(deploy=True);
         net.load_state_dict(model.state_dict()); evaluate(net)`: another object,
         which no optimizer steps), nor is an unconditional `model.eval()` placed

@@ -13,6 +13,7 @@ from torchlint.torchmodel.scripts import (
     NON_CONSUMING_CALLS,
     argparse_default,
     dataloader_calls,
+    exported_from_notebook,
     import_time_functions,
     int_value,
     is_iterated_name,
@@ -51,7 +52,9 @@ class DataLoaderWorkersWithoutMainGuard(Rule):
         notebook code (a `.ipynb`, or notebook cells exported to a script, told by bare
         display expressions such as `device`
         or `train_dir, test_dir` at module level, or by IPython magics and cell markers
-        left as comments: `# %matplotlib inline`, `# !pip install ...`, `# %%`): a
+        left as comments: `# %matplotlib inline`, `# !pip install ...`, `# %%`, or a `.py`
+        file committed next to a notebook of the same name, `autoencoder.ipynb`, whose export
+        it is): a
         notebook kernel does not re-import its cells in the workers, and the main guard
         means nothing there.
     """
@@ -108,13 +111,16 @@ for batch in loader:
     def check(self, ctx):
         if _TEST_FILE.search(ctx.path) or written_as_notebook(ctx):
             return
+        findings = []
         for loader in dataloader_calls(ctx):
             call = loader.call
             if not reached_on_import(ctx, call):
                 continue
             workers = next((w for w in _worker_expressions(ctx, loader) if _positive_workers(ctx, w)), None)
             if workers is not None and _iterated_at_import(ctx, call):
-                yield self.report(call, self._message(ctx, workers))
+                findings.append(self.report(call, self._message(ctx, workers)))
+        if findings and not exported_from_notebook(ctx):
+            yield from findings  # a notebook's committed export is its cells: no script advice
 
     @staticmethod
     def _message(ctx, workers) -> Message:

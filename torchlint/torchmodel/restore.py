@@ -20,6 +20,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import is_abstract, resolve_local_call
+from torchlint.analysis.conditions import never_runs
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name, name_ids, position
@@ -83,7 +84,9 @@ class RestoreAnalysis:
                 if event.kind is not EventKind.EVAL or event.node in judged:
                     continue
                 judged.add(event.node)
-                if _frozen_copy(event.target) or not self._evaluates(events, index, trains):
+                if _frozen_copy(event.target) or self._hands_frozen_copy(event):
+                    continue
+                if not self._evaluates(events, index, trains):
                     continue
                 if self._walks_submodules(event) or self._restores_saved_mode(event):
                     continue
@@ -200,6 +203,19 @@ class RestoreAnalysis:
             for origin in origins
         )
         return fresh and not self._may_be_trained(symbol(switched), events, unknown=False)
+
+    def _hands_frozen_copy(self, event) -> bool:
+        """The loop's call hands the switching function a name that only a frozen copy can reach
+        (``if args.use_ema: test_model = ema_model`` / ``else: test_model = model`` with the flag
+        shown constant): bindings that never run (``conditions.never_runs``) do not count."""
+        switched = self._switched_in_loop_terms(event)
+        if switched is None or not event.via:
+            return False
+        live = [b for b in dataflow(self.ctx).reaching(switched) if not never_runs(self.ctx, b.stmt)]
+        return bool(live) and all(
+            b.kind == "assign" and isinstance(b.value, (ast.Name, ast.Attribute)) and _frozen_copy(symbol(b.value))
+            for b in live
+        )
 
     def _switched_in_loop_terms(self, event) -> ast.AST | None:
         """The receiver of the switch (``model`` of ``model.eval()``), followed from parameter to

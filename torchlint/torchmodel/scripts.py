@@ -7,6 +7,7 @@ assignments of the same function or of the module.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -112,6 +113,20 @@ def written_as_notebook(ctx: FileContext) -> bool:
     if any(isinstance(stmt, ast.Expr) and _is_display_expression(stmt.value) for stmt in ctx.tree.body):
         return True
     return bool(_NOTEBOOK_COMMENT.search(ctx.source))
+
+
+def exported_from_notebook(ctx: FileContext) -> bool:
+    """A ``.py`` file with a notebook of the same name in its folder (``autoencoder.py`` next to
+    ``autoencoder.ipynb``): the notebook's export, committed beside it, whose code is the notebook's
+    cells. Reads the file system, so callers ask only when about to report; the notebook's path is
+    recorded as consulted (present or not), so a cached result follows its creation or removal."""
+    stem, extension = os.path.splitext(ctx.path)
+    if extension != ".py":
+        return False
+    notebook = os.path.realpath(stem + ".ipynb")
+    if ctx.project is not None:
+        ctx.project.recorder.consulted(notebook)
+    return os.path.isfile(notebook)
 
 
 def _is_display_expression(expr: ast.AST) -> bool:

@@ -1178,3 +1178,68 @@ def test_global_total_never_reset_in_its_function_is_reported(tmp_path):
     findings = lint_in_project(tmp_path, _gan_project(body), "gan/trainer.py", CODE)
     assert [(f.line, f.code) for f in findings] == [(19, CODE)]
     assert "`d_cost` accumulates `loss`" in findings[0].message
+
+
+# ----- a total rebound to a plain number before the next iteration carries no graph ---------------
+
+
+def test_total_rebound_to_a_float_of_itself_is_not_reported(lint):
+    check(
+        lint,
+        """
+        import torch
+        def train(critic, loader, opt):
+            balance = 0.0
+            for real in loader:
+                opt.zero_grad()
+                recon = critic(real).mean()
+                (recon * (1.0 + balance)).backward()
+                opt.step()
+                balance = balance + 0.001 * recon
+                balance = float(balance.cpu().data.numpy())
+                balance = min(1.0, max(0.0, balance))
+        """,
+        CODE,
+    )
+
+
+def test_total_rebound_to_a_tensor_of_itself_is_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+        def train(critic, loader, opt):
+            balance = 0.0
+            for real in loader:
+                opt.zero_grad()
+                recon = critic(real).mean()
+                recon.backward()
+                opt.step()
+                balance = balance + 0.001 * recon  # expect: TL010
+                balance = torch.clamp(balance, 0.0, 1.0)
+        """,
+        CODE,
+    )
+    assert (
+        findings[0].headline == "`balance` accumulates `0.001 * recon`, a tensor still attached to the autograd graph"
+    )
+
+
+def test_total_made_a_number_only_on_one_branch_is_reported(lint):
+    check(
+        lint,
+        """
+        import torch
+        def train(model, loader, opt, log_every):
+            running = 0.0
+            for step, (x, y) in enumerate(loader):
+                opt.zero_grad()
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                loss.backward()
+                opt.step()
+                running += loss  # expect: TL010
+                if step % log_every == 0:
+                    running = running.item()
+        """,
+        CODE,
+    )

@@ -688,3 +688,83 @@ def test_resumed_optimizer_with_a_scheduler_is_reported(lint):
         CODE,
     )
     assert findings[0].headline.endswith("was given state on line 7")
+
+
+# ----- the optimizer's state moved after the model: it follows the parameters ---------------------
+
+
+def test_resume_then_move_with_the_state_moved_too_is_silent(lint):
+    check(
+        lint,
+        """
+        import torch
+        def resume(net, path, device):
+            opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+            opt.load_state_dict(torch.load(path)["opt"])
+            net = net.to(device)
+            for buffers in opt.state.values():
+                for key, value in buffers.items():
+                    if torch.is_tensor(value):
+                        buffers[key] = value.to(device)
+            return net, opt
+        """,
+        CODE,
+    )
+
+
+def test_state_moved_by_a_project_helper_after_the_move_is_silent(lint):
+    check(
+        lint,
+        """
+        import torch
+        def state_to(optim, device):
+            for param, slots in optim.state.items():
+                for name in slots:
+                    if isinstance(slots[name], torch.Tensor):
+                        slots[name] = slots[name].cuda()
+        def resume(net, ckpt):
+            optim = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+            optim.load_state_dict(ckpt["optim"])
+            net.cuda()
+            state_to(optim, "cuda")
+            return optim
+        """,
+        CODE,
+    )
+
+
+def test_state_moved_before_the_model_move_is_still_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+        def resume(net, path):
+            opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+            opt.load_state_dict(torch.load(path)["opt"])
+            for buffers in opt.state.values():
+                for key, value in buffers.items():
+                    buffers[key] = value.to("cpu")
+            net.cuda()  # expect: TL017
+            return opt
+        """,
+        CODE,
+    )
+    assert findings[0].headline == "`net.cuda()` moves `net` after `opt` (built on line 4) was given state on line 5"
+
+
+def test_state_only_read_after_the_move_is_still_reported(lint):
+    check(
+        lint,
+        """
+        import torch
+        def resume(net, path, device):
+            opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+            opt.load_state_dict(torch.load(path)["opt"])
+            net.to(device)  # expect: TL017
+            for buffers in opt.state.values():
+                for key, value in buffers.items():
+                    print(key, value.to("cpu").norm())
+            return opt
+        """,
+        CODE,
+    )

@@ -31,6 +31,8 @@ from torchlint.analysis.nodes import target_elements, walk_no_scopes
 from torchlint.analysis.reachability import block_holding, statement_of
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from torchlint.analysis.context import FileContext
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -57,7 +59,15 @@ _EXITS = (ast.Break, ast.Return, ast.Raise)
 _KILLED, _OPEN, _ESCAPE, _LEAK = "killed", "open", "escape", "leak"
 
 
-def rebound_around(ctx: FileContext, loop: ast.AST, node: ast.AST, name: str, *, fresh: bool = False) -> bool:
+def rebound_around(
+    ctx: FileContext,
+    loop: ast.AST,
+    node: ast.AST,
+    name: str,
+    *,
+    fresh: bool = False,
+    drops: Callable[[ast.AST], bool] | None = None,
+) -> bool:
     """Whether nothing ``name`` (a symbol: ``total``, ``self.losses``) holds at ``node`` in one
     iteration of ``loop`` reaches ``node`` in the next: every path from ``node`` round the back edge
     to ``node`` again rebinds ``name`` to a value that does not read it, so what grows under it at
@@ -67,12 +77,16 @@ def rebound_around(ctx: FileContext, loop: ast.AST, node: ast.AST, name: str, *,
     after the use). It may sit in both branches of an ``if``, or bind ``name`` as one element of a
     tuple (``preds, aux = model(x)``). ``fresh``: the value must also be new, not an alias of
     something that already exists (``buf = self.buffer``), for callers that write into the object
-    rather than rebind the name."""
+    rather than rebind the name. ``drops``: a rebinding that reads ``name`` counts as well when
+    ``drops`` holds of its value, for callers that track one property of what the name holds
+    rather than the value itself (``total = float(total)`` keeps the number, not what the number
+    was attached to)."""
     statement = statement_of(ctx, node)
     if statement is None or not ctx.is_inside(statement, loop):
         return False
-    return _rebound_on_the_way(ctx, loop, statement, name, fresh, before=True) or _rebound_on_the_way(
-        ctx, loop, statement, name, fresh, before=False
+    rebinds = _Rebinding(name, fresh, drops)
+    return _rebound_on_the_way(ctx, loop, statement, rebinds, before=True) or _rebound_on_the_way(
+        ctx, loop, statement, rebinds, before=False
     )
 
 
@@ -90,7 +104,7 @@ def element_holder_rebound_around(ctx: FileContext, loop: ast.AST, target: ast.A
     return False
 
 
-def _rebound_on_the_way(ctx: FileContext, loop: ast.AST, statement: ast.AST, name: str, fresh: bool, before: bool):
+def _rebound_on_the_way(ctx: FileContext, loop: ast.AST, statement: ast.AST, rebinds: _Rebinding, before: bool):
     """Whether every path from the top of ``loop``'s body to ``statement`` (``before``), or from
     ``statement`` to the back edge (not ``before``), rebinds ``name``. Climbs from ``statement`` to
     ``loop``, walking at each level the statements of its block on that side of it."""
@@ -105,7 +119,7 @@ def _rebound_on_the_way(ctx: FileContext, loop: ast.AST, statement: ast.AST, nam
         # Before ``statement`` a jump never reaches it: every such path is vacuously done. After
         # it, a ``continue`` of ``loop`` itself carries the name round unchanged.
         outcome = _walk_rebinding(
-            block[:index] if before else block[index + 1 :], name, fresh, nested=inner and not before, leak=not before
+            block[:index] if before else block[index + 1 :], rebinds, nested=inner and not before, leak=not before
         )
         if outcome == _KILLED:
             return True
@@ -116,7 +130,7 @@ def _rebound_on_the_way(ctx: FileContext, loop: ast.AST, statement: ast.AST, nam
         child = owner
 
 
-def _walk_rebinding(block: list, name: str, fresh: bool, *, nested: bool = False, leak: bool = False) -> str:
+def _walk_rebinding(block: list, rebinds: _Rebinding, *, nested: bool = False, leak: bool = False) -> str:
     """Walk ``block`` in order (see ``_KILLED``). ``nested``: the block lies in a loop inside the one
     asked about, so its ``continue``/``break`` go on after that inner loop; ``leak``: a ``continue``
     of the loop asked about counts as reaching its back edge (else as a path that is done)."""
@@ -125,18 +139,16 @@ def _walk_rebinding(block: list, name: str, fresh: bool, *, nested: bool = False
             return _ESCAPE
         if isinstance(stmt, ast.Continue):
             return _LEAK if leak else _KILLED
-        if isinstance(stmt, _EXITS) or _rebinds(stmt, name, fresh):
+        if isinstance(stmt, _EXITS) or rebinds(stmt):
             return _KILLED
         if isinstance(stmt, ast.If):
-            outcome = _worst(
-                _walk_rebinding(b, name, fresh, nested=nested, leak=leak) for b in (stmt.body, stmt.orelse)
-            )
+            outcome = _worst(_walk_rebinding(b, rebinds, nested=nested, leak=leak) for b in (stmt.body, stmt.orelse))
         elif type(stmt) in _ALWAYS_RUN:
             # A loop's body is taken to run (its bound is data the linter cannot see), and so is a
             # ``try`` body (an exception is the exception); a jump out of an inner loop goes on after it.
             is_loop = isinstance(stmt, _LOOPS)
             outcomes = [
-                _walk_rebinding(getattr(stmt, f), name, fresh, nested=nested or is_loop, leak=leak)
+                _walk_rebinding(getattr(stmt, f), rebinds, nested=nested or is_loop, leak=leak)
                 for f in _ALWAYS_RUN[type(stmt)]
             ]
             outcome = next(o for o in (_LEAK, _KILLED, _ESCAPE, _OPEN) if o in outcomes)
@@ -155,16 +167,24 @@ def _worst(outcomes) -> str:
     return next(o for o in (_LEAK, _ESCAPE, _OPEN, _KILLED) if o in found)
 
 
-def _rebinds(stmt: ast.AST, name: str, fresh: bool) -> bool:
-    """``stmt`` binds ``name`` (alone or in a tuple) to a value that does not read it."""
-    if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
-        return False
-    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-    if not any(symbol(bound) == name for target in targets for bound in target_elements(target)):
-        return False
-    if fresh and isinstance(stmt.value, (ast.Name, ast.Attribute, ast.Subscript, ast.Starred)):
-        return False
-    return not _reads(stmt.value, name)
+class _Rebinding:
+    """Whether a statement binds ``name`` (alone or in a tuple) to a value that does not read it
+    (or that ``drops`` says keeps nothing the caller tracks); see ``rebound_around``."""
+
+    def __init__(self, name: str, fresh: bool, drops: Callable[[ast.AST], bool] | None):
+        self.name, self.fresh, self.drops = name, fresh, drops
+
+    def __call__(self, stmt: ast.AST) -> bool:
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
+            return False
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        if not any(symbol(bound) == self.name for target in targets for bound in target_elements(target)):
+            return False
+        if self.fresh and isinstance(stmt.value, (ast.Name, ast.Attribute, ast.Subscript, ast.Starred)):
+            return False
+        if not _reads(stmt.value, self.name):
+            return True
+        return self.drops is not None and self.drops(stmt.value)
 
 
 def _reads(expr: ast.AST, name: str) -> bool:

@@ -47,7 +47,9 @@ class LossAccumulatedWithGraph(Rule):
         from the top of the body to the `+=` (`loss_v = policy + value` and then
         `loss_v += entropy` for the log; `losses = []` at the top of the step; a
         `continue` before the rebinding skips the `+=` too) or on every path from the `+=`
-        to the next iteration, or an in-place edit of an element of such a value
+        to the next iteration (a rebinding to a plain number made of the total itself,
+        `k = float(k)` after `k = k + loss`, counts: the number goes round, the graph does
+        not), or an in-place edit of an element of such a value
         (`preds[i] += preds[j]` on this iteration's `preds = model(x)`). Gradients asked of
         autograd without `create_graph=True` (`torch.autograd.grad(loss, x)[0]`,
         `torch.autograd.functional.jacobian(f, x)`) carry no graph.
@@ -138,7 +140,7 @@ def train(model, loader, optimizer):
                 # micro-steps summed inside one step (MC samples, closures) do not.
                 if training_loops is None:
                     training_loops = set(iterations(ctx).training_loops)
-                if not _kept_across_iterations(ctx, node, accumulator, training_loops):
+                if not _kept_across_iterations(ctx, graphs, node, accumulator, training_loops):
                     continue
                 if graphs.feeds_backward(node, accumulator):
                     continue
@@ -168,18 +170,24 @@ def train(model, loader, optimizer):
         )
 
 
-def _kept_across_iterations(ctx, node, accumulator, training_loops) -> bool:
+def _kept_across_iterations(ctx, graphs, node, accumulator, training_loops) -> bool:
     """The total outlives training iterations: it grows inside a training loop that does not
     rebind it afresh each iteration (``outputs = []`` at the top of the step, ``loss = criterion(...)``
     before ``loss += ...``, ``preds = model(x)`` before ``preds[i] += preds[j]``: what it holds then
     lives one iteration only), or it is kept on ``self``
     (or in a global) by a function the training loop calls once per batch -- unless a loop of that
     function starts it afresh on each of its iterations (``d_loss = 0`` at the top of each
-    discriminator step of a global ``d_loss``): then no call adds to what an earlier one left."""
+    discriminator step of a global ``d_loss``): then no call adds to what an earlier one left.
+    A rebinding to a plain number counts as starting afresh even when it reads the total
+    (``kt = float(kt)`` after ``kt = kt + loss``): the number goes round, the graph does not."""
     name = symbol(accumulator)
+
+    def plain(value) -> bool:
+        return graphs.state(value) is Graph.PLAIN
+
     if any(
         loop in training_loops
-        and (name is None or not rebound_around(ctx, loop, node, name))
+        and (name is None or not rebound_around(ctx, loop, node, name, drops=plain))
         and not element_holder_rebound_around(ctx, loop, accumulator, node)
         for loop in ctx.enclosing_loops(node)
     ):
@@ -187,7 +195,9 @@ def _kept_across_iterations(ctx, node, accumulator, training_loops) -> bool:
     if not _outlives_its_function(ctx, accumulator):
         return False
     func = ctx.enclosing_function(node)
-    if name is not None and any(rebound_around(ctx, loop, node, name) for loop in ctx.enclosing_loops(node)):
+    if name is not None and any(
+        rebound_around(ctx, loop, node, name, drops=plain) for loop in ctx.enclosing_loops(node)
+    ):
         return False  # each iteration of its own loop starts it afresh: no call adds to the last one's total
     for site in call_graph(ctx).callers(func) if func is not None else ():
         if any(loop in training_loops for loop in ctx.enclosing_loops(site)):

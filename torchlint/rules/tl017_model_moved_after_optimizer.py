@@ -12,7 +12,7 @@ from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.constructors import prepared_element
 from torchlint.torchmodel.events import STEP_KINDS
-from torchlint.torchmodel.optimizer_state import call_fills_state, hands_optimizer
+from torchlint.torchmodel.optimizer_state import call_fills_state, hands_optimizer, moves_state
 from torchlint.torchmodel.roles import Role, object_roles, role_from_name
 from torchlint.torchmodel.scripts import resolve_value
 
@@ -55,7 +55,10 @@ class ModelMovedAfterOptimizer(Rule):
         call. A move right after building an
         optimizer that has no state yet is not reported: `Module.to` and the casts keep
         the Parameter objects on CPU and CUDA, and the first step creates the state on
-        the new device; nor is plain SGD without momentum, whose state holds no tensors.
+        the new device; nor is plain SGD without momentum, whose state holds no tensors;
+        nor a move followed by one of the optimizer's state tensors (a loop over
+        `optimizer.state.values()` writing `v.to(device)` back into the state, or a
+        function of the project doing so), which then sit wherever they were moved to.
     """
     why = """
         An optimizer holds references to the parameter tensors it was given, and state
@@ -237,7 +240,7 @@ def _stale_after_move(ctx, build: _OptimizerBuild, move: ast.Call, moved: str) -
     if _makes_new_parameters(ctx, move):
         return _Stale(move, "new-parameters")
     state = _state_before(ctx, build, move, scope)
-    if state is None or _keeps_no_tensors(ctx, build.assign.value):
+    if state is None or _keeps_no_tensors(ctx, build.assign.value) or _state_moved_after(ctx, build, move, scope):
         return None
     loaded = isinstance(state.func, ast.Attribute) and state.func.attr == "load_state_dict"
     # State from training (a step, a trainer handed the optimizer) matters only if training goes on:
@@ -271,6 +274,20 @@ def _state_before(ctx, build: _OptimizerBuild, move: ast.Call, scope) -> ast.AST
         if hands_optimizer(call, build.optimizer) and call_fills_state(ctx, call, build.optimizer):
             return call
     return None
+
+
+def _state_moved_after(ctx, build: _OptimizerBuild, move: ast.Call, scope) -> bool:
+    """The state follows the model: after the move, on the same path, the optimizer's state
+    tensors are moved too (``for state in optimizer.state.values(): ... state[k] = v.to(device)``,
+    or a function of the project doing so), so none is left on the old device or dtype."""
+    end = move.end_lineno or move.lineno
+    return any(
+        stmt.lineno > end
+        and ctx.enclosing_function(stmt) is scope
+        and not _exclusive_branches(ctx, move, stmt)
+        and moves_state(ctx, stmt, build.optimizer)
+        for stmt in ctx.nodes(ast.For, ast.AsyncFor, ast.Expr)
+    )
 
 
 def _keeps_no_tensors(ctx, call: ast.AST) -> bool:

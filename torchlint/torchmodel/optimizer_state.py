@@ -92,6 +92,48 @@ def _writes_state(target: ast.AST, name: str) -> bool:
     return dotted_name(target) == f"{name}.state"
 
 
+# ----- state moved to where its parameters are ------------------------------------------------
+def moves_state(ctx: FileContext, stmt: ast.AST, optimizer: str, depth: int = _MAX_DEPTH) -> bool:
+    """Whether ``stmt`` moves the state tensors of ``optimizer`` to a device or dtype: a loop
+    over its ``state`` (``for s in optimizer.state.values()``, ``.items()`` or its keys) that
+    writes a moved tensor (``s[k] = v.to(device)``, ``v.cuda()``) into a container it reaches
+    from there, or a call of a function of the project that does so to the optimizer it is
+    handed (followed ``depth`` calls deep). After it the state is wherever it was moved to,
+    whatever device it was loaded on."""
+    for node in ast.walk(stmt):
+        if isinstance(node, (ast.For, ast.AsyncFor)) and _iterates_state(node.iter, optimizer):
+            if any(_writes_moved_tensor(inner) for inner in ast.walk(node)):
+                return True
+        elif isinstance(node, ast.Call) and depth and hands_optimizer(node, optimizer):
+            callee = resolve_callee(ctx, node)
+            if callee is None:
+                continue
+            parameter = _parameter_holding(node, callee[1], optimizer)
+            if parameter is not None and moves_state(callee[0], callee[1], parameter, depth - 1):
+                return True
+    return False
+
+
+def _iterates_state(iterable: ast.AST, optimizer: str) -> bool:
+    """``optimizer.state``, ``optimizer.state.values()`` or ``.items()``/``.keys()``."""
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) and not iterable.args:
+        if iterable.func.attr in ("values", "items", "keys"):
+            iterable = iterable.func.value
+    return dotted_name(iterable) == f"{optimizer}.state"
+
+
+def _writes_moved_tensor(node: ast.AST) -> bool:
+    """``state[k] = v.to(device)``: an element written with a tensor moved or cast."""
+    if not isinstance(node, ast.Assign) or not any(isinstance(t, ast.Subscript) for t in node.targets):
+        return False
+    value = node.value
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in torch_names.DEVICE_DTYPE_MOVES
+    )
+
+
 # ----- state loaded from an earlier run ------------------------------------------------------------
 def loads_state(ctx: FileContext, stmt: ast.AST, optimizers: set[str], depth: int = _MAX_DEPTH) -> bool:
     """Whether ``stmt`` loads the state of one of ``optimizers`` (``optimizer.load_state_dict(

@@ -11,6 +11,10 @@ Three questions, all about structured Python (no control-flow graph, nothing of 
 * ``element_holder_rebound_around(ctx, loop, target, node)``: ``target`` is an element
   (``preds[i]``) of a container bound to a new value (not an alias such as
   ``buf = self.buffer``) round ``node``, so an in-place update of it lasts one iteration.
+* ``reset_before_next(ctx, node, guard, name, accepts)``: every path from ``node`` to the next
+  evaluation of the ``if`` test ``guard`` (round the back edge of the loop holding both, or out of
+  that loop and into it again) last binds ``name`` to a value ``accepts`` holds: a counter the
+  branch of ``node`` resets (``count = 0``) that the loop's next start does not change.
 * ``leaves_loop_after(ctx, node, loop)``: every path from the statement holding ``node`` to the end
   of the loop body leaves the loop (``break``, ``return``, ``raise``), so ``node`` runs at most once
   per entry into the loop (``while True: ...; opt.step(); break``). A flag set to a true constant
@@ -26,8 +30,9 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import target_elements, walk_no_scopes
+from torchlint.analysis.nodes import position, target_elements, walk_no_scopes
 from torchlint.analysis.reachability import block_holding, statement_of
 
 if TYPE_CHECKING:
@@ -90,10 +95,46 @@ def element_holder_rebound_around(ctx: FileContext, loop: ast.AST, target: ast.A
     return False
 
 
-def _rebound_on_the_way(ctx: FileContext, loop: ast.AST, statement: ast.AST, name: str, fresh: bool, before: bool):
+def reset_before_next(ctx: FileContext, node: ast.AST, guard: ast.AST, name: str, accepts) -> bool:
+    """Whether every path from ``node`` to the next evaluation of the ``if`` test ``guard`` last
+    binds the local ``name`` to a value ``accepts(value)`` holds. Both sit directly in one loop
+    (no inner loop around either), ``guard`` before ``node``; then the paths are: on from
+    ``node`` to the back edge, every one of them rebinding ``name`` so (a ``continue`` or
+    ``break`` before that carries the old value round), and nothing binding it between the top of
+    the body and ``guard``; or out of the loop after that rebinding and into it again, where every
+    binding of ``name`` outside the loop must be accepted too. Bindings between ``guard`` and
+    ``node`` (the counter's increment) are not on those paths; any after ``node`` must be accepted."""
+    statement, test_stmt = statement_of(ctx, node), statement_of(ctx, guard)
+    if statement is None or test_stmt is None or not isinstance(test_stmt, ast.If):
+        return False
+    loops = ctx.enclosing_loops(statement)
+    if not loops or ctx.enclosing_loops(test_stmt)[:1] != loops[:1] or position(test_stmt) >= position(statement):
+        return False
+    loop = loops[0]
+    if not _rebound_on_the_way(ctx, loop, statement, name, False, before=False, accepts=accepts):
+        return False
+    scope = ctx.enclosing_scope(guard)
+    for binding in dataflow(ctx).visible_bindings(name, guard):
+        stmt = binding.stmt
+        if stmt is loop or ctx.enclosing_scope(stmt) is not scope:
+            return False  # the loop's own counter, a parameter, a name of another scope
+        inside = ctx.is_inside(stmt, loop)
+        if inside and position(stmt) < position(test_stmt):
+            return False  # rebound at the top of the body, before the test
+        if inside and position(stmt) < position(statement):
+            continue  # between the test and ``node``: on no path from ``node`` to the test
+        if not _rebinds(stmt, name, False, accepts):
+            return False
+    return True
+
+
+def _rebound_on_the_way(
+    ctx: FileContext, loop: ast.AST, statement: ast.AST, name: str, fresh: bool, before: bool, accepts=None
+):
     """Whether every path from the top of ``loop``'s body to ``statement`` (``before``), or from
-    ``statement`` to the back edge (not ``before``), rebinds ``name``. Climbs from ``statement`` to
-    ``loop``, walking at each level the statements of its block on that side of it."""
+    ``statement`` to the back edge (not ``before``), rebinds ``name`` (to a value ``accepts``
+    holds, when given: see ``_rebinds``). Climbs from ``statement`` to ``loop``, walking at each
+    level the statements of its block on that side of it."""
     child = statement
     inner = False  # climbing inside a loop nested in ``loop``: its continue/break fall out of it
     while True:
@@ -105,7 +146,12 @@ def _rebound_on_the_way(ctx: FileContext, loop: ast.AST, statement: ast.AST, nam
         # Before ``statement`` a jump never reaches it: every such path is vacuously done. After
         # it, a ``continue`` of ``loop`` itself carries the name round unchanged.
         outcome = _walk_rebinding(
-            block[:index] if before else block[index + 1 :], name, fresh, nested=inner and not before, leak=not before
+            block[:index] if before else block[index + 1 :],
+            name,
+            fresh,
+            nested=inner and not before,
+            leak=not before,
+            accepts=accepts,
         )
         if outcome == _KILLED:
             return True
@@ -116,27 +162,32 @@ def _rebound_on_the_way(ctx: FileContext, loop: ast.AST, statement: ast.AST, nam
         child = owner
 
 
-def _walk_rebinding(block: list, name: str, fresh: bool, *, nested: bool = False, leak: bool = False) -> str:
+def _walk_rebinding(
+    block: list, name: str, fresh: bool, *, nested: bool = False, leak: bool = False, accepts=None
+) -> str:
     """Walk ``block`` in order (see ``_KILLED``). ``nested``: the block lies in a loop inside the one
     asked about, so its ``continue``/``break`` go on after that inner loop; ``leak``: a ``continue``
-    of the loop asked about counts as reaching its back edge (else as a path that is done)."""
+    of the loop asked about counts as reaching its back edge (else as a path that is done).
+    ``accepts``: the value rebound must be one it holds, and a ``break`` of the loop asked about
+    carries the old value to the loop's next start."""
     for stmt in block:
         if isinstance(stmt, (ast.Continue, ast.Break)) and nested:
             return _ESCAPE
-        if isinstance(stmt, ast.Continue):
+        if isinstance(stmt, ast.Continue) or (accepts is not None and isinstance(stmt, ast.Break)):
             return _LEAK if leak else _KILLED
-        if isinstance(stmt, _EXITS) or _rebinds(stmt, name, fresh):
+        if isinstance(stmt, _EXITS) or _rebinds(stmt, name, fresh, accepts):
             return _KILLED
         if isinstance(stmt, ast.If):
             outcome = _worst(
-                _walk_rebinding(b, name, fresh, nested=nested, leak=leak) for b in (stmt.body, stmt.orelse)
+                _walk_rebinding(b, name, fresh, nested=nested, leak=leak, accepts=accepts)
+                for b in (stmt.body, stmt.orelse)
             )
         elif type(stmt) in _ALWAYS_RUN:
             # A loop's body is taken to run (its bound is data the linter cannot see), and so is a
             # ``try`` body (an exception is the exception); a jump out of an inner loop goes on after it.
             is_loop = isinstance(stmt, _LOOPS)
             outcomes = [
-                _walk_rebinding(getattr(stmt, f), name, fresh, nested=nested or is_loop, leak=leak)
+                _walk_rebinding(getattr(stmt, f), name, fresh, nested=nested or is_loop, leak=leak, accepts=accepts)
                 for f in _ALWAYS_RUN[type(stmt)]
             ]
             outcome = next(o for o in (_LEAK, _KILLED, _ESCAPE, _OPEN) if o in outcomes)
@@ -155,10 +206,14 @@ def _worst(outcomes) -> str:
     return next(o for o in (_LEAK, _ESCAPE, _OPEN, _KILLED) if o in found)
 
 
-def _rebinds(stmt: ast.AST, name: str, fresh: bool) -> bool:
-    """``stmt`` binds ``name`` (alone or in a tuple) to a value that does not read it."""
+def _rebinds(stmt: ast.AST, name: str, fresh: bool, accepts=None) -> bool:
+    """``stmt`` binds ``name`` (alone or in a tuple) to a value that does not read it; with
+    ``accepts``, binds it alone to a value ``accepts(value)`` holds."""
     if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
         return False
+    if accepts is not None:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        return any(symbol(target) == name for target in targets) and accepts(stmt.value)
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
     if not any(symbol(bound) == name for target in targets for bound in target_elements(target)):
         return False

@@ -1605,3 +1605,96 @@ def test_gradient_rescaled_from_itself_still_accumulates(lint):
         CODE,
     )
     assert "optimizer" in findings[0].message
+
+
+# ----- a clear at the start of a window that a counter reset by the step reopens -----------------
+
+_WINDOW_COUNTER = """
+    def train(model, loader, optimizer, criterion, window, epochs):
+        for epoch in range(epochs):
+            START
+            for inputs, targets in loader:
+                if GUARD:
+                    optimizer.zero_grad()
+                loss = criterion(model(inputs), targets) / window
+                loss.backward()
+                pending += 1
+                if pending == window:
+                    optimizer.step()  # expect: TL001
+                    RESET
+                else:
+                    continue
+                print(epoch, loss.item())
+"""
+
+
+def _window(start: str = "pending = 0", guard: str = "pending == 0", reset: str = "pending = 0") -> str:
+    return _WINDOW_COUNTER.replace("START", start).replace("GUARD", guard).replace("RESET", reset)
+
+
+def test_clear_when_a_counter_the_step_resets_is_back_at_its_start_is_silent(lint):
+    """Whatever the counter is called: the step's branch sets it back to a value passing the clear's
+    test, so does the start of every pass over the loader, and nothing else changes it on the way
+    round: every window opens with a clear."""
+    for guard in ("pending == 0", "not pending", "pending < 1"):
+        assert lint(_window(guard=guard).replace("  # expect: TL001", ""), CODE) == [], guard
+
+
+def test_clear_behind_a_counter_reset_to_a_value_failing_its_test_is_reported(lint):
+    for source in (
+        _window(reset="pending = 1"),  # reset, but to a value the clear's test rejects
+        _window(reset="print('stepped')"),  # never reset after the step: the clear cannot recur
+        _window(start="pending = 1"),  # each pass over the loader opens with the clear skipped
+        _window(guard="pending == 0 and epoch == 0"),  # a second variable the reset does not decide
+    ):
+        findings = check(lint, source, CODE)
+        assert "`optimizer.step()` applies gradients that are never cleared in the loop at line 5" in (
+            findings[0].message
+        ), source
+
+
+def test_clear_behind_a_flag_the_step_raises_again_is_silent(lint):
+    check(
+        lint,
+        """
+        def fit(model, batches, opt, loss_fn, token_budget):
+            needs_clear = True
+            seen_tokens = 0
+            for x, y in batches:
+                if needs_clear:
+                    opt.zero_grad(set_to_none=True)
+                    needs_clear = False
+                loss_fn(model(x), y).backward()
+                seen_tokens += x.numel()
+                if seen_tokens >= token_budget:
+                    opt.step()
+                    needs_clear = True
+                    seen_tokens = 0
+        """,
+        CODE,
+    )
+
+
+def test_clear_behind_a_flag_a_later_line_lowers_again_is_reported(lint):
+    """The step raises the flag, but a line after it in the same iteration lowers it before the
+    next test: the clear never runs after the first step."""
+    findings = check(
+        lint,
+        """
+        def fit(model, batches, opt, loss_fn, token_budget):
+            needs_clear = True
+            seen_tokens = 0
+            for x, y in batches:
+                if needs_clear:
+                    opt.zero_grad(set_to_none=True)
+                loss_fn(model(x), y).backward()
+                seen_tokens += x.numel()
+                if seen_tokens >= token_budget:
+                    opt.step()  # expect: TL001
+                    needs_clear = True
+                    seen_tokens = 0
+                needs_clear = False
+        """,
+        CODE,
+    )
+    assert "`opt.step()` applies gradients that are never cleared in the loop at line 5" in findings[0].message

@@ -11,6 +11,10 @@ Three questions, all about structured Python (no control-flow graph, nothing of 
 * ``element_holder_rebound_around(ctx, loop, target, node)``: ``target`` is an element
   (``preds[i]``) of a container bound to a new value (not an alias such as
   ``buf = self.buffer``) round ``node``, so an in-place update of it lasts one iteration.
+* ``reset_before_next(ctx, node, guard, name, accepts)``: every path from ``node`` to the next
+  evaluation of the ``if`` test ``guard`` (round the back edge of the loop holding both, or out of
+  that loop and into it again) last binds ``name`` to a value ``accepts`` holds: a counter the
+  branch of ``node`` resets (``count = 0``) that the loop's next start does not change.
 * ``leaves_loop_after(ctx, node, loop)``: every path from the statement holding ``node`` to the end
   of the loop body leaves the loop (``break``, ``return``, ``raise``), so ``node`` runs at most once
   per entry into the loop (``while True: ...; opt.step(); break``). A flag set to a true constant
@@ -26,8 +30,9 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import target_elements, walk_no_scopes
+from torchlint.analysis.nodes import position, target_elements, walk_no_scopes
 from torchlint.analysis.reachability import block_holding, statement_of
 
 if TYPE_CHECKING:
@@ -104,10 +109,45 @@ def element_holder_rebound_around(ctx: FileContext, loop: ast.AST, target: ast.A
     return False
 
 
+def reset_before_next(ctx: FileContext, node: ast.AST, guard: ast.AST, name: str, accepts) -> bool:
+    """Whether every path from ``node`` to the next evaluation of the ``if`` test ``guard`` last
+    binds the local ``name`` to a value ``accepts(value)`` holds. Both sit directly in one loop
+    (no inner loop around either), ``guard`` before ``node``; then the paths are: on from
+    ``node`` to the back edge, every one of them rebinding ``name`` so (a ``continue`` or
+    ``break`` before that carries the old value round), and nothing binding it between the top of
+    the body and ``guard``; or out of the loop after that rebinding and into it again, where every
+    binding of ``name`` outside the loop must be accepted too. Bindings between ``guard`` and
+    ``node`` (the counter's increment) are not on those paths; any after ``node`` must be accepted."""
+    statement, test_stmt = statement_of(ctx, node), statement_of(ctx, guard)
+    if statement is None or test_stmt is None or not isinstance(test_stmt, ast.If):
+        return False
+    loops = ctx.enclosing_loops(statement)
+    if not loops or ctx.enclosing_loops(test_stmt)[:1] != loops[:1] or position(test_stmt) >= position(statement):
+        return False
+    loop = loops[0]
+    rebinds = _Rebinding(name, False, None, accepts)
+    if not _rebound_on_the_way(ctx, loop, statement, rebinds, before=False):
+        return False
+    scope = ctx.enclosing_scope(guard)
+    for binding in dataflow(ctx).visible_bindings(name, guard):
+        stmt = binding.stmt
+        if stmt is loop or ctx.enclosing_scope(stmt) is not scope:
+            return False  # the loop's own counter, a parameter, a name of another scope
+        inside = ctx.is_inside(stmt, loop)
+        if inside and position(stmt) < position(test_stmt):
+            return False  # rebound at the top of the body, before the test
+        if inside and position(stmt) < position(statement):
+            continue  # between the test and ``node``: on no path from ``node`` to the test
+        if not rebinds(stmt):
+            return False
+    return True
+
+
 def _rebound_on_the_way(ctx: FileContext, loop: ast.AST, statement: ast.AST, rebinds: _Rebinding, before: bool):
     """Whether every path from the top of ``loop``'s body to ``statement`` (``before``), or from
-    ``statement`` to the back edge (not ``before``), rebinds ``name``. Climbs from ``statement`` to
-    ``loop``, walking at each level the statements of its block on that side of it."""
+    ``statement`` to the back edge (not ``before``), rebinds the name (as ``rebinds`` judges a
+    statement). Climbs from ``statement`` to ``loop``, walking at each
+    level the statements of its block on that side of it."""
     child = statement
     inner = False  # climbing inside a loop nested in ``loop``: its continue/break fall out of it
     while True:
@@ -133,11 +173,13 @@ def _rebound_on_the_way(ctx: FileContext, loop: ast.AST, statement: ast.AST, reb
 def _walk_rebinding(block: list, rebinds: _Rebinding, *, nested: bool = False, leak: bool = False) -> str:
     """Walk ``block`` in order (see ``_KILLED``). ``nested``: the block lies in a loop inside the one
     asked about, so its ``continue``/``break`` go on after that inner loop; ``leak``: a ``continue``
-    of the loop asked about counts as reaching its back edge (else as a path that is done)."""
+    of the loop asked about counts as reaching its back edge (else as a path that is done).
+    With ``rebinds.accepts`` (``reset_before_next``) a ``break`` of the loop asked about carries
+    the old value to the loop's next start."""
     for stmt in block:
         if isinstance(stmt, (ast.Continue, ast.Break)) and nested:
             return _ESCAPE
-        if isinstance(stmt, ast.Continue):
+        if isinstance(stmt, ast.Continue) or (rebinds.accepts is not None and isinstance(stmt, ast.Break)):
             return _LEAK if leak else _KILLED
         if isinstance(stmt, _EXITS) or rebinds(stmt):
             return _KILLED
@@ -169,15 +211,25 @@ def _worst(outcomes) -> str:
 
 class _Rebinding:
     """Whether a statement binds ``name`` (alone or in a tuple) to a value that does not read it
-    (or that ``drops`` says keeps nothing the caller tracks); see ``rebound_around``."""
+    (or that ``drops`` says keeps nothing the caller tracks); see ``rebound_around``. With
+    ``accepts``, whether it binds ``name`` alone to a value ``accepts(value)`` holds (see
+    ``reset_before_next``)."""
 
-    def __init__(self, name: str, fresh: bool, drops: Callable[[ast.AST], bool] | None):
-        self.name, self.fresh, self.drops = name, fresh, drops
+    def __init__(
+        self,
+        name: str,
+        fresh: bool,
+        drops: Callable[[ast.AST], bool] | None,
+        accepts: Callable[[ast.AST], bool] | None = None,
+    ):
+        self.name, self.fresh, self.drops, self.accepts = name, fresh, drops, accepts
 
     def __call__(self, stmt: ast.AST) -> bool:
         if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
             return False
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        if self.accepts is not None:
+            return any(symbol(target) == self.name for target in targets) and self.accepts(stmt.value)
         if not any(symbol(bound) == self.name for target in targets for bound in target_elements(target)):
             return False
         if self.fresh and isinstance(stmt.value, (ast.Name, ast.Attribute, ast.Subscript, ast.Starred)):

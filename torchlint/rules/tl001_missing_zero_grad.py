@@ -235,6 +235,7 @@ def _cleared(ctx, unit, step, stepped) -> bool:
             for g in event.guards
             if not _same_condition(ctx, g[0], step_tests.get(guard_key(ctx, g), ()))
             and not accumulation.is_accumulation_test(g[0])
+            and not accumulation.rearmed_by_step(g, step)
             and not _cleared_by_contract(ctx, event, g, step)
             and not _gates_every_backward(unit, event, g)
         ]

@@ -5,6 +5,9 @@ before one optimizer step applies them. What TL009 (and TL001's accumulation win
 
 * ``is_accumulation_test(test)``: does an ``if`` test pick the optimizer-update iterations
   (``(i + 1) % accum == 0``, ``accum_count >= accum_steps``, a flag assigned from one)?
+* ``rearmed_by_step(guard, step)``: is a clear's condition (``if window_idx == 0:``) shown to
+  hold again the first time it is tested after the step, through a counter or flag the step's
+  branch resets (the clear at the start of each accumulation window, whatever the names)?
 * ``accumulated_backwards(unit, i)``: backward passes whose gradients pile up over several
   iterations before the step ``unit.events[i]``, each with its ``Accumulation`` evidence;
   ``accumulation_gate(events, i)``: the test that decides whether ``events[i]`` runs;
@@ -19,6 +22,9 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from torchlint.analysis.backedge import reset_before_next
+from torchlint.analysis.conditions import truth_under
+from torchlint.analysis.constants import UNKNOWN, constant_value
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.nodes import source_text, walk_no_scopes
 from torchlint.torchmodel.clearing import clearing
@@ -113,6 +119,26 @@ class GradientAccumulation:
                         ):
                             return True
         return False
+
+    def rearmed_by_step(self, guard: tuple, step: Event) -> bool:
+        """Whether the clear's ``guard`` (``(test, branch)``) takes that branch the first time it is
+        tested after ``step``: the test reads one variable (beside constants), and every path from
+        the step round to the test leaves it a value deciding the test so (``if idx == 0:
+        opt.zero_grad()`` ... ``if idx == n: opt.step(); idx = 0``, with ``idx = 0`` too where the
+        loop starts). Each step's window then opens with a clear."""
+        test, holds = guard
+        if not isinstance(test, ast.expr):
+            return False
+        constant = lambda e: constant_value(self.ctx, e)  # noqa: E731
+        variables = {n.id for n in walk_no_scopes(test) if isinstance(n, ast.Name) and constant(n) is UNKNOWN}
+        if len(variables) != 1:
+            return False
+        (name,) = variables
+
+        def accepts(value: ast.AST) -> bool:
+            return truth_under(test, {name: constant(value)}, constant) is holds
+
+        return reset_before_next(self.ctx, step.site, test, name, accepts)
 
     def accumulated_backwards(self, unit: Unit, index: int) -> list[tuple[Event, Accumulation]]:
         """Backward passes whose gradients pile up over several iterations before the step

@@ -207,6 +207,29 @@ def package_base(directory: str) -> str:
     return directory
 
 
+def _checkout_above(tree: ast.Module, here: str, root: str) -> list[str]:
+    """The folder just above ``root`` when a top-level absolute import of the module names a
+    package (``name/__init__.py``) there that is neither in ``here`` nor in ``root``."""
+    parent = os.path.dirname(root)
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module]
+        else:
+            continue
+        for name in names:
+            top = name.split(".", 1)[0]
+            if any(
+                os.path.exists(os.path.join(d, top)) or os.path.exists(os.path.join(d, top + ".py"))
+                for d in (here, root)
+            ):
+                continue
+            if os.path.isfile(os.path.join(parent, top, "__init__.py")):
+                return [parent]
+    return []
+
+
 class Project:
     def __init__(self, root: str, parsed: ParseCache | None = None, owner: Projects | None = None):
         self.root = os.path.realpath(root)
@@ -239,11 +262,16 @@ class Project:
         """The project the module at ``path`` (parsed as ``tree``) imports from. Without a root
         marker, a script that puts a folder above its own on ``sys.path`` (``sys.path.append(<the
         folder above this file>)``) imports the packages there as Python would: the project widens
-        to that folder (at most ``MAX_SCRIPT_PATH_LEVELS`` up). A root found by a marker stays."""
+        to that folder (at most ``MAX_SCRIPT_PATH_LEVELS`` up). So does a script that imports a
+        package found neither beside it nor in its root but in the folder just above its root
+        (``repo/tests/test_net.py`` importing ``repo/mypkg``): the tests and scripts of a checkout
+        import its own package, installed from there or run from the checkout's top (whose root
+        marker a copy of the sources may lack). A root found by a marker stays."""
         if self._owner is None or any(os.path.exists(os.path.join(self.root, m)) for m in ROOT_MARKERS):
             return self
         here = os.path.dirname(os.path.realpath(path))
         above = [d for d in added_search_dirs(tree, path) if _levels_above(d, here) is not None]
+        above += _checkout_above(tree, here, self.root)
         widest = min(above, key=len, default=None)  # the highest of them
         if (
             widest is None

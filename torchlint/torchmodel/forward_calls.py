@@ -47,9 +47,17 @@ class ForwardCalls:
     def builds_model(self, call: ast.Call) -> bool:
         """Whether the value ``call`` returns is later used as a model (``model = configs.model()``
         ... ``model.eval()``, ``model(inputs)``): the call builds the model, a forward returns
-        tensors. Only uses a tensor has no counterpart of count (``.to()``, ``.cuda()`` do not)."""
-        parent = self.ctx.parent(call)
-        if not (isinstance(parent, ast.Assign) and parent.value is call and len(parent.targets) == 1):
+        tensors. Only uses a tensor has no counterpart of count (``.to()``, ``.cuda()`` do not), but
+        the value may reach the name through them (``model = net_fn(cfg).cuda()``, ``model =
+        DDP(net_fn(cfg))``: what ``same_module`` hands back as the module it was given)."""
+        value: ast.AST = call
+        parent = self.ctx.parent(value)
+        while True:
+            outer = self.ctx.parent(parent) if isinstance(parent, ast.Attribute) else parent
+            if not (isinstance(outer, ast.Call) and same_module(self.ctx, outer) is value):
+                break
+            value, parent = outer, self.ctx.parent(outer)
+        if not (isinstance(parent, ast.Assign) and parent.value is value and len(parent.targets) == 1):
             return False
         key = symbol(parent.targets[0])
         if key is None:

@@ -19,11 +19,12 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import calls_elsewhere, resolve_local_call
+from torchlint.analysis.callgraph import calls_elsewhere, resolve_local_call, resolve_name
 from torchlint.analysis.containers import item_origins
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import dotted_name
-from torchlint.analysis.nodes import method_call
+from torchlint.analysis.nodes import last_name, method_call, returns_of, walk_function_body
+from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role, preserved_argument
 from torchlint.torchmodel.events import EventKind
@@ -35,6 +36,7 @@ from torchlint.torchmodel.walk import event_walker
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
+    from torchlint.analysis.definitions import Definition
 
 SYNTHETIC_FACTORIES = frozenset(
     "torch." + name
@@ -229,8 +231,11 @@ class ModelProvenance:
         return name is not None and not self._touched(name, model)
 
     def fresh_construction(self, origin: ast.AST | None) -> bool:
-        """``origin`` builds a model from its class, without pretrained weights."""
-        if not isinstance(origin, ast.Call) or constructor_role(self.ctx, origin) != Role.MODEL:
+        """``origin`` builds a model from its class, or through a builder of the project that only
+        constructs one (``fresh_builder``), without pretrained weights."""
+        if not isinstance(origin, ast.Call):
+            return False
+        if constructor_role(self.ctx, origin) != Role.MODEL and not self._calls_fresh_builder(origin):
             return False
         if isinstance(origin.func, ast.Attribute) and origin.func.attr == "from_pretrained":
             return False
@@ -244,6 +249,14 @@ class ModelProvenance:
             ):
                 return False
         return True
+
+    def _calls_fresh_builder(self, call: ast.Call) -> bool:
+        found = resolve_name(self.ctx, call.func)
+        return (
+            found is not None
+            and found.is_function
+            and function_summary(found, "torch.fresh-model-builder", fresh_builder, False)
+        )
 
     def _touched(self, name: str, at: ast.AST) -> bool:
         """Whether code that sees ``name`` uses its weights (parameters, state, train mode), hands
@@ -382,6 +395,50 @@ def _through_moves_and_wrappers(ctx: FileContext):
         return preserved_argument(ctx, expr) if isinstance(expr, ast.Call) else None
 
     return through
+
+
+def fresh_builder(function: Definition) -> bool:
+    """A function of the project that only builds a model (``def get_model(n): model = Net(n);
+    return model``, or one handing back what such a builder returns, a chain of them): every return
+    hands back a model it constructs fresh there (``fresh_construction``), and nothing in it loads a
+    state into that model or hands it to other code, which might. Each call returns a new model
+    with its initial weights, like calling the class itself."""
+    ctx, node = function.ctx, function.node
+    returns = returns_of(node)
+    if not returns or any(r.value is None for r in returns):
+        return False
+    provenance, flow = ModelProvenance(ctx), dataflow(ctx)
+    origins = [o for r in returns for o in flow.origins(r.value, through_model_keeping)]
+    if not origins or not all(provenance.fresh_construction(o) and ctx.enclosing_function(o) is node for o in origins):
+        return False
+    names = {
+        t.id
+        for o in origins
+        for t in getattr(ctx.parent(o), "targets", ())  # `model = Net(...)`: the name it is built into
+        if isinstance(t, ast.Name)
+    }
+    return not any(
+        isinstance(n, ast.Name) and n.id in names and _may_load_into(ctx, n) for n in walk_function_body(node)
+    )
+
+
+def _may_load_into(ctx: FileContext, name: ast.Name) -> bool:
+    """A use of a model just built that may load a state into it: a loading method of it or of one
+    of its parts (``model.encoder.load_state_dict(...)``), a store into it, or the model or a part
+    handed to a call other than an inspection (``load_checkpoint(model, path)``)."""
+    top: ast.AST = name
+    parent = ctx.parent(top)
+    while isinstance(parent, (ast.Attribute, ast.Subscript)) and parent.value is top:
+        top, parent = parent, ctx.parent(parent)
+    if isinstance(getattr(top, "ctx", None), (ast.Store, ast.Del)):
+        return top is not name  # `model.fc.weight = ...`; binding the name itself is its construction
+    if isinstance(parent, ast.Call) and parent.func is top:
+        return isinstance(top, ast.Attribute) and top.attr in torch_names.STATE_LOADING_METHODS
+    if isinstance(parent, ast.keyword):
+        parent = ctx.parent(parent)
+    if isinstance(parent, ast.Call):
+        return (last_name(parent.func) or "") not in INSPECTING_CALLS
+    return False
 
 
 def through_model_keeping(expr: ast.AST) -> ast.AST | None:

@@ -153,10 +153,10 @@ MODULE_ONLY_METHODS = frozenset(
         "named_buffers",
     }
 )
-# Methods of a module that load, reset or re-initialise its weights in place.
-WEIGHT_LOADING_METHODS = frozenset(
-    {"load_state_dict", "load", "load_weights", "apply", "init_weights", "reset_parameters", "from_pretrained"}
-)
+# Methods of a module that load trained weights into it (a checkpoint, a pretrained state).
+STATE_LOADING_METHODS = frozenset({"load_state_dict", "load", "load_weights", "from_pretrained"})
+# ... and those that load, reset or re-initialise its weights in place.
+WEIGHT_LOADING_METHODS = STATE_LOADING_METHODS | {"apply", "init_weights", "reset_parameters"}
 # Methods that hook code into a module's forward or backward: what the module computes reaches the hook
 # even when the caller drops the call's value.
 HOOK_REGISTRATIONS = frozenset(

@@ -370,3 +370,77 @@ def test_function_that_builds_trains_and_returns_its_model_is_reported_once(lint
         """,
         "TL003",
     )
+
+
+# ----- a network run only with autograd off is not the model being trained --------------------
+
+
+def test_noise_network_rebuilt_each_epoch_and_run_under_no_grad_is_not_reported(lint):
+    check(
+        lint,
+        """
+        import torch
+        from torch import nn
+        from torch.nn import functional as F
+
+        class Perturber(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.conv = nn.Conv2d(3, width, 3, padding=1)
+                self.back = nn.Conv2d(width, 3, 3, padding=1)
+            def forward(self, x):
+                return x + self.back(torch.relu(self.conv(x)))
+
+        def run_epoch(model, optimizer, loader):
+            perturb = Perturber(8).train().cuda()
+            for images, labels in loader:
+                images = images.cuda()
+                with torch.no_grad():
+                    perturb.apply(reset_weights)
+                    images = perturb(images)
+                loss = F.cross_entropy(model(images), labels.cuda())
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+
+        def main(model, optimizer, loader, epochs):
+            for epoch in range(epochs):
+                run_epoch(model, optimizer, loader)
+        """,
+        "TL003",
+    )
+
+
+def test_rebuilt_network_also_run_with_autograd_on_is_still_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch
+        from torch import nn
+        from torch.nn import functional as F
+
+        class Classifier(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(32, 10)
+            def forward(self, x):
+                return self.fc(x)
+
+        def run_epoch(loader):
+            model = Classifier().train().cuda()  # expect: TL003
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for features, labels in loader:
+                with torch.no_grad():
+                    warm = model(features)
+                loss = F.cross_entropy(model(features), labels)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+
+        def main(loader, epochs):
+            for epoch in range(epochs):
+                run_epoch(loader)
+        """,
+        "TL003",
+    )
+    assert findings[0].message.startswith("`Classifier(...)` builds a new model in every iteration of")

@@ -1243,3 +1243,54 @@ def test_total_made_a_number_only_on_one_branch_is_reported(lint):
         """,
         CODE,
     )
+
+
+# ----- a loop over a dict's own items that rewrites every entry makes each entry plain ---------
+
+
+def test_entries_rewritten_to_numbers_by_a_loop_over_the_dict_are_plain(lint):
+    check(
+        lint,
+        """
+        def fit(model, criterion, optimizer, loader, log):
+            running = 0.0
+            for images, targets in loader:
+                terms = criterion(model(images), targets)
+                optimizer.zero_grad()
+                terms["total"].backward()
+                optimizer.step()
+                parts = []
+                for n, (name, term) in enumerate(terms.items()):
+                    terms[name] = term.item()
+                    if name == "total":
+                        continue
+                    parts.append(f"{name}={terms[name]:.3f}")
+                running += terms["total"]
+                log(" ".join(parts), running)
+        """,
+        "TL010",
+    )
+
+
+def test_entries_rewritten_only_under_a_guard_stay_attached(lint):
+    findings = check(
+        lint,
+        """
+        def fit(model, criterion, optimizer, loader, log):
+            running = 0.0
+            for images, targets in loader:
+                terms = criterion(model(images), targets)
+                optimizer.zero_grad()
+                terms["total"].backward()
+                optimizer.step()
+                for name, term in terms.items():
+                    if name == "total":
+                        continue
+                    terms[name] = term.item()
+                running += terms["total"]  # expect: TL010
+                log(running)
+        """,
+        "TL010",
+    )
+    assert findings[0].line == 13
+    assert 'terms["total"]' in findings[0].message

@@ -161,20 +161,56 @@ def _instances_without_grad(ctx: FileContext, cls: ast.ClassDef) -> bool:
 def _confined_without_grad(ctx: FileContext, construction: ast.Call) -> bool:
     """``name = Cls(...)`` under a no-grad switch, every other mention of ``name`` in that scope
     (nested functions included) the receiver of a method call under a no-grad switch."""
-    statement = ctx.parent(construction)
-    if lexical_grad_disabler(ctx, construction) is None or not isinstance(statement, ast.Assign):
+    if lexical_grad_disabler(ctx, construction) is None:
         return False
-    if len(statement.targets) != 1 or not isinstance(statement.targets[0], ast.Name):
+    return _mentions_only_without_grad(ctx, construction, ctx.parent(construction), calls_itself=False)
+
+
+def module_run_only_without_grad(ctx: FileContext, construction: ast.Call) -> bool:
+    """Whether the module built by ``construction`` is bound to a local name (``net =
+    Net(...).cuda()``, through moves and mode switches that hand back the module) and every other
+    mention of that name in its scope is a call of it (``net(x)``) or of one of its methods
+    (``net.reset()``), each under a no-grad switch: nothing ever records a graph through the
+    module, so no backward reaches its weights (an augmentation or noise network). Shown, else
+    False: a name handed on, returned, stored, rebound or iterated may be trained elsewhere."""
+    value = construction
+    while (found := _module_keeping_call(ctx, value)) is not None:
+        value = found
+    return _mentions_only_without_grad(ctx, construction, ctx.parent(value), calls_itself=True)
+
+
+def _module_keeping_call(ctx: FileContext, value: ast.AST) -> ast.Call | None:
+    """The call ``value.cuda()`` / ``value.train()`` / ``value.to(d)`` around ``value``, if any."""
+    attribute = ctx.parent(value)
+    call = ctx.parent(attribute) if isinstance(attribute, ast.Attribute) else None
+    if isinstance(call, ast.Call) and call.func is attribute and attribute.attr in torch_names.MODULE_SELF_RETURNING:
+        return call
+    return None
+
+
+# Module methods that hand its weights to other code (an optimizer, a checkpoint).
+_HANDING_OUT_WEIGHTS = frozenset({"parameters", "named_parameters", "state_dict", "buffers", "modules", "children"})
+
+
+def _mentions_only_without_grad(ctx: FileContext, construction: ast.Call, statement, calls_itself: bool) -> bool:
+    if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
         return False
     bound = statement.targets[0]
+    if not isinstance(bound, ast.Name):
+        return False
     scope = ctx.enclosing_function(construction) or ctx.tree
     for node in ast.walk(scope):
         if not isinstance(node, ast.Name) or node.id != bound.id or node is bound:
             continue
         receiver = ctx.parent(node)
-        call = ctx.parent(receiver)
-        if not (isinstance(receiver, ast.Attribute) and isinstance(call, ast.Call) and call.func is receiver):
-            return False  # handed on, returned, stored, rebound, or a bound method taken away
+        if calls_itself and isinstance(receiver, ast.Call) and receiver.func is node:
+            call = receiver
+        else:
+            call = ctx.parent(receiver)
+            if not (isinstance(receiver, ast.Attribute) and isinstance(call, ast.Call) and call.func is receiver):
+                return False  # handed on, returned, stored, rebound, or a bound method taken away
+            if calls_itself and receiver.attr in _HANDING_OUT_WEIGHTS:
+                return False  # `SGD(net.parameters())`: the weights go where an optimizer may step them
         if lexical_grad_disabler(ctx, call) is None:
             return False
     return True

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callgraph import resolve_callee
 from torchlint.analysis.constants import possible_values
 from torchlint.analysis.dataflow import Binding, dataflow, resolve_instance_call, resolve_instance_method, value_kept
+from torchlint.analysis.entry_rewrites import rewritten_entries
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument, last_name, method_call, returns_of
 from torchlint.torchmodel import vocabulary as torch_names
@@ -243,6 +244,9 @@ class GraphValues:
         if isinstance(expr, ast.Attribute):
             return self._attribute(expr, at, depth)
         if isinstance(expr, ast.Subscript):
+            rewritten = rewritten_entries(self.ctx, expr, at)
+            if rewritten is not None:  # `for k, v in d.items(): d[k] = v.item()` before the read
+                return self.state(rewritten, rewritten, depth + 1)
             return Graph.ATTACHED if self._proved_field(expr, at) else self.state(expr.value, at, depth + 1)
         if isinstance(expr, ast.IfExp):
             return self._join((expr.body, expr.orelse), at, depth)

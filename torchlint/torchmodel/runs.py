@@ -45,6 +45,7 @@ from torchlint.torchmodel.fresh_runs import (
     optimizes_new_tensors,
     trained_state_used_up_in_iteration,
 )
+from torchlint.torchmodel.gradmode import module_run_only_without_grad
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.module_growth import grown_before
 from torchlint.torchmodel.phases import runs_when_called
@@ -333,6 +334,8 @@ class RunAnalysis:
         for call, built in self.built.constructions():
             if built == role and (role != Role.OPTIMIZER or optimizer_holds_state(self.ctx, call)):
                 # An optimizer that cannot hold state loses nothing when it is built again.
+                if role == Role.MODEL and module_run_only_without_grad(self.ctx, call):
+                    continue  # run only with autograd off (an augmentation network): nothing trains it
                 where = self.rebuilt_in_loop(call, role)
                 if where is not None:
                     found.append((call, where))

@@ -62,6 +62,8 @@ def _constructor_role(ctx: FileContext, call: ast.Call) -> Role | None:
         return class_role(*found)
     if isinstance(func, ast.Subscript):
         return _drawn_class_role(ctx, func)
+    if isinstance(func, ast.Name):
+        return _bound_class_role(ctx, func)
     if isinstance(func, ast.Attribute) and func.attr == "from_pretrained":
         base = dotted_name(func.value) or ""
         if base.rsplit(".", 1)[-1].startswith("Auto") and "Tokenizer" not in base and "Config" not in base:
@@ -75,8 +77,27 @@ def _drawn_class_role(ctx: FileContext, drawn: ast.Subscript) -> Role | None:
     writes there gives, when they all agree. Which element is drawn is not known, so what is told
     later of one built object (a scheduler class that replaces torch's ``step()``) must hold for
     all of them here: a scheduler only when every element is one that keeps torch's ``step()``."""
+    return _agreed_class_role(ctx, written_items(ctx, drawn))
+
+
+def _bound_class_role(ctx: FileContext, name: ast.Name) -> Role | None:
+    """What calling a name bound to a class builds (``scheduler_function = lrs.StepLR`` on one
+    branch, ``= lrs.MultiStepLR`` on another, then ``scheduler_function(optimizer, **kwargs)``): the
+    role every class reference that may reach the call gives, when they all agree. A binding that
+    is no plain reference to a class (a parameter, a call's result) leaves it unknown."""
+    bindings = dataflow(ctx).reaching(name)
+    if not bindings or any(b.kind != "assign" or not isinstance(b.value, (ast.Name, ast.Attribute)) for b in bindings):
+        return None
+    return _agreed_class_role(ctx, [b.value for b in bindings])
+
+
+def _agreed_class_role(ctx: FileContext, classes) -> Role | None:
+    """The role calling any of ``classes`` (class references, None where one is not shown) builds,
+    when they all agree. Which one is called is not known, so what is told later of one built
+    object (a scheduler class that replaces torch's ``step()``) must hold for all of them: a
+    scheduler only when every class is one that keeps torch's ``step()``."""
     roles = set()
-    for element in written_items(ctx, drawn):
+    for element in classes:
         if element is None:
             return None
         roles.add(class_reference_role(ctx, element))

@@ -41,8 +41,21 @@ class ForwardCalls:
 
     def is_model_call(self, call: ast.Call) -> bool:
         return (
-            self.is_model(model_expression(call)) and not self.builds_model(call) and not foreign_call(self.ctx, call)
+            self.is_model(model_expression(call))
+            and not self.handed_a_model(call)
+            and not self.builds_model(call)
+            and not foreign_call(self.ctx, call)
         )
+
+    def handed_a_model(self, call: ast.Call) -> bool:
+        """``freeze_model(model)``: a forward takes tensors, so a callable taken for a model by its
+        name alone and handed a model is a helper over models; whether it runs the model is its
+        body's question (a helper of the project that does is a recording helper), and one the
+        linter cannot read is no forward. A callable the code shows is a network stays one."""
+        if object_roles(self.ctx).role_of(model_expression(call), hint=False) is Role.MODEL:
+            return False  # shown a network by what the code does: its arguments are its inputs
+        values = [*call.args, *(keyword.value for keyword in call.keywords)]
+        return any(isinstance(value, (ast.Name, ast.Attribute)) and self.is_model(value) for value in values)
 
     def builds_model(self, call: ast.Call) -> bool:
         """Whether the value ``call`` returns is later used as a model (``model = configs.model()``

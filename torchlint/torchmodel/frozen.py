@@ -31,7 +31,7 @@ from torchlint.torchmodel import vocabulary as torch_names
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
 
-__all__ = ["runs_frozen_model"]
+__all__ = ["frozen_right_after", "runs_frozen_model"]
 
 _MAX_MOVES = 8
 _MAX_CALLERS = 3  # call sites followed up from a parameter to where its model was frozen
@@ -48,6 +48,40 @@ def runs_frozen_model(ctx: FileContext, call: ast.Call, model: ast.AST, depth: i
     if _unfreezes(ctx):
         return False  # what a caller froze, the function's own code may unfreeze before the call
     return depth < _MAX_CALLERS and _frozen_by_every_caller(ctx, call, model, depth)
+
+
+def frozen_right_after(ctx: FileContext, use: ast.AST, name: str, at: ast.AST) -> bool:
+    """``use`` of the model held in ``name`` (a load of its weights, ``model.load_state_dict(...)``,
+    or the parameter walk of a freeze itself) sits in a statement that a freeze of every parameter
+    of that model follows in the same block, with no use at ``at`` in between, and nothing in the
+    file switches a gradient back on: whatever the use gave the model, it is frozen from then on."""
+    if _unfreezes(ctx):
+        return False
+    statement = use
+    while not isinstance(statement, ast.stmt):
+        statement = ctx.parent(statement)
+        if statement is None:
+            return False
+    block = next(
+        (
+            body
+            for field in ("body", "orelse", "finalbody")
+            if statement in (body := getattr(ctx.parent(statement), field, []))
+        ),
+        None,
+    )
+    if block is None:
+        return False
+    for freeze in _freezes(ctx).get(name, ()):
+        if freeze is statement:
+            return True
+        if (
+            freeze in block
+            and position(statement) < position(freeze)
+            and not (position(statement) < position(at) < position(freeze))
+        ):
+            return True
+    return False
 
 
 def _frozen_by_every_caller(ctx: FileContext, call: ast.Call, model: ast.Name, depth: int) -> bool:

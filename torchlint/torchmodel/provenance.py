@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import calls_elsewhere, resolve_local_call, resolve_name
+from torchlint.analysis.callgraph import calls_elsewhere, resolve_call, resolve_local_call, resolve_name
 from torchlint.analysis.containers import item_origins
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import dotted_name
@@ -29,6 +29,7 @@ from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role, preserved_argument
 from torchlint.torchmodel.events import EventKind
 from torchlint.torchmodel.forward_calls import mode_switches, model_expression
+from torchlint.torchmodel.frozen import frozen_right_after
 from torchlint.torchmodel.input_checks import asserts_on_results
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.roles import Role
@@ -269,10 +270,14 @@ class ModelProvenance:
                 continue
             parent = self.ctx.parent(node)
             if isinstance(parent, ast.Attribute) and parent.attr in _WEIGHT_USES:
+                if isinstance(node, ast.Name) and frozen_right_after(self.ctx, parent, name, at):
+                    continue  # loaded, then frozen whole at once: it runs untrained or records nothing
                 return True
             if isinstance(parent, ast.Call) and node is not parent.func:
                 callee = dotted_name(parent.func) or ""
-                if callee.rsplit(".", 1)[-1] not in INSPECTING_CALLS:
+                if callee.rsplit(".", 1)[-1] not in INSPECTING_CALLS and not _only_runs_argument(
+                    self.ctx, parent, node
+                ):
                     return True  # `train(net, loader)`, `load_checkpoint(net, path)`, `DDP(net)`
             if isinstance(parent, ast.Call) and node is parent.func and self._in_training_code(parent):
                 return True  # its forward feeds a backward: `net(x).sum().backward()` in a training loop
@@ -439,6 +444,56 @@ def _may_load_into(ctx: FileContext, name: ast.Name) -> bool:
     if isinstance(parent, ast.Call):
         return (last_name(parent.func) or "") not in INSPECTING_CALLS
     return False
+
+
+def _only_runs_argument(ctx: FileContext, call: ast.Call, model: ast.AST) -> bool:
+    """``test_mode(model, image)``: ``model`` goes, as a positional argument, to a plain function of
+    the project that only runs the model it is given (``only_runs_parameter``): no load, no training."""
+    if model not in call.args:
+        return False
+    callee = resolve_call(ctx, call)
+    if callee is None or not callee.is_function:
+        return False
+    params = callee.node.args.posonlyargs + callee.node.args.args
+    index = call.args.index(model)
+    if (
+        index >= len(params)
+        or params[index].arg in ("self", "cls")
+        or any(isinstance(a, ast.Starred) for a in call.args[:index])
+    ):
+        return False
+    name = params[index].arg
+    return function_summary(callee, f"torch.only-runs-parameter:{name}", lambda d: only_runs_parameter(d, name), False)
+
+
+def only_runs_parameter(function: Definition, name: str) -> bool:
+    """Every use of the parameter ``name`` in the function's body runs it (``model(x)``,
+    ``model.forward(x)``) or hands it on, positionally, to a function of the project that only runs
+    it (itself included: a recursive split of the input), and the function never rebinds it."""
+    ctx, node = function.ctx, function.node
+    for sub in walk_function_body(node):
+        if not (isinstance(sub, ast.Name) and sub.id == name):
+            continue
+        if not isinstance(sub.ctx, ast.Load):
+            return False
+        parent = ctx.parent(sub)
+        if isinstance(parent, ast.Call) and parent.func is sub:
+            continue
+        if isinstance(parent, ast.Attribute) and parent.attr == "forward":
+            continue
+        if isinstance(parent, ast.Call) and sub in parent.args:
+            callee = resolve_call(ctx, parent)
+            if callee is not None and callee.node is node and parent.args.index(sub) == _position(node, name):
+                continue  # the function calls itself on a part of the input
+            if _only_runs_argument(ctx, parent, sub):
+                continue
+        return False
+    return True
+
+
+def _position(function: ast.AST, name: str) -> int:
+    params = [a.arg for a in function.args.posonlyargs + function.args.args]
+    return params.index(name) if name in params else -1
 
 
 def through_model_keeping(expr: ast.AST) -> ast.AST | None:

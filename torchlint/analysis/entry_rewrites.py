@@ -14,6 +14,7 @@ import ast
 
 from torchlint.analysis.context import FUNCTION_TYPES, FileContext
 from torchlint.analysis.nodes import method_call
+from torchlint.analysis.reachability import block_holding
 
 _LOOPS = (ast.For, ast.AsyncFor)
 # Wrappers that iterate what their argument iterates (``list(d.items())``, ``sorted(d)``).
@@ -33,24 +34,18 @@ def rewritten_entries(ctx: FileContext, read: ast.Subscript, at: ast.AST) -> ast
     for ancestor in ctx.ancestors(at):
         if isinstance(ancestor, (*FUNCTION_TYPES, ast.Lambda, ast.ClassDef)):
             return None
-        for block in _blocks(ancestor):
-            if child not in block:
-                continue
-            for earlier in reversed(block[: block.index(child)]):
-                if isinstance(earlier, _LOOPS):
-                    value = _entry_write(earlier, name)
-                    if value is not None:
-                        return value
-                if _writes(ctx, earlier, name):
-                    return None
+        block = block_holding(ancestor, child) or []
+        for earlier in reversed(block[: next((i for i, s in enumerate(block) if s is child), 0)]):
+            if isinstance(earlier, _LOOPS):
+                value = _entry_write(earlier, name)
+                if value is not None:
+                    return value
+            if _writes(ctx, earlier, name):
+                return None
         if isinstance(ancestor, (*_LOOPS, ast.While)) and _writes(ctx, ancestor, name):
             return None  # a later iteration reads what an earlier one wrote after the loop found above
         child = ancestor
     return None
-
-
-def _blocks(node: ast.AST) -> list[list[ast.AST]]:
-    return [value for field in ("body", "orelse", "finalbody") if isinstance(value := getattr(node, field, None), list)]
 
 
 def _entry_write(loop: ast.For | ast.AsyncFor, name: str) -> ast.expr | None:

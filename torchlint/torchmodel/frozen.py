@@ -25,7 +25,7 @@ from torchlint.analysis.callgraph import call_graph, parameter_arguments
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument, position
-from torchlint.analysis.reachability import may_run_between, runs_before
+from torchlint.analysis.reachability import block_holding, may_run_between, runs_before, statement_of
 from torchlint.torchmodel import vocabulary as torch_names
 
 if TYPE_CHECKING:
@@ -57,19 +57,8 @@ def frozen_right_after(ctx: FileContext, use: ast.AST, name: str, at: ast.AST) -
     file switches a gradient back on: whatever the use gave the model, it is frozen from then on."""
     if _unfreezes(ctx):
         return False
-    statement = use
-    while not isinstance(statement, ast.stmt):
-        statement = ctx.parent(statement)
-        if statement is None:
-            return False
-    block = next(
-        (
-            body
-            for field in ("body", "orelse", "finalbody")
-            if statement in (body := getattr(ctx.parent(statement), field, []))
-        ),
-        None,
-    )
+    statement = statement_of(ctx, use)
+    block = block_holding(ctx.parent(statement), statement) if statement is not None else None
     if block is None:
         return False
     for freeze in _freezes(ctx).get(name, ()):

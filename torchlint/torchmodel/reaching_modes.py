@@ -36,6 +36,7 @@ from torchlint.torchmodel.gradmode import (
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.phases import runs_when_called
 from torchlint.torchmodel.roles import Role, object_roles
+from torchlint.torchmodel.run_time_switches import may_switch_to_eval_by_name
 from torchlint.torchmodel.torch_versions import volatile_only_on_old_torch
 from torchlint.torchmodel.training_flag_guards import flag_false_on_path, is_training_flag
 from torchlint.torchmodel.training_steps import backpropagated_calls
@@ -160,13 +161,18 @@ class CallerChain:
         return frozenset(used)
 
     def _switched_elsewhere_in_class(self, node, func) -> bool:
-        """A method using `self.<model>` whose class switches that model's mode in another method."""
+        """A method using `self.<model>` whose class switches that model's mode in another method
+        (also through a name built at run time, in a method the class runs: ``run_time_switches``)."""
         if not (self.forward.is_model_call(node) and _root_name(node.func) == "self"):
             return False
         cls = self.ctx.parent(func)
         if not isinstance(cls, ast.ClassDef):
             return False
-        model = symbol(model_expression(node))
+        expr = model_expression(node)
+        attribute = _self_attribute(expr)
+        if attribute is not None and may_switch_to_eval_by_name(self.ctx, cls, attribute):
+            return True  # `net = getattr(self, "net_" + name); net.eval()` in a method the class runs
+        model = symbol(expr)
         return any(
             event.kind is EventKind.EVAL
             and same_model(event.target, model)
@@ -415,6 +421,13 @@ def _params(func) -> set[str]:
     if args.kwarg:
         params.add(args.kwarg.arg)
     return params
+
+
+def _self_attribute(expr) -> str | None:
+    """``<name>`` of ``self.<name>`` (``self.net_G``), else None."""
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+        return expr.attr
+    return None
 
 
 def _root_name(expr) -> str | None:

@@ -13,7 +13,8 @@ class is called (capitalised, or a class the loop hands out: ``for cls in [nn.RN
 cls(2, 1)``, or one drawn from a table whose every entry builds a new model: ``build =
 MODELS[name]; ...; build()``) and handed no model but fresh ones (``MAML(Net())``); models the
 iteration builds in a list and hands out through a loop of its body are its own; a move (``.cuda()``,
-``.to(device)``) keeps what it moves fresh or not. An optimizer rebuilt over a
+``.to(device)``) or a wrapper (``DataParallel(net)``, ``torch.compile(net)``) keeps what it moves or
+wraps fresh or not. An optimizer rebuilt over a
 model that outlives the iteration, over a copy (``deepcopy`` keeps ``.grad``) or over a wrapper of
 an outer model (``DDP(model)``, ``Wrapper(model)``) is not.
 """
@@ -125,6 +126,10 @@ def _origin_sources(ctx: FileContext, origin: ast.AST | None, iteration: _Iterat
         if len(earlier) == len(dataflow(ctx).origins(func.value)):
             return _sources(ctx, func.value, iteration, found, depth + 1)
         return bool(earlier) and all(_origin_sources(ctx, o, iteration, found, depth + 1) for o in earlier)
+    wrapped = preserved_argument(ctx, origin)
+    if wrapped is not None:
+        # `DataParallel(net)`, `torch.compile(net)`: the same parameters, as fresh as the model wrapped.
+        return _sources(ctx, wrapped, iteration, found, depth + 1)
     if isinstance(func, ast.Name) and func.id in _PARAMETER_BUILTINS and not dataflow(ctx).reaching(func):
         return bool(origin.args) and _sources(ctx, origin.args[-1], iteration, found, depth + 1)
     if not _fresh_module(ctx, origin, iteration, found, depth) and not _new_tensor(ctx, origin, iteration):

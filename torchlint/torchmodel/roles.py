@@ -529,10 +529,26 @@ def _building_calls(ctx: FileContext, expr: ast.AST, depth: int) -> Iterator[tup
         if isinstance(origin, ast.Call):
             yield ctx, origin
             yield from _returned_calls(ctx, origin, None, depth)
+        defaulted = _defaulted_parameter(ctx, origin)
+        if defaulted is not None:  # the default stands in for callers elsewhere that may pass a value
+            open_parameters.append(defaulted)
     for call, index in unpacked:
         yield from _returned_calls(ctx, call, index, depth)
     for param in open_parameters if depth < MAX_FLOW_DEPTH else ():
         yield from _calls_passed_elsewhere(ctx, param, depth)
+
+
+def _defaulted_parameter(ctx: FileContext, origin: ast.AST | None) -> ast.arg | None:
+    """The parameter whose default ``origin`` is (``lr_scheduler=None``), else None."""
+    arguments = ctx.parent(origin) if origin is not None else None
+    if not isinstance(arguments, ast.arguments):
+        return None
+    positional = arguments.posonlyargs + arguments.args
+    pairs = [
+        *zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults),
+        *zip(arguments.kwonlyargs, arguments.kw_defaults),
+    ]
+    return next((param for param, default in pairs if default is origin), None)
 
 
 def _calls_passed_elsewhere(ctx: FileContext, param: ast.arg, depth: int) -> Iterator[tuple[FileContext, ast.Call]]:

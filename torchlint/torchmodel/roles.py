@@ -342,12 +342,9 @@ class _RoleFlow:
         """The role every call site of ``function`` in this file gives ``param`` (or its default)."""
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or function in self.active:
             return None
-        if (
-            self.elsewhere
-            and isinstance(self.ctx.parent(function), ast.Module)
-            and not call_graph(self.ctx).callers(function)
-        ):
-            roles = self._given_elsewhere(function, param)
+        called = called_elsewhere(self.ctx, function) if self.elsewhere else None
+        if called is not None:
+            roles = self._given_elsewhere(function, param, *called)
             if roles:
                 return roles[0] if None not in roles and len(set(roles)) == 1 else None
             if self.elements:
@@ -364,19 +361,18 @@ class _RoleFlow:
             return None
         return roles[0]
 
-    def _given_elsewhere(self, function: ast.AST, param: ast.arg) -> list[Role | None]:
-        """The role each call site in the project's other files gives ``param`` of a top-level
-        function this file never calls itself (``train_iteration(model, optimizer, scheduler)``
-        from the main script), judged in the caller's file; empty when none is shown."""
+    def _given_elsewhere(self, function: ast.AST, param: ast.arg, called: ast.AST, bound: int) -> list[Role | None]:
+        """The role each call site of ``called`` in the project's other files gives ``param`` of
+        ``function`` (``_called_elsewhere``), judged in the caller's file; empty when none is shown."""
         if function in _ASKED_ELSEWHERE:
             return []
         _ASKED_ELSEWHERE.add(function)
         try:
-            sites = callers_elsewhere(Definition(self.ctx, function)) or []
+            sites = callers_elsewhere(Definition(self.ctx, called)) or []
             return [
                 _role_in(object_roles(caller), arg, self.elements) if arg is not None else None
                 for caller, site in sites
-                for arg in [site_argument(caller, function, param, site)]
+                for arg in [site_argument(caller, function, param, site, bound)]
             ]
         finally:
             _ASKED_ELSEWHERE.discard(function)
@@ -413,6 +409,27 @@ class _RoleFlow:
         if not roles or any(role is None for role in roles) or len(set(roles)) != 1:
             return None
         return roles[0]
+
+
+def called_elsewhere(ctx: FileContext, function: ast.AST) -> tuple[ast.AST, int] | None:
+    """What the project's other files call to run ``function`` when this file never runs it
+    itself, with how many leading parameters such a call binds: a top-level function
+    (``train_iteration(model, optimizer, scheduler)`` from the main script), or the ``__init__``
+    of a top-level class they build (``Trainer(model, optimizer, lr_scheduler=sched)``; ``self``
+    bound) that no class of this file extends (a subclass would bind the parameters too)."""
+    graph = call_graph(ctx)
+    if graph.callers(function):
+        return None
+    home = ctx.parent(function)
+    if isinstance(home, ast.Module):
+        return function, 0
+    if not (function.name == "__init__" and isinstance(home, ast.ClassDef)):
+        return None
+    if not isinstance(ctx.parent(home), ast.Module) or graph.instantiations(home):
+        return None
+    if any(home.name in map(last_name, cls.bases) for cls in ctx.nodes(ast.ClassDef)):
+        return None
+    return home, 1
 
 
 def _role_in(roles: ObjectRoles, expr: ast.AST, elements: bool) -> Role | None:
@@ -503,7 +520,8 @@ def _building_calls(ctx: FileContext, expr: ast.AST, depth: int) -> Iterator[tup
         if isinstance(call, ast.Call):
             unpacked.append((call, index))
 
-    for origin in dataflow(ctx).origins(expr, parameters=True, unpacked=note_unpacked):
+    open_parameters: list[ast.arg] = []
+    for origin in dataflow(ctx).origins(expr, parameters=True, unpacked=note_unpacked, open_parameters=open_parameters):
         if isinstance(origin, ast.Subscript) and not isinstance(origin.slice, ast.Slice) and depth < MAX_FLOW_DEPTH:
             for element in element_origins(ctx, origin.value):  # `scheds[i]`: what built the elements
                 if element is not None:
@@ -511,8 +529,39 @@ def _building_calls(ctx: FileContext, expr: ast.AST, depth: int) -> Iterator[tup
         if isinstance(origin, ast.Call):
             yield ctx, origin
             yield from _returned_calls(ctx, origin, None, depth)
+        defaulted = _defaulted_parameter(ctx, origin)
+        if defaulted is not None:  # the default stands in for callers elsewhere that may pass a value
+            open_parameters.append(defaulted)
     for call, index in unpacked:
         yield from _returned_calls(ctx, call, index, depth)
+    for param in open_parameters if depth < MAX_FLOW_DEPTH else ():
+        yield from _calls_passed_elsewhere(ctx, param, depth)
+
+
+def _defaulted_parameter(ctx: FileContext, origin: ast.AST | None) -> ast.arg | None:
+    """The parameter whose default ``origin`` is (``lr_scheduler=None``), else None."""
+    arguments = ctx.parent(origin) if origin is not None else None
+    if not isinstance(arguments, ast.arguments):
+        return None
+    positional = arguments.posonlyargs + arguments.args
+    pairs = [
+        *zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults),
+        *zip(arguments.kwonlyargs, arguments.kw_defaults),
+    ]
+    return next((param for param, default in pairs if default is origin), None)
+
+
+def _calls_passed_elsewhere(ctx: FileContext, param: ast.arg, depth: int) -> Iterator[tuple[FileContext, ast.Call]]:
+    """``_building_calls`` of what the project's other files pass for ``param`` of a function this
+    file never runs itself (``called_elsewhere``), so the facts of what they build follow the role."""
+    function = ctx.parent(ctx.parent(param))
+    called = called_elsewhere(ctx, function) if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    if called is None:
+        return
+    for caller, site in callers_elsewhere(Definition(ctx, called[0])) or []:
+        arg = site_argument(caller, function, param, site, called[1])
+        if arg is not None:
+            yield from _building_calls(caller, arg, depth + 1)
 
 
 def _returned_calls(

@@ -82,15 +82,13 @@ def _passed_values(ctx: FileContext, test: ast.AST, via: tuple) -> tuple[ast.Cal
     call = next((c for c in via if resolve_local_call(ctx, c) is function), None)
     if call is None or not isinstance(test, ast.expr):
         return None
-    flow = dataflow(ctx)
     values: dict[str, tuple] = {}
     for node in ast.walk(through_truth_aliases(ctx, test)):
         if isinstance(node, ast.Call):
             return None  # a call's result is no parameter's value
         if not isinstance(node, ast.Name):
             continue
-        bindings = flow.reaching(node)
-        if not bindings or any(b.kind != "param" for b in bindings):
+        if passed_on_parameter(ctx, node, function) is None:
             return None
         argument = call_argument(ctx, call, function, node.id)
         choices = possible_values(ctx, argument) if argument is not None else None
@@ -98,6 +96,19 @@ def _passed_values(ctx: FileContext, test: ast.AST, via: tuple) -> tuple[ast.Cal
             return None
         values[node.id] = (_source(ctx, call, argument), choices)
     return (call, values) if values else None
+
+
+def passed_on_parameter(ctx: FileContext, expr: ast.AST, function) -> str | None:
+    """The parameter of ``function`` that ``expr``, written in ``function``, reads unchanged (every
+    binding that reaches it is that parameter's: ``step(x, train=train)`` hands ``train`` on to the
+    next call); None for anything else."""
+    if not isinstance(expr, ast.Name) or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = function.args.posonlyargs + function.args.args + function.args.kwonlyargs
+    bindings = dataflow(ctx).reaching(expr)
+    if bindings and all(b.kind == "param" and any(b.stmt is p for p in params) for b in bindings):
+        return expr.id
+    return None
 
 
 _TRUTH_VALUED = (ast.Compare, ast.UnaryOp)  # `a == b`, `x in (...)`, `not a`: the value is the truth

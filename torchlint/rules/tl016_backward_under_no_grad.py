@@ -196,10 +196,11 @@ def _enabled_in_callee(ctx, node) -> bool:
 
 def _on_the_called_path(ctx, event) -> bool:
     """Whether the backward may run on the path the calls that reach it select: at each call of
-    the chain, the conditions around the next step read with the constants that call passes."""
+    the chain, the conditions around the next step read with the constants that call passes, and
+    for a parameter it hands on unchanged (``train=train``), the constant passed before."""
     steps = [*event.via, event.node]
-    for site, node in zip(steps, steps[1:]):
+    for index, (site, node) in enumerate(zip(steps, steps[1:])):
         func = ctx.enclosing_function(node)
-        if func is not None and not runs_when_called(ctx, site, func, node):
+        if func is not None and not runs_when_called(ctx, site, func, node, via=event.via[:index]):
             return False
     return True

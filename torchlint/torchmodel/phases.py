@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.call_values import through_truth_aliases
+from torchlint.analysis.call_values import passed_on_parameter, through_truth_aliases
 from torchlint.analysis.callgraph import call_graph, parameter_default, resolve_class
 from torchlint.analysis.conditions import NOT_NONE, conditions_at, truth_under
 from torchlint.analysis.constants import UNKNOWN, constant_value
@@ -239,11 +239,17 @@ def _truth(ctx: FileContext, test: ast.AST, values: dict[str, object]) -> bool |
     return truth_under(test, values, lambda expr: constant_value(ctx, expr))
 
 
-def _value_passed(ctx: FileContext, site: ast.Call, func, param: str, bound: bool = False):
+def _value_passed(ctx: FileContext, site: ast.Call, func, param: str, bound: bool = False, via: tuple = ()):
     """The constant ``site`` passes for ``param`` of ``func`` (its default when left out): a
     literal or a name that stands for one (``phase=LoopPhase.VAL``, ``analysis.constants``);
-    ``_NOT_A_VALUE`` when it is neither or may hide in ``*args``/``**kwargs``."""
+    ``_NOT_A_VALUE`` when it is neither or may hide in ``*args``/``**kwargs``. ``via``: the calls
+    that ran the function ``site`` is written in (outermost first): a parameter of that function
+    handed on unchanged (``train=train``) has the value the call before passes for it."""
     given = call_argument(ctx, site, func, param, bound)
+    caller = ctx.enclosing_function(site)
+    handed_on = passed_on_parameter(ctx, given, caller) if via and given is not None else None
+    if handed_on is not None:
+        return _value_passed(ctx, via[-1], caller, handed_on, via=via[:-1])
     if given is None:
         if passes_unknown(ctx, site):
             return _NOT_A_VALUE
@@ -272,16 +278,19 @@ def _holds_an_object(ctx: FileContext, expr: ast.AST) -> bool:
     )
 
 
-def runs_when_called(ctx: FileContext, site: ast.Call, func, node: ast.AST, bound: bool = False) -> bool:
+def runs_when_called(
+    ctx: FileContext, site: ast.Call, func, node: ast.AST, bound: bool = False, via: tuple = ()
+) -> bool:
     """Whether ``node`` (in ``func``) may run when ``site`` calls ``func``: False when a condition
     around it, read with the constants the call passes for the function's parameters
     (``_run_one_epoch(epoch, train=False)`` for ``if train: loss.backward()``), fails on that path.
-    ``bound``: ``site`` calls an object whose method ``func`` is (``model(x)`` runs ``forward``)."""
+    ``bound``: ``site`` calls an object whose method ``func`` is (``model(x)`` runs ``forward``).
+    ``via``: the calls that ran ``site``'s own function, outermost first (``_value_passed``)."""
     params = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs}
     for test, holds in conditions_at(ctx, node):
         test = through_truth_aliases(ctx, test)  # `train = phase == "train"` ... `if train:`
         names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)} & params
-        values = {name: _value_passed(ctx, site, func, name, bound) for name in names}
+        values = {name: _value_passed(ctx, site, func, name, bound, via) for name in names}
         values = {name: value for name, value in values.items() if value is not _NOT_A_VALUE}
         if values and _truth(ctx, test, values) is (not holds):
             return False

@@ -574,6 +574,11 @@ GENERATOR_CONTEXT_DECORATORS = frozenset({"contextlib.contextmanager", "contextl
 PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 # Methods of a module that register a new submodule or parameter (its last argument) into it.
 PARAMETER_REGISTERING_METHODS = frozenset({"register_parameter", "add_module", "register_module"})
+# `obj.__setattr__(name, value)` spelled out (`self.__setattr__`, `super().__setattr__`) sets an
+# attribute as `setattr(obj, name, value)` does, so a module set by it is registered. Called through
+# a class (`nn.Module.__setattr__(self, name, value)`) it registers only when that class is a torch
+# module: `object.__setattr__(self, name, net)` skips registration (the usual way to hide a network).
+ATTRIBUTE_SETTING_METHOD = "__setattr__"
 # ... and those that register any state, buffers included.
 REGISTERING_METHODS = PARAMETER_REGISTERING_METHODS | {"register_buffer"}
 # In-place tensor methods that overwrite every element with a new value (a reset, not an update).

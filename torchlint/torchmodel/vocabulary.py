@@ -132,6 +132,17 @@ MODEL_WRAPPER_NAMES = frozenset({"DDP", "DistributedDataParallel", "DataParallel
 DEVICE_DTYPE_MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16"})
 # Methods of a module that return the module itself: the moves, and the mode switches.
 MODULE_SELF_RETURNING = DEVICE_DTYPE_MOVES | {"train", "eval"}
+# Wrappers whose parameters are the wrapped module's own Parameter objects, none added or copied
+# (`nn.DataParallel(model)` broadcasts them to its replicas through autograd, so a frozen parameter
+# stays frozen in every replica): what was frozen on the module is frozen through the wrapper.
+PARAMETER_SHARING_WRAPPERS = frozenset(
+    {
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.data_parallel.DataParallel",
+        "torch.compile",
+    }
+)
 # `a, b = accelerator.prepare(a, b)`: frameworks whose setup call returns its arguments, wrapped, in order.
 PREPARE_METHODS = frozenset({"prepare", "setup", "initialize", "prepare_model", "setup_module"})
 # Methods whose result is a module's trainable tensors (what an optimizer is built from).

@@ -763,3 +763,62 @@ def test_tensor_initialised_by_a_method_init_runs_is_reported(lint):
     assert "`self.scale` is a tensor made trainable with `requires_grad=True` but not an `nn.Parameter`" in (
         findings[0].message
     )
+
+
+# ----- indexes of layers installed by the dunder `__setattr__` spelled out ---------------------------
+
+
+def test_index_of_layers_installed_by_dunder_setattr_is_fine(lint):
+    check(
+        lint,
+        """
+        import torch.nn as nn
+
+        class Trunk(nn.Module):
+            def __init__(self, sizes, norm=True):
+                super().__init__()
+                self.hidden = []
+                self.norms = []
+                self.heads = {}
+                width = sizes[0]
+                for i, size in enumerate(sizes[1:]):
+                    layer = nn.Linear(width, size)
+                    self.__setattr__("hidden{}".format(i), layer)
+                    self.hidden.append(layer)
+                    if norm:
+                        ln = nn.LayerNorm(size)
+                        nn.Module.__setattr__(self, f"norm{i}", ln)
+                        self.norms.append(ln)
+                    head = nn.Linear(size, 1)
+                    super().__setattr__(f"head{i}", head)
+                    self.heads[i] = head
+                    width = size
+        """,
+        CODE,
+    )
+
+
+def test_index_of_layers_set_through_object_setattr_is_reported(lint):
+    findings = check(
+        lint,
+        """
+        import torch.nn as nn
+
+        class Trunk(nn.Module):
+            def __init__(self, sizes):
+                super().__init__()
+                self.hidden = []  # expect: TL013
+                self.frozen = []  # expect: TL013
+                width = sizes[0]
+                for i, size in enumerate(sizes[1:]):
+                    layer = nn.Linear(width, size)
+                    object.__setattr__(self, "hidden{}".format(i), layer)
+                    self.hidden.append(layer)
+                    probe = nn.Linear(size, 1)
+                    self.__setattr__("probe{}".format(i), width)
+                    self.frozen.append(probe)
+                    width = size
+        """,
+        CODE,
+    )
+    assert "`self.hidden` keeps submodules in a plain list (filled later in `__init__`)" in findings[0].message

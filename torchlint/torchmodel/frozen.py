@@ -5,7 +5,8 @@
 parameter of the model: a forward pass on inputs that do not require grad then records nothing, so
 there is no graph for ``torch.no_grad()`` to save. Shown, else not frozen: the freeze must run on
 every path to the call, in the same function, on the very object the call runs (rebound since only
-by a move that hands the same module back: ``model = model.to(device)``; a model held in a global
+by a move that hands the same module back, ``model = model.to(device)``, or by a wrapper that runs
+the module's own parameters, ``model = nn.DataParallel(model)``; a model held in a global
 name is the same object throughout the function unless some function of the file declares that
 name ``global``), and nothing may switch a gradient back on (``p.requires_grad = True``,
 ``requires_grad_()``) between the freeze and the call: in the code between them, in a loop around
@@ -144,7 +145,8 @@ def _inside_function(ctx: FileContext, node: ast.AST, function: ast.AST) -> bool
 
 def _same_object_since(ctx: FileContext, name: ast.Name, freeze: ast.stmt, depth: int) -> bool:
     """Every binding of ``name`` reaching it was made before ``freeze`` ran, or hands back the
-    object the name held (``model = model.to(device)``, ``model = model.eval()``). A binding of
+    object the name held (``model = model.to(device)``, ``model = model.eval()``) or wraps it in a
+    module running its very parameters (``model = nn.DataParallel(model)``). A binding of
     an enclosing scope (a global model) stays put while the function runs, unless a function of
     the file declares the name ``global``."""
     bindings = dataflow(ctx).reaching(name)
@@ -156,22 +158,25 @@ def _same_object_since(ctx: FileContext, name: ast.Name, freeze: ast.stmt, depth
             continue
         if ctx.enclosing_function(binding.stmt) is not function and not ctx.declares_global(ctx.tree, name.id):
             continue
-        value = binding.value
-        if binding.kind != "assign" or not _self_returning_move(value, name.id):
-            return False
-        if not _same_object_since(ctx, value.func.value, freeze, depth + 1):
+        held = _same_parameters_as(ctx, binding.value, name.id) if binding.kind == "assign" else None
+        if held is None or not _same_object_since(ctx, held, freeze, depth + 1):
             return False
     return True
 
 
-def _self_returning_move(value: ast.AST | None, name: str) -> bool:
-    return (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr in torch_names.MODULE_SELF_RETURNING
-        and isinstance(value.func.value, ast.Name)
-        and value.func.value.id == name
-    )
+def _same_parameters_as(ctx: FileContext, value: ast.AST | None, name: str) -> ast.Name | None:
+    """The use of ``name`` whose parameters ``value`` runs: the receiver of a move that hands the
+    module back (``model.cuda()``), or the module a parameter-sharing wrapper is built around
+    (``nn.DataParallel(model, device_ids=gpus)``); None for any other value."""
+    if not isinstance(value, ast.Call):
+        return None
+    if isinstance(value.func, ast.Attribute) and value.func.attr in torch_names.MODULE_SELF_RETURNING:
+        held = value.func.value
+    elif ctx.call_qualname(value) in torch_names.PARAMETER_SHARING_WRAPPERS:
+        held = argument(value, 0, "module") or argument(value, 0, "model")
+    else:
+        return None
+    return held if isinstance(held, ast.Name) and held.id == name else None
 
 
 def _freezes(ctx: FileContext) -> dict[str, list[ast.stmt]]:

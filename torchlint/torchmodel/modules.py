@@ -163,11 +163,15 @@ def _plain_class(definition: Definition) -> bool:
 def installs_as_attribute(ctx: FileContext, call: ast.Call, value: ast.AST, depth: int = 0) -> bool:
     """Whether ``call`` sets ``value`` as an attribute of some object, which registers a module
     there: ``setattr(obj, name, value)``, ``obj.add_module(name, value)`` /
-    ``register_module``, or a function of this file whose parameter it passes ``value`` for
-    does so in its body (``set_module_by_path(net, path, wrapper)``, a few calls deep)."""
+    ``register_module``, the dunder spelled out (``self.__setattr__(name, value)``,
+    ``nn.Module.__setattr__(self, name, value)``), or a function of this file whose parameter it
+    passes ``value`` for does so in its body (``set_module_by_path(net, path, wrapper)``, a few
+    calls deep)."""
     if isinstance(call.func, ast.Name) and call.func.id == "setattr":
         return argument(call, 2, "value") is value
     found = method_call(call)
+    if found is not None and found[0] == torch_names.ATTRIBUTE_SETTING_METHOD:
+        return _setattr_value(ctx, call, found[1]) is value
     if found is not None and found[0] in torch_names.PARAMETER_REGISTERING_METHODS:
         return argument(call, 1, "module") is value or argument(call, 1, "param") is value
     func = resolve_local_call(ctx, call)
@@ -186,3 +190,22 @@ def installs_as_attribute(ctx: FileContext, call: ast.Call, value: ast.AST, dept
 
 
 _MAX_INSTALL_DEPTH = 3
+
+
+def _setattr_value(ctx: FileContext, call: ast.Call, owner: ast.AST) -> ast.AST | None:
+    """The value ``owner.__setattr__(...)`` installs with registration: its third argument when
+    called through a torch module class (``nn.Module.__setattr__(self, name, value)``), its second
+    when called on an object (``self.``, ``super().``, ``self.body.``); None when called through
+    any other class (``object.__setattr__`` sets the attribute without registering the module) or
+    an imported name the linter cannot tell from one."""
+    local = dotted_name(owner)
+    qual = ctx.qualname(owner)
+    if (
+        (qual is not None and qual in torch_names.MODULE_BASES)
+        or (qual is None and local in torch_names.MODULE_BASE_SPELLINGS)
+        or local in module_classes(ctx)
+    ):
+        return argument(call, 2, "value")
+    if qual is not None or local == "object" or local in ctx.classes:
+        return None
+    return argument(call, 1, "value")

@@ -132,6 +132,17 @@ MODEL_WRAPPER_NAMES = frozenset({"DDP", "DistributedDataParallel", "DataParallel
 DEVICE_DTYPE_MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16"})
 # Methods of a module that return the module itself: the moves, and the mode switches.
 MODULE_SELF_RETURNING = DEVICE_DTYPE_MOVES | {"train", "eval"}
+# Wrappers whose parameters are the wrapped module's own Parameter objects, none added or copied
+# (`nn.DataParallel(model)` broadcasts them to its replicas through autograd, so a frozen parameter
+# stays frozen in every replica): what was frozen on the module is frozen through the wrapper.
+PARAMETER_SHARING_WRAPPERS = frozenset(
+    {
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.data_parallel.DataParallel",
+        "torch.compile",
+    }
+)
 # `a, b = accelerator.prepare(a, b)`: frameworks whose setup call returns its arguments, wrapped, in order.
 PREPARE_METHODS = frozenset({"prepare", "setup", "initialize", "prepare_model", "setup_module"})
 # Methods whose result is a module's trainable tensors (what an optimizer is built from).
@@ -574,6 +585,11 @@ GENERATOR_CONTEXT_DECORATORS = frozenset({"contextlib.contextmanager", "contextl
 PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 # Methods of a module that register a new submodule or parameter (its last argument) into it.
 PARAMETER_REGISTERING_METHODS = frozenset({"register_parameter", "add_module", "register_module"})
+# `obj.__setattr__(name, value)` spelled out (`self.__setattr__`, `super().__setattr__`) sets an
+# attribute as `setattr(obj, name, value)` does, so a module set by it is registered. Called through
+# a class (`nn.Module.__setattr__(self, name, value)`) it registers only when that class is a torch
+# module: `object.__setattr__(self, name, net)` skips registration (the usual way to hide a network).
+ATTRIBUTE_SETTING_METHOD = "__setattr__"
 # ... and those that register any state, buffers included.
 REGISTERING_METHODS = PARAMETER_REGISTERING_METHODS | {"register_buffer"}
 # In-place tensor methods that overwrite every element with a new value (a reset, not an update).

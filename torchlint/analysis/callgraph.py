@@ -320,15 +320,17 @@ def _inert(stmt: ast.stmt) -> bool:
 
 def parameter_default(func: FunctionNode, name: str) -> ast.AST | None:
     """The default value of parameter ``name`` of ``func``, if it has one."""
-    args = func.args
+    return next((default for param, default in parameter_defaults(func.args) if param.arg == name), None)
+
+
+def parameter_defaults(args: ast.arguments) -> list[tuple[ast.arg, ast.AST | None]]:
+    """Each parameter with a default paired with it, positional ones first (a keyword-only one
+    without a default pairs with None)."""
     positional = args.posonlyargs + args.args
-    for param, default in zip(positional[len(positional) - len(args.defaults) :], args.defaults):
-        if param.arg == name:
-            return default
-    for param, default in zip(args.kwonlyargs, args.kw_defaults):
-        if param.arg == name:
-            return default
-    return None
+    return [
+        *zip(positional[len(positional) - len(args.defaults) :], args.defaults),
+        *zip(args.kwonlyargs, args.kw_defaults),
+    ]
 
 
 def _assigned_names(func: FunctionNode) -> frozenset[str]:

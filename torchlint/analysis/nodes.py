@@ -95,6 +95,13 @@ def last_name(expr: ast.AST) -> str | None:
     return None
 
 
+def self_attribute_name(expr: ast.AST) -> str | None:
+    """``<name>`` of ``self.<name>`` (``self.net_G``), else None."""
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+        return expr.attr
+    return None
+
+
 def target_elements(target: ast.AST) -> list[ast.AST]:
     """The holders an assignment target binds: itself, or each element of a tuple/list target
     (through starred elements: ``a, *rest = ...`` binds ``a`` and ``rest``)."""

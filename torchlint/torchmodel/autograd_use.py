@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import find_method, held_instance_class, resolve_callee
 from torchlint.analysis.definitions import Definition
-from torchlint.analysis.nodes import walk_function_body
+from torchlint.analysis.nodes import self_attribute_name, walk_function_body
 from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.recording_calls import instance_classes
@@ -68,14 +68,10 @@ def _needs_autograd(function: Definition) -> bool:
             if function_summary(Definition(*callee), "torch.needs-autograd", _needs_autograd, False):
                 return True
             continue
-        held = held_instance_class(ctx, call.func) if _self_attribute(call.func) else None
+        held = held_instance_class(ctx, call.func) if self_attribute_name(call.func) is not None else None
         if held is not None and _class_needs_autograd(Definition(ctx, held)):
             return True
     return False
-
-
-def _self_attribute(func: ast.AST) -> bool:
-    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
 
 
 def _asks(ctx: FileContext, node: ast.AST) -> bool:

@@ -19,7 +19,7 @@ from torchlint.analysis.callgraph import call_graph
 from torchlint.analysis.conditions import never_runs
 from torchlint.analysis.dataflow import dataflow, instance_method_calls
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import last_name, position
+from torchlint.analysis.nodes import last_name, position, self_attribute_name
 from torchlint.torchmodel.events import MODE_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.forward_calls import mode_switches, model_expression, same_model
 from torchlint.torchmodel.gradmode import (
@@ -169,7 +169,7 @@ class CallerChain:
         if not isinstance(cls, ast.ClassDef):
             return False
         expr = model_expression(node)
-        attribute = _self_attribute(expr)
+        attribute = self_attribute_name(expr)
         if attribute is not None and may_switch_to_eval_by_name(self.ctx, cls, attribute):
             return True  # `net = getattr(self, "net_" + name); net.eval()` in a method the class runs
         model = symbol(expr)
@@ -421,13 +421,6 @@ def _params(func) -> set[str]:
     if args.kwarg:
         params.add(args.kwarg.arg)
     return params
-
-
-def _self_attribute(expr) -> str | None:
-    """``<name>`` of ``self.<name>`` (``self.net_G``), else None."""
-    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
-        return expr.attr
-    return None
 
 
 def _root_name(expr) -> str | None:

@@ -28,7 +28,14 @@ from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callers import callers_elsewhere
-from torchlint.analysis.callgraph import call_graph, find_method, parameter_arguments, resolve_callee, site_argument
+from torchlint.analysis.callgraph import (
+    call_graph,
+    find_method,
+    parameter_arguments,
+    parameter_defaults,
+    resolve_callee,
+    site_argument,
+)
 from torchlint.analysis.containers import element_origins, is_copying_call
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
@@ -543,12 +550,7 @@ def _defaulted_parameter(ctx: FileContext, origin: ast.AST | None) -> ast.arg | 
     arguments = ctx.parent(origin) if origin is not None else None
     if not isinstance(arguments, ast.arguments):
         return None
-    positional = arguments.posonlyargs + arguments.args
-    pairs = [
-        *zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults),
-        *zip(arguments.kwonlyargs, arguments.kw_defaults),
-    ]
-    return next((param for param, default in pairs if default is origin), None)
+    return next((param for param, default in parameter_defaults(arguments) if default is origin), None)
 
 
 def _calls_passed_elsewhere(ctx: FileContext, param: ast.arg, depth: int) -> Iterator[tuple[FileContext, ast.Call]]:

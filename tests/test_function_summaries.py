@@ -40,6 +40,23 @@ def fit(model, loader, opt):
     for x, y in loader:
         zero_grad(model.parameters())
         apply(F.cross_entropy(model(x), y), opt, scaler)
+
+def fit_skipping_bad_batches(model, loader, opt):
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        if not torch.isfinite(loss):
+            opt.zero_grad()
+            continue
+        opt.step()
+        opt.zero_grad()
+
+def clear_then_return_early(model, loss, opt, ready):
+    loss.backward()
+    if not ready:
+        opt.zero_grad()
+        return
+    opt.step()
 """
 
 
@@ -84,6 +101,23 @@ def test_effects_of_helpers_the_function_calls_are_its_own():
         (EventKind.BACKWARD, None),  # the loss is computed inside
         (EventKind.STEP, "opt"),
         (EventKind.SCALER_UPDATE, None),  # `scaler` is not a parameter of fit
+    ]
+
+
+def test_a_branch_that_leaves_runs_its_effects_after_what_it_passes_over():
+    # The skipped batch's clear runs where the next turn begins, after this turn's step would have.
+    _, fit = summary_of("fit_skipping_bad_batches")
+    assert [(e.kind, e.parameter) for e in fit.effects] == [
+        (EventKind.BACKWARD, None),
+        (EventKind.STEP, "opt"),
+        (EventKind.ZERO_GRAD, "opt"),
+        (EventKind.ZERO_GRAD, "opt"),
+    ]
+    _, early = summary_of("clear_then_return_early")
+    assert [(e.kind, e.parameter) for e in early.effects] == [
+        (EventKind.BACKWARD, "loss"),
+        (EventKind.STEP, "opt"),
+        (EventKind.ZERO_GRAD, "opt"),
     ]
 
 

@@ -1,6 +1,7 @@
 """TL002 zero-grad-after-backward: gradients cleared between the last backward and the step."""
 
 from expect_markers import check
+from project_helpers import lint_in_project
 
 CODE = "TL002"
 
@@ -512,4 +513,66 @@ def test_partial_bound_backward_in_gan_alternation_is_fine(lint):
                 self.gen_opt.step()
         """,
         CODE,
+    )
+
+
+# ----- a skip branch inside a helper of another file -----------------------------------------
+
+# The epoch function lives in its own module; the script calls it once per epoch. Its only clear
+# after the backward sits on the branch that drops a bad batch (`zero_grad(); continue`).
+EPOCH_HELPER = """
+    import torch
+
+    def run_epoch(net, batches, criterion, opt, log):
+        net.train()
+        total = 0.0
+        for inputs, targets in batches:
+            loss = criterion(net(inputs), targets)
+            loss.backward()
+            bad = not torch.isfinite(loss)
+            for p in net.parameters():
+                if p.grad is not None and not torch.isfinite(p.grad).all():
+                    bad = True
+            if bad:
+                log("dropping this batch")
+                opt.zero_grad()
+                continue
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            opt.step()
+            opt.zero_grad()
+            total += loss.item()
+        return total
+"""
+
+EPOCH_SCRIPT = """
+    import torch
+    from engine.loops import run_epoch
+
+    def main(net, batches, epochs):
+        opt = torch.optim.AdamW(net.parameters(), lr=1e-4)
+        criterion = torch.nn.CrossEntropyLoss()
+        for epoch in range(epochs):
+            train_loss = run_epoch(net, batches, criterion, opt, print)
+            print(epoch, train_loss)
+"""
+
+
+def test_skip_branch_clear_in_a_helper_of_another_file_is_fine(tmp_path):
+    files = {"engine/__init__.py": "", "engine/loops.py": EPOCH_HELPER, "train.py": EPOCH_SCRIPT}
+    assert lint_in_project(tmp_path, files, "train.py", CODE) == []
+
+
+def test_normal_path_clear_in_a_helper_of_another_file_is_reported(tmp_path):
+    # The same helper with the clear moved onto the normal path, before the step: every step applies nothing.
+    helper = EPOCH_HELPER.replace(
+        "            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)\n            opt.step()\n",
+        "            opt.zero_grad()\n            opt.step()\n",
+    )
+    assert helper != EPOCH_HELPER
+    files = {"engine/__init__.py": "", "engine/loops.py": helper, "train.py": EPOCH_SCRIPT}
+    findings = lint_in_project(tmp_path, files, "train.py", CODE)
+    assert [f.line for f in findings] == [9]
+    assert findings[0].message.splitlines()[0] == (
+        "`run_epoch(net, batches, criterion, opt, print)` clears the gradients after its own backward and before "
+        "its own `opt` step"
     )

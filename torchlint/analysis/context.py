@@ -238,3 +238,9 @@ class FileContext:
 
     def segment(self, node: ast.AST) -> str:
         return ast.get_source_segment(self.source, node) or ""
+
+    def quote(self, node: ast.AST) -> str:
+        """``node``'s source on one line, for a message: a call written over several lines has its
+        line breaks and alignment folded into single spaces."""
+        text = " ".join(self.segment(node).split())
+        return text.replace("( ", "(").replace("[ ", "[").replace(" )", ")").replace(" ]", "]")

@@ -116,14 +116,24 @@ class Trainer:
 
     @staticmethod
     def _message(ctx, clear, backward, step, site) -> Message:
-        what = f"`{ctx.segment(clear.node)}`"
+        why = "the backward's gradients are cleared before the step uses them, so the step applies zeroed gradients"
+        fix = "clear the gradients before the forward pass or after the step"
+        if clear.node is backward.node is step.node:
+            # All three happen inside one call of a function of another file: its own order is wrong.
+            return Message(
+                f"`{ctx.quote(site)}` clears the gradients after its own backward and before its own "
+                f"`{step.target or 'optimizer'}` step",
+                why=why,
+                help=fix,
+            )
+        what = f"`{ctx.quote(clear.node)}`"
         if site is not clear.node:
-            what = f"`{ctx.segment(site)}` (which runs {what} at line {clear.node.lineno})"
+            what = f"`{ctx.quote(site)}` (which runs {what} at line {clear.node.lineno})"
         return Message(
-            f"{what} runs after `{ctx.segment(backward.node)}` (line {backward.node.lineno}) "
-            f"and before `{ctx.segment(step.node)}` (line {step.node.lineno})",
-            why="the backward's gradients are cleared before the step uses them, so the step applies zeroed gradients",
-            help="clear the gradients before the forward pass or after the step",
+            f"{what} runs after `{ctx.quote(backward.node)}` (line {backward.node.lineno}) "
+            f"and before `{ctx.quote(step.node)}` (line {step.node.lineno})",
+            why=why,
+            help=fix,
         )
 
 

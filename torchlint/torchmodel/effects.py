@@ -9,7 +9,10 @@ parameter ``params``"; ``loss.backward()`` on a parameter is "runs backward on p
 ``loss``"; ``model.eval()`` is "switches parameter ``model`` to eval mode". An event on anything
 else (``self.optimizer.step()``, a model the function builds) keeps its kind with no parameter:
 the caller learns that it happens, not to what. Branch conditions inside the callee are not kept:
-an effect is something one call may do.
+an effect is something one call may do. Their order is the order in which one call may run them: an
+effect on a branch that leaves the turn or the function (``if skip: opt.zero_grad(); continue``)
+comes after what the jump passes over (the backward and the step that the skipped batch never
+reaches), since the next thing it precedes is whatever runs after that.
 
 ``events_at_call(call, function, effects)`` places those effects at a call site: each becomes an
 ``Event`` written at the call, with the argument the call passes for the parameter as its target
@@ -27,6 +30,7 @@ from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument_for, method_call
+from torchlint.analysis.reachability import exit_after, jump_skips
 from torchlint.analysis.unpacking import call_argument
 from torchlint.torchmodel.constructors import Role, constructor_role, same_module
 from torchlint.torchmodel.events import Event, EventKind
@@ -52,12 +56,20 @@ class Effect:
 def effects_of(ctx: FileContext, function: ast.AST, events: list[Event]) -> tuple[Effect, ...]:
     """The effects of one execution of ``function``'s body, in order (see the module docstring)."""
     params = _parameter_names(function)
-    found = []
-    for event in events:
-        if event.kind in _CONTROL:
-            continue
-        found.append(_effect(ctx, event, params))
-    return tuple(found)
+    kept = [event for event in events if event.kind not in _CONTROL]
+    order = sorted(range(len(kept)), key=lambda index: (_runs_after(ctx, kept, index), index))
+    return tuple(_effect(ctx, kept[index], params) for index in order)
+
+
+def _runs_after(ctx: FileContext, events: list[Event], index: int) -> float:
+    """Where the event at ``index`` falls in one call's order: its own place, or just after the last
+    later event that the jump ending its branch passes over (``optimizer.zero_grad(); continue``
+    on a skipped batch runs after this turn's backward and step would have, never between them)."""
+    jump = exit_after(ctx, events[index].site)
+    if jump is None:
+        return index
+    skipped = [later for later in range(index + 1, len(events)) if jump_skips(ctx, jump, events[later].site)]
+    return skipped[-1] + 0.5 if skipped else index
 
 
 def _effect(ctx: FileContext, event: Event, params: frozenset[str]) -> Effect:

@@ -1025,3 +1025,44 @@ def test_always_true_flag_of_another_parser_is_not_constant(lint):
         "\n        opts = other.parse_args()"
     )
     check(lint, _ema_flag_script('action="store_true", default=True', extra=extra), CODE)
+
+
+# ----- an evaluation tried once, then the process ends ---------------------------------------------
+EVALUATE_THEN_EXIT = """
+import os
+import torch
+from torch import nn
+
+net = nn.Sequential(nn.Linear(32, 32), nn.BatchNorm1d(32), nn.Linear(32, 4))
+optimizer = torch.optim.AdamW(net.parameters())
+
+def evaluate(batches):
+    net.eval()
+    with torch.no_grad():
+        return sum(nn.functional.cross_entropy(net(x), y).item() for x, y in batches)
+
+for epoch in range(10):
+    for step, (x, y) in enumerate(train_batches):
+        nn.functional.cross_entropy(net(x), y).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        dev_loss = evaluate(dev_batches){marker}
+{stop}
+"""
+
+
+def test_an_evaluation_followed_by_an_exit_is_silent(lint):
+    for stop in ("        exit()", "        print(step, dev_loss)\n        os._exit(0)"):
+        check(lint, EVALUATE_THEN_EXIT.format(marker="", stop=stop), "TL007")
+    # The exit inside a helper of the file, called after the evaluation: the process ends there too.
+    helper = "def finish(loss):\n    print(loss)\n    os._exit(0)\n\nfor epoch"
+    source = EVALUATE_THEN_EXIT.format(marker="", stop="        finish(dev_loss)").replace("for epoch", helper)
+    check(lint, source, "TL007")
+
+
+def test_an_evaluation_followed_by_a_conditional_exit_is_still_reported(lint):
+    marker = "  # expect: TL007"
+    for stop in ("        print(step, dev_loss)", "        if step > 100:\n            exit()"):
+        findings = check(lint, EVALUATE_THEN_EXIT.format(marker=marker, stop=stop), "TL007")
+        assert findings[0].line == 19 and findings[0].code == "TL007"
+        assert "`evaluate(...)` (which calls `net.eval()` at line 10)" in findings[0].message

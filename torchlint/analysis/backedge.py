@@ -159,7 +159,11 @@ def _rebound_on_the_way(ctx: FileContext, loop: ast.AST, statement: ast.AST, reb
         # Before ``statement`` a jump never reaches it: every such path is vacuously done. After
         # it, a ``continue`` of ``loop`` itself carries the name round unchanged.
         outcome = _walk_rebinding(
-            block[:index] if before else block[index + 1 :], rebinds, nested=inner and not before, leak=not before
+            block[:index] if before else block[index + 1 :],
+            rebinds,
+            ctx.process_exits,
+            nested=inner and not before,
+            leak=not before,
         )
         if outcome == _KILLED:
             return True
@@ -170,8 +174,9 @@ def _rebound_on_the_way(ctx: FileContext, loop: ast.AST, statement: ast.AST, reb
         child = owner
 
 
-def _walk_rebinding(block: list, rebinds: _Rebinding, *, nested: bool = False, leak: bool = False) -> str:
-    """Walk ``block`` in order (see ``_KILLED``). ``nested``: the block lies in a loop inside the one
+def _walk_rebinding(block: list, rebinds: _Rebinding, exits, *, nested: bool = False, leak: bool = False) -> str:
+    """Walk ``block`` in order (see ``_KILLED``); a statement of ``exits`` (it ends the process)
+    ends a path as a ``raise`` does. ``nested``: the block lies in a loop inside the one
     asked about, so its ``continue``/``break`` go on after that inner loop; ``leak``: a ``continue``
     of the loop asked about counts as reaching its back edge (else as a path that is done).
     With ``rebinds.accepts`` (``reset_before_next``) a ``break`` of the loop asked about carries
@@ -181,16 +186,18 @@ def _walk_rebinding(block: list, rebinds: _Rebinding, *, nested: bool = False, l
             return _ESCAPE
         if isinstance(stmt, ast.Continue) or (rebinds.accepts is not None and isinstance(stmt, ast.Break)):
             return _LEAK if leak else _KILLED
-        if isinstance(stmt, _EXITS) or rebinds(stmt):
+        if isinstance(stmt, _EXITS) or stmt in exits or rebinds(stmt):
             return _KILLED
         if isinstance(stmt, ast.If):
-            outcome = _worst(_walk_rebinding(b, rebinds, nested=nested, leak=leak) for b in (stmt.body, stmt.orelse))
+            outcome = _worst(
+                _walk_rebinding(b, rebinds, exits, nested=nested, leak=leak) for b in (stmt.body, stmt.orelse)
+            )
         elif type(stmt) in _ALWAYS_RUN:
             # A loop's body is taken to run (its bound is data the linter cannot see), and so is a
             # ``try`` body (an exception is the exception); a jump out of an inner loop goes on after it.
             is_loop = isinstance(stmt, _LOOPS)
             outcomes = [
-                _walk_rebinding(getattr(stmt, f), rebinds, nested=nested or is_loop, leak=leak)
+                _walk_rebinding(getattr(stmt, f), rebinds, exits, nested=nested or is_loop, leak=leak)
                 for f in _ALWAYS_RUN[type(stmt)]
             ]
             outcome = next(o for o in (_LEAK, _KILLED, _ESCAPE, _OPEN) if o in outcomes)
@@ -251,6 +258,7 @@ def leaves_loop_after(ctx: FileContext, node: ast.AST, loop: ast.AST) -> bool:
     if statement is None:
         return False
     truthy: set[str] = set()
+    exits = ctx.process_exits
     child: ast.AST = statement
     while True:
         owner = ctx.parent(child)
@@ -258,12 +266,12 @@ def leaves_loop_after(ctx: FileContext, node: ast.AST, loop: ast.AST) -> bool:
         if owner is None or block is None:
             return False
         if owner is loop:
-            return block is loop.body and _walk(block[block.index(child) + 1 :], truthy) is True
+            return block is loop.body and _walk(block[block.index(child) + 1 :], truthy, exits) is True
         if isinstance(owner, _LOOPS) or not _falls_through(owner, block):
             return False  # an inner loop may come back to it; except/else blocks: not followed
-        exits = _walk(block[block.index(child) + 1 :], truthy)
-        if exits is not None:
-            return exits
+        leaves = _walk(block[block.index(child) + 1 :], truthy, exits)
+        if leaves is not None:
+            return leaves
         child = owner
 
 
@@ -273,22 +281,23 @@ def _falls_through(owner: ast.AST, block: list) -> bool:
     return isinstance(owner, ast.If) or (isinstance(owner, _WITHS) and block is owner.body)
 
 
-def _walk(block: list, truthy: set[str]) -> bool | None:
+def _walk(block: list, truthy: set[str], exits) -> bool | None:
     """Walk ``block`` in order: True when every path leaves the loop, False when some path surely
     reaches the back edge (a ``continue``) or the walk cannot tell, None when the block ends
-    without deciding (go on after it). ``truthy`` holds the names known true here, updated."""
+    without deciding (go on after it). ``truthy`` holds the names known true here, updated;
+    ``exits``: the file's statements that end the process (they leave the loop too)."""
     for stmt in block:
-        if isinstance(stmt, _EXITS):
+        if isinstance(stmt, _EXITS) or stmt in exits:
             return True
         if isinstance(stmt, ast.Continue):
             return False
         if isinstance(stmt, ast.If):
             known = _known(stmt.test, truthy)
             if known is not None:
-                outcome = _walk(stmt.body if known else stmt.orelse, truthy)
+                outcome = _walk(stmt.body if known else stmt.orelse, truthy, exits)
             else:
                 body_truthy, else_truthy = set(truthy), set(truthy)
-                body, other = _walk(stmt.body, body_truthy), _walk(stmt.orelse, else_truthy)
+                body, other = _walk(stmt.body, body_truthy, exits), _walk(stmt.orelse, else_truthy, exits)
                 if body is True and other is True:
                     return True
                 if body is False or other is False:
@@ -300,7 +309,7 @@ def _walk(block: list, truthy: set[str]) -> bool | None:
             if outcome is not None:
                 return outcome
         elif isinstance(stmt, _WITHS):
-            outcome = _walk(stmt.body, truthy)
+            outcome = _walk(stmt.body, truthy, exits)
             if outcome is not None:
                 return outcome
         elif isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Pass, ast.Delete)):

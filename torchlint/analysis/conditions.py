@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.constants import UNKNOWN, EnumMember, constant_value
-from torchlint.analysis.reachability import EXITS
+from torchlint.analysis.reachability import ends_block, live_statements
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -35,7 +35,7 @@ def conditions_at(ctx: FileContext, node: ast.AST) -> Iterator[tuple[ast.expr, b
     child = node
     for ancestor in ctx.ancestors(node):
         if isinstance(child, ast.stmt):
-            yield from _early_exits(ancestor, child)
+            yield from _early_exits(ancestor, child, ctx.process_exits)
         if isinstance(ancestor, _SCOPES):
             return
         if isinstance(ancestor, (ast.If, ast.IfExp)) and child is not ancestor.test:
@@ -61,8 +61,9 @@ def never_runs(ctx: FileContext, node: ast.AST) -> bool:
     )
 
 
-def _early_exits(parent: ast.AST, stmt: ast.stmt) -> Iterator[tuple[ast.expr, bool]]:
-    """Tests of earlier sibling ``if`` statements that leave the block on one branch only."""
+def _early_exits(parent: ast.AST, stmt: ast.stmt, exits) -> Iterator[tuple[ast.expr, bool]]:
+    """Tests of earlier sibling ``if`` statements that leave the block on one branch only (a jump,
+    or one of the file's ``exits`` that end the process: ``if not ok: sys.exit(1)``)."""
     for field in ("body", "orelse", "finalbody"):
         block = getattr(parent, field, None)
         if isinstance(block, list) and stmt in block:
@@ -72,15 +73,15 @@ def _early_exits(parent: ast.AST, stmt: ast.stmt) -> Iterator[tuple[ast.expr, bo
     for earlier in block[: block.index(stmt)]:
         if not isinstance(earlier, ast.If):
             continue
-        body_exits, else_exits = _always_exits(earlier.body), _always_exits(earlier.orelse)
+        body_exits, else_exits = _always_exits(earlier.body, exits), _always_exits(earlier.orelse, exits)
         if body_exits and not else_exits:
             yield earlier.test, False
         elif else_exits and not body_exits:
             yield earlier.test, True
 
 
-def _always_exits(block: list[ast.stmt]) -> bool:
-    return bool(block) and isinstance(block[-1], EXITS)
+def _always_exits(block: list[ast.stmt], exits) -> bool:
+    return bool(block) and ends_block(live_statements(block, exits)[-1], exits)
 
 
 def consequences(test: ast.AST, value: bool) -> Iterator[tuple[ast.AST, bool]]:

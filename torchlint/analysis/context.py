@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from torchlint.analysis.imports import ImportResolver
 from torchlint.analysis.nodes import CHILD_FIELDS, child_fields, position
-from torchlint.analysis.reachability import BLOCK_FIELDS, live_length
+from torchlint.analysis.reachability import BLOCK_FIELDS, block_holding, live_length, process_exits
 
 if TYPE_CHECKING:
     from torchlint.analysis.project import Project
@@ -29,6 +29,23 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
 LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _drop_dead_after(exits: frozenset[ast.stmt], parents: dict, by_type: dict[type, list], dead_calls: list) -> None:
+    """Move every node of the statements after each of ``exits`` in its block out of ``by_type``
+    (its calls into ``dead_calls``). Rare: only a file with such a call followed by code pays for
+    this second walk."""
+    dead: set[ast.AST] = set()
+    for stmt in exits:
+        block = block_holding(parents.get(stmt), stmt) or []
+        index = next(i for i, s in enumerate(block) if s is stmt) if block else 0
+        for later in block[index + 1 :]:
+            dead.update(ast.walk(later))
+    if dead:
+        dead_calls.extend(node for node in by_type.get(ast.Call, ()) if node in dead)
+        dead_calls.sort(key=position)
+        for cls, nodes in by_type.items():
+            by_type[cls] = [node for node in nodes if node not in dead]
 
 
 class FileContext:
@@ -59,6 +76,20 @@ class FileContext:
         self._index(self.tree)
         return self.__dict__["_by_type"]
 
+    @cached_property
+    def process_exits(self) -> frozenset[ast.stmt]:
+        """The live statements that surely end the process (``reachability.process_exits``): like a
+        ``raise``, each ends its block."""
+        self._index(self.tree)
+        return self.__dict__["process_exits"]
+
+    @cached_property
+    def dead_calls(self) -> list[ast.Call]:
+        """The calls in statements that never run (after a jump or a process exit in their block),
+        which ``nodes`` leaves out."""
+        self._index(self.tree)
+        return self.__dict__["dead_calls"]
+
     def _index(self, tree: ast.AST) -> None:
         # Iterative pre-order walk (no recursion: deeply nested expressions must not
         # hit the recursion limit here), children pushed reversed to keep source order.
@@ -69,10 +100,13 @@ class FileContext:
         # across the whole tree, so they have no parent of their own and nothing asks for them.
         # Statements after an unconditional jump (analysis.reachability) never run: they get
         # parents (a walk of a function body still meets them) but stay out of the type index, so
-        # no rule sees their calls, assignments or definitions.
+        # no rule sees their calls, assignments or definitions; their calls are kept apart
+        # (``dead_calls``: a function called only there is not run by the file).
         parents: dict[ast.AST, ast.AST] = {}
         by_type: dict[type, list[ast.AST]] = defaultdict(list)
+        dead_calls: list[ast.Call] = []
         self.__dict__["parents"], self.__dict__["_by_type"] = parents, by_type
+        self.__dict__["dead_calls"] = dead_calls
         fields_of = CHILD_FIELDS
         stack = [(tree, True)]
         pop = stack.pop
@@ -83,6 +117,8 @@ class FileContext:
             cls = type(node)
             if live:
                 by_type[cls].append(node)
+            elif cls is ast.Call:
+                dead_calls.append(node)
             fields = fields_of.get(cls)
             if fields is None:
                 fields = child_fields(cls)
@@ -100,6 +136,11 @@ class FileContext:
                 elif isinstance(value, AST):
                     parents[value] = node
                     push((value, live))
+        # A call that ends the process ends its block too, but whether ``exit()`` is one depends on
+        # the file's imports and bindings, known only now: the statements after one leave the index.
+        exits = self.__dict__["process_exits"] = process_exits(by_type, parents)
+        if exits:
+            _drop_dead_after(exits, parents, by_type, dead_calls)
 
     def release(self) -> None:
         """Drop the shared per-file facts once nothing will ask for them (the engine calls this when

@@ -46,7 +46,10 @@ class EvalWithoutNoGrad(Rule):
         (`infer(model, framework="tf")` for `model(**x) if framework == "pt" else ...`)
         is no path into it, nor is a call under a branch the file's constants rule out
         (`if DUMP_MASKS and epoch % 10 == 0:` with `DUMP_MASKS = False` bound once and
-        never rebound). Evaluation that needs gradients on purpose (it calls
+        never rebound), nor one that never runs: after a `return` or a call that ends the
+        process (`exit()`, `sys.exit(0)`, `os._exit(0)`) in its block, or after a loop
+        every turn of which ends with one (a debugging `exit()` after the first step).
+        Evaluation that needs gradients on purpose (it calls
         `backward()` or `torch.autograd.grad`, or marks a tensor `requires_grad`, e.g.
         saliency maps, adversarial examples, losses on input gradients) is not
         reported, nor are

@@ -30,7 +30,8 @@ class TrainModeNotRestored(Rule):
         batch-norm statistics on purpose) -- then the training code owns the mode,
         and an evaluation switching the model to eval before it changes nothing (a
         linear probe's `train()` that starts with `backbone.eval()`) -- nor an eval
-        switch followed by `break`, nor a model not shown to behave differently in
+        switch followed by `break` or by a call that ends the process (`evaluate();
+        exit()`, also in a helper of the file it calls), nor a model not shown to behave differently in
         the two modes (only dropout, batch norm and the other mode-dependent layers
         of TL005, reached through data flow, count: a model of `Linear`/`ReLU`
         layers, or one the linter cannot see into, is not reported; a model parameter no

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
 
 # Events that say where control goes, not what happens to the training state.
-_CONTROL = frozenset({EventKind.CONTINUE, EventKind.BREAK, EventKind.RETURN})
+_CONTROL = frozenset({EventKind.CONTINUE, EventKind.BREAK, EventKind.RETURN, EventKind.PROCESS_EXIT})
 
 
 @dataclass(frozen=True)

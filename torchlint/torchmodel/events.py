@@ -36,6 +36,9 @@ class EventKind(Enum):
     CONTINUE = "continue"
     BREAK = "break"
     RETURN = "return"
+    PROCESS_EXIT = (
+        "process_exit"  # exit(), sys.exit(...), os._exit(...): the process ends (analysis.reachability.process_exits)
+    )
 
 
 BACKWARD_KINDS = frozenset({EventKind.BACKWARD, EventKind.OPAQUE_STEP})

@@ -117,6 +117,8 @@ class CallerChain:
             sites = sorted([*sites, *instance_method_calls(self.ctx, func)], key=position)
         if not sites and func.name in self._names_used_as_values:
             return Verdict(UNKNOWN)  # handed to something else as a callback (`evaluator(eval_fn)`)
+        if not sites and graph.called_only_where_dead(func):
+            return Verdict(REACHED)  # called only after an `exit()`/`return`: no path runs it (as below)
         if not sites or depth >= self.MAX_CALL_DEPTH or func in seen:
             if depth > 0 and self.blocks.has_backward(func):
                 # A caller that trains: it runs in train mode with autograd on (a backward under

@@ -58,6 +58,8 @@ def _depth(ctx, node) -> int:
     return sum(1 for _ in ctx.ancestors(node))
 
 
+# Events after which no step of any loop around them follows.
+_LEAVES_ALL = frozenset({EventKind.RETURN, EventKind.PROCESS_EXIT})
 _SUBMODULE_WALKS = frozenset({"modules", "children", "named_modules", "named_children"})
 
 
@@ -234,10 +236,11 @@ class RestoreAnalysis:
 
     @staticmethod
     def _ends_after(events, index) -> bool:
-        """A `break` or `return` that certainly runs after the switch, leaving the loop."""
+        """A `break` or `return` that certainly runs after the switch, leaving the loop, or a call
+        that ends the process (`evaluate(); exit()` to try the evaluation once)."""
         event = events[index]
         for other in events[index + 1 :]:
-            if other.kind is EventKind.RETURN and event.guards[: len(other.guards)] == other.guards:
+            if other.kind in _LEAVES_ALL and event.guards[: len(other.guards)] == other.guards:
                 return True
             if (
                 other.kind is EventKind.BREAK

@@ -184,12 +184,16 @@ class _Walk:
         return True
 
     def block(self, body, guards, loops, via, withs, stack) -> None:
-        for stmt in live_statements(body):  # nothing after a return/raise/continue/break runs
+        # Nothing after a return/raise/continue/break, or a call that ends the process, runs.
+        for stmt in live_statements(body, self.walker.ctx.process_exits):
             self.statement(stmt, guards, loops, via, withs, stack)
 
     def statement(self, stmt, guards, loops, via, withs, stack) -> None:
         if type(stmt) is ast.Expr:  # the commonest statement: skip the chain of tests below
             self.expression(stmt, guards, loops, via, withs, stack)
+            if stmt in self.walker.ctx.process_exits:
+                # The process ends here, also inside a followed call: no later step, no next turn.
+                self.out.append(Event(EventKind.PROCESS_EXIT, stmt, guards=guards, loops=loops, via=via, withs=withs))
             return
         place = (guards, loops, via, withs, stack)
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

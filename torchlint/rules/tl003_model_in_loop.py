@@ -24,8 +24,10 @@ class ModelInLoop(Rule):
         function the epoch loop calls and in a loop nested in the epoch loop (a
         data-shard loop). An outer loop whose body is a whole training
         run (folds, trials, seeds, hyper-parameter values, tasks, federated rounds)
-        is not reported, nor are loss modules, weightless layers (`nn.ReLU()`,
-        `nn.Dropout()`) or `copy.deepcopy(model)`.
+        is not reported, including one that hands the new model to a function, of
+        this file or another, that builds its own optimizer over it and trains it;
+        nor are loss modules, weightless layers (`nn.ReLU()`, `nn.Dropout()`) or
+        `copy.deepcopy(model)`.
     """
     why = """
         Each iteration trains a freshly initialised network and throws away what

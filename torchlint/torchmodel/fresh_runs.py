@@ -8,7 +8,10 @@ independent runs, whatever it iterates over. So is a loop that hands out a diffe
 iteration and trains it, through a loop of steps, with an optimizer over that model
 (``for net in ensemble: train(net, data)`` where ``train`` builds ``Adam(net.parameters())``): each
 optimizer serves one model's run. The optimizer may be built in the iteration itself or in a
-function it calls, its parameters followed from the call's argument. A module is fresh when a
+function it calls, its parameters followed from the call's argument; a function of another file
+of the project is read from its summary (``trained_in_own_run``: the parameters whose model one
+call trains with an optimizer it builds itself), so ``for n in sizes: net = Net(n);
+train.main(net, cfg)`` is a sweep when ``train.main`` builds ``Adam(net.parameters())`` and steps it. A module is fresh when a
 class is called (capitalised, or a class the loop hands out: ``for cls in [nn.RNN, nn.GRU]:
 cls(2, 1)``, or one drawn from a table whose every entry builds a new model: ``build =
 MODELS[name]; ...; build()``) and handed no model but fresh ones (``MAML(Net())``); models the
@@ -26,17 +29,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import call_graph, resolve_name
+from torchlint.analysis.callgraph import call_graph, calls_elsewhere, resolve_name
 from torchlint.analysis.containers import written_items
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
+from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument, last_name, returns_of
 from torchlint.analysis.summaries import function_summary
 from torchlint.analysis.unpacking import call_argument
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import class_reference_role, constructor_role, preserved_argument
+from torchlint.torchmodel.events import STEP_KINDS
 from torchlint.torchmodel.new_tensors import creates_leaf_tensor
 from torchlint.torchmodel.roles import Role, object_roles
+from torchlint.torchmodel.walk import event_walker
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -68,10 +74,13 @@ def fresh_model_sources(ctx: FileContext, optimizer: ast.Call) -> list[ast.AST] 
 
 def _own_model_sources(ctx: FileContext, optimizer: ast.Call, iteration: _Iteration) -> list[ast.AST] | None:
     params = argument(optimizer, 0, "params")
-    if params is None:
-        return None
+    return _own_sources(ctx, params, iteration) if params is not None else None
+
+
+def _own_sources(ctx: FileContext, expr: ast.AST, iteration: _Iteration) -> list[ast.AST] | None:
+    """The modules ``expr``'s parameters come from, when they all are the iteration's own; else None."""
     found: list[ast.AST] = []
-    if not _sources(ctx, params, iteration, found, 0) or not found:
+    if not _sources(ctx, expr, iteration, found, 0) or not found:
         return None
     return found
 
@@ -392,7 +401,112 @@ def builds_fresh_run(ctx: FileContext, loop: ast.AST, optimizers: list[ast.Call]
         _own_model_sources(ctx, optimizer, _Iteration(loop, sites, trains_handed_out)) is not None
         for optimizer in optimizers
         for sites in _call_chains(ctx, optimizer, loop, 0)
-    )
+    ) or hands_own_model_to_run(ctx, loop, trains_handed_out)
+
+
+def hands_own_model_to_run(ctx: FileContext, loop: ast.AST, trains_handed_out: bool, min_loops: int = 0) -> bool:
+    """``loop``'s iteration (its body, or once per call of a function the body calls) hands a model
+    of its own to a function of another file that trains it with an optimizer it builds itself,
+    stepped at least ``min_loops`` loops down in that function (``trained_in_own_run``). The
+    optimizer is built in that file, out of this file's sight (and the loops around its steps with
+    it: the call's effects are events at the call), so both are read from the function's summary;
+    the argument is followed here as an optimizer's parameters would be."""
+    for call, callee in calls_elsewhere(ctx).items():
+        trained = function_summary(callee, "torch.trained-in-own-run", trained_in_own_run, frozenset())
+        names = sorted({name for name, loops in trained if loops >= min_loops})
+        if not names:
+            continue
+        for sites in _call_chains(ctx, call, loop, 0):
+            iteration = _Iteration(loop, sites, trains_handed_out)
+            for name in names:
+                given = call_argument(ctx, call, callee.node, name)
+                if given is not None and _own_sources(ctx, given, iteration) is not None:
+                    return True
+    return False
+
+
+def trained_in_own_run(function: Definition) -> frozenset[tuple[str, int]]:
+    """The parameters of ``function`` whose model one call trains with an optimizer of its own, each
+    with the fewest loops around a step of that optimizer: the call builds an optimizer (once,
+    outside any loop of its body) over that model's parameters alone (``model = model.to(device);
+    Adam(filter(f, model.parameters()))``) and steps it (in its body, a helper of its file or a
+    closure). A fresh model handed to such a call starts a run of its own: fresh weights, fresh
+    optimizer state, and no optimizer of the caller holds its parameters. A function handed the
+    optimizer too (``train_one_epoch(model, optimizer, loader)``) builds none: it has no such
+    parameter, and a model rebuilt around it is trained by the caller's optimizer, or by none."""
+    ctx, node = function.ctx, function.node
+    trained: set[tuple[str, int]] = set()
+    for call in ctx.calls:
+        if not (_once_in(ctx, call, node) and constructor_role(ctx, call) == Role.OPTIMIZER):
+            continue
+        params = argument(call, 0, "params")
+        models: set[str] = set()
+        if params is None or not _handed_parameters(ctx, params, node, models, 0) or not models:
+            continue
+        loops = _step_loops(ctx, node, call)
+        if loops is not None:
+            trained |= {(model, loops) for model in models}
+    return frozenset(trained)
+
+
+def _handed_parameters(ctx: FileContext, expr: ast.AST, function: ast.AST, found: set[str], depth: int) -> bool:
+    """Add to ``found`` the parameters of ``function`` whose models ``expr`` hands on the parameters
+    of (``model.parameters()``, through moves, wrappers, parameter groups, ``filter``/``list``);
+    False when it hands on anything else (a model built or kept elsewhere, a tensor, an unknown call)."""
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(expr, (ast.List, ast.Tuple)):
+        return all(_handed_parameters(ctx, e, function, found, depth + 1) for e in expr.elts)
+    if isinstance(expr, ast.Dict):  # a parameter group `{"params": m.parameters(), "lr": ...}`
+        group = [v for k, v in zip(expr.keys, expr.values) if isinstance(k, ast.Constant) and k.value == "params"]
+        return bool(group) and _handed_parameters(ctx, group[0], function, found, depth + 1)
+    if isinstance(expr, ast.Name):
+        bindings = dataflow(ctx).reaching(expr)
+        own = {id(a) for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
+        for binding in bindings:
+            if binding.kind == "param" and id(binding.stmt) in own:
+                found.add(expr.id)
+                continue
+            assigned = binding.kind in ("assign", "walrus") and binding.value is not None
+            if not assigned or not _handed_parameters(ctx, binding.value, function, found, depth + 1):
+                return False
+        return bool(bindings)
+    if not isinstance(expr, ast.Call):
+        return False
+    func = expr.func
+    if isinstance(func, ast.Attribute) and func.attr in torch_names.DEVICE_DTYPE_MOVES | _PARAMETER_VIEWS:
+        return _handed_parameters(ctx, func.value, function, found, depth + 1)
+    wrapped = preserved_argument(ctx, expr)
+    if wrapped is not None:
+        return _handed_parameters(ctx, wrapped, function, found, depth + 1)
+    if isinstance(func, ast.Name) and func.id in _PARAMETER_BUILTINS and not dataflow(ctx).reaching(func):
+        return bool(expr.args) and _handed_parameters(ctx, expr.args[-1], function, found, depth + 1)
+    return False
+
+
+def _step_loops(ctx: FileContext, function: ast.AST, optimizer: ast.Call) -> int | None:
+    """How many loops down one call of ``function`` steps the optimizer ``optimizer`` builds (the
+    fewest, over its steps: ``opt.step()``, ``scaler.step(opt)``, or a helper handed the optimizer
+    that steps it); None when it never does."""
+    flow = dataflow(ctx)
+    found = [
+        len(event.loops)
+        for event in event_walker(ctx).function_events(function)
+        if event.kind in STEP_KINDS
+        and isinstance(event.node, ast.Call)
+        and optimizer in flow.origins(_stepped_expression(ctx, event.node, event.target), parameters=True)
+    ]
+    return min(found) if found else None
+
+
+def _stepped_expression(ctx: FileContext, step: ast.Call, target: str | None) -> ast.AST:
+    """The expression of the optimizer a step event steps: the argument named by its target when the
+    event is a call that hands it on (a helper of another file stepping what it is given), else
+    the receiver of the step."""
+    for arg in (*step.args, *(k.value for k in step.keywords)):
+        if target is not None and symbol(arg) == target:
+            return arg
+    return stepped_optimizer(ctx, step)
 
 
 def optimizes_new_tensors(ctx: FileContext, loop: ast.AST, optimizers: list[ast.Call]) -> bool:

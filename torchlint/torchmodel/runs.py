@@ -42,6 +42,7 @@ from torchlint.torchmodel.constructors import constructor_role, optimizer_holds_
 from torchlint.torchmodel.events import BACKWARD_KINDS, STEP_KINDS, EventKind
 from torchlint.torchmodel.fresh_runs import (
     builds_fresh_run,
+    hands_own_model_to_run,
     optimizes_new_tensors,
     trained_state_used_up_in_iteration,
 )
@@ -504,10 +505,15 @@ class RunAnalysis:
         optimizer steps two loops down (epochs of batches), with an optimizer over a model built
         fresh in that iteration (``main(opt, i)`` builds the model, then its optimizer): a step
         holds no loop of steps, so the name is read as a count of repeats and the data decides. A
-        loop named for epochs keeps its name: an epoch may hold phases of batches."""
-        return (
-            bool(depths) and min(depths) >= 2 and builds_fresh_run(self.ctx, loop, optimizers, trains_handed_out=False)
-        )
+        loop named for epochs keeps its name: an epoch may hold phases of batches. A function of
+        another file handed the fresh model (``for n_iters in ...: main(Net(n_iters), ...)``)
+        that builds its optimizer and steps it two loops down counts the same."""
+        if bool(depths) and min(depths) >= 2 and builds_fresh_run(self.ctx, loop, optimizers, trains_handed_out=False):
+            return True
+        # The same, with the fresh model handed to a function of another file that builds its own
+        # optimizer over it and steps it two loops down (``main(model, params)``): its steps
+        # reach this file as events at the call, with no loops around them.
+        return hands_own_model_to_run(self.ctx, loop, trains_handed_out=False, min_loops=2)
 
     def _runs_whole_in_iteration(self, loop) -> bool:
         """``loop``'s iteration trains, then reads what it trained, and nothing of it outlives the

@@ -54,6 +54,35 @@ def test_rebound_around(body, rebound):
     assert rebound_around(ctx, _loop(ctx, 2), _accumulation(ctx), "acc") is rebound
 
 
+@pytest.mark.parametrize(
+    ("body", "rebound"),
+    [
+        # Only the iterations on which `c` holds are asked about: the other branch is not followed.
+        ("acc += g()\nif c:\n    acc = 0", True),
+        ("acc += g()\nif not c:\n    pass\nelse:\n    acc = 0", True),
+        ("if c:\n    acc = 0\nacc += g()", True),
+        ("acc += g()\nif d:\n    acc = 0", False),  # a test the caller knows nothing of
+        ("acc += g()\nif c:\n    if d:\n        acc = 0", False),
+        ("acc += g()\nif c:\n    if e:\n        continue\n    acc = 0", False),
+    ],
+)
+def test_rebound_around_on_the_iterations_where_a_test_holds(body, rebound):
+    source = "acc = 0\nfor x in xs:\n" + textwrap.indent(body, "    ") + "\n"
+    ctx = _context(source)
+
+    def given(test):
+        if isinstance(test, ast.Name) and test.id == "c":
+            return True
+        if isinstance(test, ast.UnaryOp) and isinstance(test.operand, ast.Name) and test.operand.id == "c":
+            return False
+        return None
+
+    loop, node = _loop(ctx, 2), _accumulation(ctx)
+    assert rebound_around(ctx, loop, node, "acc", given=given) is rebound
+    if rebound:
+        assert not rebound_around(ctx, loop, node, "acc")  # every path: the other branch carries it round
+
+
 def test_rebinding_before_an_accumulation_in_an_inner_loop():
     ctx = _context(
         """

@@ -4,7 +4,7 @@ import ast
 import textwrap
 
 from torchlint.analysis.context import FileContext
-from torchlint.analysis.reachability import exit_after, jump_skips
+from torchlint.analysis.reachability import exit_after, jump_skips, statements_between
 
 
 def _context(source: str) -> tuple[FileContext, dict[str, ast.Call]]:
@@ -230,3 +230,45 @@ def test_an_exit_is_no_jump_that_surely_passes_over_a_later_statement():
         keep(x)
     """
     assert _skips(source, "drop", "keep") is None
+
+
+def _between(source: str, first: str, last: str):
+    ctx, calls = _context(source)
+    found = statements_between(ctx, calls[first], calls[last])
+    return None if found is None else [ast.unparse(stmt).splitlines()[0] for stmt in found]
+
+
+def test_statements_between_a_statement_and_a_later_one_of_its_block():
+    source = """
+    def main():
+        model = load()
+        prepare()
+        score(model)
+        for b in data:
+            check(b)
+            run(model)
+        later()
+    """
+    assert _between(source, "load", "score") == ["prepare()"]
+    # Nested in a later statement: that statement runs around it (a loop brings it back).
+    assert _between(source, "load", "run") == ["prepare()", "score(model)", "for b in data:"]
+    assert _between(source, "score", "load") is None  # not later
+
+
+def test_no_statements_between_from_a_branch_or_into_another_scope():
+    source = """
+    if c:
+        model = load()
+    def evaluate():
+        return run(model)
+    score(model)
+    """
+    assert _between(source, "load", "score") is None  # the load runs on one branch only
+    flat = """
+    model = load()
+    def evaluate():
+        return run(model)
+    score(model)
+    """
+    assert _between(flat, "load", "score") == ["def evaluate():"]
+    assert _between(flat, "load", "run") is None  # the def's body runs when it is called

@@ -659,6 +659,107 @@ def test_from_pretrained_model_fine_tuned_here_is_in_training_mode(lint):
     )
 
 
+# ----- a model loaded in eval mode stays so until a `.train()` runs -------------------------------------
+
+_SCORE_THEN_FINETUNE = """
+    import torch
+    from transformers import BertForSequenceClassification
+
+    def score_heads(model, eval_loader):
+        scores = torch.zeros(12, 12)
+        for ids, mask, labels in eval_loader:
+            out = model(ids, attention_mask=mask, labels=labels){marker}
+            out.loss.backward()
+            scores += model.head_mask_grad().abs().detach()
+        return scores
+
+    def finetune(model, loader, optimizer):
+        model.train()
+        for ids, mask, labels in loader:
+            model(ids, attention_mask=mask, labels=labels).loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+
+    def main(train_loader, dev_loader, path):
+        model = BertForSequenceClassification.from_pretrained(path, num_labels=2)
+        if torch.cuda.is_available():
+            model.cuda()
+        {between}
+        scores = score_heads(model, dev_loader)
+        finetune(model, train_loader, torch.optim.AdamW(model.parameters()))
+        {after}
+"""
+
+
+def test_model_scored_right_after_from_pretrained_is_not_reported(lint):
+    """`from_pretrained` returns the model in eval mode; the program's `.train()` runs only
+    after the scoring, so it does not reach it."""
+    check(lint, _SCORE_THEN_FINETUNE.format(marker="", between="torch.manual_seed(0)", after="return scores"), "TL005")
+
+
+def test_model_scored_after_a_train_switch_or_again_after_training_is_reported(lint):
+    """A `.train()` (here inside a helper) between the load and the scoring reaches it; so does
+    the training before a second scoring call."""
+    findings = check(
+        lint,
+        _SCORE_THEN_FINETUNE.format(
+            marker="  # expect: TL005", between="finetune(model, train_loader, None)", after="return scores"
+        ),
+        "TL005",
+    )
+    assert "called at line 25" in findings[0].message
+    findings = check(
+        lint,
+        _SCORE_THEN_FINETUNE.format(
+            marker="  # expect: TL005", between="pass", after="return score_heads(model, dev_loader)"
+        ),
+        "TL005",
+    )
+    assert "called at line 27" in findings[0].message
+
+
+def test_inline_evaluation_right_after_from_pretrained_in_a_training_script_is_not_reported(lint):
+    """The load, then an evaluation loop in the same block: the training that follows (and its
+    `.train()`) runs later. A `def` written in between runs only when called: it does not count."""
+    source = """
+        import torch
+        from transformers import BertForSequenceClassification
+
+        model = BertForSequenceClassification.from_pretrained("bert-base-uncased")
+        correct = 0
+        for batch in val_loader:
+            with torch.no_grad():
+                correct += (model(**batch).logits.argmax(-1) == batch["labels"]).sum().item()
+        model.train()
+        for batch in train_loader:
+            model(**batch).loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        """
+    check(lint, source, "TL005")
+    check(
+        lint,
+        """
+        import torch
+        from transformers import BertForSequenceClassification
+
+        model = BertForSequenceClassification.from_pretrained("bert-base-uncased")
+
+        @torch.no_grad()
+        def dev_accuracy(loader):
+            return sum((model(**b).logits.argmax(-1) == b["labels"]).sum().item() for b in loader)  # expect: TL005
+
+        model.train()
+        for batch in train_loader:
+            model(**batch).loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        print(dev_accuracy(val_loader))
+        """,
+        "TL005",
+    )
+
+
 # ----- miss: one function for both phases -------------------------------------------------------------
 
 _PHASES = """
@@ -1175,9 +1276,17 @@ def test_model_from_an_eval_mode_loader_handed_through_helpers_is_silent(lint):
 
 
 def test_model_from_an_eval_mode_loader_switched_to_train_is_reported(lint):
-    source = _HEAD_SCORING.format(marker="# expect: TL005", extra="model.train()")
+    # The second pruning scores the heads after the first one's `.train()`.
+    source = (
+        _HEAD_SCORING.format(marker="# expect: TL005", extra="model.train()") + "prune(model, eval_loader, 12, 12)\n"
+    )
     (finding,) = check(lint, source, "TL005")
     assert "evaluates in training mode" in finding.message
+
+
+def test_model_from_an_eval_mode_loader_switched_to_train_only_after_the_scoring_is_silent(lint):
+    # The `.train()` runs after the only scoring: it cannot reach it.
+    check(lint, _HEAD_SCORING.format(marker="", extra="model.train()"), "TL005")
 
 
 def test_model_from_an_eval_mode_loader_handed_to_a_library_trainer_is_reported(lint):

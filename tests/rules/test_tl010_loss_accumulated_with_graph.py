@@ -949,6 +949,121 @@ def test_reset_after_a_continue_still_reported(lint):
     )
 
 
+# ----- a total reset on every iteration that updates the weights -----------------------------------
+# It holds the graphs of one accumulation window at most, graphs alive until that window's step anyway.
+
+
+def test_total_reset_when_accelerate_syncs_gradients_is_not_reported(lint):
+    """Accelerate's prepared optimizer steps only when `sync_gradients` is set inside
+    `accelerator.accumulate(...)`; the window's total is reset right then, epoch after epoch."""
+    check(
+        lint,
+        """
+        import torch
+        def run(accelerator, net, train_dl, criterion, opt, n_accum, epochs, history):
+            for epoch in range(epochs):
+                window_loss, window_hits = 0, 0
+                for inputs, labels in train_dl:
+                    with accelerator.accumulate(net):
+                        logits = net(inputs)
+                        loss = criterion(logits, labels)
+                        window_loss += loss / n_accum
+                        window_hits += (logits.argmax(1) == labels).float().mean() / n_accum
+                        accelerator.backward(loss)
+                        if accelerator.sync_gradients:
+                            accelerator.clip_grad_norm_(net.parameters(), 1.0)
+                        opt.step()
+                        opt.zero_grad()
+                    if accelerator.sync_gradients:
+                        gathered = accelerator.gather_for_metrics(window_loss)
+                        history.append(torch.mean(gathered).item())
+                        window_loss, window_hits = 0, 0
+        """,
+        CODE,
+    )
+
+
+def test_total_reset_in_the_branch_that_steps_is_not_reported(lint):
+    """`(step + 1) % accum_steps == 0` picks the update iterations: the reset in that branch, or
+    in a later `if` with the same test, runs on every one of them."""
+    check(
+        lint,
+        """
+        def fit(model, loader, loss_fn, optimizer, accum_steps, log):
+            running = 0.0
+            chunk = 0.0
+            for step, (x, y) in enumerate(loader):
+                loss = loss_fn(model(x), y) / accum_steps
+                loss.backward()
+                running += loss
+                chunk = chunk + loss
+                if (step + 1) % accum_steps == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+                    log(running.item())
+                    running = 0.0
+                if not (step + 1) % accum_steps == 0:
+                    continue
+                chunk = 0.0
+        """,
+        CODE,
+    )
+
+
+def test_total_reset_only_when_logging_in_an_accelerate_loop_is_reported(lint):
+    """The reset waits for a logging step, not for each update: the graphs of every micro-step
+    between two logs stay chained."""
+    findings = check(
+        lint,
+        """
+        def run(accelerator, net, train_dl, criterion, opt, log_every):
+            window_loss = 0
+            for it, (inputs, labels) in enumerate(train_dl):
+                with accelerator.accumulate(net):
+                    loss = criterion(net(inputs), labels)
+                    window_loss += loss  # expect: TL010
+                    accelerator.backward(loss)
+                    opt.step()
+                    opt.zero_grad()
+                if it % log_every == 0:
+                    accelerator.print(window_loss.item() / log_every)
+                    window_loss = 0
+        """,
+        CODE,
+    )
+    assert "`window_loss` accumulates `loss`, a tensor still attached" in findings[0].message
+
+
+def test_total_reset_at_the_end_of_the_epoch_or_more_rarely_than_the_step_is_reported(lint):
+    """Reset after the batch loop, or under a test other than the step's: many updates' graphs
+    pile up in between."""
+    findings = check(
+        lint,
+        """
+        def fit(model, loader, loss_fn, optimizer, accum_steps, epochs, log):
+            for epoch in range(epochs):
+                epoch_total = 0.0
+                recent = 0.0
+                for step, (x, y) in enumerate(loader):
+                    loss = loss_fn(model(x), y) / accum_steps
+                    loss.backward()
+                    epoch_total += loss  # expect: TL010
+                    recent += loss  # expect: TL010
+                    if (step + 1) % accum_steps == 0:
+                        optimizer.step()
+                        optimizer.zero_grad()
+                    if (step + 1) % (10 * accum_steps) == 0:
+                        log(recent.item())
+                        recent = 0.0
+                log(epoch_total.item())
+                epoch_total = 0.0
+        """,
+        CODE,
+    )
+    assert [f.line for f in findings] == [9, 10]
+    assert "`recent` accumulates `loss`" in findings[1].message
+
+
 # ----- in-place edits of an element of this iteration's own tensor ------------------------------
 
 

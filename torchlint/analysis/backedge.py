@@ -7,7 +7,9 @@ Three questions, all about structured Python (no control-flow graph, nothing of 
   again in the next iteration (no loop-carried binding): every path round the back edge rebinds
   ``name`` to a value that does not read it (``outputs = []``, ``loss = criterion(...)``), before
   ``node`` on the way from the top of the body or after it on the way to the back edge, so what
-  grows under that name at ``node`` grows for one iteration only.
+  grows under that name at ``node`` grows for one iteration only. With ``given``, only the
+  iterations on which some ``if`` tests take a known value are asked about (the iterations that
+  run an optimizer step, for a total that may grow over the micro-steps between two of them).
 * ``element_holder_rebound_around(ctx, loop, target, node)``: ``target`` is an element
   (``preds[i]``) of a container bound to a new value (not an alias such as
   ``buf = self.buffer``) round ``node``, so an in-place update of it lasts one iteration.
@@ -72,6 +74,7 @@ def rebound_around(
     *,
     fresh: bool = False,
     drops: Callable[[ast.AST], bool] | None = None,
+    given: Callable[[ast.AST], bool | None] | None = None,
 ) -> bool:
     """Whether nothing ``name`` (a symbol: ``total``, ``self.losses``) holds at ``node`` in one
     iteration of ``loop`` reaches ``node`` in the next: every path from ``node`` round the back edge
@@ -85,11 +88,14 @@ def rebound_around(
     rather than rebind the name. ``drops``: a rebinding that reads ``name`` counts as well when
     ``drops`` holds of its value, for callers that track one property of what the name holds
     rather than the value itself (``total = float(total)`` keeps the number, not what the number
-    was attached to)."""
+    was attached to). ``given``: the paths asked about are those of iterations on which each ``if``
+    test for which ``given(test)`` is True or False has that value (its other branch is not
+    followed), for callers that ask about some iterations only (those that step the optimizer:
+    ``if (i + 1) % accum == 0: optimizer.step(); total = 0``); None leaves the test open."""
     statement = statement_of(ctx, node)
     if statement is None or not ctx.is_inside(statement, loop):
         return False
-    rebinds = _Rebinding(name, fresh, drops)
+    rebinds = _Rebinding(name, fresh, drops, given=given)
     return _rebound_on_the_way(ctx, loop, statement, rebinds, before=True) or _rebound_on_the_way(
         ctx, loop, statement, rebinds, before=False
     )
@@ -190,7 +196,7 @@ def _walk_rebinding(block: list, rebinds: _Rebinding, exits, *, nested: bool = F
             return _KILLED
         if isinstance(stmt, ast.If):
             outcome = _worst(
-                _walk_rebinding(b, rebinds, exits, nested=nested, leak=leak) for b in (stmt.body, stmt.orelse)
+                _walk_rebinding(b, rebinds, exits, nested=nested, leak=leak) for b in rebinds.branches(stmt)
             )
         elif type(stmt) in _ALWAYS_RUN:
             # A loop's body is taken to run (its bound is data the linter cannot see), and so is a
@@ -220,7 +226,7 @@ class _Rebinding:
     """Whether a statement binds ``name`` (alone or in a tuple) to a value that does not read it
     (or that ``drops`` says keeps nothing the caller tracks); see ``rebound_around``. With
     ``accepts``, whether it binds ``name`` alone to a value ``accepts(value)`` holds (see
-    ``reset_before_next``)."""
+    ``reset_before_next``). ``branches``: the blocks of an ``if`` the paths asked about may take."""
 
     def __init__(
         self,
@@ -228,8 +234,15 @@ class _Rebinding:
         fresh: bool,
         drops: Callable[[ast.AST], bool] | None,
         accepts: Callable[[ast.AST], bool] | None = None,
+        given: Callable[[ast.AST], bool | None] | None = None,
     ):
-        self.name, self.fresh, self.drops, self.accepts = name, fresh, drops, accepts
+        self.name, self.fresh, self.drops, self.accepts, self.given = name, fresh, drops, accepts, given
+
+    def branches(self, stmt: ast.If) -> tuple:
+        known = self.given(stmt.test) if self.given is not None else None
+        if known is None:
+            return (stmt.body, stmt.orelse)
+        return (stmt.body,) if known else (stmt.orelse,)
 
     def __call__(self, stmt: ast.AST) -> bool:
         if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:

@@ -248,3 +248,26 @@ def may_run_between(ctx: FileContext, node: ast.AST, first: ast.AST, last: ast.A
     if position(first) < position(node) < position(last):
         return True
     return any(ctx.is_inside(node, loop) and not ctx.is_inside(first, loop) for loop in ctx.enclosing_loops(last))
+
+
+def statements_between(ctx: FileContext, first: ast.AST, last: ast.AST) -> list[ast.stmt] | None:
+    """The statements that may run after ``first``'s statement and before ``last``, when that
+    statement sits directly in a block a later statement of which holds ``last`` (``runs_before``):
+    those between the two in the block, and the later one itself when ``last`` lies nested in it
+    (what runs there before ``last``, or after it before a loop inside brings it back). None
+    when ``first`` runs in some other place (one branch of an ``if``, a loop ``last`` is not in),
+    or ``last`` in another scope (a function defined in between runs when it is called)."""
+    if ctx.enclosing_scope(first) is not ctx.enclosing_scope(last):
+        return None
+    stmt = statement_of(ctx, first)
+    block = block_holding(ctx.parent(stmt), stmt) if stmt is not None else None
+    if block is None:
+        return None
+    later = block[block.index(stmt) + 1 :]
+    own = statement_of(ctx, last)
+    for index, holder in enumerate(later):
+        if holder is own:
+            return later[:index]
+        if ctx.is_inside(last, holder):
+            return later[: index + 1]
+    return None

@@ -39,7 +39,8 @@ class EvalWithoutEvalMode(Rule):
         whatever the file's path. A model starts in the mode its loader gives it: one
         from a loader documented to return eval mode (`X.from_pretrained(...)`), also
         handed through helpers, moves and `DataParallel`/`DDP` wrappers, is in eval
-        mode unless a `.train()` of this program may reach it or it is handed to code
+        mode unless a `.train()` of this program may reach it (one that runs only after
+        the evaluation, in the same block as the load, does not) or it is handed to code
         the linter cannot read (a library trainer); one from `torch.hub.load(...)` is
         the hub entry point's business. Only a model shown to behave differently in the two modes is
         reported: data flow takes it to dropout, batch norm, an instance norm

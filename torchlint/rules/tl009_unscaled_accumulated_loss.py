@@ -8,7 +8,7 @@ import re
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name
 from torchlint.engine.rule import Message, Rule, register
-from torchlint.torchmodel.accumulation import gradient_accumulation
+from torchlint.torchmodel.accumulation import accelerate_window, gradient_accumulation
 from torchlint.torchmodel.division import gradients_divided_before, loss_is_divided
 from torchlint.torchmodel.forward_calls import backward_with_gradient
 from torchlint.torchmodel.iterations import iterations
@@ -190,12 +190,7 @@ def _framework_scales(ctx, backward, step, evidence) -> bool:
     owner = symbol(call.func.value) or ""
     if "accelerator" in owner.lower():
         withs = tuple(backward.withs) + tuple(step.withs)
-        accumulate = any(
-            isinstance(item.context_expr, ast.Call)
-            and isinstance(item.context_expr.func, ast.Attribute)
-            and item.context_expr.func.attr == "accumulate"
-            for item in withs
-        )
+        accumulate = any(accelerate_window(item) is not None for item in withs)
         return accumulate or _accelerator_accumulates(ctx)
     return bool(_SELF_SCALING_OWNER.search(owner)) or object_roles(ctx).role_of(call.func.value) == Role.MODEL
 

@@ -11,6 +11,7 @@ from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name, method_call
 from torchlint.engine.rule import Message, Rule, register
+from torchlint.torchmodel.accumulation import gradient_accumulation
 from torchlint.torchmodel.gradmode import lexical_grad_disabler
 from torchlint.torchmodel.graphs import Graph, graph_values
 from torchlint.torchmodel.iterations import iterations
@@ -50,7 +51,13 @@ class LossAccumulatedWithGraph(Rule):
         to the next iteration (a rebinding to a plain number made of the total itself,
         `k = float(k)` after `k = k + loss`, counts: the number goes round, the graph does
         not), or an in-place edit of an element of such a value
-        (`preds[i] += preds[j]` on this iteration's `preds = model(x)`). Gradients asked of
+        (`preds[i] += preds[j]` on this iteration's `preds = model(x)`). A total the loop
+        resets on every iteration that steps the optimizer -- in the branch of the step
+        (`if (i + 1) % accum == 0:`), or under `if accelerator.sync_gradients:` when the step
+        runs inside `accelerator.accumulate(model)` -- holds the graphs of one accumulation
+        window at most, graphs that live until that window's step anyway, and is not reported
+        either; one reset only when logging (`if i % log_every == 0:`) or once per epoch is.
+        Gradients asked of
         autograd without `create_graph=True` (`torch.autograd.grad(loss, x)[0]`,
         `torch.autograd.functional.jacobian(f, x)`) carry no graph.
     """
@@ -187,7 +194,7 @@ def _kept_across_iterations(ctx, graphs, node, accumulator, training_loops) -> b
 
     if any(
         loop in training_loops
-        and (name is None or not rebound_around(ctx, loop, node, name, drops=plain))
+        and (name is None or not _reset_each_update(ctx, loop, node, name, plain))
         and not element_holder_rebound_around(ctx, loop, accumulator, node)
         for loop in ctx.enclosing_loops(node)
     ):
@@ -203,6 +210,25 @@ def _kept_across_iterations(ctx, graphs, node, accumulator, training_loops) -> b
         if any(loop in training_loops for loop in ctx.enclosing_loops(site)):
             return True
     return False
+
+
+def _reset_each_update(ctx, loop, node, name, plain) -> bool:
+    """What ``name`` holds at ``node`` does not come round to the next iteration of the training
+    loop ``loop`` that updates the weights: the loop rebinds it (see ``rebound_around``) on every
+    path of the iterations that step the optimizer -- in the branch that steps
+    (``if (i + 1) % accum == 0:``), or under ``if accelerator.sync_gradients:`` when the step runs
+    inside ``accelerator.accumulate(model)``. The total then holds the graphs of one accumulation
+    window at most, graphs that live until that window's backward and step anyway; a reset under
+    another condition (``if step % log_every == 0:``) or after the loop bounds nothing. Seen from an
+    epoch loop around the batch loop, the batch loop's updating iterations are the ones asked about."""
+    loops = ctx.enclosing_loops(node)
+    accumulation = gradient_accumulation(ctx)
+    known = [accumulation.update_test_values(inner) for inner in loops[: loops.index(loop) + 1]]
+
+    def given(test) -> bool | None:
+        return next((value for value in (each(test) for each in known) if value is not None), None)
+
+    return rebound_around(ctx, loop, node, name, drops=plain, given=given)
 
 
 def _outlives_its_function(ctx, accumulator) -> bool:

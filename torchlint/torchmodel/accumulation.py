@@ -12,7 +12,11 @@ before one optimizer step applies them. What TL009 (and TL001's accumulation win
   iterations before the step ``unit.events[i]``, each with its ``Accumulation`` evidence;
   ``accumulation_gate(events, i)``: the test that decides whether ``events[i]`` runs;
   ``accumulating_opaque_steps()`` for ``loss_scaler(loss, opt, update_grad=...)``;
-  ``is_micro_step_loop(loop)``: a loop over the micro-batches of one update.
+  ``is_micro_step_loop(loop)``: a loop over the micro-batches of one update;
+* ``update_test_values(loop)``: what the ``if`` tests of a loop's body are on every iteration that
+  updates the weights (the step's own conditions, Accelerate's ``sync_gradients``).
+
+``accelerate_window(item)``: the accelerator of a ``with accelerator.accumulate(model):`` item.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.backedge import reset_before_next
-from torchlint.analysis.conditions import truth_under
+from torchlint.analysis.conditions import consequences, truth_under
 from torchlint.analysis.constants import UNKNOWN, constant_value
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.nodes import source_text, walk_no_scopes
@@ -31,6 +35,7 @@ from torchlint.torchmodel.clearing import clearing
 from torchlint.torchmodel.events import (
     CLEAR_KINDS,
     EXIT_KINDS,
+    STEP_KINDS,
     Event,
     EventKind,
     exclusive,
@@ -42,6 +47,8 @@ from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.micro_batches import same_data_each_pass
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from torchlint.analysis.context import FileContext
     from torchlint.torchmodel.iterations import Unit
 
@@ -247,6 +254,44 @@ class GradientAccumulation:
             return False
         return bool(MICRO_STEP_NAME.search(source_text(self.ctx, loop.target) + " " + source_text(self.ctx, loop.iter)))
 
+    def update_test_values(self, loop: ast.AST) -> Callable[[ast.AST], bool | None]:
+        """What an ``if`` test in ``loop``'s body is (True, False, or None: not known) on every
+        iteration of ``loop`` in which its optimizer steps update the weights: a condition every
+        step of the iteration runs under (``if (i + 1) % accum == 0: optimizer.step()``, and its
+        parts through ``and``/``not``), and ``accelerator.sync_gradients`` for a step inside
+        ``with accelerator.accumulate(model):`` (Accelerate's prepared optimizer skips the step
+        on the other micro-steps). No test is known when the iteration has no step, or has one in a
+        loop nested in ``loop`` (several steps per iteration), or behind a call whose conditions
+        are another function's."""
+        ctx = self.ctx
+        keys: frozenset | None = None
+        for event in iterations(ctx).iteration_events(loop):
+            if event.kind not in STEP_KINDS:
+                continue
+            found = set()
+            if not event.loops:
+                for guard in event.guards:
+                    if ctx.is_inside(guard[0], loop):
+                        found.update(guard_key(ctx, part) for part in consequences(*guard))
+                for item in event.withs:
+                    accelerator = accelerate_window(item)
+                    if accelerator is not None and ctx.is_inside(item.context_expr, loop):
+                        found.add((f"{source_text(ctx, accelerator)}.sync_gradients", True))
+            keys = frozenset(found) if keys is None else keys & found
+        if not keys:
+            return lambda _test: None
+
+        def value(test: ast.AST) -> bool | None:
+            if not ctx.is_inside(test, loop):
+                return None
+            if guard_key(ctx, (test, True)) in keys:
+                return True
+            if guard_key(ctx, (test, False)) in keys:
+                return False
+            return None
+
+        return value
+
     def accumulating_opaque_steps(self) -> list[tuple[Event, Accumulation]]:
         """Opaque steps told to update only on some calls (MAE/DeiT's
         ``loss_scaler(loss, optimizer, update_grad=(i + 1) % accum_iter == 0)``), with that test."""
@@ -264,6 +309,16 @@ class GradientAccumulation:
                         found.append((event, Accumulation("argument", kw.value, kw.value)))
                         break
         return found
+
+
+def accelerate_window(item: ast.withitem) -> ast.AST | None:
+    """The accelerator of ``with accelerator.accumulate(model):``: inside it Accelerate counts the
+    micro-steps, sets ``accelerator.sync_gradients`` on the last of each window, divides the loss
+    in ``accelerator.backward`` and makes the prepared optimizer's ``step()`` skip the others."""
+    call = item.context_expr
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "accumulate":
+        return call.func.value
+    return None
 
 
 def gradient_accumulation(ctx: FileContext) -> GradientAccumulation:

@@ -24,6 +24,7 @@ from torchlint.analysis.containers import item_origins
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import dotted_name
 from torchlint.analysis.nodes import last_name, method_call, returns_of, walk_function_body
+from torchlint.analysis.reachability import statements_between
 from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role, preserved_argument
@@ -336,10 +337,22 @@ class ModelProvenance:
         origins = self.flow.origins(model, _through_moves_and_wrappers(self.ctx))
         if not origins or not all(_eval_mode_load(o) for o in origins):
             return False
-        if self._may_switch_to_train():
+        if self._may_switch_to_train() and not all(self._no_train_switch_between(o, model) for o in origins):
             return False
         name = dotted_name(model)
         return name is not None and not self._handed_to_unread_code(name, model)
+
+    def _no_train_switch_between(self, load: ast.AST, at: ast.AST) -> bool:
+        """Nothing that runs between the load and ``at`` may switch a model to train mode: the
+        load's statement runs before ``at`` in one block, and no statement in between (or around
+        ``at`` in that block), nor the functions they call, has a ``.train()`` (of any model). A
+        ``.train()`` the program runs only later (the training after an evaluation of the loaded
+        model) does not reach ``at``."""
+        between = statements_between(self.ctx, load, at)
+        if between is None:
+            return False
+        kinds = {e.kind for e in event_walker(self.ctx).events(between)}
+        return EventKind.TRAIN not in kinds and EventKind.SET_MODE not in kinds
 
     def _may_switch_to_train(self) -> bool:
         kinds = {e.kind for e in mode_switches(self.ctx)} | event_walker(self.ctx).kinds_elsewhere

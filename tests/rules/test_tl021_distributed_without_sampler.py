@@ -532,3 +532,92 @@ def test_pass_inside_an_epoch_loop_is_reported(lint):
     loop = "for epoch in range(20):\n" + "\n".join("    " + line for line in _PASS.splitlines())
     findings = check(lint, _ONE_PASS.format(marker="  # expect: TL021", loop=loop), CODE)
     assert "set_epoch" in findings[0].message
+
+
+# ----- single-process sections of a file that also trains with DDP ------------------------------
+# A walkthrough script trains the same network several ways in one file: a plain model, then an
+# `nn.DataParallel` one (one process), each with its own loader at module level; the DDP section is a
+# `worker(rank, world_size)` the script defines (and may never launch). Only what a rank runs or
+# reads feeds the distributed training.
+
+WALKTHROUGH = """
+import os
+import torch
+import torch.nn as nn
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+
+data = TensorDataset(torch.randn(512, 8), torch.randint(0, 2, (512,)))
+
+def fit(net, loader, opt, epochs):
+    for _ in range(epochs):
+        for x, y in loader:
+            opt.zero_grad()
+            nn.functional.cross_entropy(net(x), y).backward()
+            opt.step()
+    return net
+
+# section 1: one GPU
+net = nn.Linear(8, 2)
+plain_loader = DataLoader(data, batch_size=32, shuffle=True)
+net = fit(net, plain_loader, torch.optim.SGD(net.parameters(), lr=0.1), 2)
+
+# section 2: nn.DataParallel, still one process
+wide = nn.DataParallel(nn.Linear(8, 2))
+wide_loader = DataLoader(data, batch_size=64, shuffle=True)
+wide = fit(wide, wide_loader, torch.optim.SGD(wide.parameters(), lr=0.1), 2)
+
+# section 3: DistributedDataParallel, one process per GPU
+def init_group(rank, world_size):
+    os.environ["MASTER_ADDR"] = "localhost"
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+
+def worker(rank, world_size):
+    init_group(rank, world_size)
+    model = DDP(nn.Linear(8, 2).to(rank), device_ids=[rank])
+    rank_loader = DATA_LOADER_OF_THE_RANK
+    fit(model, rank_loader, torch.optim.SGD(model.parameters(), lr=0.1), 2)
+    dist.destroy_process_group()
+"""
+
+
+def test_loaders_of_single_process_sections_are_silent_the_ranks_loader_reported(lint):
+    source = WALKTHROUGH.replace(
+        "DATA_LOADER_OF_THE_RANK", "DataLoader(data, batch_size=32, shuffle=True)  # expect: TL021"
+    )
+    findings = check(lint, source, CODE)
+    assert (
+        len(findings) == 1
+        and findings[0].line
+        == source.split("\n").index("    rank_loader = DataLoader(data, batch_size=32, shuffle=True)  # expect: TL021")
+        + 1
+    )
+    assert "`shuffle=True` and no sampler in a distributed (DDP) script" in findings[0].message
+    assert "sampler=DistributedSampler(data)" in findings[0].message
+
+
+def test_module_level_loader_read_by_the_rank_is_reported(lint):
+    source = WALKTHROUGH.replace("DATA_LOADER_OF_THE_RANK", "wide_loader").replace(
+        "wide_loader = DataLoader(data, batch_size=64, shuffle=True)",
+        "wide_loader = DataLoader(data, batch_size=64, shuffle=True)  # expect: TL021",
+    )
+    findings = check(lint, source, CODE)
+    assert "`shuffle=True` and no sampler" in findings[0].message
+
+
+def test_module_level_loader_of_a_script_whose_top_level_starts_the_ranks_is_reported(lint):
+    # `worker(0, 1)` run by the module-level code: that code runs in a rank, its loaders with it.
+    source = (
+        WALKTHROUGH.replace("DATA_LOADER_OF_THE_RANK", "DataLoader(data, batch_size=32, shuffle=True)  # expect: TL021")
+        .replace(
+            "plain_loader = DataLoader(data, batch_size=32, shuffle=True)",
+            "plain_loader = DataLoader(data, batch_size=32, shuffle=True)  # expect: TL021",
+        )
+        .replace(
+            "wide_loader = DataLoader(data, batch_size=64, shuffle=True)",
+            "wide_loader = DataLoader(data, batch_size=64, shuffle=True)  # expect: TL021",
+        )
+        + "\nworker(0, 1)\n"
+    )
+    check(lint, source, CODE)

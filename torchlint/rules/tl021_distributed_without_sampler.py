@@ -8,7 +8,13 @@ import re
 from torchlint.analysis.callgraph import runs_repeatedly
 from torchlint.analysis.imports import dotted_name
 from torchlint.engine.rule import Message, Rule, register
-from torchlint.torchmodel.distributed import data_parallel_call, seeds_per_rank, selected_by_rank, starts_process_group
+from torchlint.torchmodel.distributed import (
+    built_outside_ranks,
+    data_parallel_call,
+    seeds_per_rank,
+    selected_by_rank,
+    starts_process_group,
+)
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.scripts import (
     EVAL_WORDS,
@@ -49,7 +55,9 @@ class DistributedWithoutSampler(Rule):
         rank (`torch.manual_seed(seed + rank)`: each rank shuffles its own way), loaders built
         in `if args.distributed:`-style branches, and loaders that a framework re-samples
         (handed to `accelerator.prepare` / `fabric.setup_dataloaders`, returned by a
-        Lightning `*_dataloader` hook) are not reported. A process group alone (ranks that
+        Lightning `*_dataloader` hook) are not reported, nor are loaders built and read only by
+        code that no rank runs (a walkthrough's single-process sections, a plain or
+        `nn.DataParallel` model, before the DDP `main(rank)` of the same file). A process group alone (ranks that
         each train their own networks, evaluate their own checkpoints) needs the whole
         dataset on every rank, and a wrap or process group under a branch that constants
         decide against (`world_size = 1` never rebound, then `if world_size > 1:`) never runs.
@@ -147,6 +155,10 @@ def main(model, train_set, opt):
         for loader in loaders:
             name = bound_name(ctx, loader.call)
             if not _is_training_loader(ctx, loader, name, iterated) or _framework_managed(ctx, loader, name):
+                continue
+            # Built and read only by code no rank runs (a tutorial's single-process sections before
+            # its DDP `main(rank)`): it feeds a training of one process.
+            if built_outside_ranks(ctx, loader.call):
                 continue
             if not loader.given("sampler") and not loader.given("batch_sampler"):
                 if data_parallel and not _each_rank_differs(ctx, loader):

@@ -16,6 +16,12 @@ A rank that seeds torch's generator from its rank (``torch.manual_seed(seed + ra
 differently from the others: its loaders do not replay another rank's order. So does a rank whose
 dataset is a selection drawn from its rank (``Subset(ds, range(rank * n, (rank + 1) * n))``): it
 reads its own shard.
+
+Which code runs in the ranks is told by what may run what (``analysis.mentions``): a rank runs the
+code that may start the process group or train data-parallel, the code that may run that, and all
+it runs in turn. A file may hold other code besides: a tutorial's single-process sections (a plain
+model, an ``nn.DataParallel`` one, a model split across two GPUs) before its DDP ``main(rank)``.
+A value built only by code that no rank runs, and read by none, lives in a single process.
 """
 
 from __future__ import annotations
@@ -27,7 +33,9 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.conditions import never_runs
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.influence import draws_on
+from torchlint.analysis.mentions import mentions
 from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.scripts import refers_to_global
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -52,6 +60,52 @@ def data_parallel_call(ctx: FileContext) -> ast.Call | None:
 def starts_process_group(ctx: FileContext) -> bool:
     return any(
         ctx.call_qualname(call) in torch_names.PROCESS_GROUP_SETUP and not never_runs(ctx, call) for call in ctx.calls
+    )
+
+
+def rank_scopes(ctx: FileContext) -> frozenset[ast.AST]:
+    """The scopes (functions, ``ctx.tree`` for module-level code) that may run in a process of the
+    distributed training: those that may run a process-group start or a data-parallel call, and all
+    that these may run."""
+
+    def build() -> frozenset[ast.AST]:
+        starts = [
+            call
+            for call in ctx.calls
+            if (ctx.call_qualname(call) in torch_names.PROCESS_GROUP_SETUP or _trains_data_parallel(ctx, call))
+            and not never_runs(ctx, call)
+        ]
+        found = mentions(ctx)
+        return found.scopes_run_by(found.scopes_running(starts))
+
+    return ctx.shared(("distributed", "rank_scopes"), build)
+
+
+def built_outside_ranks(ctx: FileContext, value: ast.AST) -> bool:
+    """Whether the object built at ``value`` is shown to live in no process of the distributed
+    training: the code building it runs (module-level code, or a function the file mentions) but is
+    not run by a rank, nor is any other method of its class (which reads the instance's attributes),
+    and no rank reads it through a module-level name. False when that cannot be told."""
+    found = mentions(ctx)
+    ranks = rank_scopes(ctx)
+    scope = found.scope_of(value)
+    if scope in ranks or (scope is not ctx.tree and not found.mentioned(scope)):
+        return False
+    cls = ctx.parent(scope)
+    if isinstance(cls, ast.ClassDef) and any(s in ranks for s in cls.body):
+        return False
+    return not any(_reads_global(ctx, name, value) for name in ctx.nodes(ast.Name) if found.scope_of(name) in ranks)
+
+
+def _reads_global(ctx: FileContext, name: ast.Name, value: ast.AST) -> bool:
+    """Whether ``name``, read inside a function, may hold the module-level ``value`` (or a container
+    built around it)."""
+    if not isinstance(name.ctx, ast.Load) or ctx.enclosing_function(name) is None:
+        return False
+    if not refers_to_global(ctx, name):
+        return False
+    return any(
+        origin is not None and any(node is value for node in ast.walk(origin)) for origin in dataflow(ctx).origins(name)
     )
 
 

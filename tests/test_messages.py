@@ -90,3 +90,22 @@ def test_machine_formats_keep_the_full_message(buggy):
     assert sarif["runs"][0]["results"][0]["message"]["text"] == finding["message"]
     github = run_cli(["check", "train.py", "--select", "TL016", "--format", "github"]).out
     assert github.rstrip("\n").endswith("::" + finding["message"].replace("\n", "%0A"))
+
+
+def test_code_written_over_several_lines_is_quoted_on_one():
+    # A call wrapped over lines (a formatter's output) reads as one line of the message, not as the
+    # source's line breaks and alignment.
+    source = """
+        import torch
+
+        def fit(model, loader, total_epochs):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(total_epochs):
+                for inputs, targets in loader:
+                    loss = torch.nn.functional.cross_entropy(model(inputs), targets)
+                    loss.backward()
+                    optimizer.step(
+                    )
+    """
+    (finding,) = lint_source(textwrap.dedent(source), "train.py", [all_rules()["TL001"]])
+    assert finding.headline == ("`optimizer.step()` applies gradients that are never cleared in the loop at line 7")

@@ -280,8 +280,10 @@ class FileContext:
     def segment(self, node: ast.AST) -> str:
         return ast.get_source_segment(self.source, node) or ""
 
-    def quote(self, node: ast.AST) -> str:
+    def quote(self, node: ast.AST, limit: int | None = None) -> str:
         """``node``'s source on one line, for a message: a call written over several lines has its
-        line breaks and alignment folded into single spaces."""
+        line breaks and alignment folded into single spaces; cut to ``limit`` characters (ending in
+        ``...``) when given."""
         text = " ".join(self.segment(node).split())
-        return text.replace("( ", "(").replace("[ ", "[").replace(" )", ")").replace(" ]", "]")
+        text = text.replace("( ", "(").replace("[ ", "[").replace(" )", ")").replace(" ]", "]")
+        return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."

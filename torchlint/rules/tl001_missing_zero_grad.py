@@ -199,10 +199,10 @@ def train(model, loader, optimizer, scaler, use_amp):
             # Clearing every iteration would throw away the accumulated micro-batches (TS106's advice).
             advice = (
                 f"the loop accumulates gradients ({window}): call `{opt}.zero_grad()` once per optimizer "
-                f"step, right after `{ctx.segment(step.node)}`{hint}"
+                f"step, right after `{ctx.quote(step.node)}`{hint}"
             )
         return Message(
-            f"`{ctx.segment(step.node)}` applies gradients that are never cleared in {where}",
+            f"`{ctx.quote(step.node)}` applies gradients that are never cleared in {where}",
             why="`.backward()` adds to `.grad`, so each step uses the sum of all batches so far",
             help=advice,
         )

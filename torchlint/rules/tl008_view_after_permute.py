@@ -140,9 +140,7 @@ def rows_of(conv, x):
 
     @staticmethod
     def _message(ctx, call, permuted, merge) -> Message:
-        op = ctx.segment(permuted) or "permute"
-        if len(op) > 40:
-            op = op[:37] + "..."
+        op = ctx.quote(permuted, limit=40) or "permute"
         where = "" if permuted.lineno == call.lineno else f" (line {permuted.lineno})"
         view = ctx.segment(call) or ".view(...)"
         receiver = ctx.segment(call.func.value)

@@ -159,21 +159,21 @@ for it in range(max_iters):
     @staticmethod
     def _message(ctx, backward, evidence, step) -> Message:
         count = evidence.count() or "accum_steps"
-        loss = ctx.segment(backward.arg) if backward.arg is not None else "loss"
+        loss = ctx.quote(backward.arg) if backward.arg is not None else "loss"
         if evidence.kind == "micro_loop":
             times = f"`{count}`" if evidence.count() else "several"
             how = f"the backward runs {times} times per update (micro-step loop, line {evidence.node.lineno})"
         elif evidence.kind == "argument":
-            how = f"gradients accumulate until `{ctx.segment(evidence.test)}`"
+            how = f"gradients accumulate until `{ctx.quote(evidence.test)}`"
         elif evidence.kind == "exit":
             how = (
-                f"`{ctx.segment(step.node)}` (line {step.node.lineno}) is skipped by the early exit on line "
-                f"{evidence.node.lineno} while `{ctx.segment(evidence.test)}`"
+                f"`{ctx.quote(step.node)}` (line {step.node.lineno}) is skipped by the early exit on line "
+                f"{evidence.node.lineno} while `{ctx.quote(evidence.test)}`"
             )
         else:
-            how = f"`{ctx.segment(step.node)}` (line {step.node.lineno}) runs only when `{ctx.segment(evidence.test)}`"
+            how = f"`{ctx.quote(step.node)}` (line {step.node.lineno}) runs only when `{ctx.quote(evidence.test)}`"
         return Message(
-            f"`{ctx.segment(backward.node)}` accumulates gradients, but `{loss}` is not divided by the number "
+            f"`{ctx.quote(backward.node)}` accumulates gradients, but `{loss}` is not divided by the number "
             "of accumulated steps",
             why=f"{how}, so each update sums the gradients of several micro-batches: N times the mean, which SGD steps N times too far and clipping, weight decay and Adam's eps see at the wrong scale",
             help=f"use `{loss} = {loss} / {count}` before the backward",

@@ -159,17 +159,17 @@ def train(model, loader, optimizer):
 
     @staticmethod
     def _message(ctx, node, accumulator, added) -> Message:
-        value = ctx.segment(added) or "loss"
+        value = ctx.quote(added) or "loss"
         if len(value) > 40:
             value = value[:37] + "..."
         if isinstance(node, ast.Call):
             return Message(
-                f"`{ctx.segment(node)}` keeps a tensor still attached to the autograd graph in a list that "
+                f"`{ctx.quote(node)}` keeps a tensor still attached to the autograd graph in a list that "
                 "grows across iterations",
                 why="every iteration's graph stays alive and memory grows",
                 help=f"append `{value}.item()` (or `{value}.detach()`) instead",
             )
-        target = ctx.segment(accumulator) or "total"
+        target = ctx.quote(accumulator) or "total"
         return Message(
             f"`{target}` accumulates `{value}`, a tensor still attached to the autograd graph",
             why="every iteration's graph stays alive and memory grows until the loop ends",

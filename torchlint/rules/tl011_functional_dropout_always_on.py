@@ -128,9 +128,7 @@ class Block(nn.Module):
 
     @staticmethod
     def _message(ctx, call, parameter) -> Message:
-        text = ctx.segment(call)
-        if len(text) > 50:
-            text = text[:47] + "..."
+        text = ctx.quote(call, limit=50)
         return Message(
             f"`{text}` has no `{parameter}=` argument, so dropout stays on in eval mode",
             why=f"`{parameter}` defaults to True: dropout stays on after `model.eval()`",

@@ -109,7 +109,7 @@ def step(logits, y):
 
     @staticmethod
     def _message(ctx, found) -> Message:
-        value = ctx.segment(found.input)
+        value = ctx.quote(found.input)
         if len(value) > 40:
             value = value[:37] + "..."
         source = f"{found.kind} at {found.producer_place(ctx)}"

@@ -150,7 +150,7 @@ class Trainer:
     def _message(ctx, clip, backward, optimizer) -> Message:
         scaler = dotted_name(backward_scaler(ctx, backward)) or "scaler"
         return Message(
-            f"`{ctx.segment(clip.func)}` clips gradients that are still scaled by `{scaler}` "
+            f"`{ctx.quote(clip.func)}` clips gradients that are still scaled by `{scaler}` "
             f"(scaled backward on line {backward.node.lineno})",
             why="the threshold is compared with a norm multiplied by the loss scale",
             help=f"call `{scaler}.unscale_({optimizer})` right before clipping",

@@ -177,9 +177,9 @@ def main(model, optimizer, loader):
 
     @staticmethod
     def _message(ctx, sched, step) -> Message:
-        step_call = ctx.segment(step.node) or "optimizer.step()"
+        step_call = ctx.quote(step.node) or "optimizer.step()"
         return Message(
-            f"`{ctx.segment(sched.node)}` runs before `{step_call}` (line {step.node.lineno}) in the same iteration",
+            f"`{ctx.quote(sched.node)}` runs before `{step_call}` (line {step.node.lineno}) in the same iteration",
             why="the schedule advances before the update it should govern and its first learning rate is skipped",
             help="call it after the optimizer step",
         )

@@ -141,10 +141,10 @@ def run(model, opt, batches):
 
     @staticmethod
     def _message(ctx, call, disabler, via=None) -> Message:
-        switch = ctx.segment(disabler) or "no_grad"
+        switch = ctx.quote(disabler) or "no_grad"
         where = f" (called from line {via.lineno})" if via is not None else ""
         return Message(
-            f"`{ctx.segment(call)}` runs under `{switch}` (line {disabler.lineno}){where}",
+            f"`{ctx.quote(call)}` runs under `{switch}` (line {disabler.lineno}){where}",
             why="no autograd graph was recorded, so this backward raises or trains nothing",
             help="move it out of the no-grad block",
         )

@@ -139,23 +139,19 @@ def resume(path, device):
     def _message(ctx, move, moved, build, stale) -> Message:
         if stale.kind == "new-parameters":
             return Message(
-                f"`{ctx.segment(move)}` moves `{moved}` to an XLA device after `{build.optimizer}` was built "
+                f"`{ctx.quote(move)}` moves `{moved}` to an XLA device after `{build.optimizer}` was built "
                 f"from its parameters (line {build.assign.lineno})",
                 why=f"the move creates new parameter tensors, so `{build.optimizer}` keeps updating the old ones "
                 "and the model never learns",
                 help=f"move the model first, then construct `{build.optimizer}`",
             )
         return Message(
-            f"`{ctx.segment(move)}` moves `{moved}` after `{build.optimizer}` (built on line {build.assign.lineno}) "
+            f"`{ctx.quote(move)}` moves `{moved}` after `{build.optimizer}` (built on line {build.assign.lineno}) "
             f"was given state on line {stale.evidence.lineno}",
-            why=f"the state `{_shorten(ctx.segment(stale.evidence))}` gave it (momentum, Adam moments) stays on the "
+            why=f"the state `{ctx.quote(stale.evidence, limit=60)}` gave it (momentum, Adam moments) stays on the "
             "old device or dtype, and the next step fails or mixes devices",
             help=f"move the model first, then construct `{build.optimizer}` and load its state",
         )
-
-
-def _shorten(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _optimizer_builds(ctx) -> dict:

@@ -126,9 +126,9 @@ def train(model, opt, loader):
     @staticmethod
     def _message(ctx, event, autocast) -> Message:
         return Message(
-            f"`{ctx.segment(event.node)}` backpropagates a float16 autocast loss (line {autocast.call.lineno}) "
+            f"`{ctx.quote(event.node)}` backpropagates a float16 autocast loss (line {autocast.call.lineno}) "
             "with no GradScaler",
-            why=f"the loss was computed under `{ctx.segment(autocast.call)}`, and small gradients underflow to zero "
+            why=f"the loss was computed under `{ctx.quote(autocast.call)}`, and small gradients underflow to zero "
             "in float16",
             help="use `scaler = torch.amp.GradScaler()` with `scaler.scale(loss).backward()`, "
             "`scaler.step(optimizer)`, `scaler.update()`, or autocast to bfloat16",

@@ -125,7 +125,7 @@ for batch in loader:
     @staticmethod
     def _message(ctx, workers) -> Message:
         return Message(
-            f"`DataLoader(..., num_workers={ctx.segment(workers)})` is iterated at import time, "
+            f"`DataLoader(..., num_workers={ctx.quote(workers)})` is iterated at import time, "
             'outside `if __name__ == "__main__":`',
             why="the code that builds and iterates it runs at import; with the spawn start method (Windows, "
             "macOS) every worker re-imports this script and re-runs this code, and the run crashes",

@@ -94,7 +94,7 @@ def step(logits, y):
 
     @staticmethod
     def _message(ctx, found) -> Message:
-        value = ctx.segment(found.input)
+        value = ctx.quote(found.input)
         if len(value) > 40:
             value = value[:37] + "..."
         return Message(

@@ -178,7 +178,7 @@ def main(model, train_set, opt):
     def _no_sampler_message(ctx, loader) -> Message:
         shuffle = loader.arg("shuffle")
         how = "`shuffle=True` and no sampler" if _is_true(shuffle) else "no sampler"
-        dataset = ctx.segment(loader.arg("dataset")) if loader.arg("dataset") is not None else "dataset"
+        dataset = ctx.quote(loader.arg("dataset")) if loader.arg("dataset") is not None else "dataset"
         return Message(
             f"this training `DataLoader` has {how} in a distributed (DDP) script",
             why="every rank iterates the whole dataset instead of its own shard",
@@ -189,7 +189,7 @@ def main(model, train_set, opt):
     @staticmethod
     def _no_set_epoch_message(ctx, sampler) -> Message:
         return Message(
-            f"the `{ctx.segment(sampler.func)}` of this training `DataLoader` (line {sampler.lineno}) is never "
+            f"the `{ctx.quote(sampler.func)}` of this training `DataLoader` (line {sampler.lineno}) is never "
             "told the epoch",
             why="no `.set_epoch(epoch)` call in this file, so every epoch is shuffled in the same order",
             help="call `sampler.set_epoch(epoch)` at the start of each epoch",

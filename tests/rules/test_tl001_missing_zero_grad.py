@@ -1698,3 +1698,51 @@ def test_clear_behind_a_flag_a_later_line_lowers_again_is_reported(lint):
         CODE,
     )
     assert "`opt.step()` applies gradients that are never cleared in the loop at line 5" in findings[0].message
+
+
+# ----- a model handed in as a parameter, stepped by an optimizer of the script ------------------
+
+NOTEBOOK_STYLE = """
+    import torch
+    from torch.optim import AdamW
+
+    def initialize_model(epochs=4):
+        classifier = torch.nn.Sequential(torch.nn.Linear(768, 50), torch.nn.ReLU(), torch.nn.Linear(50, 2))
+        optimizer = AdamW(classifier.parameters(), lr=5e-5, eps=1e-8)
+        return classifier, optimizer
+
+    def train(model, train_dataloader, epochs=4):
+        for epoch_i in range(epochs):
+            model.train()
+            for step, (inputs, labels) in enumerate(train_dataloader):
+                model.zero_grad()
+                loss = torch.nn.functional.cross_entropy(model(inputs), labels)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+
+    classifier, optimizer = initialize_model(epochs=2)
+    {call}
+"""
+
+
+def test_clearing_the_model_the_callers_hand_in_clears_the_global_optimizer(lint):
+    # `model` is the optimizer's own `classifier`: `model.zero_grad()` clears what the step applies.
+    assert lint(NOTEBOOK_STYLE.format(call="train(classifier, loader, epochs=2)"), CODE) == []
+
+
+def test_clearing_another_model_handed_in_is_reported(lint):
+    findings = check(
+        lint,
+        NOTEBOOK_STYLE.replace(
+            "                optimizer.step()", "                optimizer.step()  # expect: TL001"
+        ).format(call="probe = torch.nn.Linear(768, 2)\n    train(probe, loader, epochs=2)"),
+        CODE,
+    )
+    assert findings[0].message.startswith("`optimizer.step()` applies gradients that are never cleared")
+
+
+def test_an_uncalled_function_clearing_its_parameter_may_clear_a_global_optimizer(lint):
+    # No call tells which model `model` holds; the optimizer's model is the script's own, not a
+    # name of `train`: the parameter cannot be told apart from it (a GAN's two parameters can).
+    assert lint(NOTEBOOK_STYLE.format(call="print(classifier)"), CODE) == []

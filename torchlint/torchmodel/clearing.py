@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import resolve_local_call
+from torchlint.analysis.callgraph import call_graph, resolve_local_call
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.unpacking import call_argument
@@ -103,7 +103,12 @@ class Clearing:
         if self._is_model_target(target, clear.node):
             models = optimizer_models.get(opt) or optimizer_models.get(step.target or "")
             if models:
-                return any(same_module(target, m) for m in models)
+                if any(same_module(target, m) for m in models):
+                    return True
+                # A parameter holds whatever the callers hand it (`train(model, ...)` called with
+                # the optimizer's own model): not strict, it counts unless every call of the file
+                # hands it another model.
+                return not strict and self._parameter_may_hold(target, clear.node, models)
             return not strict or len(stepped) == 1
         if self.roles.role_of(target) == Role.OPTIMIZER:
             if len(stepped) == 1:
@@ -115,6 +120,35 @@ class Clearing:
                 return any(same_module(a, b) for a in mine for b in theirs)
             return False
         return not strict
+
+    def _parameter_may_hold(self, target: str, node: ast.AST, models) -> bool:
+        """``target``'s head, where ``node`` is written, holds only a parameter of the enclosing
+        function, and the calls of the function in this file (if any) hand it one of ``models``."""
+        head, dot, rest = target.partition(".")
+        bindings = dataflow(self.ctx).reaching(head, node)
+        if not bindings or any(binding.kind != "param" for binding in bindings):
+            return False
+        function = self.ctx.enclosing_function(node)
+        if function is None:
+            return False
+        sites = call_graph(self.ctx).callers(function)
+        if not sites:
+            # Uncalled: the parameter may be the optimizer's model only when that model lives
+            # outside the function (a global the script built); one the function itself holds
+            # under another name (`train_gan(netG, netD)`) is another object.
+            return not any(self._bound_in(model.partition(".")[0], node, function) for model in models)
+        passed = (call_argument(self.ctx, site, function, head) for site in sites)
+        return any(
+            arg is not None
+            and (key := symbol(arg)) is not None
+            and any(same_module(key + dot + rest, m) for m in models)
+            for arg in passed
+        )
+
+    def _bound_in(self, name: str, node: ast.AST, function: ast.AST) -> bool:
+        """Some binding of ``name`` that reaches ``node`` belongs to ``function`` (a parameter or a
+        local of it)."""
+        return any(self.ctx.is_inside(binding.stmt, function) for binding in dataflow(self.ctx).reaching(name, node))
 
     def _is_model_target(self, target: str, node: ast.AST) -> bool:
         if self.roles.role_of(target) == Role.MODEL or any(

@@ -85,16 +85,26 @@ def _own_sources(ctx: FileContext, expr: ast.AST, iteration: _Iteration) -> list
     return found
 
 
+def _parameter_parts(expr: ast.AST) -> list[ast.AST | None] | None:
+    """What an optimizer's parameter argument written as a container is made of: a list's or tuple's
+    elements, a parameter group's ``params`` (``{"params": m.parameters(), "lr": ...}``; ``[None]``
+    when the group names none, a part nothing can be told of); None when ``expr`` is no container."""
+    if isinstance(expr, (ast.List, ast.Tuple)):
+        return list(expr.elts)
+    if isinstance(expr, ast.Dict):
+        group = [v for k, v in zip(expr.keys, expr.values) if isinstance(k, ast.Constant) and k.value == "params"]
+        return group[:1] or [None]
+    return None
+
+
 def _sources(ctx: FileContext, expr: ast.AST, iteration: _Iteration, found: list, depth: int) -> bool:
     """Add to ``found`` the modules ``expr``'s parameters come from; False when one of them is not
     the iteration's own (or cannot be told)."""
     if depth > _MAX_DEPTH:
         return False
-    if isinstance(expr, (ast.List, ast.Tuple)):
-        return all(_sources(ctx, e, iteration, found, depth + 1) for e in expr.elts)
-    if isinstance(expr, ast.Dict):  # a parameter group `{"params": m.parameters(), "lr": ...}`
-        group = [v for k, v in zip(expr.keys, expr.values) if isinstance(k, ast.Constant) and k.value == "params"]
-        return bool(group) and _sources(ctx, group[0], iteration, found, depth + 1)
+    parts = _parameter_parts(expr)
+    if parts is not None:
+        return all(part is not None and _sources(ctx, part, iteration, found, depth + 1) for part in parts)
     if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.DictComp, ast.SetComp)):
         return all(_sources(ctx, g.iter, iteration, found, depth + 1) for g in expr.generators)
     if isinstance(expr, ast.Name):
@@ -455,11 +465,9 @@ def _handed_parameters(ctx: FileContext, expr: ast.AST, function: ast.AST, found
     False when it hands on anything else (a model built or kept elsewhere, a tensor, an unknown call)."""
     if depth > _MAX_DEPTH:
         return False
-    if isinstance(expr, (ast.List, ast.Tuple)):
-        return all(_handed_parameters(ctx, e, function, found, depth + 1) for e in expr.elts)
-    if isinstance(expr, ast.Dict):  # a parameter group `{"params": m.parameters(), "lr": ...}`
-        group = [v for k, v in zip(expr.keys, expr.values) if isinstance(k, ast.Constant) and k.value == "params"]
-        return bool(group) and _handed_parameters(ctx, group[0], function, found, depth + 1)
+    parts = _parameter_parts(expr)
+    if parts is not None:
+        return all(part is not None and _handed_parameters(ctx, part, function, found, depth + 1) for part in parts)
     if isinstance(expr, ast.Name):
         bindings = dataflow(ctx).reaching(expr)
         own = {id(a) for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}

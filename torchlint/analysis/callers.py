@@ -77,7 +77,8 @@ class ProjectSources:
                     self.complete = False
                     return
                 try:
-                    if os.path.islink(path) or os.path.getsize(path) > MAX_MODULE_BYTES:
+                    # Not a link, nor a FIFO or device (opening one may block forever), nor too big.
+                    if os.path.islink(path) or not os.path.isfile(path) or os.path.getsize(path) > MAX_MODULE_BYTES:
                         self.complete = False
                         continue
                     with open(path, "rb") as handle:

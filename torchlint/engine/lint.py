@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from torchlint.analysis.context import FileContext
+from torchlint.analysis.liveness import in_dead_function
 from torchlint.analysis.project import Project, Projects
 from torchlint.analysis.source import UndecodableSource, decode_source
 from torchlint.engine.autofix import FixOptions, FixOutcome, TextFormat, fix_text, make_edits, unified_diff
@@ -305,6 +306,8 @@ def _run_rule(rule_cls: type[Rule], ctx: FileContext, result: FileResult, limit=
 def _collect(rule: Rule, ctx: FileContext, found: list[Finding], problems: list[str]) -> None:
     fixer = fix_for(rule.code)
     for diag in rule.check(ctx):
+        if in_dead_function(ctx, diag.node):
+            continue  # code the project never runs (a function whose only call is commented out)
         line, col, end_line, end_col = ctx.span(diag.node)
         fix = diag.fix
         if fix is None and fixer is not None:

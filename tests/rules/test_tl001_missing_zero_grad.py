@@ -537,6 +537,51 @@ def test_lightning_manual_gan_clears_only_one_optimizer(lint):
     assert "in `training_step()`" in findings[0].message and "opt_g.zero_grad()" in findings[0].message
 
 
+def test_lightning_manual_gan_clears_the_other_wrapped_optimizer(lint):
+    # `opt_d.optimizer` is the torch optimizer inside opt_d's LightningOptimizer: it clears opt_d,
+    # not opt_g.
+    findings = check(
+        lint,
+        """
+        import lightning as L
+        class GAN(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                opt_g, opt_d = self.optimizers()
+                opt_d.optimizer.zero_grad()
+                self.manual_backward(self.generator_loss(batch) + self.discriminator_loss(batch))
+                opt_g.step()  # expect: TL001
+                opt_d.step()
+        """,
+        CODE,
+    )
+    assert "`opt_g.step()`" in findings[0].message and "opt_g.zero_grad()" in findings[0].message
+
+
+def test_lightning_clears_through_the_wrapped_optimizers(lint):
+    # LightningOptimizer hands out the torch optimizer it wraps as `.optimizer`: clearing that
+    # clears what the wrapper's step applies (here the base module lives in another package).
+    check(
+        lint,
+        """
+        from mylib.models.base import ProjectModule
+        class Debiased(ProjectModule):
+            def training_step(self, batch, batch_idx):
+                opts = self.optimizers()
+                main_opt, adv_opt = opts[0], opts[1]
+                out = self.forward(batch)
+                main_opt.optimizer.zero_grad()
+                adv_opt.optimizer.zero_grad()
+                self.manual_backward(out["loss"])
+                main_opt.step()
+                adv_opt.step()
+                adv_opt.optimizer.zero_grad()
+                self.manual_backward(out["adv_loss"])
+                adv_opt.step()
+        """,
+        CODE,
+    )
+
+
 def test_optimizers_known_to_share_parameters_clear_each_other(lint):
     check(
         lint,

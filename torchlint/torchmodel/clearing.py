@@ -3,7 +3,8 @@
 ``clearing(ctx).clears(clear, step, stepped, strict=False)``, with ``stepped`` =
 ``stepped_optimizers(unit)`` (the optimizers stepped in the same iteration). Per optimizer:
 the same symbol (after ``canonical_target``, which undoes ``opt = self.opt`` copies and maps a
-helper's parameter to the caller's argument), ``model.zero_grad()`` on a model the optimizer
+helper's parameter to the caller's argument, and reads ``opt.optimizer`` of an optimizer wrapper
+as ``opt``), ``model.zero_grad()`` on a model the optimizer
 was built from, another optimizer only if they share parameters. Not strict, whatever cannot
 be told apart counts as clearing.
 """
@@ -17,6 +18,7 @@ from torchlint.analysis.callgraph import call_graph, resolve_local_call
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.unpacking import call_argument
+from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.events import Event, EventKind
 from torchlint.torchmodel.modules import module_classes
 from torchlint.torchmodel.roles import Role, object_roles
@@ -35,7 +37,8 @@ class Clearing:
         self.roles = object_roles(ctx)
 
     def canonical_target(self, event: Event) -> str | None:
-        """The event's target with local copies undone (``opt = self.opt; opt.step()`` -> ``self.opt``)."""
+        """The event's target with local copies undone (``opt = self.opt; opt.step()`` -> ``self.opt``)
+        and a wrapper's ``.optimizer`` read as the wrapper (``opt.optimizer`` -> ``opt``)."""
         target = event.target
         if target is None:
             return None
@@ -51,6 +54,7 @@ class Clearing:
                 target = copy[0] + ("." + rest if rest else "")
                 copy_at = copy[1]
                 head, _, rest = target.partition(".")
+            target = self._unwrapped(target, copy_at)
             # A parameter of a helper reached through a call: the caller's argument (closure(opt_1)).
             if not (
                 via
@@ -64,6 +68,16 @@ class Clearing:
                 break
             target = key + ("." + rest if rest else "")
             at, via = via[-1], via[:-1]
+        return target
+
+    def _unwrapped(self, target: str, at: ast.AST) -> str:
+        """``opt.optimizer`` -> ``opt`` where ``opt`` holds an optimizer wrapper (Lightning's
+        ``opt = self.optimizers()``): the wrapper steps and clears the optimizer it wraps, so
+        ``opt.optimizer.zero_grad()`` clears what ``opt.step()`` applies."""
+        head, _, attr = target.rpartition(".")
+        if attr == torch_names.WRAPPED_OPTIMIZER_ATTRIBUTE and head and "." not in head:
+            if holds_optimizer_wrapper(self.ctx, head, at):
+                return head
         return target
 
     def _copy_of(self, name: str, at: ast.AST) -> tuple[str, ast.AST] | None:
@@ -159,6 +173,48 @@ class Clearing:
             cls = self.ctx.enclosing(node, ast.ClassDef)
             return cls is not None and cls.name in module_classes(self.ctx)
         return False
+
+
+def holds_optimizer_wrapper(ctx: FileContext, name: str, at: ast.AST, depth: int = 3) -> bool:
+    """Every value of ``name`` that reaches ``at`` comes from a call that returns optimizer
+    wrappers (``self.optimizers()`` in a module class, ``accelerator.prepare(...)``), directly,
+    indexed or unpacked (``opt_g, opt_d = self.optimizers()``, ``opt = optimizers[0]``)."""
+    bindings = dataflow(ctx).reaching(name, at)
+    if not bindings:
+        return False
+    for binding in bindings:
+        if binding.kind == "unpack":
+            source = binding.source
+        elif binding.kind == "assign":
+            source = binding.value
+        else:
+            return False
+        while isinstance(source, ast.Subscript):
+            source = source.value
+        if isinstance(source, ast.Name) and depth > 0:
+            if not holds_optimizer_wrapper(ctx, source.id, binding.stmt, depth - 1):
+                return False
+        elif not (isinstance(source, ast.Call) and _returns_optimizer_wrappers(ctx, source)):
+            return False
+    return True
+
+
+def _returns_optimizer_wrappers(ctx: FileContext, call: ast.Call) -> bool:
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr in torch_names.OPTIMIZER_WRAPPING_METHODS:
+        return True
+    if func.attr == torch_names.LIGHTNING_OPTIMIZERS_METHOD and isinstance(func.value, ast.Name):
+        # `self.optimizers()` of a LightningModule: a module class, or a class that inherits the
+        # method from a base of another file the linter may not reach (a project's own base module).
+        cls = ctx.enclosing(call, ast.ClassDef)
+        if func.value.id != "self" or cls is None:
+            return False
+        return cls.name in module_classes(ctx) or (
+            bool(cls.bases) and not any(isinstance(s, ast.FunctionDef) and s.name == func.attr for s in cls.body)
+        )
+    return False
 
 
 def _loop_variable(event: Event) -> bool:

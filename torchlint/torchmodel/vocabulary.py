@@ -145,6 +145,15 @@ PARAMETER_SHARING_WRAPPERS = frozenset(
 )
 # `a, b = accelerator.prepare(a, b)`: frameworks whose setup call returns its arguments, wrapped, in order.
 PREPARE_METHODS = frozenset({"prepare", "setup", "initialize", "prepare_model", "setup_module"})
+# Optimizer wrappers that hand out the torch optimizer they wrap as `.optimizer` and whose `step()` and
+# `zero_grad()` are that optimizer's: Lightning's LightningOptimizer (what `self.optimizers()` returns in
+# a LightningModule), accelerate's AcceleratedOptimizer (`accelerator.prepare(opt)`) and Fabric's
+# optimizer (`fabric.setup(model, opt)`, `fabric.setup_optimizers(opt)`). Clearing `opt.optimizer`
+# clears what `opt.step()` applies. Not DeepSpeed's or apex's FP16 optimizers (their `.optimizer`
+# steps fp32 master copies, other gradients than the model's), so not `initialize`.
+WRAPPED_OPTIMIZER_ATTRIBUTE = "optimizer"
+LIGHTNING_OPTIMIZERS_METHOD = "optimizers"
+OPTIMIZER_WRAPPING_METHODS = frozenset({"prepare", "setup", "setup_optimizers"})
 # Methods whose result is a module's trainable tensors (what an optimizer is built from).
 PARAMETER_METHODS = frozenset({"parameters", "named_parameters"})
 # Methods of a module with no tensor counterpart: an object asked for them is a model, never the

@@ -249,10 +249,10 @@ def _bases(cls: Definition) -> list:
     ]
 
 
-def _ancestors(cls: Definition) -> set | None:
-    """The keys of ``cls`` and of every class it derives from in the project; None when a base
-    cannot be told (then it may be any class)."""
-    seen, pending = set(), [cls]
+def _hierarchy(cls: Definition) -> tuple[set, bool, bool]:
+    """The keys of ``cls`` and of every class it derives from in the project; whether some base lies
+    outside the project (a framework class); whether some base cannot be told."""
+    seen, pending, outside, unknown = set(), [cls], False, False
     while pending:
         current = pending.pop()
         if current.key in seen:
@@ -262,23 +262,24 @@ def _ancestors(cls: Definition) -> set | None:
             if isinstance(base, Definition):
                 pending.append(base)
             elif base is None:
-                return None
-    return seen
+                unknown = True
+            else:
+                outside = True
+    return seen, outside, unknown
+
+
+def _ancestors(cls: Definition) -> set | None:
+    """The keys of ``cls`` and of every class it derives from in the project; None when a base
+    cannot be told (then it may be any class)."""
+    keys, _, unknown = _hierarchy(cls)
+    return None if unknown else keys
 
 
 def _bases_in_project(cls: Definition) -> bool:
     """Whether every class ``cls`` derives from is the project's own (or ``object``): no framework
     class above it may call its methods by name."""
-    seen, pending = set(), [cls]
-    while pending:
-        current = pending.pop()
-        if current.key in seen:
-            continue
-        seen.add(current.key)
-        if any(not isinstance(base, Definition) for base in _bases(current)):
-            return False
-        pending.extend(_bases(current))
-    return True
+    _, outside, unknown = _hierarchy(cls)
+    return not (outside or unknown)
 
 
 def _related(cls: Definition, home: Definition) -> bool | None:

@@ -327,9 +327,10 @@ class AutogradMode:
             return Verdict(REACHED)  # `Variable(x, volatile=True)` in a branch for PyTorch < 0.4
         if lexical_unknown_switch(self.ctx, node) is not None:
             return Verdict(UNKNOWN)  # shown, else silent: it may switch autograd off
-        if depth > 0 and node in backpropagated_calls(self.ctx):
-            # A call site whose result is backpropagated: this path trains, autograd is needed on it.
-            # It evaluates nothing, so it counts with the paths that are fine.
+        if node in backpropagated_calls(self.ctx):
+            # A model call, or a call site on the path into it, whose result is backpropagated: this
+            # path trains, autograd is needed on it. It evaluates nothing, so it counts with the
+            # paths that are fine.
             return Verdict(REACHED)
         flag = lexical_undecided_switch(self.ctx, node)
         if flag is not None and is_training_flag(flag):

@@ -245,3 +245,41 @@ def test_costs_backpropagated_by_a_helper_of_another_file_train(tmp_path):
     findings = lint_in_project(tmp_path, files, "train.py", CODE)
     assert [f.line for f in findings] == [18]
     assert "`dev_scores()`" in findings[0].message
+
+
+# A notebook-style script: the test section runs the trained model and names its output `output`;
+# a later section trains another network and, inside a loop that may not run, rebinds `output`
+# before its loss. The first section's output only "may" reach that loss: it is still evaluation.
+SECTIONS = """
+import torch
+from torch import nn
+
+model = nn.Sequential(nn.Linear(8, 4), nn.Dropout(0.5), nn.Linear(4, 2))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in train_pairs:
+    loss = nn.functional.cross_entropy(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+
+vals = []
+for data, target in test_pairs:
+    output = model(data)  # expect: TL006
+    vals.append((output.argmax(1) == target).sum())
+
+rnn = nn.GRU(8, 8)
+rnn_optimizer = torch.optim.Adam(rnn.parameters())
+for x, y in sequences:
+    hidden = torch.zeros(1, 1, 8)
+    for step in range(x.size(0)):
+        output, hidden = rnn(x[step : step + 1], hidden)
+    loss = nn.functional.mse_loss(output, y)
+    rnn_optimizer.zero_grad()
+    loss.backward()
+    rnn_optimizer.step()
+"""
+
+
+def test_an_evaluation_whose_output_name_a_later_loss_may_reuse_is_reported(lint):
+    findings = check(lint, SECTIONS, "TL006")
+    assert findings[0].message.startswith("`model(...)` evaluates with autograd on in the evaluation loop at line 14")

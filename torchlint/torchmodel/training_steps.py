@@ -77,18 +77,36 @@ def backpropagated_calls(ctx: FileContext) -> frozenset:
     return ctx.shared("backpropagated-calls", build)
 
 
-def _loss_origins(ctx: FileContext, flow, loss: ast.AST) -> list:
+def backpropagated_list_elements(ctx: FileContext) -> frozenset:
+    """The calls of the file whose results are added to a list that is summed or stacked into a
+    backpropagated loss (``costs.append(model(x, y))``, then ``sum(costs).backward()`` here or in a
+    helper handed ``costs``): each such call is a training forward itself."""
+
+    def build() -> frozenset:
+        flow = dataflow(ctx)
+        listed: set = set()
+        for loss, _ in backward_losses(ctx):
+            _loss_origins(ctx, flow, loss, listed)
+        return frozenset(listed)
+
+    return ctx.shared("backpropagated-list-elements", build)
+
+
+def _loss_origins(ctx: FileContext, flow, loss: ast.AST, listed: set | None = None) -> list:
     """The calls the loss may come from, looking through names (tuple unpacking too: ``loss,
-    logits = step(batch)``), arithmetic (``loss / accum``), reductions (``.mean()``) and item or
-    attribute access (``out["loss"]``, ``out.loss``)."""
+    logits = step(batch)``), arithmetic (``loss / accum``), reductions (``.mean()``), item or
+    attribute access (``out["loss"]``, ``out.loss``) and the elements added to a list it is made
+    from. ``listed`` collects the calls reached through such a list."""
     found = []
     pending = [loss]
     seen: set[int] = set()
+    through_list: set[int] = set()  # expressions reached through a list's elements
     while pending and len(seen) < 128:
         expr = pending.pop()
         if id(expr) in seen:
             continue
         seen.add(id(expr))
+        before = len(pending)
         if isinstance(expr, ast.Name):
             bindings = flow.reaching(expr)
             for binding in bindings:
@@ -101,8 +119,17 @@ def _loss_origins(ctx: FileContext, flow, loss: ast.AST) -> list:
             if bindings:
                 # A list of per-sample losses (`costs.append(cost)`, `costs[i] = cost`) that is
                 # summed or stacked into the loss backpropagates every element.
+                # Only what was added to this list: where the value is added, the name must hold a
+                # binding that also reaches here (a script reuses `vals = []` section after section).
                 scope = flow.scope_of(bindings[0].stmt)
-                pending += [value for value, _ in additions(ctx, expr.id, scope, items=True) if value is not None]
+                held = {id(binding.stmt) for binding in bindings}
+                elements = [
+                    value
+                    for value, _ in additions(ctx, expr.id, scope, items=True)
+                    if value is not None and any(id(b.stmt) in held for b in flow.reaching(expr.id, value))
+                ]
+                through_list.update(id(value) for value in elements)
+                pending += elements
         elif isinstance(expr, ast.BinOp):
             pending += [expr.left, expr.right]
         elif isinstance(expr, ast.IfExp):
@@ -121,7 +148,11 @@ def _loss_origins(ctx: FileContext, flow, loss: ast.AST) -> list:
                 pending.append(kept[1])
             else:
                 found.append(expr)
+                if listed is not None and id(expr) in through_list:
+                    listed.add(expr)
                 # What a loss is computed from is backpropagated too: `loss_fn(pos, neg)` sends the
                 # gradient into both predictions, whichever helper produced them.
                 pending += [*expr.args, *(k.value for k in expr.keywords)]
+        if id(expr) in through_list:
+            through_list.update(id(later) for later in pending[before:])
     return found

@@ -113,23 +113,41 @@ def _added(ctx: FileContext, name: ast.Name, scope: ast.AST, depth: int) -> list
     """What the scope that binds ``name`` adds to it by that name."""
     flow = dataflow(ctx)
     found: list[ast.AST | None] = []
+    for value, many in additions(ctx, name.id, scope):
+        if value is None:
+            found.append(None)
+        elif many:
+            found += element_origins(ctx, value, depth + 1)
+        else:
+            found += flow.origins(value, parameters=True)
+    return found
+
+
+def additions(ctx: FileContext, name: str, scope: ast.AST, items: bool = False) -> list[tuple[ast.AST | None, bool]]:
+    """What ``scope`` adds by method to the container it binds to ``name``: ``(value, many)`` for
+    ``name.append(value)`` / ``name.insert(i, value)`` (one element), ``name.extend(values)`` (many),
+    ``(None, False)`` for an adding call with no argument; with ``items``, also ``name[i] = value``
+    (an element written in place; a mapping's value, which iterating the mapping does not yield)."""
+    index = ctx.shared("container-additions", lambda: _index_additions(ctx))
+    return [(value, many) for value, many, is_item in index.get((scope, name), []) if items or not is_item]
+
+
+def _index_additions(ctx: FileContext) -> dict:
+    """Every addition of the file, by (scope, container name): ``(value, many, item store)``."""
+    flow = dataflow(ctx)
+    index: dict = {}
     for node in ctx.nodes(ast.Call):
         func = node.func
-        if not (
-            isinstance(func, ast.Attribute)
-            and isinstance(func.value, ast.Name)
-            and func.value.id == name.id
-            and func.attr in _ADDING_ONE | _ADDING_MANY
-            and flow.scope_of(node) is scope
-        ):
-            continue
-        if not node.args:
-            found.append(None)
-        elif func.attr in _ADDING_ONE:
-            found += flow.origins(node.args[-1], parameters=True)
-        else:
-            found += element_origins(ctx, node.args[0], depth + 1)
-    return found
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if func.attr in _ADDING_ONE | _ADDING_MANY:
+                value = node.args[-1] if func.attr in _ADDING_ONE and node.args else node.args[0] if node.args else None
+                entry = (value, func.attr in _ADDING_MANY and value is not None, False)
+                index.setdefault((flow.scope_of(node), func.value.id), []).append(entry)
+    for node in ctx.nodes(ast.Assign):
+        for target in node.targets:
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                index.setdefault((flow.scope_of(node), target.value.id), []).append((node.value, False, True))
+    return index
 
 
 def item_origins(ctx: FileContext, read: ast.Subscript) -> list[ast.AST | None]:

@@ -32,6 +32,7 @@ from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument_for, method_call
 from torchlint.analysis.reachability import exit_after, jump_skips
 from torchlint.analysis.unpacking import call_argument
+from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import Role, constructor_role, same_module
 from torchlint.torchmodel.events import Event, EventKind
 
@@ -75,7 +76,7 @@ def _runs_after(ctx: FileContext, events: list[Event], index: int) -> float:
 def _effect(ctx: FileContext, event: Event, params: frozenset[str]) -> Effect:
     if event.kind is EventKind.BACKWARD:
         # `loss.backward()`, `accelerator.backward(loss)`: the loss matters.
-        root = _outer(ctx, _root_name(event.arg), event)
+        root = _outer(ctx, _loss_name(ctx, event), event)
         return Effect(event.kind, root if root in params else None)
     if event.kind is EventKind.CLEAR_GRAD:
         root = _outer(ctx, _cleared_name(ctx, event), event)
@@ -165,6 +166,63 @@ def _cleared_name(ctx: FileContext, event: Event) -> str | None:
         if isinstance(loop, (ast.For, ast.AsyncFor)) and symbol(loop.target) == grad_owner.id:
             return _root_name(loop.iter)
     return None
+
+
+def _loss_name(ctx: FileContext, event: Event) -> str | None:
+    """The name a backward's loss is read from, where the backward is written: the root of the loss
+    expression (``loss`` of ``loss.mean().backward()``), or the one parameter of the function around
+    it that the loss is computed from by arithmetic and reductions (``batch_cost = sum(costs) /
+    float(len(costs)); batch_cost.backward()``, ``torch.stack(losses).mean().backward()``): what the
+    caller hands for that parameter is what the call backpropagates."""
+    root = _root_name(event.arg)
+    function = ctx.enclosing_function(event.node)
+    if function is None or event.arg is None or root in _parameter_names(function):
+        return root
+    reduced = _reduced_parameters(ctx, event.arg, _parameter_names(function))
+    return reduced.pop() if len(reduced) == 1 else root
+
+
+def _reduced_parameters(ctx: FileContext, loss: ast.AST, params: frozenset[str]) -> set[str]:
+    """The parameters ``loss`` is computed from through local names, arithmetic, graph-keeping
+    methods and reductions of a collection (``sum(xs)``, ``torch.stack(xs)``); any other call ends
+    the walk (``criterion(model(x), y)`` is computed from ``x``, it does not backpropagate it)."""
+    flow = dataflow(ctx)
+    found: set[str] = set()
+    pending, seen = [loss], set()
+    while pending and len(seen) < 64:
+        expr = pending.pop()
+        if id(expr) in seen:
+            continue
+        seen.add(id(expr))
+        if isinstance(expr, ast.Name):
+            for binding in flow.reaching(expr):
+                if binding.kind == "param" and expr.id in params:
+                    found.add(expr.id)
+                elif binding.kind in ("assign", "walrus") and binding.value is not None:
+                    pending.append(binding.value)
+                elif binding.kind == "augassign" and binding.source is not None:
+                    pending.append(binding.source)
+        elif isinstance(expr, ast.BinOp):
+            pending += [expr.left, expr.right]
+        elif isinstance(expr, ast.UnaryOp):
+            pending.append(expr.operand)
+        elif isinstance(expr, (ast.Attribute, ast.Subscript)):
+            pending.append(expr.value)
+        elif isinstance(expr, ast.Call):
+            kept = method_call(expr)
+            if kept is not None and kept[0] in torch_names.GRAPH_KEEPING_METHODS:
+                pending.append(kept[1])
+            elif expr.args and _reduces_collection(ctx, expr):
+                pending.append(expr.args[0])
+    return found
+
+
+def _reduces_collection(ctx: FileContext, call: ast.Call) -> bool:
+    """``sum(xs)`` (the builtin, not shadowed), ``torch.stack(xs)``, ``torch.cat(xs)``..."""
+    name = ctx.call_qualname(call)
+    if name is None and isinstance(call.func, ast.Name) and not dataflow(ctx).reaching(call.func):
+        name = call.func.id
+    return name in torch_names.COLLECTION_REDUCTIONS
 
 
 def _root_name(expr: ast.AST | None) -> str | None:

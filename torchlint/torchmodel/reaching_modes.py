@@ -39,7 +39,7 @@ from torchlint.torchmodel.roles import Role, object_roles
 from torchlint.torchmodel.run_time_switches import may_switch_to_eval_by_name
 from torchlint.torchmodel.torch_versions import volatile_only_on_old_torch
 from torchlint.torchmodel.training_flag_guards import flag_false_on_path, is_training_flag
-from torchlint.torchmodel.training_steps import backpropagated_calls
+from torchlint.torchmodel.training_steps import backpropagated_calls, backpropagated_list_elements
 from torchlint.torchmodel.walk import event_walker
 
 if TYPE_CHECKING:
@@ -327,9 +327,11 @@ class AutogradMode:
             return Verdict(REACHED)  # `Variable(x, volatile=True)` in a branch for PyTorch < 0.4
         if lexical_unknown_switch(self.ctx, node) is not None:
             return Verdict(UNKNOWN)  # shown, else silent: it may switch autograd off
-        if depth > 0 and node in backpropagated_calls(self.ctx):
-            # A call site whose result is backpropagated: this path trains, autograd is needed on it.
-            # It evaluates nothing, so it counts with the paths that are fine.
+        if (depth > 0 and node in backpropagated_calls(self.ctx)) or node in backpropagated_list_elements(self.ctx):
+            # A call site whose result is backpropagated, or a model call whose result goes into a
+            # list summed into a backpropagated loss: this path trains, autograd is needed on it. It
+            # evaluates nothing, so it counts with the paths that are fine. (A model call's own
+            # result reaching a loss only "may": a script's later section reuses its names.)
             return Verdict(REACHED)
         flag = lexical_undecided_switch(self.ctx, node)
         if flag is not None and is_training_flag(flag):

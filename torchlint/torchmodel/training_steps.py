@@ -4,8 +4,9 @@
 followed by ``l.backward()`` runs the model forward to be trained: it needs training mode and
 autograd, so it is no evaluation (TL005, TL006), even when it is called from a training loop and
 runs the model in a loop of its own. The backward's loss is followed back through names, tuple
-unpacking, arithmetic (``loss / accum``) and reductions (``.mean()``) to the calls that produced
-it, and on through those calls' arguments (``loss_fn(positive, self._negative_scores(users))``: the
+unpacking, arithmetic (``loss / accum``), reductions (``.mean()``) and the elements of a list it is
+summed or stacked from (``costs.append(cost)``, ``costs += [cost]``, ``costs[i] = cost``; also a
+list handed to a helper that sums and backpropagates it) to the calls that produced it, and on through those calls' arguments (``loss_fn(positive, self._negative_scores(users))``: the
 gradient flows into both); each call that runs a function of the file marks that function,
 whatever mode an earlier ``predict()`` left the model in.
 """
@@ -16,15 +17,14 @@ import ast
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import call_graph, resolve_local_call
+from torchlint.analysis.containers import additions
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.nodes import method_call
+from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.graphs import backward_losses
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
-
-# Tensor methods whose result carries its receiver's graph (a loss reduced or scaled).
-_GRAPH_KEEPING_METHODS = frozenset({"mean", "sum", "float", "to", "squeeze", "view", "reshape", "clone"})
 
 
 def training_step_functions(ctx: FileContext) -> frozenset:
@@ -70,31 +70,66 @@ def backpropagated_calls(ctx: FileContext) -> frozenset:
         return frozenset(
             origin
             for loss, _ in backward_losses(ctx)
-            for origin in _loss_origins(flow, loss)
+            for origin in _loss_origins(ctx, flow, loss)
             if isinstance(origin, ast.Call)
         )
 
     return ctx.shared("backpropagated-calls", build)
 
 
-def _loss_origins(flow, loss: ast.AST) -> list:
+def backpropagated_list_elements(ctx: FileContext) -> frozenset:
+    """The calls of the file whose results are added to a list that is summed or stacked into a
+    backpropagated loss (``costs.append(model(x, y))``, then ``sum(costs).backward()`` here or in a
+    helper handed ``costs``): each such call is a training forward itself."""
+
+    def build() -> frozenset:
+        flow = dataflow(ctx)
+        listed: set = set()
+        for loss, _ in backward_losses(ctx):
+            _loss_origins(ctx, flow, loss, listed)
+        return frozenset(listed)
+
+    return ctx.shared("backpropagated-list-elements", build)
+
+
+def _loss_origins(ctx: FileContext, flow, loss: ast.AST, listed: set | None = None) -> list:
     """The calls the loss may come from, looking through names (tuple unpacking too: ``loss,
-    logits = step(batch)``), arithmetic (``loss / accum``), reductions (``.mean()``) and item or
-    attribute access (``out["loss"]``, ``out.loss``)."""
+    logits = step(batch)``), arithmetic (``loss / accum``), reductions (``.mean()``), item or
+    attribute access (``out["loss"]``, ``out.loss``) and the elements added to a list it is made
+    from. ``listed`` collects the calls reached through such a list."""
     found = []
     pending = [loss]
     seen: set[int] = set()
+    through_list: set[int] = set()  # expressions reached through a list's elements
     while pending and len(seen) < 128:
         expr = pending.pop()
         if id(expr) in seen:
             continue
         seen.add(id(expr))
+        before = len(pending)
         if isinstance(expr, ast.Name):
-            for binding in flow.reaching(expr):
+            bindings = flow.reaching(expr)
+            for binding in bindings:
                 if binding.kind == "unpack" and binding.source is not None:
                     pending.append(binding.source)
                 elif binding.kind in ("assign", "walrus") and binding.value is not None:
                     pending.append(binding.value)
+                elif binding.kind == "augassign" and binding.source is not None:
+                    pending.append(binding.source)  # `total += loss`, `costs += [cost]`
+            if bindings:
+                # A list of per-sample losses (`costs.append(cost)`, `costs[i] = cost`) that is
+                # summed or stacked into the loss backpropagates every element.
+                # Only what was added to this list: where the value is added, the name must hold a
+                # binding that also reaches here (a script reuses `vals = []` section after section).
+                scope = flow.scope_of(bindings[0].stmt)
+                held = {id(binding.stmt) for binding in bindings}
+                elements = [
+                    value
+                    for value, _ in additions(ctx, expr.id, scope, items=True)
+                    if value is not None and any(id(b.stmt) in held for b in flow.reaching(expr.id, value))
+                ]
+                through_list.update(id(value) for value in elements)
+                pending += elements
         elif isinstance(expr, ast.BinOp):
             pending += [expr.left, expr.right]
         elif isinstance(expr, ast.IfExp):
@@ -109,11 +144,15 @@ def _loss_origins(flow, loss: ast.AST) -> list:
             pending.append(expr.value)
         elif isinstance(expr, ast.Call):
             kept = method_call(expr)
-            if kept is not None and kept[0] in _GRAPH_KEEPING_METHODS:
+            if kept is not None and kept[0] in torch_names.GRAPH_KEEPING_METHODS:
                 pending.append(kept[1])
             else:
                 found.append(expr)
+                if listed is not None and id(expr) in through_list:
+                    listed.add(expr)
                 # What a loss is computed from is backpropagated too: `loss_fn(pos, neg)` sends the
                 # gradient into both predictions, whichever helper produced them.
                 pending += [*expr.args, *(k.value for k in expr.keywords)]
+        if id(expr) in through_list:
+            through_list.update(id(later) for later in pending[before:])
     return found

@@ -508,6 +508,11 @@ FUNCTIONAL = "torch.nn.functional."
 MEAN_REDUCTION_METHODS = frozenset({"mean", "nanmean"})
 MEAN_REDUCTION_FUNCTIONS = frozenset({"torch.mean", "torch.nanmean"})
 CROSS_ENTROPY_FUNCTIONS = frozenset({"torch.nn.functional.cross_entropy"})
+# Tensor methods whose result carries its receiver's graph (a loss reduced or scaled).
+GRAPH_KEEPING_METHODS = frozenset({"mean", "sum", "float", "to", "squeeze", "view", "reshape", "clone"})
+# Functions that combine the tensors of a collection (their first argument) into one that carries
+# all their graphs: `sum(costs)`, `torch.stack(losses)` -- a loss built from per-sample losses.
+COLLECTION_REDUCTIONS = frozenset({"sum", "torch.stack", "torch.cat", "torch.sum", "torch.mean"})
 CROSS_ENTROPY_MODULES = frozenset({"torch.nn.CrossEntropyLoss"})
 BCE_WITH_LOGITS_FUNCTIONS = frozenset(
     {"torch.nn.functional.binary_cross_entropy_with_logits", "torch.binary_cross_entropy_with_logits"}

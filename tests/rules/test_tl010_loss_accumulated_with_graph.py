@@ -36,6 +36,29 @@ def test_running_loss_plus_equals_loss(lint):
     assert "`loss.item()`" in finding.message
 
 
+def test_help_keeps_item_on_the_whole_added_value(lint):
+    # `.item()` written after `loss / len(loader)` would apply to `len(loader)`: the help brackets it.
+    findings = check(
+        lint,
+        """
+        import torch.nn as nn
+        criterion = nn.CrossEntropyLoss()
+        def train_epoch(model, loader, optimizer):
+            model.train()
+            epoch_loss = 0.0
+            for images, labels in loader:
+                optimizer.zero_grad()
+                loss = criterion(model(images), labels)
+                loss.backward()
+                optimizer.step()
+                epoch_loss += loss / len(loader)  # expect: TL010
+            return epoch_loss
+        """,
+        CODE,
+    )
+    assert "add `(loss / len(loader)).item()` (or `(loss / len(loader)).detach()`) instead" in findings[0].message
+
+
 def test_amp_loop_total_equals_total_plus_scaled_loss(lint):
     findings = check(
         lint,

@@ -159,22 +159,26 @@ def train(model, loader, optimizer):
 
     @staticmethod
     def _message(ctx, node, accumulator, added) -> Message:
-        value = ctx.quote(added) or "loss"
-        if len(value) > 40:
-            value = value[:37] + "..."
+        value = ctx.quote(added, limit=40) or "loss"
+        # `.item()` must apply to the whole value: `(loss / n).item()`, not `loss / n.item()`.
+        whole = value if isinstance(added, _ATOMS) else f"({value})"
         if isinstance(node, ast.Call):
             return Message(
                 f"`{ctx.quote(node)}` keeps a tensor still attached to the autograd graph in a list that "
                 "grows across iterations",
                 why="every iteration's graph stays alive and memory grows",
-                help=f"append `{value}.item()` (or `{value}.detach()`) instead",
+                help=f"append `{whole}.item()` (or `{whole}.detach()`) instead",
             )
         target = ctx.quote(accumulator) or "total"
         return Message(
             f"`{target}` accumulates `{value}`, a tensor still attached to the autograd graph",
             why="every iteration's graph stays alive and memory grows until the loop ends",
-            help=f"add `{value}.item()` (or `{value}.detach()`) instead",
+            help=f"add `{whole}.item()` (or `{whole}.detach()`) instead",
         )
+
+
+# Expressions a method call binds to as a whole (no parentheses needed before `.item()`).
+_ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant)
 
 
 def _kept_across_iterations(ctx, graphs, node, accumulator, training_loops) -> bool:

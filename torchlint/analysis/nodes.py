@@ -168,6 +168,23 @@ def method_call(expr: ast.AST) -> tuple[str, ast.AST] | None:
     return None
 
 
+def value_operands(expr: ast.AST, methods: frozenset[str]) -> list[ast.AST] | None:
+    """The sub-expressions ``expr``'s value is computed from with no other function called in
+    between: a binary operation's operands, a unary one's operand, the object of an attribute or
+    item, the receiver of one of ``methods`` (``loss.mean()`` with ``mean`` among them); None for
+    anything else. The shared step of walks that follow a value back to what it is made of."""
+    if isinstance(expr, ast.BinOp):
+        return [expr.left, expr.right]
+    if isinstance(expr, ast.UnaryOp):
+        return [expr.operand]
+    if isinstance(expr, (ast.Attribute, ast.Subscript)):
+        return [expr.value]
+    kept = method_call(expr)
+    if kept is not None and kept[0] in methods:
+        return [kept[1]]
+    return None
+
+
 def keyword(call: ast.Call, name: str) -> ast.keyword | None:
     for kw in call.keywords:
         if kw.arg == name:

@@ -29,7 +29,7 @@ from torchlint.analysis.callgraph import find_method, resolve_class, resolve_loc
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import argument_for, method_call
+from torchlint.analysis.nodes import argument_for, method_call, value_operands
 from torchlint.analysis.reachability import exit_after, jump_skips
 from torchlint.analysis.unpacking import call_argument
 from torchlint.torchmodel import vocabulary as torch_names
@@ -202,18 +202,10 @@ def _reduced_parameters(ctx: FileContext, loss: ast.AST, params: frozenset[str])
                     pending.append(binding.value)
                 elif binding.kind == "augassign" and binding.source is not None:
                     pending.append(binding.source)
-        elif isinstance(expr, ast.BinOp):
-            pending += [expr.left, expr.right]
-        elif isinstance(expr, ast.UnaryOp):
-            pending.append(expr.operand)
-        elif isinstance(expr, (ast.Attribute, ast.Subscript)):
-            pending.append(expr.value)
-        elif isinstance(expr, ast.Call):
-            kept = method_call(expr)
-            if kept is not None and kept[0] in torch_names.GRAPH_KEEPING_METHODS:
-                pending.append(kept[1])
-            elif expr.args and _reduces_collection(ctx, expr):
-                pending.append(expr.args[0])
+        elif (operands := value_operands(expr, torch_names.LOSS_CARRYING_METHODS)) is not None:
+            pending += operands
+        elif isinstance(expr, ast.Call) and expr.args and _reduces_collection(ctx, expr):
+            pending.append(expr.args[0])
     return found
 
 

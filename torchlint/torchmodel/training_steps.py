@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callgraph import call_graph, resolve_local_call
 from torchlint.analysis.containers import additions
 from torchlint.analysis.dataflow import dataflow
-from torchlint.analysis.nodes import method_call
+from torchlint.analysis.nodes import value_operands
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.graphs import backward_losses
 
@@ -130,29 +130,21 @@ def _loss_origins(ctx: FileContext, flow, loss: ast.AST, listed: set | None = No
                 ]
                 through_list.update(id(value) for value in elements)
                 pending += elements
-        elif isinstance(expr, ast.BinOp):
-            pending += [expr.left, expr.right]
         elif isinstance(expr, ast.IfExp):
             pending += [expr.body, expr.orelse]
-        elif isinstance(expr, ast.UnaryOp):
-            pending.append(expr.operand)
-        elif isinstance(expr, (ast.Subscript, ast.Attribute)):
-            pending.append(expr.value)
         elif isinstance(expr, (ast.List, ast.Tuple)):
             pending += expr.elts
         elif isinstance(expr, ast.Starred):
             pending.append(expr.value)
+        elif (operands := value_operands(expr, torch_names.LOSS_CARRYING_METHODS)) is not None:
+            pending += operands
         elif isinstance(expr, ast.Call):
-            kept = method_call(expr)
-            if kept is not None and kept[0] in torch_names.GRAPH_KEEPING_METHODS:
-                pending.append(kept[1])
-            else:
-                found.append(expr)
-                if listed is not None and id(expr) in through_list:
-                    listed.add(expr)
-                # What a loss is computed from is backpropagated too: `loss_fn(pos, neg)` sends the
-                # gradient into both predictions, whichever helper produced them.
-                pending += [*expr.args, *(k.value for k in expr.keywords)]
+            found.append(expr)
+            if listed is not None and id(expr) in through_list:
+                listed.add(expr)
+            # What a loss is computed from is backpropagated too: `loss_fn(pos, neg)` sends the
+            # gradient into both predictions, whichever helper produced them.
+            pending += [*expr.args, *(k.value for k in expr.keywords)]
         if id(expr) in through_list:
             through_list.update(id(later) for later in pending[before:])
     return found

@@ -508,8 +508,9 @@ FUNCTIONAL = "torch.nn.functional."
 MEAN_REDUCTION_METHODS = frozenset({"mean", "nanmean"})
 MEAN_REDUCTION_FUNCTIONS = frozenset({"torch.mean", "torch.nanmean"})
 CROSS_ENTROPY_FUNCTIONS = frozenset({"torch.nn.functional.cross_entropy"})
-# Tensor methods whose result carries its receiver's graph (a loss reduced or scaled).
-GRAPH_KEEPING_METHODS = frozenset({"mean", "sum", "float", "to", "squeeze", "view", "reshape", "clone"})
+# Tensor methods a loss is followed back through to what it is computed from (a loss reduced, cast or
+# reshaped): a subset of graphs.GRAPH_KEEPING_METHODS, which says more broadly whose result keeps a graph.
+LOSS_CARRYING_METHODS = frozenset({"mean", "sum", "float", "to", "squeeze", "view", "reshape", "clone"})
 # Functions that combine the tensors of a collection (their first argument) into one that carries
 # all their graphs: `sum(costs)`, `torch.stack(losses)` -- a loss built from per-sample losses.
 COLLECTION_REDUCTIONS = frozenset({"sum", "torch.stack", "torch.cat", "torch.sum", "torch.mean"})

@@ -3,7 +3,26 @@ those: a function is dead when the project's code shows it (its only call is com
 call sites are all dead, it is private and never named, it is a script's function nobody names),
 not merely because the file does not call it."""
 
+import textwrap
+
 from project_helpers import lint_in_project
+
+
+def _scoring_module(name: str, after: str = "") -> str:
+    """A module whose function ``name`` evaluates with autograd on (its model call on line 8),
+    followed by the code ``after``."""
+    scoring = f"""
+        import torch
+
+        def {name}(model, loader):
+            model.eval()
+            total = 0.0
+            for x, y in loader:
+                total += torch.nn.functional.cross_entropy(model(x), y).item()
+            return total / len(loader)
+        """
+    return textwrap.dedent(scoring) + textwrap.dedent(after)
+
 
 _ACCURACY = """
 def accuracy(output, target, topk=(1,)):
@@ -98,16 +117,7 @@ def test_private_method_that_is_called_keeps_its_findings(tmp_path):
 
 def test_public_function_of_an_importable_module_with_no_caller_is_still_reported(tmp_path):
     files = {
-        "metrics.py": """
-            import torch
-
-            def evaluate(model, loader):
-                model.eval()
-                total = 0.0
-                for x, y in loader:
-                    total += torch.nn.functional.cross_entropy(model(x), y).item()
-                return total / len(loader)
-            """,
+        "metrics.py": _scoring_module("evaluate"),
         "train.py": """
             import metrics
 
@@ -121,16 +131,9 @@ def test_public_function_of_an_importable_module_with_no_caller_is_still_reporte
 
 def test_call_commented_out_in_the_main_block_is_a_choice_of_the_script_not_dead_code(tmp_path):
     files = {
-        "ner.py": """
-            import torch
-
-            def evaluate(model, loader):
-                model.eval()
-                total = 0.0
-                for x, y in loader:
-                    total += torch.nn.functional.cross_entropy(model(x), y).item()
-                return total / len(loader)
-
+        "ner.py": _scoring_module(
+            "evaluate",
+            """
             def predict(model, text):
                 with torch.no_grad():
                     return model(text)
@@ -139,6 +142,7 @@ def test_call_commented_out_in_the_main_block_is_a_choice_of_the_script_not_dead
                 # evaluate(model, val_loader)
                 print(predict(model, sample))
             """,
+        ),
     }
     found = lint_in_project(tmp_path, files, "ner.py", "TL006")
     assert [(f.code, f.line) for f in found] == [("TL006", 8)]
@@ -160,16 +164,7 @@ def test_private_method_never_named_anywhere_is_dead(tmp_path):
 
 def test_public_function_whose_only_call_is_commented_out_in_an_importing_file_is_dead(tmp_path):
     files = {
-        "decoding.py": """
-            import torch
-
-            def evaluate_beams(model, loader):
-                model.eval()
-                total = 0.0
-                for x, y in loader:
-                    total += torch.nn.functional.cross_entropy(model(x), y).item()
-                return total / len(loader)
-            """,
+        "decoding.py": _scoring_module("evaluate_beams"),
         "gan_loop.py": """
             import torch
             from decoding import *

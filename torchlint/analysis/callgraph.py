@@ -432,15 +432,19 @@ class CallGraph:
         """Call sites in this file that run ``func`` (source order)."""
         return self._callers.get(func, [])
 
-    def called_only_where_dead(self, func: ast.AST) -> bool:
-        """``func`` has call sites in this file, all in code that never runs (``FileContext.dead_calls``:
-        the only ``evaluate()`` written after a debugging ``exit()``): the file never runs it."""
-        if self._callers.get(func):
-            return False
+    def dead_callers(self, func: ast.AST) -> list[ast.Call]:
+        """Call sites of ``func`` in this file's code that never runs (``FileContext.dead_calls``: an
+        ``evaluate()`` written after a debugging ``exit()``), which ``callers`` leaves out."""
         name = getattr(func, "name", None)
-        return any(
-            last_name(call.func) == name and resolve_local_call(self.ctx, call) is func for call in self.ctx.dead_calls
-        )
+        return [
+            call
+            for call in self.ctx.dead_calls
+            if last_name(call.func) == name and resolve_local_call(self.ctx, call) is func
+        ]
+
+    def called_only_where_dead(self, func: ast.AST) -> bool:
+        """``func`` has call sites in this file, all in code that never runs: the file never runs it."""
+        return not self._callers.get(func) and bool(self.dead_callers(func))
 
     def subclasses(self, cls: ast.ClassDef) -> list[ast.ClassDef]:
         """The classes of this file deriving from ``cls`` (at any depth)."""

@@ -34,7 +34,7 @@ import re
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callers import callers_elsewhere, project_sources
-from torchlint.analysis.callgraph import call_graph, class_bases, resolve_local_call
+from torchlint.analysis.callgraph import call_graph, class_bases
 from torchlint.analysis.conditions import never_runs
 from torchlint.analysis.definitions import FUNCTION_NODES, Definition, file_key
 from torchlint.analysis.nodes import last_name
@@ -146,8 +146,7 @@ def _local_sites(ctx: FileContext, func) -> list[ast.Call] | None:
             call = ctx.parent(node)
             if not (isinstance(call, ast.Call) and call.func is node and id(call) in local):
                 return None  # read as a value (a callback), or a call the file cannot resolve
-    dead = [call for call in ctx.dead_calls if _names(call, name) and _resolves_to(ctx, call, func)]
-    return [*graph.callers(func), *dead]
+    return [*graph.callers(func), *graph.dead_callers(func)]
 
 
 def _sites_elsewhere(ctx: FileContext, func) -> list[tuple[FileContext, ast.Call]] | None:
@@ -155,15 +154,6 @@ def _sites_elsewhere(ctx: FileContext, func) -> list[tuple[FileContext, ast.Call
     if is_unimported_script(ctx):
         return []  # no other file imports the script: none can call its functions
     return callers_elsewhere(Definition(ctx, func))
-
-
-def _names(call: ast.Call, name: str) -> bool:
-    func = call.func
-    return (func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)) == name
-
-
-def _resolves_to(ctx: FileContext, call: ast.Call, func) -> bool:
-    return resolve_local_call(ctx, call) is func
 
 
 def _method_sites(ctx: FileContext, cls: ast.ClassDef, name: str) -> list[tuple[FileContext, ast.Call]] | None:

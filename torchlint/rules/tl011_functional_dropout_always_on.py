@@ -14,6 +14,7 @@ from torchlint.torchmodel.gradmode import grad_effect
 from torchlint.torchmodel.instance_modes import instances_shown, may_run_in_eval_mode
 from torchlint.torchmodel.mode_dependence import is_training_flag, rate_may_be_nonzero, rate_may_be_nonzero_in_eval_mode
 from torchlint.torchmodel.modules import module_classes
+from torchlint.torchmodel.target_version import written_before
 
 
 @register
@@ -42,7 +43,12 @@ class FunctionalDropoutAlwaysOn(Rule):
         else 0.0`): in eval mode it drops nothing; nor dropout of a class whose every
         instance, built in a training script, is only trained and never switched to
         eval mode, run under no-grad or loaded (a GAN's discriminator): it runs in
-        training mode wherever it runs.
+        training mode wherever it runs. Nor dropout in a project written for a
+        PyTorch before 1.0, where `training` defaulted to False: one that pins such
+        a release at its root (`torch==0.4.1`, `torch<1.0` in a requirements,
+        environment or packaging file) or that holds code no newer release runs
+        (`loss.data[0]` on a loss it backpropagates, or on `x.sum()`: indexing a
+        scalar raises since 1.0).
     """
     why = """
         Unlike the `nn.Dropout` module, the functional form does not know the module's
@@ -123,6 +129,8 @@ class Block(nn.Module):
             if _rate_chosen_by_caller(ctx, call):
                 continue
             if not may_run_in_eval_mode(ctx, cls):
+                continue
+            if written_before(ctx, torch_names.DROPOUT_TRAINING_DEFAULT_ON_SINCE):
                 continue
             yield self.report(call, self._message(ctx, call, parameter))
 

@@ -726,3 +726,6 @@ VERSION_PARSERS = frozenset(
 # The release where autograd's Variable merged into Tensor: before it, `Variable(x, volatile=True)`
 # made every result of `x` record no graph; since it, `volatile` is ignored.
 VOLATILE_REMOVED_IN = (0, 4)
+# The release where the functional dropouts' `training` began to default to True (pytorch#10417):
+# before it, `F.dropout(x, p)` without `training=` dropped nothing in either mode.
+DROPOUT_TRAINING_DEFAULT_ON_SINCE = (1, 0)

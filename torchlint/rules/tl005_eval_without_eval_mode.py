@@ -26,7 +26,10 @@ class EvalWithoutEvalMode(Rule):
         function that serves both phases (`run_epoch(model, loader, optimizer,
         mode)` called with `"val"`, `_run_batch(..., train=False)`, read with that
         value: `model.train(mode == "train")` counts) — when no `model.eval()` /
-        `model.train(False)` reaches it: not
+        `model.train(False)` reaches it (a LightningModule's `model.freeze()`, which calls
+        `self.eval()`, counts, and its `unfreeze()` as `model.train()`; only on a model built
+        from a `LightningModule` subclass, loaded by its `load_from_checkpoint`, or a parameter
+        annotated with one, not another object's `freeze`): not
         earlier in the function, not in a context manager around it, and not before
         the calls into it in this file. Evaluation runs a model trained or loaded in
         this program on data: a call on synthetic input only (`net(torch.randn(2, 3,

@@ -101,7 +101,14 @@ class EvalWithoutNoGrad(Rule):
         its function, or in its class's `__init__`, capture what the model computes), or a
         model's method that runs it (`model.process(x)`), or a helper of the project
         whose body runs one with autograd on; not a module shown to hold no parameters (a metric,
-        a distance written as a module), whose graph depends on the tensors its caller passes.
+        a distance written as a module), whose graph depends on the tensors its caller passes, nor a model whose every parameter
+        is frozen before the call (`model.requires_grad_(False)`, a loop setting each parameter's
+        `requires_grad = False`, a LightningModule's `model.freeze()` -- only on a model built from
+        a `LightningModule` subclass, loaded by its `load_from_checkpoint`, or a parameter
+        annotated with one -- also in a helper of the file that freezes the model it is handed on
+        every path, `predict(x, model)`, with no `unfreeze()` / `requires_grad_()` in between):
+        on inputs that do not require grad it records no graph; one fed by a module that is not
+        frozen still records, and is reported.
     """
     why = """
         With autograd on, every forward pass records its graph and keeps every

@@ -19,7 +19,7 @@ from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument, last_name
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.events import Event, EventKind
-from torchlint.torchmodel.modules import never_a_module
+from torchlint.torchmodel.modules import is_lightning_module, never_a_module
 from torchlint.torchmodel.roles import Role, object_roles
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ _CLASSIFIED_METHODS = (
     torch_names.BACKWARD_METHODS
     | torch_names.CLIP_METHODS
     | {"step", "zero_grad", "zero_", "update", "unscale_", "eval", "train"}
+    | {torch_names.LIGHTNING_FREEZE_METHOD, torch_names.LIGHTNING_UNFREEZE_METHOD}
 )
 
 
@@ -96,6 +97,13 @@ class CallEvents:
             return Event(EventKind.UNSCALE, call, target=symbol(call.args[0]) if call.args else None)
         if method in torch_names.CLIP_METHODS:
             return Event(EventKind.CLIP, call, target=owner_key)
+        if method in (torch_names.LIGHTNING_FREEZE_METHOD, torch_names.LIGHTNING_UNFREEZE_METHOD):
+            # A LightningModule's `freeze()` calls `self.eval()`, its `unfreeze()` `self.train()`; any
+            # other object's `freeze` is its own business.
+            if call.args or call.keywords or not is_lightning_module(ctx, owner):
+                return None
+            kind = EventKind.EVAL if method == torch_names.LIGHTNING_FREEZE_METHOD else EventKind.TRAIN
+            return Event(kind, call, target=owner_key)
         if method in ("eval", "train") and never_a_module(ctx, owner):
             return None  # `env.eval()` of a plain project class: no train/eval mode switch
         if method == "eval" and not call.args:

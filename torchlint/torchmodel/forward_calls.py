@@ -177,14 +177,19 @@ def model_expression(call: ast.Call) -> ast.AST:
     return func
 
 
+# Methods that may switch a module's mode: a LightningModule's `freeze()` / `unfreeze()` too.
+_MODE_METHODS = frozenset({"eval", "train", torch_names.LIGHTNING_FREEZE_METHOD, torch_names.LIGHTNING_UNFREEZE_METHOD})
+
+
 def mode_switches(ctx: FileContext) -> list[Event]:
-    """Every `.eval()`, `.train()`, `.train(False)` call of the file, as events."""
+    """Every `.eval()`, `.train()`, `.train(False)` call of the file (and a LightningModule's
+    `.freeze()` / `.unfreeze()`), as events."""
 
     def build() -> list:
         found = []
         for call in ctx.calls:
             func = call.func
-            if isinstance(func, ast.Attribute) and func.attr in ("eval", "train"):
+            if isinstance(func, ast.Attribute) and func.attr in _MODE_METHODS:
                 event = call_events(ctx).classify(call)
                 if event is not None and event.kind in MODE_KINDS:
                     found.append(event)

@@ -2,17 +2,21 @@
 
 ``for p in model.parameters(): p.requires_grad = False`` (or ``named_parameters()``,
 ``p.requires_grad_(False)``) and ``model.requires_grad_(False)`` switch gradients off for every
-parameter of the model: a forward pass on inputs that do not require grad then records nothing, so
-there is no graph for ``torch.no_grad()`` to save. Shown, else not frozen: the freeze must run on
-every path to the call, in the same function, on the very object the call runs (rebound since only
-by a move that hands the same module back, ``model = model.to(device)``, or by a wrapper that runs
-the module's own parameters, ``model = nn.DataParallel(model)``; a model held in a global
-name is the same object throughout the function unless some function of the file declares that
-name ``global``), and nothing may switch a gradient back on (``p.requires_grad = True``,
-``requires_grad_()``) between the freeze and the call: in the code between them, in a loop around
-the call that does not rerun the freeze, or in a function of this file called there (a training
-loop elsewhere that unfreezes the model before its own steps does not matter). For a model passed
-in as a parameter, every call site of the function in the file must pass a model frozen there, and
+parameter of the model, and so does a LightningModule's ``model.freeze()`` (of a model built from a
+``LightningModule`` subclass or loaded by its ``load_from_checkpoint``, or a parameter annotated
+with one; any other object's ``freeze`` is not known), also through a function of this file that
+freezes the model it is handed on every path through it (``predict(x, model)``): a forward pass on
+inputs that do not require grad then records nothing, so there is no graph for ``torch.no_grad()``
+to save. Shown, else not frozen: the freeze must run on every path to the call, in the same
+function, on the very object the call runs (rebound since only by a move that hands the same module
+back, ``model = model.to(device)``, or by a wrapper that runs the module's own parameters, ``model
+= nn.DataParallel(model)``; a model held in a global name is the same object throughout the
+function unless some function of the file declares that name ``global``), and nothing may switch a
+gradient back on (``p.requires_grad = True``, ``requires_grad_()``, a LightningModule's
+``unfreeze()``) between the freeze and the call: in the code between them, in a loop around the
+call that does not rerun the freeze, or in a function of this file called there (a training loop
+elsewhere that unfreezes the model before its own steps does not matter). For a model passed in as
+a parameter, every call site of the function in the file must pass a model frozen there, and
 nothing in the file may switch a gradient back on. Freezing part of a model
 (``model.backbone.parameters()``, a test on the parameter's name) freezes only that part.
 """
@@ -25,9 +29,10 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callgraph import call_graph, parameter_arguments
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
-from torchlint.analysis.nodes import argument, position
+from torchlint.analysis.nodes import argument, argument_for, position
 from torchlint.analysis.reachability import block_holding, may_run_between, runs_before, statement_of
 from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.modules import is_lightning_module
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -195,13 +200,67 @@ def _freezes(ctx: FileContext) -> dict[str, list[ast.stmt]]:
                 and func.attr == "requires_grad_"
                 and isinstance(func.value, ast.Name)
                 and _is_false(argument(call, 0, "requires_grad"))
-            ):
+            ) or _lightning_freeze(ctx, call):
                 stmt = ctx.parent(call)
                 if isinstance(stmt, ast.Expr):
                     found.setdefault(func.value.id, []).append(stmt)
+        # A call of a function of this file that freezes, on every path through it, the model it is
+        # handed (`def predict(x, model): model.freeze(); ...`, called `predict(x, model)`) freezes
+        # the model its caller passes: the call's statement is a freeze of that name.
+        graph = call_graph(ctx)
+        for call in ctx.calls:
+            callee = graph.callee(call)
+            if not isinstance(callee, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for param in _parameters_frozen_throughout(ctx, callee, found):
+                passed = argument_for(call, callee, param)
+                stmt = statement_of(ctx, call)
+                if isinstance(passed, ast.Name) and stmt is not None:
+                    found.setdefault(passed.id, []).append(stmt)
         return found
 
     return ctx.shared("frozen-models", build)
+
+
+def _lightning_freeze(ctx: FileContext, call: ast.Call) -> bool:
+    """``model.freeze()`` of a LightningModule: ``requires_grad = False`` on each of its parameters."""
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == torch_names.LIGHTNING_FREEZE_METHOD
+        and isinstance(func.value, ast.Name)
+        and not call.args
+        and not call.keywords
+        and is_lightning_module(ctx, func.value)
+    )
+
+
+def _parameters_frozen_throughout(
+    ctx: FileContext, function: ast.FunctionDef | ast.AsyncFunctionDef, freezes: dict[str, list[ast.stmt]]
+) -> list[str]:
+    """Parameters of ``function`` that a freeze written directly in its body, before any ``return``
+    or ``raise`` (so on every path out of it), freezes, in a function that never rebinds them nor
+    switches a gradient back on."""
+    exits = [
+        position(node)
+        for node in ast.walk(function)
+        if isinstance(node, (ast.Return, ast.Raise)) and ctx.enclosing_function(node) is function
+    ]
+    if any(ctx.is_inside(node, function) for node in _unfreezes(ctx)):
+        return []
+    frozen = []
+    for param in _parameters(function):
+        for stmt in freezes.get(param.arg, ()):
+            if stmt in function.body and not any(e < position(stmt) for e in exits):
+                owner = stmt.iter if isinstance(stmt, ast.For) else stmt.value if isinstance(stmt, ast.Expr) else None
+                owner = (
+                    owner.func.value if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Attribute) else None
+                )
+                bindings = dataflow(ctx).reaching(owner) if isinstance(owner, ast.Name) else []
+                if bindings and all(b.kind == "param" for b in bindings):
+                    frozen.append(param.arg)
+                    break
+    return frozen
 
 
 def _parameter_loop_owner(loop: ast.For) -> str | None:
@@ -268,6 +327,13 @@ def _unfreezes(ctx: FileContext) -> list[ast.AST]:
             if isinstance(call.func, ast.Attribute)
             and call.func.attr == "requires_grad_"
             and not _is_false(argument(call, 0, "requires_grad"))
+        ]
+        found += [
+            call
+            for call in ctx.calls
+            if isinstance(call.func, ast.Attribute)
+            and call.func.attr == torch_names.LIGHTNING_UNFREEZE_METHOD
+            and is_lightning_module(ctx, call.func.value)
         ]
         return found
 

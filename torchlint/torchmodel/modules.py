@@ -43,10 +43,32 @@ def imported_layer_class(ctx: FileContext, call: ast.Call) -> str | None:
 
 def module_classes(ctx: FileContext) -> frozenset[str]:
     """Names of classes in this file that derive (transitively) from ``nn.Module``."""
-    return ctx.shared("module_classes", lambda: _find_module_classes(ctx))
+    return ctx.shared(
+        "module_classes",
+        lambda: _derived_classes(
+            ctx, torch_names.MODULE_BASES, torch_names.MODULE_BASE_SPELLINGS, "torch.module-class", module_classes
+        ),
+    )
 
 
-def _find_module_classes(ctx: FileContext) -> frozenset[str]:
+def lightning_module_classes(ctx: FileContext) -> frozenset[str]:
+    """Names of classes in this file that derive (transitively) from Lightning's ``LightningModule``."""
+    return ctx.shared(
+        "lightning_module_classes",
+        lambda: _derived_classes(
+            ctx,
+            torch_names.LIGHTNING_MODULE_BASES,
+            torch_names.LIGHTNING_MODULE_SPELLINGS,
+            "torch.lightning-module-class",
+            lightning_module_classes,
+        ),
+    )
+
+
+def _derived_classes(ctx: FileContext, bases, spellings, kind: str, classes_of) -> frozenset[str]:
+    """Classes of this file deriving from one of ``bases`` (qualified names; ``spellings`` when the
+    import cannot be resolved), through bases of this file or, with a project, of another file
+    (asked there through ``classes_of``, once per run under the summary ``kind``)."""
     found: set[str] = set()
     elsewhere: dict[ast.expr, bool] = {}
     changed = True
@@ -59,10 +81,10 @@ def _find_module_classes(ctx: FileContext) -> frozenset[str]:
                 qual = ctx.qualname(base)
                 local = dotted_name(base)
                 if (
-                    (qual and qual in torch_names.MODULE_BASES)
+                    (qual and qual in bases)
                     or (local in found)
-                    or (qual is None and local in torch_names.MODULE_BASE_SPELLINGS)
-                    or (local not in ctx.classes and _module_class_elsewhere(ctx, base, elsewhere))
+                    or (qual is None and local in spellings)
+                    or (local not in ctx.classes and _class_elsewhere(ctx, base, elsewhere, kind, classes_of))
                 ):
                     found.add(name)
                     changed = True
@@ -70,9 +92,10 @@ def _find_module_classes(ctx: FileContext) -> frozenset[str]:
     return frozenset(found)
 
 
-def _module_class_elsewhere(ctx: FileContext, base: ast.expr, memo: dict[ast.expr, bool]) -> bool:
-    """Whether ``base`` names a module class of another file of the project, asked in that file
-    once per run (in an import cycle, a class asked for while it is being answered is not yet one)."""
+def _class_elsewhere(ctx: FileContext, base: ast.expr, memo: dict[ast.expr, bool], kind: str, classes_of) -> bool:
+    """Whether ``base`` names a class of another file of the project that ``classes_of`` lists, asked
+    in that file once per run (in an import cycle, a class asked for while it is being answered is
+    not yet one)."""
     if ctx.project is None:
         return False
     if base not in memo:
@@ -80,11 +103,52 @@ def _module_class_elsewhere(ctx: FileContext, base: ast.expr, memo: dict[ast.exp
         memo[base] = (
             found is not None
             and found[0] is not ctx
-            and function_summary(
-                Definition(*found), "torch.module-class", lambda d: d.name in module_classes(d.ctx), False
-            )
+            and function_summary(Definition(*found), kind, lambda d: d.name in classes_of(d.ctx), False)
         )
     return memo[base]
+
+
+def is_lightning_module(ctx: FileContext, expr: ast.AST) -> bool:
+    """Whether ``expr`` holds a Lightning ``LightningModule``: a parameter annotated with such a class,
+    or a value every origin of which (through moves, and parameters to what every call site in this
+    file passes) builds an instance of one (``LitModel(...)``,
+    ``LitModel.load_from_checkpoint(path)``). Any other object with a ``freeze`` method is not."""
+    if isinstance(expr, ast.Name) and _annotated_lightning(ctx, expr):
+        return True
+    moved = lambda e: found[1] if (found := method_call(e)) and found[0] in torch_names.MODULE_SELF_RETURNING else None  # noqa: E731
+    origins = dataflow(ctx).origins(expr, through=moved, parameters=True)
+    return bool(origins) and all(_builds_lightning_module(ctx, origin) for origin in origins)
+
+
+def _builds_lightning_module(ctx: FileContext, origin: ast.AST | None) -> bool:
+    if not isinstance(origin, ast.Call):
+        return False
+    func = origin.func
+    if isinstance(func, ast.Attribute) and func.attr == torch_names.LIGHTNING_CHECKPOINT_LOADER:
+        func = func.value
+    return _names_lightning_class(ctx, func)
+
+
+def _names_lightning_class(ctx: FileContext, expr: ast.AST) -> bool:
+    qual = ctx.qualname(expr)
+    if qual is not None and qual in torch_names.LIGHTNING_MODULE_BASES:
+        return True
+    if qual is None and dotted_name(expr) in torch_names.LIGHTNING_MODULE_SPELLINGS:
+        return True
+    cls = resolve_class(ctx, expr)
+    return cls is not None and cls[1].name in lightning_module_classes(cls[0])
+
+
+def _annotated_lightning(ctx: FileContext, name: ast.Name) -> bool:
+    """``name`` is, wherever it is read here, a parameter annotated with a LightningModule class."""
+    bindings = dataflow(ctx).reaching(name)
+    return bool(bindings) and all(
+        b.kind == "param"
+        and isinstance(b.stmt, ast.arg)
+        and b.stmt.annotation is not None
+        and _names_lightning_class(ctx, b.stmt.annotation)
+        for b in bindings
+    )
 
 
 def module_forward(ctx: FileContext, call: ast.Call) -> Definition | None:

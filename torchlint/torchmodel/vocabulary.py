@@ -107,6 +107,15 @@ MODULE_BASES = frozenset(
 # The same bases spelled without an import the linter can resolve (`class Net(nn.Module)` in a
 # snippet that imports nothing).
 MODULE_BASE_SPELLINGS = frozenset({"nn.Module", "Module", "LightningModule"})
+# Lightning's module base: its subclasses' instances have the methods below.
+LIGHTNING_MODULE_BASES = frozenset(base for base in MODULE_BASES if base.endswith(".LightningModule"))
+LIGHTNING_MODULE_SPELLINGS = frozenset({"LightningModule", "pl.LightningModule", "L.LightningModule"})
+# `LightningModule.freeze()` sets `requires_grad = False` on every parameter and calls `self.eval()`;
+# `unfreeze()` sets `requires_grad = True` on every parameter and calls `self.train()`.
+LIGHTNING_FREEZE_METHOD = "freeze"
+LIGHTNING_UNFREEZE_METHOD = "unfreeze"
+# `Cls.load_from_checkpoint(path)`: a LightningModule classmethod that builds an instance of `Cls`.
+LIGHTNING_CHECKPOINT_LOADER = "load_from_checkpoint"
 # Factories and zoos whose calls build a model.
 MODEL_FACTORIES = ("torchvision.models.", "timm.create_model", "timm.models.")
 # `torch.nn.<Capitalised>` builds a model (a layer is a module), except these containers of

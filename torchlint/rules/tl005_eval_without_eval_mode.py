@@ -57,7 +57,10 @@ class EvalWithoutEvalMode(Rule):
         Face `from_pretrained` of a class whose configuration has dropout). A model
         the linter cannot see into (a parameter no call site of the file fills, a
         class of another package) is not reported, nor one of `Linear`/`ReLU`
-        layers, an `nn.RNN` with its default dropout 0, or a recurrent layer whose
+        layers, one whose only functional dropout or batch norm is told no mode
+        (`F.dropout(x, 0.5)` is on in both modes: TL011 reports that; a value such as
+        `training=self.training` makes it follow the mode), an `nn.RNN` with its
+        default dropout 0, or a recurrent layer whose
         `num_layers` is 1 on every path (its dropout acts between stacked layers
         only; an unknown count may be more, and is reported). A parameter holds what
         any call site passes (of the `def` that call runs, when a notebook redefines

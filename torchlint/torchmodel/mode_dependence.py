@@ -11,7 +11,9 @@ a model is *shown* mode-dependent when data flow takes it to a construction that
   ``track_running_stats``), or a container (``Sequential``, ``ModuleList``...) holding one;
 * a class (of this file, or of the project where ``analysis.callgraph.resolve_class`` reaches
   it) whose body, a base, or a helper it calls to build its layers, builds one of those, uses a
-  functional dropout or batch norm, or reads ``self.training``;
+  functional dropout or batch norm told a mode that is not a literal (``training=self.training``;
+  told none, a dropout is on and batch norm uses its running statistics in both modes), or reads
+  ``self.training``;
 * a library constructor documented to build such a model (``vocabulary.MODE_DEPENDENT_CONSTRUCTORS``:
   torchvision's ResNets and friends, ``timm.create_model`` of a batch-norm family, a Hugging Face
   ``from_pretrained`` of a class whose default configuration has dropout);
@@ -38,7 +40,14 @@ import ast
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callers import callers_elsewhere
-from torchlint.analysis.callgraph import call_graph, receiver_class, resolve_callee, resolve_class, site_argument
+from torchlint.analysis.callgraph import (
+    call_graph,
+    passes_unknown_arguments,
+    receiver_class,
+    resolve_callee,
+    resolve_class,
+    site_argument,
+)
 from torchlint.analysis.conditions import implies
 from torchlint.analysis.containers import element_origins
 from torchlint.analysis.dataflow import dataflow
@@ -282,7 +291,11 @@ class ModeDependence:
             parts = [*call.args, *(k.value for k in call.keywords if k.arg in (None, "encoder_layer", "decoder_layer"))]
             return any(self._part_shown(p, depth + 1) for p in parts)
         if qual in torch_names.MODE_FUNCTIONS:
-            return True
+            # Only a mode it is told, and not as a literal, can follow the module's mode
+            # (`F.dropout(x, p, self.training)`): `F.dropout(x, p)` is on, `training=True` too, in both.
+            position, parameter = torch_names.MODE_FUNCTIONS[qual]
+            told = argument(call, position, parameter)
+            return passes_unknown_arguments(call) or (told is not None and not isinstance(told, ast.Constant))
         if qual.startswith(tuple(torch_names.MODE_DEPENDENT_CONSTRUCTORS)):
             return True
         if qual in ("timm.create_model", "timm.models.create_model"):

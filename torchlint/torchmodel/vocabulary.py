@@ -475,8 +475,10 @@ DROPOUT_FUNCTIONS = {
     "torch.feature_dropout": (2, "train"),
     "torch.feature_alpha_dropout": (2, "train"),
 }
-# Functions whose result depends on the mode they are told: the functional dropouts and batch norm.
-MODE_FUNCTIONS = frozenset({*DROPOUT_FUNCTIONS, "torch.nn.functional.batch_norm"})
+# Functions whose result depends on the mode they are told, and where they are told it (position,
+# keyword): the functional dropouts and batch norm. Not told, a dropout is on in both modes and batch
+# norm uses its running statistics in both: the call computes the same whatever the module's mode.
+MODE_FUNCTIONS = {**DROPOUT_FUNCTIONS, "torch.nn.functional.batch_norm": (5, "training")}
 # Wrappers that hold the wrapped model's weights, not new ones (built per iteration, they cost nothing).
 WRAPPING_LAYERS = frozenset({"DataParallel", "DistributedDataParallel", "SyncBatchNorm"})
 

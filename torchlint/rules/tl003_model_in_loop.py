@@ -27,7 +27,11 @@ class ModelInLoop(Rule):
         is not reported, including one that hands the new model to a function, of
         this file or another, that builds its own optimizer over it and trains it;
         nor are loss modules, weightless layers (`nn.ReLU()`, `nn.Dropout()`) or
-        `copy.deepcopy(model)`.
+        `copy.deepcopy(model)`. Nor is a construction built on first use
+        only: under a test that its holder is still empty (`if self.crit is None:`,
+        `if not hasattr(self, "opt"):`, `if key not in cache:`) in a block that fills that
+        holder, including a getter `opt = get_optimizer(opt, ...)` that builds only
+        `if opt is None:` and returns it, unless the loop empties the holder again.
     """
     why = """
         Each iteration trains a freshly initialised network and throws away what

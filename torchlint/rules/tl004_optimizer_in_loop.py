@@ -41,7 +41,11 @@ class OptimizerInLoop(Rule):
         it (weight decay, dampening and nesterov keep no state), a project subclass
         whose `step` does nothing, or one built with no argument whose `__init__`
         takes no parameters and never reaches `Optimizer.__init__` (a stand-in handed
-        to the evaluation pass of a shared `run_epoch`).
+        to the evaluation pass of a shared `run_epoch`). Nor is a construction built on first use
+        only: under a test that its holder is still empty (`if self.crit is None:`,
+        `if not hasattr(self, "opt"):`, `if key not in cache:`) in a block that fills that
+        holder, including a getter `opt = get_optimizer(opt, ...)` that builds only
+        `if opt is None:` and returns it, unless the loop empties the holder again.
     """
     why = """
         An optimizer carries state between steps: momentum buffers, Adam's first

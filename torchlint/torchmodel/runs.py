@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callgraph import call_graph, calls_elsewhere
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
-from torchlint.analysis.nodes import end_position, last_name, name_ids, returns_of
+from torchlint.analysis.lazy_init import first_use_guard, outlives_call, resets, returns_holder
+from torchlint.analysis.nodes import argument_for, end_position, last_name, name_ids, returns_of
 from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role, optimizer_holds_state
@@ -346,14 +347,34 @@ class RunAnalysis:
         """The loop continuing one training run that rebuilds ``call``'s object every iteration."""
         if role == Role.OPTIMIZER and grown_before(self.ctx, call):
             return None  # the model was given new parameters (a new head): the optimizer must take them
+        if self._lazy_getter_call(call):
+            return None  # `opt = get_optimizer(opt, ...)` whose body builds only `if opt is None:`
         return self._search(call, role, via=(), depth=0, seen=frozenset())
+
+    def _lazy_getter_call(self, call: ast.Call) -> bool:
+        """``call`` calls a local factory whose constructions all sit under a first-use guard on a
+        parameter it hands back (``if opt is None: opt = Adam(...)`` ... ``return opt``), and stores the
+        result into the holder it passed for that parameter, which no loop around empties again."""
+        graph = call_graph(self.ctx)
+        for func in self.built.factories:
+            if call not in graph.callers(func):
+                continue
+            built = [c for c, _ in self.built._direct if self.ctx.enclosing_function(c) is func]
+            holders = set()
+            for inner in built:
+                lazy = first_use_guard(self.ctx, inner, func)
+                if lazy is None or resets(func, lazy[1], lazy[0]) or not returns_holder(func, lazy[1]):
+                    return False
+                holders.add(lazy[1])
+            return len(holders) == 1 and self._kept_by_caller(call, func, holders.pop())
+        return False
 
     def _search(self, node, role, via, depth, seen) -> RebuiltInLoop | None:
         ctx = self.ctx
         for loop in ctx.enclosing_loops(node):
             if not self._trains(loop):
                 continue  # a loop that trains nothing (building layers, iterating configs)
-            if self._conditional_in(node, loop):
+            if self._conditional_in(node, loop) or self._built_once_in(node, loop):
                 return None  # built once, when a condition holds (lazy init, a switch at some epoch)
             if role == Role.OPTIMIZER and not via and self._optimizes_fresh_copy(node, loop):
                 return None  # an inner optimizer over a model copied this iteration (meta-learning, probes)
@@ -372,13 +393,40 @@ class RunAnalysis:
             not via and not function_trains(self.ctx, func) and not _stores_on_self(ctx, node)
         ):
             return None  # e.g. an evaluation helper that builds a model to load a checkpoint into
+        handed_back = None
+        lazy = first_use_guard(ctx, node, func)
+        if lazy is not None and not resets(func, lazy[1], lazy[0]):
+            if outlives_call(ctx, func, lazy[1]):
+                return None  # `if self.criterion is None: self.criterion = ...`: filled on the first call only
+            if returns_holder(func, lazy[1]):
+                handed_back = lazy[1]  # `def get(opt): if opt is None: opt = Adam(...)` ... `return opt`
         for site in sites:
             if not runs_when_called(ctx, site, func, node):
                 continue  # built under a branch this call does not take (`if optimizer is None:`)
+            if handed_back is not None and self._kept_by_caller(site, func, handed_back):
+                continue  # `opt = get(opt, ...)` in the loop: the call builds it on the first pass only
             found = self._search(site, role, (site,) + via, depth + 1, seen | {func})
             if found is not None:
                 return found
         return None
+
+    def _built_once_in(self, node, loop) -> bool:
+        """``node`` runs under a first-use guard inside ``loop`` (``if self.crit is None:
+        self.crit = Loss()``, with an ``else`` too) and nothing in the loop empties that holder again."""
+        lazy = first_use_guard(self.ctx, node, loop)
+        return lazy is not None and not resets(loop, lazy[1], lazy[0])
+
+    def _kept_by_caller(self, site: ast.Call, func, param: str) -> bool:
+        """``site`` hands back what it was given for ``param`` into the same holder (``opt =
+        get_optimizer(opt, ...)``), and no loop around it empties that holder again."""
+        given = argument_for(site, func, param)
+        parent = self.ctx.parent(site)
+        if given is None or not isinstance(parent, ast.Assign) or len(parent.targets) != 1:
+            return False
+        holder = ast.unparse(given)
+        if ast.unparse(parent.targets[0]) != holder:
+            return False
+        return not any(resets(loop, holder) for loop in self.ctx.enclosing_loops(site))
 
     def _runs_in_training_loop(self, func, depth: int) -> bool:
         """Whether some chain of local calls (at most MAX_CALL_DEPTH long) runs ``func`` inside a training loop."""

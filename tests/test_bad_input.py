@@ -274,3 +274,44 @@ def test_the_command_applies_a_cpu_budget(tmp_path, monkeypatch):
     run = run_cli(["-q", "train.py", "--select", "TL016,TL996"])
     assert run.code == 1 and run.out.startswith("train.py:5:9: TL016")
     assert "train.py: TL996 stopped after using its 0.3 s CPU budget" in run.err
+
+
+def test_a_model_run_as_a_comprehensions_iterable_does_not_crash_the_evaluation_rules(tmp_path):
+    # The untrained-run check walks back from the model call through its ancestors; a comprehension's
+    # `for` clause has no position of its own (it crashed TL005 and TL006 with an AttributeError).
+    source = """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x, scale=1.0):
+        return self.fc(self.drop(x)) * scale
+
+
+def eval_model_batch(model, batch, scale):
+    return [float(v) for v in model.forward(batch, scale=scale) * 100.0]
+
+
+def main():
+    net = Net()
+    net.eval()
+    evals = []
+    for _ in range(10):
+        evals += eval_model_batch(net, torch.randn(8, 4), 1.0)
+    print(evals)
+
+
+main()
+"""
+    write(tmp_path / "probe.py", source)
+    rules = [all_rules()["TL005"], all_rules()["TL006"]]
+    result = lint_file(str(tmp_path / "probe.py"), rules)
+    assert result.problems == []
+    # A freshly built model nobody trains or loads, run on random input: a probe, not an evaluation.
+    assert result.findings == []

@@ -188,7 +188,9 @@ class UntrainedRuns:
         for ancestor in self.ctx.ancestors(point):
             if isinstance(ancestor, _LOOPS) and child is not getattr(ancestor, "iter", None):
                 found.append(ancestor)
-            else:
+            elif hasattr(child, "lineno"):
+                # (A node without a position -- a comprehension's `for` clause, a `with` item, a
+                # `case` -- has no statement before it among its siblings.)
                 start = (child.lineno, child.col_offset)
                 for node in ast.iter_child_nodes(ancestor):
                     if isinstance(node, (ast.stmt, ast.excepthandler)) and _end(node) <= start:

@@ -39,16 +39,25 @@ def emptiness_holders(test: ast.AST) -> list[str]:
         operand = test.operand
         if isinstance(operand, HOLDERS):
             return [ast.unparse(operand)]
-        if (
-            isinstance(operand, ast.Call)
-            and isinstance(operand.func, ast.Name)
-            and operand.func.id == "hasattr"
-            and len(operand.args) == 2
-            and isinstance(operand.args[1], ast.Constant)
-            and isinstance(operand.args[1].value, str)
-        ):
-            return [f"{ast.unparse(operand.args[0])}.{operand.args[1].value}"]
+        named = _attribute_named_by(operand, "hasattr", 2)
+        if named is not None:
+            return [named]
     return []
+
+
+def _attribute_named_by(node: ast.AST, builtin: str, arity: int) -> str | None:
+    """``"o.a"`` for ``hasattr(o, "a")``/``setattr(o, "a", v)`` (the builtin ``builtin`` called with
+    ``arity`` arguments, the name a string literal); else None."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == builtin
+        and len(node.args) == arity
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    ):
+        return None
+    return f"{ast.unparse(node.args[0])}.{node.args[1].value}"
 
 
 def _stores(block: list[ast.stmt]) -> list[tuple[str, ast.AST | None]]:
@@ -64,15 +73,8 @@ def _stores(block: list[ast.stmt]) -> list[tuple[str, ast.AST | None]]:
                     for element in target_elements(target):
                         if isinstance(element, HOLDERS):
                             found.append((ast.unparse(element), node.value if whole else None))
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id == "setattr"
-                and len(node.args) == 3
-                and isinstance(node.args[1], ast.Constant)
-                and isinstance(node.args[1].value, str)
-            ):
-                found.append((f"{ast.unparse(node.args[0])}.{node.args[1].value}", node.args[2]))
+            elif _attribute_named_by(node, "setattr", 3) is not None:
+                found.append((_attribute_named_by(node, "setattr", 3), node.args[2]))
     return found
 
 
@@ -131,10 +133,7 @@ def _empties_by_call(call: ast.Call, holder: str) -> bool:
         if call.func.attr == "clear" and holder.startswith(owner + "["):
             return True
         return call.func.attr == "pop" and bool(call.args) and holder == f"{owner}[{ast.unparse(call.args[0])}]"
-    if isinstance(call.func, ast.Name) and call.func.id == "delattr" and len(call.args) == 2:
-        name = call.args[1]
-        return isinstance(name, ast.Constant) and f"{ast.unparse(call.args[0])}.{name.value}" == holder
-    return False
+    return _attribute_named_by(call, "delattr", 2) == holder
 
 
 def _empty(value: ast.AST) -> bool:

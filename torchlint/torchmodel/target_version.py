@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.callers import project_sources
 from torchlint.analysis.definitions import file_key
+from torchlint.torchmodel.torch_versions import padded, parse_version
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -88,7 +89,7 @@ def _project_evidence(project: Project) -> tuple[tuple[int, ...] | None, frozens
     old = [ctx for ctx in map(project.context, candidates) if ctx is not None and _shows_old_code(ctx)]
     imported, read = _imported_closure(project, old)
     deps += read
-    pinned = min(bounds, key=_padded_key) if bounds else None
+    pinned = min(bounds) if bounds else None  # ("1.0" and "1.0.0" compare unequal, but bound alike)
     return pinned, frozenset(imported), tuple(deps)
 
 
@@ -144,9 +145,10 @@ def _pinned_bounds(path: str) -> list[tuple[int, ...]]:
     for line in text.splitlines():
         code = line.split("#", 1)[0]
         for operator, version in _PIN.findall(code):
-            parts = tuple(int(p) for p in version.split("."))
-            # `==0.4.1`/`<=0.4.1` allow 0.4.1 itself: the bound is just above it.
-            bounds.append(parts if operator == "<" else (*parts, 1))
+            parts = parse_version(version)
+            if parts is not None:
+                # `==0.4.1`/`<=0.4.1` allow 0.4.1 itself: the bound is just above it.
+                bounds.append(parts if operator == "<" else (*parts, 1))
     return bounds
 
 
@@ -181,10 +183,6 @@ def _indexes_scalar(ctx: FileContext, node: ast.Subscript) -> bool:
     )
 
 
-def _padded_key(version: tuple[int, ...]) -> tuple[int, ...]:
-    return version + (0,) * (4 - len(version))
-
-
 def _below(bound: tuple[int, ...], release: tuple[int, ...]) -> bool:
     """Every version under the exclusive ``bound`` is older than ``release``."""
-    return _padded_key(bound) <= _padded_key(release)
+    return padded(bound, release) <= padded(release, bound)

@@ -109,7 +109,7 @@ def _before(ctx: FileContext, expr: ast.AST, truth: bool, release: tuple[int, ..
     bound = _version_string(ctx, right)
     if bound is None:
         return False
-    parsed = _parse(bound)
+    parsed = parse_version(bound)
     if op is ast.Eq:
         return _names_minor([ast.Constant(bound)], release)
     if op not in (ast.Lt, ast.LtE) or parsed is None:
@@ -117,11 +117,11 @@ def _before(ctx: FileContext, expr: ast.AST, truth: bool, release: tuple[int, ..
     kind, length = read
     if kind == _PREFIX and (length is None or length < len(bound)):
         return False  # `torch.__version__[:1] < "0.4"`: "0" is less, whatever the minor release
-    parsed, release = _padded(parsed, release), _padded(release, parsed)
+    parsed, release = padded(parsed, release), padded(release, parsed)
     return parsed <= release if op is ast.Lt else parsed < release
 
 
-def _padded(version: tuple[int, ...], other: tuple[int, ...]) -> tuple[int, ...]:
+def padded(version: tuple[int, ...], other: tuple[int, ...]) -> tuple[int, ...]:
     """``version`` with zeros for the parts only ``other`` names ("0.4" is "0.4.0")."""
     return version + (0,) * (len(other) - len(version))
 
@@ -130,11 +130,11 @@ def _names_minor(args: list[ast.AST], release: tuple[int, ...]) -> bool:
     """The one argument is a version string naming at least a minor release, before ``release``."""
     if len(args) != 1 or not (isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)):
         return False
-    parsed = _parse(args[0].value)
+    parsed = parse_version(args[0].value)
     return parsed is not None and len(parsed) >= 2 and parsed < release
 
 
-def _parse(text: str) -> tuple[int, ...] | None:
+def parse_version(text: str) -> tuple[int, ...] | None:
     parts = text.strip().split(".")
     return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) and parts else None
 

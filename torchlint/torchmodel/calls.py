@@ -19,7 +19,7 @@ from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument, last_name
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.events import Event, EventKind
-from torchlint.torchmodel.modules import is_lightning_module, never_a_module
+from torchlint.torchmodel.modules import lightning_mode_method, never_a_module
 from torchlint.torchmodel.roles import Role, object_roles
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ class CallEvents:
         if method in (torch_names.LIGHTNING_FREEZE_METHOD, torch_names.LIGHTNING_UNFREEZE_METHOD):
             # A LightningModule's `freeze()` calls `self.eval()`, its `unfreeze()` `self.train()`; any
             # other object's `freeze` is its own business.
-            if call.args or call.keywords or not is_lightning_module(ctx, owner):
+            if call.args or call.keywords or lightning_mode_method(ctx, call) is None:
                 return None
             kind = EventKind.EVAL if method == torch_names.LIGHTNING_FREEZE_METHOD else EventKind.TRAIN
             return Event(kind, call, target=owner_key)

@@ -32,7 +32,7 @@ from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import argument, argument_for, position
 from torchlint.analysis.reachability import block_holding, may_run_between, runs_before, statement_of
 from torchlint.torchmodel import vocabulary as torch_names
-from torchlint.torchmodel.modules import is_lightning_module
+from torchlint.torchmodel.modules import lightning_mode_method
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -224,14 +224,12 @@ def _freezes(ctx: FileContext) -> dict[str, list[ast.stmt]]:
 
 def _lightning_freeze(ctx: FileContext, call: ast.Call) -> bool:
     """``model.freeze()`` of a LightningModule: ``requires_grad = False`` on each of its parameters."""
-    func = call.func
     return (
-        isinstance(func, ast.Attribute)
-        and func.attr == torch_names.LIGHTNING_FREEZE_METHOD
-        and isinstance(func.value, ast.Name)
+        isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
         and not call.args
         and not call.keywords
-        and is_lightning_module(ctx, func.value)
+        and lightning_mode_method(ctx, call) == torch_names.LIGHTNING_FREEZE_METHOD
     )
 
 
@@ -329,11 +327,7 @@ def _unfreezes(ctx: FileContext) -> list[ast.AST]:
             and not _is_false(argument(call, 0, "requires_grad"))
         ]
         found += [
-            call
-            for call in ctx.calls
-            if isinstance(call.func, ast.Attribute)
-            and call.func.attr == torch_names.LIGHTNING_UNFREEZE_METHOD
-            and is_lightning_module(ctx, call.func.value)
+            call for call in ctx.calls if lightning_mode_method(ctx, call) == torch_names.LIGHTNING_UNFREEZE_METHOD
         ]
         return found
 

@@ -120,6 +120,19 @@ def is_lightning_module(ctx: FileContext, expr: ast.AST) -> bool:
     return bool(origins) and all(_builds_lightning_module(ctx, origin) for origin in origins)
 
 
+def lightning_mode_method(ctx: FileContext, call: ast.Call) -> str | None:
+    """``"freeze"``/``"unfreeze"`` for ``m.freeze()``/``m.unfreeze()`` where ``m`` holds a
+    LightningModule (``is_lightning_module``); None for any other call, another object's ``freeze``
+    included."""
+    func = call.func
+    if not (
+        isinstance(func, ast.Attribute)
+        and func.attr in (torch_names.LIGHTNING_FREEZE_METHOD, torch_names.LIGHTNING_UNFREEZE_METHOD)
+    ):
+        return None
+    return func.attr if is_lightning_module(ctx, func.value) else None
+
+
 def _builds_lightning_module(ctx: FileContext, origin: ast.AST | None) -> bool:
     if not isinstance(origin, ast.Call):
         return False

@@ -73,8 +73,8 @@ def _stores(block: list[ast.stmt]) -> list[tuple[str, ast.AST | None]]:
                     for element in target_elements(target):
                         if isinstance(element, HOLDERS):
                             found.append((ast.unparse(element), node.value if whole else None))
-            elif _attribute_named_by(node, "setattr", 3) is not None:
-                found.append((_attribute_named_by(node, "setattr", 3), node.args[2]))
+            elif (named := _attribute_named_by(node, "setattr", 3)) is not None:
+                found.append((named, node.args[2]))
     return found
 
 
@@ -90,6 +90,13 @@ def first_use_guard(ctx: FileContext, node: ast.AST, stop: ast.AST) -> tuple[ast
             if holder is not None:
                 return ancestor, holder
     return None
+
+
+def lasting_first_use_guard(ctx: FileContext, node: ast.AST, scope: ast.AST) -> tuple[ast.If, str] | None:
+    """``first_use_guard`` of ``node`` within ``scope`` when nothing in ``scope`` empties its holder
+    again (``resets``): the guarded block runs once per run of ``scope``."""
+    lazy = first_use_guard(ctx, node, scope)
+    return lazy if lazy is not None and not resets(scope, lazy[1], lazy[0]) else None
 
 
 def _prefixes(holder: str) -> set[str]:

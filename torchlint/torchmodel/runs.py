@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from torchlint.analysis.callgraph import call_graph, calls_elsewhere
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
-from torchlint.analysis.lazy_init import first_use_guard, outlives_call, resets, returns_holder
+from torchlint.analysis.lazy_init import lasting_first_use_guard, outlives_call, resets, returns_holder
 from torchlint.analysis.nodes import argument_for, end_position, last_name, name_ids, returns_of
 from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
@@ -362,8 +362,8 @@ class RunAnalysis:
             built = [c for c, _ in self.built._direct if self.ctx.enclosing_function(c) is func]
             holders = set()
             for inner in built:
-                lazy = first_use_guard(self.ctx, inner, func)
-                if lazy is None or resets(func, lazy[1], lazy[0]) or not returns_holder(func, lazy[1]):
+                lazy = lasting_first_use_guard(self.ctx, inner, func)
+                if lazy is None or not returns_holder(func, lazy[1]):
                     return False
                 holders.add(lazy[1])
             return len(holders) == 1 and self._kept_by_caller(call, func, holders.pop())
@@ -394,8 +394,8 @@ class RunAnalysis:
         ):
             return None  # e.g. an evaluation helper that builds a model to load a checkpoint into
         handed_back = None
-        lazy = first_use_guard(ctx, node, func)
-        if lazy is not None and not resets(func, lazy[1], lazy[0]):
+        lazy = lasting_first_use_guard(ctx, node, func)
+        if lazy is not None:
             if outlives_call(ctx, func, lazy[1]):
                 return None  # `if self.criterion is None: self.criterion = ...`: filled on the first call only
             if returns_holder(func, lazy[1]):
@@ -413,8 +413,7 @@ class RunAnalysis:
     def _built_once_in(self, node, loop) -> bool:
         """``node`` runs under a first-use guard inside ``loop`` (``if self.crit is None:
         self.crit = Loss()``, with an ``else`` too) and nothing in the loop empties that holder again."""
-        lazy = first_use_guard(self.ctx, node, loop)
-        return lazy is not None and not resets(loop, lazy[1], lazy[0])
+        return lasting_first_use_guard(self.ctx, node, loop) is not None
 
     def _kept_by_caller(self, site: ast.Call, func, param: str) -> bool:
         """``site`` hands back what it was given for ``param`` into the same holder (``opt =

@@ -373,3 +373,76 @@ def test_clip_after_a_helper_that_always_scales_is_reported(lint):
         "                optimizer",
     )
     check(lint, source, CODE)
+
+
+# ----- conditions compared in the deepest function both events pass through ---------------------------
+
+_THROUGH_MAIN = """
+    import argparse
+
+    import torch
+
+
+    def train_iteration(model, batch, scaler, optimizer, args):
+        loss = model(batch).mean()
+        if args.fp16:
+            if args.amp == "pytorch":
+                scaler.scale(loss).backward()
+            elif args.amp == "apex":
+                with amp.scale_loss(loss, optimizer) as scaled_loss:
+                    scaled_loss.backward()
+        else:
+            loss.backward()
+        return loss.detach()
+
+
+    def train(model, loader, optimizer, scaler, args):
+        model.train()
+        for batch in loader:
+            optimizer.zero_grad()
+            train_iteration(model, batch, scaler, optimizer, args)
+            if args.fp16:
+                if args.amp == "pytorch":
+                    scaler.unscale_(optimizer)
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+                elif args.amp == "apex":
+                    torch.nn.utils.clip_grad_norm_(amp.master_params(optimizer), args.clip)
+            else:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+            if args.fp16 and args.amp == "pytorch":
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                optimizer.step()
+
+
+    def main():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--fp16", action="store_true")
+        parser.add_argument("--amp", default="pytorch")
+        parser.add_argument("--clip", type=float, default=0.25)
+        args = parser.parse_args()
+        model = build_model()
+        optimizer = torch.optim.Adam(model.parameters())
+        train(model, make_loader(), optimizer, torch.cuda.amp.GradScaler(), args)
+
+
+    if __name__ == "__main__":
+        main()
+    """
+
+
+def test_branches_exclusive_inside_train_stay_exclusive_when_walked_from_main(lint):
+    # `args` is a local of main(), so the helper's conditions cannot be carried out to the module;
+    # they still compare inside train(), the deepest function both the backward and the clips run in.
+    assert lint(_THROUGH_MAIN, CODE) == []
+
+
+def test_clip_on_the_branch_that_scaled_is_reported_when_walked_from_main(lint):
+    source = _THROUGH_MAIN.replace(
+        """                    scaler.unscale_(optimizer)
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)""",
+        """                    torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)  # expect: TL014""",
+    )
+    findings = check(lint, source, CODE)
+    assert "scaled backward on line 11" in findings[0].message

@@ -220,19 +220,35 @@ def _unscaled_scaled_backward(ctx, events, clip_index):
 def _exclusive_through_calls(ctx, a, b) -> bool:
     """Two events on opposite sides of the same condition once the conditions inside called helpers
     are written in the caller's terms (``backward(loss, scaler)`` scales ``if scaler is not None``;
-    the clip sits under the caller's ``if scaler is not None: ... else:``)."""
-    keys_a, keys_b = _caller_guard_keys(ctx, a), _caller_guard_keys(ctx, b)
+    the clip sits under the caller's ``if scaler is not None: ... else:``).
+
+    Both are written in the terms of the deepest function they are both walked through (the calls
+    their ``via`` chains share): above it their conditions are the same, and a condition that cannot
+    be carried further out (``args`` is a local of ``main()``) still compares there."""
+    shared = _shared_call_depth(a.via, b.via)
+    keys_a, keys_b = _caller_guard_keys(ctx, a, shared), _caller_guard_keys(ctx, b, shared)
     return any((text, not branch) in keys_b for text, branch in keys_a)
 
 
-def _caller_guard_keys(ctx, event) -> set:
-    """The event's conditions as ``guard_key``s in the terms of the block the event was walked from."""
+def _shared_call_depth(via_a, via_b) -> int:
+    """How many calls, from the walked block inwards, two events are reached through in common."""
+    depth = 0
+    for call_a, call_b in zip(via_a, via_b):
+        if call_a is not call_b:
+            break
+        depth += 1
+    return depth
+
+
+def _caller_guard_keys(ctx, event, shared: int = 0) -> set:
+    """The event's conditions as ``guard_key``s in the terms of the function its first ``shared``
+    calls lead into (the block the event was walked from when ``shared`` is 0)."""
     keys = set()
     for test, branch in event.guards:
         if not isinstance(test, ast.expr):
             continue
         home = ctx.enclosing_function(test)
-        for call in reversed(event.via):
+        for call in reversed(event.via[shared:]):
             callee = resolve_local_call(ctx, call)
             if callee is not home:
                 continue

@@ -621,3 +621,39 @@ def test_module_level_loader_of_a_script_whose_top_level_starts_the_ranks_is_rep
         + "\nworker(0, 1)\n"
     )
     check(lint, source, CODE)
+
+
+# ----- a branch whose other side does the distributed setup, whatever the flag is called ----------------
+
+_DEVICE_FLAG = (
+    DDP_HEADER
+    + """
+def main(args, net, train_dataset, optimizer):
+    if args.multinpu:
+        dist.init_process_group("hccl", rank=args.local_rank, world_size=args.world_size)
+        net = DDP(net, device_ids=[args.local_rank])
+        train_sampler = DistributedSampler(train_dataset)
+        train_loader = DataLoader(train_dataset, batch_size=32, sampler=train_sampler, drop_last=True)
+    else:
+        train_loader = DataLoader(train_dataset, batch_size=32, shuffle=True)
+    for epoch in range(args.epochs):
+        if args.multinpu:
+            train_sampler.set_epoch(epoch)
+        for images, targets in train_loader:
+            net(images, targets).backward()
+            optimizer.step()
+"""
+)
+
+
+def test_single_process_branch_of_a_flag_whose_other_branch_sets_up_ddp_is_silent(lint):
+    assert lint(_DEVICE_FLAG, CODE) == []
+
+
+def test_loader_of_the_branch_that_sets_up_ddp_is_still_reported(lint):
+    source = _DEVICE_FLAG.replace(
+        "        train_loader = DataLoader(train_dataset, batch_size=32, sampler=train_sampler, drop_last=True)",
+        "        train_loader = DataLoader(train_dataset, batch_size=32, shuffle=True)  # expect: TL021",
+    )
+    findings = check(lint, source, CODE)
+    assert "`shuffle=True` and no sampler" in findings[0].message

@@ -8,6 +8,7 @@ import re
 from torchlint.analysis.callgraph import runs_repeatedly
 from torchlint.analysis.imports import dotted_name
 from torchlint.engine.rule import Message, Rule, register
+from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.distributed import (
     built_outside_ranks,
     data_parallel_call,
@@ -53,7 +54,8 @@ class DistributedWithoutSampler(Rule):
         that shard themselves by rank or are selected by rank
         (`Subset(ds, range(rank * n, (rank + 1) * n))`), shuffling loaders in a file that seeds torch from the
         rank (`torch.manual_seed(seed + rank)`: each rank shuffles its own way), loaders built
-        in `if args.distributed:`-style branches, and loaders that a framework re-samples
+        in `if args.distributed:`-style branches or in the branch whose other side sets up
+        the distributed run (`if args.multinpu: ...DistributedSampler... else:`), and loaders that a framework re-samples
         (handed to `accelerator.prepare` / `fabric.setup_dataloaders`, returned by a
         Lightning `*_dataloader` hook) are not reported, nor are loaders built and read only by
         code that no rank runs (a walkthrough's single-process sections, a plain or
@@ -273,13 +275,38 @@ def _framework_managed(ctx, loader: LoaderCall, name: str | None) -> bool:
 
 
 def _decided_by_distributed_branch(ctx, call: ast.Call) -> bool:
-    """Built in a branch of ``if args.distributed:`` (the other branch handles the other case)."""
+    """Built in one branch of an ``if`` that chooses between the distributed and the single-process
+    setup: its test names it (``if args.distributed:``), or the other branch does the distributed
+    setup itself (builds a ``DistributedSampler``, starts the process group, wraps the model), so
+    this branch is the single-process case whatever the flag is called (``if args.multinpu:``)."""
+    child = call
     for ancestor in ctx.ancestors(call):
-        if isinstance(ancestor, (ast.If, ast.IfExp)) and _DISTRIBUTED_WORDS.search(names_in(ancestor.test)):
-            return True
         if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return False
+        if isinstance(ancestor, (ast.If, ast.IfExp)) and child is not ancestor.test:
+            if _DISTRIBUTED_WORDS.search(names_in(ancestor.test)):
+                return True
+            if any(_sets_up_distributed(ctx, node) for node in _other_branch(ancestor, child)):
+                return True
+        child = ancestor
     return False
+
+
+def _other_branch(branching: ast.If | ast.IfExp, child: ast.AST) -> list[ast.AST]:
+    """The branch of ``branching`` that does not hold ``child``."""
+    body = branching.body if isinstance(branching.body, list) else [branching.body]
+    orelse = branching.orelse if isinstance(branching.orelse, list) else [branching.orelse]
+    return orelse if child in body else body
+
+
+# Calls that only the distributed setup makes.
+_DISTRIBUTED_SETUP = frozenset(
+    {torch_names.DISTRIBUTED_SAMPLER, *torch_names.PROCESS_GROUP_SETUP, *torch_names.DATA_PARALLEL_WRAPPERS}
+)
+
+
+def _sets_up_distributed(ctx, node: ast.AST) -> bool:
+    return any(isinstance(c, ast.Call) and ctx.call_qualname(c) in _DISTRIBUTED_SETUP for c in ast.walk(node))
 
 
 def _shards_itself(ctx, loader: LoaderCall) -> bool:

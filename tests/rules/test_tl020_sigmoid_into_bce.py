@@ -282,3 +282,59 @@ def test_bce_with_logits_passed_into_the_training_function(lint):
 
 def test_plain_bce_passed_into_the_training_function_is_silent(lint):
     assert lint(_FIT.replace("CRITERION", "nn.BCELoss()").replace("  # expect: TL020", ""), CODE) == []
+
+
+# ----- a model whose layers the script replaces after building it ------------------------------------
+
+_HEAD_REPLACED = """
+    import torch
+    import torch.nn as nn
+
+
+    class ReturnClassifier(nn.Module):
+        def __init__(self, n_features, hidden=96):
+            super().__init__()
+            self.lstm = nn.LSTM(n_features, hidden, num_layers=2, batch_first=True)
+            self.classifier = nn.Sequential(nn.Linear(hidden, 32), nn.ReLU(), nn.Linear(32, 1), nn.Sigmoid())
+
+        def forward(self, x):
+            out, _ = self.lstm(x)
+            return self.classifier(out[:, -1])
+
+
+    def fit(loader, n_features, pos_weight):
+        model = ReturnClassifier(n_features)
+        criterion = nn.BCEWithLogitsLoss(pos_weight=pos_weight)
+        model.classifier[-1] = nn.Identity()  # logits for BCEWithLogitsLoss
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        for batch_x, batch_y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(batch_x).squeeze(-1), batch_y)
+            loss.backward()
+            optimizer.step()
+    """
+
+
+def test_sigmoid_head_replaced_by_identity_before_training_is_silent(lint):
+    assert lint(_HEAD_REPLACED, CODE) == []
+
+
+def test_sigmoid_head_kept_is_reported(lint):
+    source = _HEAD_REPLACED.replace(
+        "        model.classifier[-1] = nn.Identity()  # logits for BCEWithLogitsLoss\n", ""
+    )
+    source = source.replace(
+        "loss = criterion(model(batch_x).squeeze(-1), batch_y)",
+        "loss = criterion(model(batch_x).squeeze(-1), batch_y)  # expect: TL020",
+    )
+    check(lint, source, CODE)
+
+
+def test_a_setting_stored_on_the_model_keeps_its_head_known(lint):
+    source = _HEAD_REPLACED.replace(
+        "model.classifier[-1] = nn.Identity()  # logits for BCEWithLogitsLoss", 'model.name = "lstm-classifier"'
+    ).replace(
+        "loss = criterion(model(batch_x).squeeze(-1), batch_y)",
+        "loss = criterion(model(batch_x).squeeze(-1), batch_y)  # expect: TL020",
+    )
+    check(lint, source, CODE)

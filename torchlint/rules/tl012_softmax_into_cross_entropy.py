@@ -20,7 +20,8 @@ class SoftmaxIntoCrossEntropy(Rule):
         (or whose `forward` always returns a softmax) — or of `log_softmax`. The value
         is followed through variables, `self` attributes and shape-only operations
         (`.view`, `.squeeze`, indexing). A softmax computed for metrics or logging next
-        to a loss on the logits is fine.
+        to a loss on the logits is fine. A model whose layers the code replaces after
+        building it (`model.fc[-1] = nn.Identity()`) is not judged by its class.
     """
     why = """
         `CrossEntropyLoss` applies `log_softmax` to its input itself. Given

@@ -18,7 +18,9 @@ class SigmoidIntoBCE(Rule):
         whose input is the output of `sigmoid` — `torch.sigmoid`, `F.sigmoid`,
         `x.sigmoid()`, an `nn.Sigmoid` module, or a model of the project whose last
         layer is `nn.Sigmoid` (or whose `forward` always returns a sigmoid). The value
-        is followed through variables, `self` attributes and shape-only operations.
+        is followed through variables, `self` attributes and shape-only operations. A
+        model whose layers the code replaces after building it
+        (`model.classifier[-1] = nn.Identity()`) is not judged by its class.
     """
     why = """
         `BCEWithLogitsLoss` applies the sigmoid itself (in a numerically stable form).

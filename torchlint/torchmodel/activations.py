@@ -139,8 +139,27 @@ class ActivationTracker:
         """The activation every object ``callee`` may hold applies last, if any."""
         results = []
         for origin in self.flow.origins(callee, self._through_module_moves, parameters=True):
-            results.append(self._constructed_output(origin, depth) if isinstance(origin, ast.Call) else None)
+            known = isinstance(origin, ast.Call) and origin not in self._rebuilt_objects()
+            results.append(self._constructed_output(origin, depth) if known else None)
         return _all_same(results)
+
+    def _rebuilt_objects(self) -> frozenset[ast.AST]:
+        """Constructions whose layers the file replaces after building them
+        (``model.classifier[-1] = nn.Identity()``, ``net.fc = nn.Linear(512, 1)``): what their
+        ``forward`` returns is no longer what the class's own code says, so it is not judged."""
+
+        def build() -> frozenset[ast.AST]:
+            rebuilt = set()
+            for assign in self.ctx.nodes(ast.Assign):
+                if isinstance(assign.value, ast.Constant):
+                    continue  # `model.training = False`, `net.name = "resnet"`: no layer replaced
+                for target in assign.targets:
+                    holder = _stored_into(target)
+                    if holder is not None:
+                        rebuilt.update(o for o in self.flow.origins(holder) if isinstance(o, ast.Call))
+            return frozenset(rebuilt)
+
+        return self.ctx.shared(("activations", "rebuilt objects"), build)
 
     def _constructed_output(self, call: ast.Call, depth: int) -> Output | None:
         qual = self.ctx.call_qualname(call)
@@ -379,6 +398,16 @@ class ActivationTracker:
             found = self.activation_of(loss_input)
             if found is not None and found[0] in kinds:
                 yield ActivationInput(call, loss_input, found.kind, found.node, found.path)
+
+
+def _stored_into(target: ast.AST) -> ast.Name | None:
+    """The plain name whose object an assignment target changes inside (``model`` of
+    ``model.classifier[-1] = ...``), other than ``self``: a class building itself is its definition."""
+    if not isinstance(target, (ast.Attribute, ast.Subscript)):
+        return None
+    while isinstance(target, (ast.Attribute, ast.Subscript)):
+        target = target.value
+    return target if isinstance(target, ast.Name) and target.id != "self" else None
 
 
 def _all_same(results: list) -> Output | None:

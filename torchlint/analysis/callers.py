@@ -39,7 +39,7 @@ import re
 import weakref
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import resolve_call, resolve_name
+from torchlint.analysis.callgraph import call_graph, resolve_call, resolve_name
 from torchlint.analysis.definitions import Definition, file_key
 from torchlint.analysis.project import FOREIGN_DIRS, MAX_MODULE_BYTES, MAX_MODULES
 
@@ -190,3 +190,34 @@ def _may_name(ctx: FileContext, node: ast.Attribute) -> bool:
     while isinstance(head, ast.Attribute):
         head = head.value
     return isinstance(head, ast.Name) and head.id in ctx.imports.bindings
+
+
+def local_call_sites(ctx: FileContext, func) -> list[ast.Call] | None:
+    """The calls of the top-level function ``func`` in its own file, dead ones included; None when
+    the file names it some other way (read as a value, a string ``getattr(module, "name")``)."""
+    name = func.name
+    graph = call_graph(ctx)
+    local = set(map(id, graph.callers(func)))
+    for node in ctx.nodes(ast.Name, ast.Constant):
+        if isinstance(node, ast.Constant):
+            if node.value == name:
+                return None  # `getattr(module, "name")`, `__all__`, a registry keyed by name
+        elif node.id == name and not isinstance(node.ctx, ast.Store):
+            call = ctx.parent(node)
+            if not (isinstance(call, ast.Call) and call.func is node and id(call) in local):
+                return None  # read as a value (a callback), or a call the file cannot resolve
+    return [*graph.callers(func), *graph.dead_callers(func)]
+
+
+def project_call_sites(ctx: FileContext, func) -> list[tuple[FileContext, ast.Call]] | None:
+    """Every call of the top-level function ``func`` in its project, this file's first, each with
+    its file; None when one may be missed: a file without a project, a method or nested function,
+    a mention of the name that is not a call resolved to it (``local_call_sites``,
+    ``callers_elsewhere``)."""
+    if ctx.project is None or ctx.parent(func) is not ctx.tree:
+        return None
+    local = local_call_sites(ctx, func)
+    elsewhere = callers_elsewhere(Definition(ctx, func)) if local is not None else None
+    if elsewhere is None:
+        return None
+    return [*((ctx, call) for call in local), *elsewhere]

@@ -17,10 +17,14 @@ or an enum base, a literal value, a command-line flag that holds one value
 from __future__ import annotations
 
 import ast
+import itertools
 from dataclasses import dataclass
+from math import prod
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.argparse_flags import constant_flag
+from torchlint.analysis.callers import project_call_sites
+from torchlint.analysis.callgraph import parameter_default, site_argument
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition, definition_at
 
@@ -193,3 +197,95 @@ def _class_kind(owner: Definition) -> str | None:
     if len(bases) == 1 and bases[0] in _VALUE_ENUMS:
         return "plain"
     return None
+
+
+# How many combinations of element values a tuple literal may stand for before it is unknown.
+_MAX_COMBINATIONS = 64
+_MAX_VALUE_DEPTH = 6
+
+
+def values_from_callers(ctx: FileContext, expr: ast.AST, depth: int = 0) -> tuple | None:
+    """Every value ``expr`` may hold where it is read, following the data flow into the callers:
+    a literal, a tuple or list of such values (``(1, 5)``), ``max(...)``/``min(...)`` of one, a name
+    through every assignment that reaches it (``topk = (topk,)`` under a branch, the parameter
+    otherwise), and a parameter of a top-level function through what every call of it in the project
+    passes (its default where a call leaves it out; ``callers.project_call_sites``). None when any
+    of those may be something else: a parameter whose calls cannot all be told or that has none (an
+    API: a caller outside the project may pass anything), a computed value, a deep chain."""
+    if depth > _MAX_VALUE_DEPTH:
+        return None
+    if isinstance(expr, ast.Constant):
+        return (expr.value,)
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        if any(isinstance(e, ast.Starred) for e in expr.elts):
+            return None
+        parts = [values_from_callers(ctx, e, depth + 1) for e in expr.elts]
+        if any(p is None for p in parts) or prod(len(p) for p in parts) > _MAX_COMBINATIONS:
+            return None
+        return tuple(itertools.product(*parts))
+    if isinstance(expr, ast.Call):
+        return _reduced_values(ctx, expr, depth)
+    if not isinstance(expr, ast.Name):
+        return None
+    value = constant_value(ctx, expr)
+    if value is not UNKNOWN:
+        return (value,)
+    bindings = dataflow(ctx).reaching(expr)
+    found: list = []
+    for binding in bindings:
+        if binding.kind == "assign" and binding.value is not None:
+            values = values_from_callers(ctx, binding.value, depth + 1)
+        elif binding.kind == "param":
+            values = _parameter_values(ctx, binding.stmt, depth + 1)
+        else:
+            values = None
+        if values is None:
+            return None
+        found.extend(values)
+    return tuple(found) if bindings else None
+
+
+def _reduced_values(ctx: FileContext, call: ast.Call, depth: int) -> tuple | None:
+    """``max(topk)`` / ``min(sizes)`` of one iterable whose values are known; the builtin only. A
+    number reaching it would make the call raise, so it gives no value."""
+    func = call.func
+    if not (isinstance(func, ast.Name) and func.id in ("max", "min")) or len(call.args) != 1 or call.keywords:
+        return None
+    if dataflow(ctx).reaching(func) or func.id in ctx.imports.bindings:
+        return None  # a `max` of the file's own
+    reduce = max if func.id == "max" else min
+    values = values_from_callers(ctx, call.args[0], depth + 1)
+    if values is None:
+        return None
+    found = []
+    for value in values:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            continue  # `max(1)` raises: that value never gets past the call (`topk = (topk,)` for an int)
+        if not isinstance(value, tuple) or not value:
+            return None
+        try:
+            found.append(reduce(value))
+        except TypeError:
+            return None
+    return tuple(found) if found else None
+
+
+def _parameter_values(ctx: FileContext, param: ast.arg, depth: int) -> tuple | None:
+    """What every call of the parameter's top-level function in the project passes for it."""
+    function = ctx.parent(ctx.parent(param))
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    sites = project_call_sites(ctx, function)
+    if not sites:
+        return None  # unknown callers, or none: an API a caller outside the project may use
+    default = parameter_default(function, param.arg)
+    found: list = []
+    for home, site in sites:
+        given = site_argument(home, function, param, site)
+        if given is None:
+            return None
+        values = values_from_callers(ctx if given is default else home, given, depth)
+        if values is None:
+            return None
+        found.extend(values)
+    return tuple(found)

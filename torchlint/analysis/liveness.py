@@ -33,8 +33,8 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callers import callers_elsewhere, project_sources
-from torchlint.analysis.callgraph import call_graph, class_bases
+from torchlint.analysis.callers import callers_elsewhere, local_call_sites, project_sources
+from torchlint.analysis.callgraph import class_bases
 from torchlint.analysis.conditions import never_runs
 from torchlint.analysis.definitions import FUNCTION_NODES, Definition, file_key
 from torchlint.analysis.nodes import last_name
@@ -88,7 +88,7 @@ def _judge(ctx: FileContext, func, depth: int, pending: frozenset) -> bool:
             return _ALIVE
         local: list[ast.Call] = []  # a method's calls are found with the project's other mentions
     elif isinstance(owner, ast.Module):
-        local = _local_sites(ctx, func)
+        local = local_call_sites(ctx, func)
         if local is None or not all(_site_is_dead(ctx, site, depth, pending) for site in local):
             return _ALIVE  # the common case, told from this file alone
     else:
@@ -130,23 +130,6 @@ def _site_is_dead(ctx: FileContext, site: ast.Call, depth: int, pending: frozens
 
 def _dead_calls(ctx: FileContext) -> frozenset:
     return ctx.shared("liveness-dead-calls", lambda: frozenset(ctx.dead_calls))
-
-
-def _local_sites(ctx: FileContext, func) -> list[ast.Call] | None:
-    """The calls of the top-level function ``func`` in its own file, dead ones included; None when
-    the file names it some other way (read as a value, a string ``getattr(module, "name")``)."""
-    name = func.name
-    graph = call_graph(ctx)
-    local = set(map(id, graph.callers(func)))
-    for node in ctx.nodes(ast.Name, ast.Constant):
-        if isinstance(node, ast.Constant):
-            if node.value == name:
-                return None  # `getattr(module, "name")`, `__all__`, a registry keyed by name
-        elif node.id == name and not isinstance(node.ctx, ast.Store):
-            call = ctx.parent(node)
-            if not (isinstance(call, ast.Call) and call.func is node and id(call) in local):
-                return None  # read as a value (a callback), or a call the file cannot resolve
-    return [*graph.callers(func), *graph.dead_callers(func)]
 
 
 def _sites_elsewhere(ctx: FileContext, func) -> list[tuple[FileContext, ast.Call]] | None:

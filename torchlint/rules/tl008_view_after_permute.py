@@ -36,8 +36,15 @@ class ViewAfterPermute(Rule):
         `x.contiguous(memory_format=...)` — is judged against that layout
         (`permute(0, 2, 3, 1)` of a channels-last tensor is contiguous). Sizes are
         followed through permutations and spatial resampling (`F.interpolate` keeps the
-        batch and channel sizes); dimensions a condition declares to be of size 1
-        (`if x.shape[1:4] == torch.Size([1, 1, 1]):`) do not count, and views in a
+        batch and channel sizes); dimensions of size 1 never break a view and do not
+        count: those a condition declares (`if x.shape[1:4] == torch.Size([1, 1, 1]):`),
+        the kept dimension of `argmax(dim, keepdim=True)` (and `max`, `min`... with
+        `keepdim=True`), and the dimension `topk(k, dim)` leaves of size `k` when `k` is
+        always 1: a literal, or a value followed through assignments and `max(...)` into
+        the callers (`maxk = max(topk)` in an `accuracy(output, target, topk=(1,))`
+        helper that every call in the project leaves at its default or passes `(1,)`;
+        one call passing `topk=(1, 5)`, or a helper no file of the project calls, whose
+        callers are unknown, keeps the finding). Views in a
         branch that runs only on XLA devices (`if device.type == "xla":`), whose
         tensors always report contiguous strides, are not reported. When the rule
         cannot tell which dimensions are merged — some reading of the sizes is legal,
@@ -51,9 +58,9 @@ class ViewAfterPermute(Rule):
         unpacked (`_, pred = out.topk(k, 1)`). A parameter whose callers are elsewhere
         (a block's `forward(x)` fed `x.permute(1, 0, 2)` by its encoder, which this
         permutation undoes), a loop variable, or a caller passing a permuted value
-        leaves it unknown. Known limitation: a size-1 dimension that only the callers
-        show (a helper always given an `(N, 1)` column, whose `.t().view(-1)` is legal)
-        is not seen; such a view of a tensor made in the file is still reported.
+        leaves it unknown. Known limitation: a size-1 dimension that only the callers'
+        tensors show (a helper always given an `(N, 1)` column, whose `.t().view(-1)` is
+        legal) is not seen; such a view of a tensor made in the file is still reported.
     """
     why = """
         A permuted tensor shares its storage with the original, so its elements are

@@ -17,12 +17,14 @@ from torchlint.torchmodel.scripts import (
     import_time_functions,
     int_value,
     is_iterated_name,
+    linux_only_script,
     reached_on_import,
     refers_to_global,
     resolve_value,
     runs_at_import,
     written_as_notebook,
 )
+from torchlint.torchmodel.vocabulary import FORK_START_METHOD
 
 CPU_COUNT = frozenset({"os.cpu_count", "multiprocessing.cpu_count", "os.sched_getaffinity"})
 # Modules the test runner imports: under spawn, workers re-import the *main* script, not them.
@@ -56,7 +58,14 @@ class DataLoaderWorkersWithoutMainGuard(Rule):
         file committed next to a notebook of the same name, `autoencoder.ipynb`, whose export
         it is): a
         notebook kernel does not re-import its cells in the workers, and the main guard
-        means nothing there.
+        means nothing there. Nor is a script reported that runs only on Linux, where workers
+        are forked and never re-import it: its module-level code, unconditionally (not under
+        an `if` or `try`), imports or uses a Linux-only module (`import torch_npu`,
+        `torch.npu.set_device(...)`: the Ascend NPU stack ships for Linux only), starts a
+        process group on the `"hccl"` backend, or sets the `"fork"` start method
+        (`torch.multiprocessing.set_start_method("fork")`); nor a loader built with
+        `multiprocessing_context="fork"`. A script that only offers such a device as an option
+        (`if args.device == "npu": import torch_npu`) is still reported.
     """
     why = """
         Worker processes are started with the platform's start method. With *spawn* (the
@@ -114,12 +123,12 @@ for batch in loader:
         findings = []
         for loader in dataloader_calls(ctx):
             call = loader.call
-            if not reached_on_import(ctx, call):
+            if not reached_on_import(ctx, call) or _forked(loader):
                 continue
             workers = next((w for w in _worker_expressions(ctx, loader) if _positive_workers(ctx, w)), None)
             if workers is not None and _iterated_at_import(ctx, call):
                 findings.append(self.report(call, self._message(ctx, workers)))
-        if findings and not exported_from_notebook(ctx):
+        if findings and not exported_from_notebook(ctx) and not linux_only_script(ctx):
             yield from findings  # a notebook's committed export is its cells: no script advice
 
     @staticmethod
@@ -131,6 +140,12 @@ for batch in loader:
             "macOS) every worker re-imports this script and re-runs this code, and the run crashes",
             help='move the training code into a `main()` function called under `if __name__ == "__main__":`',
         )
+
+
+def _forked(loader) -> bool:
+    """``DataLoader(..., multiprocessing_context="fork")``: its workers never re-import the script."""
+    context = next((k.value for k in loader.call.keywords if k.arg == "multiprocessing_context"), None)
+    return isinstance(context, ast.Constant) and context.value == FORK_START_METHOD
 
 
 def _worker_expressions(ctx, loader):

@@ -100,6 +100,13 @@ RESAMPLING_FUNCTIONS = frozenset(
         "torch.nn.functional.upsample_bilinear",
     }
 )
+# Reductions along one dimension that keep it when asked (`keepdim=True`): it then has size 1.
+KEEPDIM_REDUCTIONS = frozenset({"max", "min", "argmax", "argmin", "amax", "amin", "kthvalue", "median", "mode"})
+# `topk(k, dim)`: values and indices with the input's rank, `dim` of size `k`.
+TOP_K = "topk"
+# Reductions that return (values, indices): an element of the result (`out.topk(k)[1]`,
+# `_, pred = out.topk(k)`, `.indices`) has the sizes of the whole.
+PAIR_RESULTS = frozenset({"topk", "max", "min", "kthvalue", "median", "mode", "sort"})
 # Operations whose result has a known number of dimensions.
 SHAPE_METHODS = frozenset({"view", "reshape", "expand", "new_zeros", "new_ones", "new_empty", "new_full"})
 SHAPE_FACTORIES = frozenset(

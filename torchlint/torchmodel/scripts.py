@@ -341,3 +341,67 @@ def reached_on_import(ctx: FileContext, node: ast.AST) -> bool:
     if func is None:
         return runs_at_import(ctx, node)
     return func in import_time_functions(ctx)
+
+
+# ----- the platform ----------------------------------------------------------------------------------
+def linux_only_script(ctx: FileContext) -> bool:
+    """Whether the file's import-time code shows it runs only on Linux, so that DataLoader workers are
+    forked and never re-import it: module-level code that runs whatever happens (not under an
+    ``if``, ``try``, loop or definition; an ``if``'s test does run) imports or uses a Linux-only
+    module (``import torch_npu``, ``torch.npu.set_device(...)``: ``vocabulary.LINUX_ONLY_MODULES``),
+    starts a process group on a Linux-only backend (``"hccl"``), or sets the ``"fork"`` start
+    method. Cached per file."""
+    return ctx.shared("linux-only-script", lambda: any(_linux_only(ctx, n) for n in _unconditional(ctx.tree.body)))
+
+
+# Blocks whose code may not run (an `except` handler, one `case`), and definitions.
+_CONDITIONAL_BLOCKS = (*_SCOPES, *(getattr(ast, name) for name in ("Try", "TryStar", "Match") if hasattr(ast, name)))
+
+
+def _unconditional(body: list[ast.stmt]):
+    """The nodes of module-level code that runs on every import, whatever the conditions."""
+    for stmt in body:
+        if isinstance(stmt, (ast.If, ast.While)):
+            yield from _walk_expression(stmt.test)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                yield from _walk_expression(item.context_expr)
+            yield from _unconditional(stmt.body)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            yield from _walk_expression(stmt.iter)
+        elif not isinstance(stmt, _CONDITIONAL_BLOCKS):
+            yield from _walk_expression(stmt)
+
+
+def _walk_expression(node: ast.AST):
+    """``ast.walk`` that does not enter lambdas (their body runs only when called)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if not isinstance(current, ast.Lambda):
+            stack.extend(ast.iter_child_nodes(current))
+
+
+def _linux_only(ctx: FileContext, node: ast.AST) -> bool:
+    if isinstance(node, ast.Import):
+        return any(_linux_only_module(alias.name) for alias in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return node.level == 0 and node.module is not None and _linux_only_module(node.module)
+    if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load):
+        qual = ctx.qualname(node)
+        return qual is not None and _linux_only_module(qual)
+    if not isinstance(node, ast.Call):
+        return False
+    qual = ctx.call_qualname(node)
+    if qual in torch_names.START_METHOD_SETTERS:
+        method = argument(node, 0, "method")
+        return isinstance(method, ast.Constant) and method.value == torch_names.FORK_START_METHOD
+    if qual in torch_names.PROCESS_GROUP_SETUP:
+        backend = argument(node, 0, "backend")
+        return isinstance(backend, ast.Constant) and backend.value in torch_names.LINUX_ONLY_BACKENDS
+    return False
+
+
+def _linux_only_module(name: str) -> bool:
+    return any(name == module or name.startswith(module + ".") for module in torch_names.LINUX_ONLY_MODULES)

@@ -18,8 +18,13 @@ is tried; the verdict is "raises" only when every one of them merges dimensions 
 (under each rank P may have, when its rank is unknown). Anything else -- some grouping legal, or
 nothing that fits -- is no verdict: the rule stays silent rather than guess.
 
-Size-1 dimensions never break a merge. They are known from literal ``1`` sizes and from a
-condition around the view (``if x.shape[1:4] == torch.Size([1, 1, 1]):``, ``x.size(2) == 1``).
+Size-1 dimensions never break a merge. They are known from literal ``1`` sizes, from a
+condition around the view (``if x.shape[1:4] == torch.Size([1, 1, 1]):``, ``x.size(2) == 1``),
+and from the reduction that made the permuted tensor (``_reduced_sizes``): ``argmax(dim,
+keepdim=True)`` keeps ``dim`` with size 1, ``topk(k, dim)`` (either element of its result) leaves
+``dim`` with size ``k``, which counts when every value ``k`` may hold is 1
+(``analysis.constants.values_from_callers``: ``maxk = max(topk)`` with every call of the helper in
+the project leaving ``topk=(1,)`` at its default).
 What this cannot tell: sizes that are equal at run time but written differently (``c`` and
 ``g * (c // g)`` are different names to it), dimensions of size 1 that nothing declares, and
 inputs that were already non-contiguous before the permutation; in all three it stays silent or
@@ -41,11 +46,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.conditions import conditions_at, consequences
+from torchlint.analysis.constants import values_from_callers
 from torchlint.analysis.nodes import method_call
 from torchlint.torchmodel.layout import (
+    KEEPDIM_REDUCTIONS,
+    PAIR_RESULTS,
     RESAMPLING_FUNCTIONS,
     SHAPE_FACTORIES,
     SHAPE_METHODS,
+    TOP_K,
     is_minus_one,
     shape_args,
 )
@@ -406,10 +415,10 @@ def _known_sizes(layout: Layout, expr: ast.AST, rank: int, depth: int = 0) -> li
     unpacked = _unpacked_sizes(layout, expr, rank)
     if unpacked is not None:
         return unpacked
-    origins = layout.flow.origins(expr)
-    if len(origins) != 1 or not isinstance(origins[0], ast.Call):
+    origins = layout.flow.origins(expr, unpacked=_pair_element)
+    origin = _pair_whole(origins[0]) if len(origins) == 1 else None
+    if not isinstance(origin, ast.Call):
         return None
-    origin = origins[0]
     built = _shape_written(layout, origin)
     if built is not None:
         return [set() if is_minus_one(s) else {_text(s)} for s in built] if len(built) == rank else None
@@ -420,7 +429,69 @@ def _known_sizes(layout: Layout, expr: ast.AST, rank: int, depth: int = 0) -> li
     if layout.ctx.call_qualname(origin) in RESAMPLING_FUNCTIONS and origin.args and rank >= 3:
         sizes = _known_sizes(layout, origin.args[0], rank, depth + 1)
         return sizes[:2] + [set() for _ in range(rank - 2)] if sizes is not None else None
+    return _reduced_sizes(layout, origin, rank)
+
+
+def _reduction(layout: Layout, call: ast.Call) -> tuple[str, list[ast.AST], dict[str, ast.AST]] | None:
+    """``x.topk(k, 1)`` / ``torch.topk(x, k, 1)``: the method, its arguments after the tensor, keywords."""
+    qual = layout.ctx.call_qualname(call)
+    keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
+    if qual is None:
+        found = method_call(call)
+        return (found[0], list(call.args), keywords) if found is not None else None
+    if qual.startswith("torch.") and qual.count(".") == 1 and call.args:
+        return qual[len("torch.") :], list(call.args[1:]), keywords
     return None
+
+
+def _pair_element(call: ast.AST, index: int) -> ast.AST | None:
+    """``_, pred = out.topk(k, 1)``: either element has the sizes of the reduction's result."""
+    if isinstance(call, ast.Call) and index in (0, 1):
+        found = method_call(call)
+        if found is not None and found[0] in PAIR_RESULTS:
+            return call
+    return None
+
+
+def _pair_whole(node: ast.AST | None) -> ast.AST | None:
+    """``out.topk(k, 1)[1]``, ``out.max(1, keepdim=True).indices``: the reduction itself."""
+    element = isinstance(node, ast.Subscript) and _int(node.slice) in (0, 1)
+    if not element and not (isinstance(node, ast.Attribute) and node.attr in ("values", "indices")):
+        return node
+    inner = node.value
+    found = method_call(inner) if isinstance(inner, ast.Call) else None
+    return inner if found is not None and found[0] in PAIR_RESULTS else node
+
+
+def _reduced_sizes(layout: Layout, call: ast.Call, rank: int) -> list[set[str]] | None:
+    """A reduction that leaves one dimension of size 1: ``topk(k, dim)`` when every value ``k`` may
+    hold is 1 (followed into the callers: ``maxk = max(topk)`` with every call passing ``topk=(1,)``),
+    ``argmax(dim, keepdim=True)`` and the like. None when no dimension is known to be 1."""
+    found = _reduction(layout, call)
+    if found is None:
+        return None
+    method, args, keywords = found
+    if method == TOP_K:
+        k = args[0] if args else keywords.get("k")
+        dim = args[1] if len(args) > 1 else keywords.get("dim")
+        one = k is not None and _always_one(layout, k)
+    elif method in KEEPDIM_REDUCTIONS:
+        dim = args[0] if args else keywords.get("dim")
+        keep = args[1] if len(args) > 1 else keywords.get("keepdim")
+        one = dim is not None and isinstance(keep, ast.Constant) and keep.value is True
+    else:
+        return None
+    position = -1 if dim is None else _int(dim)
+    if not one or position is None or not -rank <= position < rank:
+        return None
+    sizes: list[set[str]] = [set() for _ in range(rank)]
+    sizes[position % rank] = {_ONE}
+    return sizes
+
+
+def _always_one(layout: Layout, size: ast.AST) -> bool:
+    values = values_from_callers(layout.ctx, size)
+    return bool(values) and all(type(v) is int and v == 1 for v in values)
 
 
 def _shape_written(layout: Layout, call: ast.Call) -> list[ast.AST] | None:

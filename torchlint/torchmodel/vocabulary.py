@@ -676,6 +676,15 @@ DATALOADER = "torch.utils.data.DataLoader"
 DISTRIBUTED_SAMPLER = "torch.utils.data.DistributedSampler"
 # DataLoader's positional parameters, in order.
 DATALOADER_PARAMS = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers")
+# Worker start methods. With "fork" a worker is a copy of the running process and never re-imports
+# the main script; "spawn" (Windows, macOS) and "forkserver" re-import it.
+FORK_START_METHOD = "fork"
+START_METHOD_SETTERS = frozenset({"multiprocessing.set_start_method", "torch.multiprocessing.set_start_method"})
+# Linux-only markers: code that uses one of these unconditionally runs only on Linux, whose default
+# start method is fork. The Ascend NPU stack (the `torch_npu` plugin, the `torch.npu` module of its
+# builds) ships for Linux only; its collective backend is "hccl".
+LINUX_ONLY_MODULES = frozenset({"torch_npu", "torch.npu"})
+LINUX_ONLY_BACKENDS = frozenset({"hccl"})
 
 # ----- distributed training -----------------------------------------------------------------------------
 # Wrappers that train one model data-parallel: every rank holds the model (or a shard of it), reads its

@@ -208,3 +208,34 @@ def _bound_names(ctx: FileContext) -> frozenset[str]:
         return frozenset(bound)
 
     return ctx.shared("bound_names", build)
+
+
+def top_level_bound_names(ctx: FileContext) -> frozenset[str]:
+    """Every name a module binds in its own namespace, in any way: ``def``/``class``, imports,
+    assignments of any shape (tuples, ``+=``, annotations, ``:=``), ``for``/``with``/``except``/``match``
+    targets, ``del``, anywhere at its top level (``if``/``try``/``with`` blocks included: a binding
+    under a condition counts), and ``global`` statements in its functions. ``module_names`` keeps
+    what an import of them leads to; this is only whether a name may exist."""
+
+    def build() -> frozenset[str]:
+        bound: set[str] = set()
+        for statement in ctx.nodes(ast.Global):
+            bound.update(statement.names)
+        pending: list[ast.AST] = list(ctx.tree.body)
+        while pending:
+            node = pending.pop()
+            if isinstance(node, (*FUNCTION_NODES, ast.ClassDef)):
+                bound.add(node.name)
+                continue  # its body binds its own names
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                bound.update((a.asname or a.name).split(".", 1)[0] for a in node.names if a.name != "*")
+            elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                bound.add(node.id)
+            elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+                bound.add(node.name)
+            elif isinstance(node, ast.MatchMapping) and node.rest:
+                bound.add(node.rest)
+            pending.extend(ast.iter_child_nodes(node))
+        return frozenset(bound)
+
+    return ctx.shared("top_level_bound_names", build)

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from torchlint.analysis.context import FileContext
+from torchlint.analysis.import_failure import never_imported
 from torchlint.analysis.liveness import in_dead_function
 from torchlint.analysis.project import Project, Projects
 from torchlint.analysis.source import UndecodableSource, decode_source
@@ -308,6 +309,8 @@ def _collect(rule: Rule, ctx: FileContext, found: list[Finding], problems: list[
     for diag in rule.check(ctx):
         if in_dead_function(ctx, diag.node):
             continue  # code the project never runs (a function whose only call is commented out)
+        if never_imported(ctx, diag.node):
+            continue  # code after an import that fails (a stale script importing a name its project lost)
         line, col, end_line, end_col = ctx.span(diag.node)
         fix = diag.fix
         if fix is None and fixer is not None:

@@ -460,6 +460,21 @@ def test_the_root_depends_on_the_file_not_on_the_call(tmp_path):
     )
 
 
+@pytest.mark.parametrize("first", ["TrainAndTest/train.py", "TrainAndTest/misc/old.py"])
+def test_the_root_of_a_folder_without_a_marker_does_not_depend_on_the_order(tmp_path, first):
+    # A folder of scripts with a sub-folder of scripts and no root marker anywhere: each folder is its
+    # own root (no package above it), whichever file the run met first.
+    write(tmp_path, {"TrainAndTest/train.py": "", "TrainAndTest/misc/old.py": ""})
+    projects = Projects()
+    projects.for_file(str(tmp_path / first))
+    assert projects.for_file(str(tmp_path / "TrainAndTest/misc/old.py")).root == str(
+        (tmp_path / "TrainAndTest/misc").resolve()
+    )
+    assert projects.for_file(str(tmp_path / "TrainAndTest/train.py")).root == str(
+        (tmp_path / "TrainAndTest").resolve()
+    )
+
+
 # ----- bounds ----------------------------------------------------------------------------------
 
 

@@ -141,6 +141,7 @@ class Projects:
     def __init__(self):
         self._by_root: dict[str, Project] = {}
         self._root_of_dir: dict[str, str] = {}
+        self._marked_root_of_dir: dict[str, str | None] = {}
         self.parsed = ParseCache()
 
     def for_file(self, path: str) -> Project | None:
@@ -162,13 +163,23 @@ class Projects:
         return project
 
     def _root(self, directory: str) -> str:
-        if directory in self._root_of_dir:
-            return self._root_of_dir[directory]
+        """The nearest folder at or above ``directory`` with a root marker, else the folder above its
+        outermost package. It depends only on where the file is, never on which files came first."""
+        found = self._root_of_dir.get(directory)
+        if found is None:
+            marked = self._marked_root(directory)
+            found = self._root_of_dir[directory] = marked if marked is not None else package_base(directory)
+        return found
+
+    def _marked_root(self, directory: str) -> str | None:
+        """The nearest folder at or above ``directory`` holding a root marker, None when none does.
+        Every folder walked through is remembered with the answer, so siblings stop early; the package
+        fallback is not remembered there, as it differs for each starting folder."""
         walked = []
         current, found = directory, None
         while True:
-            if current in self._root_of_dir:
-                found = self._root_of_dir[current]
+            if current in self._marked_root_of_dir:
+                found = self._marked_root_of_dir[current]
                 break
             walked.append(current)
             if any(os.path.exists(os.path.join(current, marker)) for marker in ROOT_MARKERS):
@@ -178,13 +189,8 @@ class Projects:
             if parent == current:
                 break
             current = parent
-        if found is None:
-            found = package_base(directory)
-            # Only the start directory: its ancestors have package bases of their own.
-            self._root_of_dir[directory] = found
-            return found
         for seen in walked:
-            self._root_of_dir[seen] = found
+            self._marked_root_of_dir[seen] = found
         return found
 
 

@@ -31,7 +31,11 @@ class EvalWithoutNoGrad(Rule):
         an explicit `torch.no_grad().__enter__()`, also of a context manager bound to a
         name first, in force until its `__exit__(...)` or a switch back on), nor a context
         manager that switches it off (a `@contextmanager` of the project whose `yield`
-        runs under one, MONAI's `eval_mode`), nor a decorator of the project, in this
+        runs under one, MONAI's `eval_mode`, or a function of the project, in this file or
+        another, every `return` of which hands one back: `return torch.no_grad()` or
+        `return torch.inference_mode()`; a `with` item a condition picks between such a switch
+        and a context manager that is none, `torch.no_grad() if frozen else nullcontext()`,
+        leaves the mode to the condition: unknown, not reported), nor a decorator of the project, in this
         file or another, whose wrapper calls the decorated function only under one
         (`def frozen(fn): ... def run(*a, **kw): with torch.no_grad(): return fn(*a, **kw)`;
         a wrapper that only times or logs the call, or calls it once with and once without

@@ -26,7 +26,13 @@ def grad_effect(ctx: FileContext, expr: ast.AST) -> bool | None:
     Besides torch's own switches: a library's context manager documented to switch autograd
     (``vocabulary.GRAD_DISABLING_CONTEXTS``), and a generator context manager of the project whose
     every ``yield`` runs under the same switch (``@contextmanager def evaluating(net): ... with
-    torch.no_grad(): yield``), in this file or another."""
+    torch.no_grad(): yield``), in this file or another, or a function of the project that returns
+    such a switch (``return torch.no_grad()``). A conditional expression (``torch.no_grad() if frozen
+    else torch.inference_mode()``) has the effect both its arms agree on (see ``conditional_switch``
+    for arms that disagree)."""
+    if isinstance(expr, ast.IfExp):
+        effects = {grad_effect(ctx, expr.body), grad_effect(ctx, expr.orelse)}
+        return effects.pop() if len(effects) == 1 else None
     call = expr if isinstance(expr, ast.Call) else None
     qual = ctx.qualname(call.func if call else expr)
     if qual in torch_names.NO_GRAD:
@@ -89,19 +95,39 @@ def _wrapped_call_effect(ctx: FileContext, decorator: ast.AST) -> bool | None:
 
 
 def _entered_context_effect(ctx: FileContext, call: ast.Call) -> bool | None:
-    """The grad mode a generator context manager of the project (``call`` builds it) switches to
-    while it is entered: the same switch around each of its ``yield``s (a summary of the function,
-    computed once per run)."""
+    """The grad mode a context manager built by a function of the project (``call`` runs it)
+    switches to while it is entered: for a generator context manager, the same switch around each
+    of its ``yield``s; for a plain function, the same switch in every context manager it returns
+    (``def inference_mode(model): return torch.no_grad() if compiled(model) else
+    torch.inference_mode()``). A summary of the function, computed once per run."""
     callee = resolve_callee(ctx, call)
     if callee is None:
         return None
     home, function = callee
-    return run_summary(Definition(home, function), "torch.entered-grad", lambda _: _yield_effect(home, function), None)
+    return run_summary(
+        Definition(home, function), "torch.entered-grad", lambda _: _entered_effect(home, function), None
+    )
+
+
+def _entered_effect(ctx: FileContext, function: ast.AST) -> bool | None:
+    if any(ctx.qualname(d) in torch_names.GENERATOR_CONTEXT_DECORATORS for d in function.decorator_list):
+        return _yield_effect(ctx, function)
+    return _returned_context_effect(ctx, function)
+
+
+def _returned_context_effect(ctx: FileContext, function: ast.AST) -> bool | None:
+    """The one grad switch every ``return`` of ``function`` hands back (a call of torch's switches,
+    or of another such function), else None; a generator, or a bare ``return``, hands back none."""
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in walk_function_body(function)):
+        return None
+    returned = [ret.value for ret in returns_of(function)]
+    if not returned or any(value is None for value in returned):
+        return None
+    effects = {grad_effect(ctx, value) for value in returned}
+    return effects.pop() if len(effects) == 1 else None
 
 
 def _yield_effect(ctx: FileContext, function: ast.AST) -> bool | None:
-    if not any(ctx.qualname(d) in torch_names.GENERATOR_CONTEXT_DECORATORS for d in function.decorator_list):
-        return None
     yields = [n for n in walk_function_body(function) if isinstance(n, (ast.Yield, ast.YieldFrom))]
     effects = set()
     for point in yields:
@@ -346,6 +372,16 @@ def lexical_undecided_switch(ctx: FileContext, node: ast.AST) -> ast.AST | None:
     return None
 
 
+def conditional_switch(ctx: FileContext, expr: ast.AST) -> bool:
+    """Whether the with-item ``expr`` picks by a condition between a context manager that switches
+    autograd off and one that does not (``torch.no_grad() if policy.training or not with_grad else
+    nullcontext()``): the mode inside is whatever the condition makes it on the path that runs it."""
+    if not isinstance(expr, ast.IfExp):
+        return False
+    effects = {grad_effect(ctx, expr.body), grad_effect(ctx, expr.orelse)}
+    return len(effects) > 1 and False in effects
+
+
 def lexical_grad_disabler(ctx: FileContext, node: ast.AST) -> ast.AST | None:
     """The with-item or decorator that disables grad where ``node`` runs, judged lexically
     within ``node``'s own function (the nearest enclosing switch wins), or None."""
@@ -356,8 +392,10 @@ def lexical_grad_disabler(ctx: FileContext, node: ast.AST) -> ast.AST | None:
 def lexical_unknown_switch(ctx: FileContext, node: ast.AST) -> ast.AST | None:
     """A with-item or decorator around ``node`` (within its own function, nearer than any known
     switch) whose context manager the linter cannot resolve at all (a name that may come from a
-    star import it could not read, ``with torch.no_grad():`` with ``torch`` bound only there): it
-    may switch autograd off, so whether grad is on at ``node`` is unknown."""
+    star import it could not read, ``with torch.no_grad():`` with ``torch`` bound only there), or
+    one a condition picks between a no-grad switch and another context manager
+    (``conditional_switch``): it may switch autograd off, so whether grad is on at ``node`` is
+    unknown."""
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, (ast.With, ast.AsyncWith)):
             items = [item.context_expr for item in ancestor.items]
@@ -370,7 +408,7 @@ def lexical_unknown_switch(ctx: FileContext, node: ast.AST) -> ast.AST | None:
         for expr in reversed(items):
             if grad_effect(ctx, expr) is not None:
                 return None
-            if unknown_star_name(ctx, expr):
+            if unknown_star_name(ctx, expr) or conditional_switch(ctx, expr):
                 return expr
         if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return None

@@ -470,9 +470,7 @@ def test_the_root_of_a_folder_without_a_marker_does_not_depend_on_the_order(tmp_
     assert projects.for_file(str(tmp_path / "TrainAndTest/misc/old.py")).root == str(
         (tmp_path / "TrainAndTest/misc").resolve()
     )
-    assert projects.for_file(str(tmp_path / "TrainAndTest/train.py")).root == str(
-        (tmp_path / "TrainAndTest").resolve()
-    )
+    assert projects.for_file(str(tmp_path / "TrainAndTest/train.py")).root == str((tmp_path / "TrainAndTest").resolve())
 
 
 # ----- bounds ----------------------------------------------------------------------------------

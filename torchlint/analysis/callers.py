@@ -200,13 +200,21 @@ def local_call_sites(ctx: FileContext, func) -> list[ast.Call] | None:
     local = set(map(id, graph.callers(func)))
     for node in ctx.nodes(ast.Name, ast.Constant):
         if isinstance(node, ast.Constant):
-            if node.value == name:
+            if node.value == name and not _is_dict_key(ctx, node):
                 return None  # `getattr(module, "name")`, `__all__`, a registry keyed by name
         elif node.id == name and not isinstance(node.ctx, ast.Store):
             call = ctx.parent(node)
             if not (isinstance(call, ast.Call) and call.func is node and id(call) in local):
                 return None  # read as a value (a callback), or a call the file cannot resolve
     return [*graph.callers(func), *graph.dead_callers(func)]
+
+
+def _is_dict_key(ctx: FileContext, node: ast.Constant) -> bool:
+    """Whether the string ``node`` is a key of a dict display (``{"sitw_test": eer}``, a label for
+    a logged number): a key names nothing by itself; a registry maps it to the function, which is
+    then read as a value, and a lookup by a computed key goes through ``globals()`` or ``getattr``."""
+    parent = ctx.parent(node)
+    return isinstance(parent, ast.Dict) and any(key is node for key in parent.keys)
 
 
 def project_call_sites(ctx: FileContext, func) -> list[tuple[FileContext, ast.Call]] | None:

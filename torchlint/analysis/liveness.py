@@ -14,7 +14,18 @@ the project refers to it except from dead code, and one of
   script's menu of what to run this time (``# train()`` above ``predict(...)``), flipped by hand;
 * it is private (``_helper``, not a dunder): no user outside the project is meant to call it;
 * it is a top-level function of a script: a file with a ``__main__`` block or top-level calls
-  that no other file of the project names (so none imports it).
+  that no other file of the project names (so none imports it; ``name.py``, the file's name in a
+  copied header or a launcher, is no import).
+
+Apart from all that, a ``def`` written directly in a module or class body that a later statement of
+the same body binds again (a second ``def test(...)`` pasted below the first) before anything reads
+the name is dead: every later read, here or through an import, finds the new binding.
+
+A file may reach its functions by a computed name (``globals()``, ``eval``, ``getattr`` of the
+module, ``fire.Fire()``); then none is judged dead. ``vars(args)`` or ``getattr(opt, key)`` read an
+instance's attributes, which hold no function of the file (of a method's class, ``getattr`` does).
+A string spelled like the function keeps it alive (``getattr(m, "name")``, ``__all__``) unless it is
+a dict display's key (``{"sitw_test": eer}``, a label for a logged number).
 
 "Refers to" is judged through every file of the project that spells the name (``callers``'
 ``ProjectSources``, indexed once per run): a call resolved to the function counts as a call site; a
@@ -33,10 +44,11 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callers import callers_elsewhere, local_call_sites, project_sources
+from torchlint.analysis.callers import MAX_CANDIDATES, callers_elsewhere, local_call_sites, project_sources
 from torchlint.analysis.callgraph import class_bases
 from torchlint.analysis.conditions import never_runs
 from torchlint.analysis.definitions import FUNCTION_NODES, Definition, file_key
+from torchlint.analysis.mentions import mentions
 from torchlint.analysis.nodes import last_name
 
 if TYPE_CHECKING:
@@ -51,8 +63,12 @@ _ALIVE, _DEAD = False, True
 
 def in_dead_function(ctx: FileContext, node: ast.AST) -> bool:
     """Whether ``node`` lies in a function (or inside one) that the project never runs."""
-    if ctx.project is None or ctx.path.endswith(".ipynb"):
-        return False  # without the project, who calls what cannot be told; a notebook's user calls from any cell
+    if ctx.path.endswith(".ipynb"):
+        return False  # a notebook's user calls from any cell, in any order
+    if ctx.project is None:  # who calls what cannot be told; a def replaced unread is told by the file
+        return any(
+            isinstance(ancestor, FUNCTION_NODES) and _replaced(ctx, ancestor) for ancestor in ctx.ancestors(node)
+        )
     return any(
         isinstance(ancestor, FUNCTION_NODES) and function_is_dead(ctx, ancestor) for ancestor in ctx.ancestors(node)
     )
@@ -77,7 +93,11 @@ def function_is_dead(ctx: FileContext, func: ast.AST, depth: int = 0, pending: f
 def _judge(ctx: FileContext, func, depth: int, pending: frozenset) -> bool:
     project = ctx.project
     name = func.name
-    if project is None or name.startswith("__") and name.endswith("__"):
+    if project is None:
+        return _ALIVE
+    if _replaced(ctx, func):
+        return _DEAD
+    if name.startswith("__") and name.endswith("__"):
         return _ALIVE
     if any(_decorator_name(d) not in _BINDING_DECORATORS for d in func.decorator_list):
         return _ALIVE
@@ -104,10 +124,88 @@ def _judge(ctx: FileContext, func, depth: int, pending: frozenset) -> bool:
     return all(_site_is_dead(site_ctx, site, depth, pending) for site_ctx, site in sites)
 
 
+def _replaced(ctx: FileContext, func) -> bool:
+    """Whether ``func`` is a ``def`` of a module or class body, not decorated (a decorator may have
+    registered it), that a later ``def`` or assignment replaces unread (``_rebound_unread``)."""
+    if any(_decorator_name(d) not in _BINDING_DECORATORS for d in func.decorator_list):
+        return False
+    owner = ctx.parent(func)
+    if not isinstance(owner, (ast.Module, ast.ClassDef)):
+        return False
+    memo = ctx.shared("liveness-replaced", dict)
+    if func not in memo:
+        memo[func] = _rebound_unread(ctx, owner, func, isinstance(owner, ast.ClassDef))
+    return memo[func]
+
+
+def _rebound_unread(ctx: FileContext, owner: ast.Module | ast.ClassDef, func, method: bool) -> bool:
+    """Whether ``func``, a ``def`` written directly in the body of a module or class, is replaced
+    before anything can read it: a later statement of the same body binds its name again (another
+    ``def`` or ``class``, an assignment, an import) and nothing from the ``def`` to that rebinding
+    reads the name -- no statement in between (nor a function it may call), nor what the rebinding
+    statement evaluates first (its decorators and defaults, a class body, an assigned value), and
+    the file reaches no name by computation (``globals()``). Every later read, in this file or
+    through an import, finds the new binding: a second ``def test(...)`` pasted below the first
+    leaves the first one dead."""
+    name = func.name
+    body = owner.body
+    index = next((i for i, stmt in enumerate(body) if stmt is func), None)
+    if index is None:
+        return False
+    later = next((i for i in range(index + 1, len(body)) if _binds(body[i], name)), None)
+    if later is None or _looks_up_names(ctx, method):
+        return False
+    rebinding = body[later]
+    evaluated_first: list[ast.AST] = [*body[index + 1 : later]]
+    if isinstance(rebinding, FUNCTION_NODES):
+        arguments = rebinding.args
+        evaluated_first += [*rebinding.decorator_list, *arguments.defaults, *arguments.kw_defaults]
+        evaluated_first += [a.annotation for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
+        evaluated_first += [arguments.vararg, arguments.kwarg, rebinding.returns]
+    elif isinstance(rebinding, (ast.ClassDef, ast.Assign, ast.AnnAssign)):
+        evaluated_first.append(rebinding)
+    loaded: set[str] = set()
+    for part in evaluated_first:
+        for node in ast.walk(part) if part is not None else ():
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+                if node.id == name:
+                    return False
+                loaded.add(node.id)
+            elif isinstance(node, ast.Constant) and node.value == name:
+                return False  # `__all__ = ["test"]`, `getattr(module, "test")`
+            elif isinstance(node, ast.Attribute):
+                loaded.add(node.attr)
+    # What runs in between may call a function defined earlier that reads the name.
+    called = [f for n in loaded for f in ctx.functions.get(n, ()) if f is not func]
+    ran = mentions(ctx).scopes_run_by(called)
+    return not any(
+        isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Store)
+        for scope in ran
+        for node in ast.walk(scope)
+    )
+
+
+def _binds(stmt: ast.stmt, name: str) -> bool:
+    """Whether the statement, run, surely binds ``name`` in its own scope."""
+    if isinstance(stmt, (*FUNCTION_NODES, ast.ClassDef)):
+        return stmt.name == name
+    if isinstance(stmt, ast.Assign):
+        return any(
+            isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
+            for target in stmt.targets
+            for node in ast.walk(target)
+        )
+    if isinstance(stmt, ast.AnnAssign):
+        return stmt.value is not None and isinstance(stmt.target, ast.Name) and stmt.target.id == name
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return any((alias.asname or alias.name.partition(".")[0]) == name for alias in stmt.names)
+    return False
+
+
 def _switched_off(ctx: FileContext, name: str, method: bool) -> bool:
     """Whether the project shows a function it never calls is not meant to run: a call of it is
     commented out (not as a ``__main__`` choice), it is private, or it is a script's own function."""
-    if _looks_up_names(ctx):
+    if _looks_up_names(ctx, method):
         return False  # `getattr(self, "_eval_" + mode)`, `globals()[name]`: reached by a computed name
     commented = _commented_calls(ctx, name, method)
     if _MENU in commented:
@@ -265,26 +363,64 @@ def _related(cls: Definition, home: Definition) -> bool | None:
     return home.key in above or (home_above is not None and cls.key in home_above)
 
 
-def _looks_up_names(ctx: FileContext) -> bool:
-    """Whether the file may reach its functions by a computed name: ``getattr``/``hasattr`` with a
-    name not written out, ``globals()``, ``locals()``, ``vars()``, ``eval``/``exec``, or a command
-    line built from the module's functions (``fire.Fire()`` with no argument)."""
+def _looks_up_names(ctx: FileContext, method: bool = True) -> bool:
+    """Whether the file may reach its functions by a computed name: ``globals()``, ``locals()``,
+    ``vars()``, ``eval``/``exec``, a command line built from the module's functions (``fire.Fire()``
+    with no argument), or ``getattr``/``hasattr``/``vars`` of an object that may hold them, with a
+    name not written out. Such a lookup reads the attributes of its object only: of an instance
+    (``vars(args)``, ``getattr(opt, key)``), none of the file's functions; of ``self``, the methods
+    too (for a method: ``getattr(self, "_eval_" + mode)``); a top-level function only through the
+    module itself or something the file cannot tell (``getattr(sys.modules[__name__], name)``)."""
 
-    def compute() -> bool:
+    def compute(method: bool) -> bool:
+        reaches_modules = _reaches_modules(ctx)
         for call in ctx.calls:
             func = call.func
             if isinstance(func, ast.Name):
-                if func.id in ("getattr", "hasattr") and not (
-                    len(call.args) > 1 and isinstance(call.args[1], ast.Constant)
+                if func.id in ("getattr", "hasattr", "vars") and not (
+                    func.id != "vars" and len(call.args) > 1 and isinstance(call.args[1], ast.Constant)
                 ):
-                    return True
-                if func.id in ("globals", "locals", "vars", "eval", "exec"):
+                    if not call.args or reaches_modules or _may_hold_functions(ctx, call.args[0]):
+                        return True
+                    if method and func.id != "vars":
+                        return True  # an instance's methods: ``getattr(trainer, "eval_" + split)``
+                if func.id in ("globals", "locals", "eval", "exec"):
                     return True
             if last_name(func) == "Fire" and not call.args:
                 return True
         return False
 
-    return ctx.shared("liveness-lookups", compute)
+    return ctx.shared(("liveness-lookups", method), lambda: compute(method))
+
+
+# Calls that give a module object (``importlib.import_module(name)``).
+_MODULE_GETTERS = frozenset({"import_module", "__import__", "getmodule", "reload"})
+
+
+def _reaches_modules(ctx: FileContext) -> bool:
+    """Whether the file gets hold of module objects other than by importing them by name
+    (``sys.modules[__name__]``, ``importlib.import_module(...)``, ``import __main__``): then any
+    object it reads attributes from may be a module, its own included."""
+
+    def compute() -> bool:
+        if "__main__" in ctx.imports.bindings or any(last_name(call.func) in _MODULE_GETTERS for call in ctx.calls):
+            return True
+        return any(
+            node.attr == "modules" and isinstance(node.value, ast.Name) and node.value.id == "sys"
+            for node in ctx.nodes(ast.Attribute)
+        )
+
+    return ctx.shared("liveness-reaches-modules", compute)
+
+
+def _may_hold_functions(ctx: FileContext, expr: ast.AST) -> bool:
+    """Whether the attributes of ``expr`` may be the file's functions or a class's methods: it is
+    anything but a plain variable holding an instance (``args``, ``opt``, ``self``) -- a name the
+    file imports (a module), a class of the file, ``cls``, an expression (``type(self)``)."""
+    if not isinstance(expr, ast.Name):
+        return True
+    name = expr.id
+    return name in ctx.imports.bindings or name in ctx.classes or name in ("cls", "mcs", "klass")
 
 
 _OFF, _MENU = "off", "menu"
@@ -357,7 +493,13 @@ def _is_main_guard(test: ast.AST) -> bool:
 
 def is_unimported_script(ctx: FileContext) -> bool:
     """Whether ``ctx``'s file is a script no other file of its project imports: it has a ``__main__``
-    block or calls at its top level, and no other file spells its module name."""
+    block or calls at its top level, and no other file imports it. A file that spells the module's
+    name is read: an import naming it (``from pkg.train import f``, ``from . import train``) that
+    resolves to this file, or to nothing the linter can find along a package path this file's folders
+    end with, or a string holding the name
+    (``importlib.import_module("train")``), counts as importing it; the name spelled otherwise does
+    not -- another module of the same name (``from pkg.other_dir.train import f``), the file's name
+    ``train.py`` (a copied header, a launcher's command line), a comment."""
     project = ctx.project
     if project is None or os.path.basename(ctx.path) == "__init__.py":
         return False
@@ -374,6 +516,62 @@ def is_unimported_script(ctx: FileContext) -> bool:
             return False
         stem = os.path.splitext(os.path.basename(ctx.path))[0]
         home = file_key(ctx)
-        return not [path for path in sources.mentioning(stem) if path != home]
+        spelled = re.compile(rb"(?<![\w])" + re.escape(stem.encode()) + rb"(?![\w])(?!\.py(?!\w))")
+        candidates = [p for p in sources.mentioning(stem) if p != home and spelled.search(sources.files[p])]
+        if len(candidates) > MAX_CANDIDATES:
+            return False
+        return not any(_may_import(project, path, stem, home) for path in candidates)
 
     return ctx.shared("liveness-script", compute)
+
+
+def _may_import(project, path: str, stem: str, home: str) -> bool:
+    """Whether the file at ``path``, which spells ``stem``, may import the module at ``home``."""
+    if path.endswith(".ipynb"):
+        return True
+    other = project.context(path)
+    if other is None:
+        return not _unparsable(project_sources(project).files.get(path, b""))
+    word = re.compile(r"(?<!\w)" + re.escape(stem) + r"(?!\w)(?!\.py(?!\w))")
+    for node in ast.walk(other.tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and word.search(node.value):
+            return True  # `importlib.import_module("pkg.train")`, `__import__(name)`
+        if isinstance(node, ast.Import):
+            named = [(0, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            named = [(node.level, base)] + [
+                (node.level, f"{base}.{alias.name}" if base else alias.name) for alias in node.names
+            ]
+        else:
+            continue
+        for level, dotted in named:
+            parts = dotted.split(".")
+            if stem not in parts:
+                continue
+            module = project.resolve_import(other, level, dotted)
+            if module is None:
+                if parts[-1] == stem and _ends_with(os.path.dirname(home), parts[:-1]):
+                    return True  # not found from there: it may be this file (`sys.path` set by hand)
+            elif module.file and os.path.realpath(module.path) == home:
+                return True
+    return False
+
+
+def _ends_with(directory: str, packages: list[str]) -> bool:
+    """Whether the folders of ``directory`` end with ``packages`` (``pkg.sub`` of ``pkg.sub.train``):
+    a module path that cannot be this file's names other folders."""
+    folders = directory.split(os.sep)
+    return not packages or folders[-len(packages) :] == packages
+
+
+def _unparsable(data: bytes) -> bool:
+    """Whether Python source is not valid syntax (a file left with merge-conflict markers): run or
+    imported, it raises at once, so it imports nothing."""
+    try:
+        ast.parse(data)
+    except SyntaxError:
+        return True
+    except (ValueError, RecursionError, MemoryError):
+        return False
+    return False

@@ -62,6 +62,41 @@ def is_copying_call(ctx: FileContext, call: ast.Call) -> bool:
     return _is_builtin(ctx, call.func, _COPYING_BUILTINS)
 
 
+# Builtins that build a mapping or a set: neither supports ``+``.
+_UNADDABLE_BUILDERS = frozenset({"dict", "set", "frozenset"})
+
+
+def only_unaddable(ctx: FileContext, name: ast.Name, at: ast.AST) -> bool:
+    """Whether every value ``name`` may hold at ``at`` is a dict or a set built where it is bound
+    (a display, a comprehension, ``dict(...)``/``set(...)``), following its augmented assignments
+    back to what it held before them: ``d += x`` on such a value raises ``TypeError`` (neither
+    type has ``+``), so no augmented assignment ever turns it into something else."""
+    flow = dataflow(ctx)
+    seen: set[int] = set()
+    pending = [(name.id, at)]
+    found = False
+    while pending:
+        key, where = pending.pop()
+        bindings = flow.reaching(key, where)
+        if not bindings:
+            return False
+        for binding in bindings:
+            if id(binding.stmt) in seen:
+                continue
+            seen.add(id(binding.stmt))
+            if binding.kind == "augassign":
+                pending.append((key, binding.stmt))
+                continue
+            value = binding.value if binding.kind == "assign" else None
+            if not (
+                isinstance(value, (ast.Dict, ast.DictComp, ast.Set, ast.SetComp))
+                or (isinstance(value, ast.Call) and _is_builtin(ctx, value.func, _UNADDABLE_BUILDERS))
+            ):
+                return False
+            found = True
+    return found
+
+
 def _returned(ctx: FileContext, call: ast.Call, depth: int) -> list[ast.AST | None]:
     """The elements of what a function of this file returns (``models = fit_ensemble(X, y)``)."""
     function = resolve_local_call(ctx, call)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import ast
 
 from torchlint.analysis.call_values import call_scenarios, decided_in
-from torchlint.analysis.conditions import consequences
+from torchlint.analysis.conditions import consequences, never_runs
 from torchlint.analysis.dataflow import dataflow
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.accumulation import gradient_accumulation
 from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.clearing import clearing
-from torchlint.torchmodel.events import BACKWARD_KINDS, CLEAR_KINDS, guard_key
+from torchlint.torchmodel.events import BACKWARD_KINDS, CLEAR_KINDS, forced_keys, guard_implied, guard_key
 from torchlint.torchmodel.fresh_runs import steps_fresh_model_once, steps_fresh_optimizer
 from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.phases import kept_by_every_call
@@ -38,7 +38,10 @@ class MissingZeroGrad(Rule):
         of the same file that does one of these. Each optimizer is judged on its own (a GAN's two optimizers), and a clear
         that runs only on some iterations -- once before the loop, or in one branch only
         (e.g. only when AMP is on) -- does not cover a step that runs on the others; a clear
-        at the start of an accumulation window (`if i % accum == 0:`) does, so does a clear
+        at the start of an accumulation window (`if i % accum == 0:`, or `if left == n:` with
+        a countdown the step resets, `if not left: opt.step(); left = n`) does, so does a clear
+        whose conditions the step's own conditions force (`if opt is not None:` around the
+        clear, `if opt is not None and loss.requires_grad:` around the step), so does a clear
         under the same condition as every backward of the iteration, each after it
         (`if loss_ok: opt.zero_grad(); loss.backward()`: a skipped iteration adds no
         gradient), and so does a
@@ -58,6 +61,8 @@ class MissingZeroGrad(Rule):
         `test_*` functions (one step to check something), helpers handed the caller's loss
         (`loss_scaler(loss, optimizer)`), and steps given a closure or a distributed-autograd
         context the file does not show (`opt.step(closure)` from elsewhere, `opt.step(context_id)`).
+        Nor is a step under a branch the file's constants rule out (`if False:`, `if
+        world_size > 1:` with `world_size = 1` bound once): it never runs.
         A function of the file handed to the step -- in any argument, or inside a dict or list
         literal given to it (`opt.step(options={"closure": closure})`) -- runs inside the step,
         as often as the optimizer re-evaluates it: its clear and its backward count.
@@ -165,6 +170,8 @@ def train(model, loader, optimizer, scaler, use_amp):
                 step = unit.events[index]
                 if _has_opaque_argument(ctx, step):
                     continue
+                if never_runs(ctx, step.node):
+                    continue  # under a branch the file's constants rule out (`if False:`)
                 if unit.is_loop and steps_fresh_optimizer(ctx, step.node, unit.owner):
                     continue  # a fresh model and optimizer each iteration: no gradient carries over
                 if steps_fresh_model_once(ctx, step.node):
@@ -224,6 +231,7 @@ def _cleared(ctx, unit, step, stepped) -> bool:
     for guard in step.guards:
         step_tests.setdefault(guard_key(ctx, guard), []).append(guard[0])
     accumulation = gradient_accumulation(ctx)
+    forced = forced_keys(ctx, step)
     needs: list[tuple] = []  # (clear, the conditions it needs beyond those of the step)
     for event in unit.events:
         if event.kind not in CLEAR_KINDS or not clearing(ctx).clears(event, step, stepped):
@@ -234,6 +242,7 @@ def _cleared(ctx, unit, step, stepped) -> bool:
             g
             for g in event.guards
             if not _same_condition(ctx, g[0], step_tests.get(guard_key(ctx, g), ()))
+            and not _implied_by_step(ctx, g, step, forced)
             and not accumulation.is_accumulation_test(g[0])
             and not accumulation.rearmed_by_step(g, step)
             and not _cleared_by_contract(ctx, event, g, step)
@@ -272,6 +281,17 @@ def _gates_every_backward(unit, clear, guard) -> bool:
         and any(t is test and branch == holds for t, branch in e.guards)
         for i, e in backwards
     )
+
+
+def _implied_by_step(ctx, guard, step, forced) -> bool:
+    """Whether the step's own conditions force the clear's ``guard`` (``if optimizer is not None:``
+    around the clear, ``if optimizer is not None and loss.requires_grad:`` around the step): every
+    iteration that steps has taken the clear's branch too. The test must read, where the step runs,
+    what it read at the clear (nothing rebinds its names in between), and sit in the same function."""
+    test = guard[0]
+    if not isinstance(test, ast.expr) or not isinstance(step.node, ast.AST) or not guard_implied(ctx, guard, forced):
+        return False
+    return dataflow(ctx).same_values(test, step.node) is True
 
 
 def _cleared_by_contract(ctx, clear, guard, step) -> bool:

@@ -7,6 +7,7 @@ from collections import defaultdict
 
 from torchlint.analysis.backedge import element_holder_rebound_around, rebound_around
 from torchlint.analysis.callgraph import call_graph
+from torchlint.analysis.containers import only_unaddable
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import symbol
 from torchlint.analysis.nodes import last_name, method_call
@@ -57,7 +58,12 @@ class LossAccumulatedWithGraph(Rule):
         runs inside `accelerator.accumulate(model)` -- holds the graphs of one accumulation
         window at most, graphs that live until that window's step anyway, and is not reported
         either; one reset only when logging (`if i % log_every == 0:`) or once per epoch is.
-        Gradients asked of
+        A total that is a dict or a set wherever it comes from (`other_loss = {k: 0. for k
+        in widths}` and then `other_loss += loss`) is not reported: `+` on it raises `TypeError`
+        on the first pass, so nothing is kept. Of the tuple a criterion hands back (`loss,
+        per_class = criterion(out, y)`), an element is attached when the criterion's `forward`
+        does not show it plain, or when it is the one sent to `backward()`; of a criterion the
+        linter cannot read (a parameter), which element is the loss is not known. Gradients asked of
         autograd without `create_graph=True` (`torch.autograd.grad(loss, x)[0]`,
         `torch.autograd.functional.jacobian(f, x)`) carry no graph.
     """
@@ -153,6 +159,9 @@ def train(model, loader, optimizer):
                     continue
                 if graphs.state(added, node) is not Graph.ATTACHED:
                     continue
+                if not isinstance(node, ast.Call) and isinstance(accumulator, ast.Name):
+                    if only_unaddable(ctx, accumulator, node):
+                        continue  # a dict or a set: `+` raises on the first pass, nothing piles up
                 if isinstance(node, ast.Call) and not _aggregated_later(ctx, flow, scope, accumulator):
                     continue
                 yield self.report(node, self._message(ctx, node, accumulator, added), evidence=(accumulator, added))

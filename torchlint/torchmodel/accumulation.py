@@ -136,6 +136,19 @@ class GradientAccumulation:
         test, holds = guard
         if not isinstance(test, ast.expr):
             return False
+        equated = _equated(test, holds)
+        if equated is not None:
+            # ``if left == self.window: opt.zero_grad()`` ... ``if not left: opt.step(); left =
+            # self.window``: the counter is reset to the very expression the test compares it with.
+            name, other = equated
+            flow = dataflow(self.ctx)
+            text = ast.dump(other)
+
+            def restores(value: ast.AST) -> bool:
+                return ast.dump(value) == text and flow.same_values(other, value) is True
+
+            if reset_before_next(self.ctx, step.site, test, name, restores):
+                return True
         constant = lambda e: constant_value(self.ctx, e)  # noqa: E731
         variables = {n.id for n in walk_no_scopes(test) if isinstance(n, ast.Name) and constant(n) is UNKNOWN}
         if len(variables) != 1:
@@ -323,3 +336,24 @@ def accelerate_window(item: ast.withitem) -> ast.AST | None:
 
 def gradient_accumulation(ctx: FileContext) -> GradientAccumulation:
     return ctx.shared("gradient-accumulation", lambda: GradientAccumulation(ctx))
+
+
+def _equated(test: ast.expr, holds: bool) -> tuple[str, ast.expr] | None:
+    """``(name, other)`` when the branch ``holds`` of ``test`` is taken exactly when the local
+    ``name`` equals ``other``, an expression that reads neither ``name`` nor calls anything
+    (``left == self.args.update_epochs`` true, ``left != n`` false)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    op = test.ops[0]
+    if not ((isinstance(op, ast.Eq) and holds) or (isinstance(op, ast.NotEq) and not holds)):
+        return None
+    for name, other in ((test.left, test.comparators[0]), (test.comparators[0], test.left)):
+        if not isinstance(name, ast.Name):
+            continue
+        reads = list(ast.walk(other))
+        if any(isinstance(n, ast.Call) for n in reads) or any(
+            isinstance(n, ast.Name) and n.id == name.id for n in reads
+        ):
+            continue
+        return name.id, other
+    return None

@@ -13,7 +13,9 @@
   ``len()``, ``float()``, ``.item()``, ``.detach()``, shapes and sizes, ``range()``, fresh tensors
   from factories (``torch.zeros``), the batches a loop draws from a ``DataLoader``, anything
   computed in a no-grad region, and sums of such.
-* ``UNKNOWN`` -- anything else: parameters, opaque calls (``tyro.cli(Args)``), and the attributes
+* ``UNKNOWN`` -- anything else: parameters, opaque calls (``tyro.cli(Args)``), an element of the
+  tuple a criterion the linter cannot read returns (``loss, dice = criterion(out, y)``: which one is
+  the loss is not shown, unless a backward proves it), and the attributes
   of objects the linter knows nothing of (``args.num_envs``). Unknown is never taken for attached:
   that the loss is built from ``args.ent_coef * entropy`` says nothing about ``args``.
 
@@ -319,6 +321,12 @@ class GraphValues:
                 return returned
             if self._plain_model_output(expr, index, depth):
                 return Graph.PLAIN
+            if self.ctx.call_qualname(expr) is None and self._is_loss_call(expr, None):
+                # A criterion handing back a tuple (``loss, per_class = criterion(out, y)``): its
+                # ``forward`` tells each element; of one the linter cannot read, which element is
+                # the loss and which a detached statistic is not shown. What a backward() proves
+                # (the unpacked name sent to it) stays attached.
+                return self._criterion_element(expr, index, depth)
         if isinstance(expr, ast.Name):
             bindings = self.flow.reaching(expr.id, at)
             if bindings and all(b.kind in ("assign", "walrus") and b.value is not None for b in bindings):
@@ -493,6 +501,26 @@ class GraphValues:
         if forward is None:
             return False
         return graph_values(forward.ctx).returned(forward.node, index, depth + 2) is Graph.PLAIN
+
+    def _criterion_element(self, call: ast.Call, index: int, depth: int) -> Graph:
+        """Element ``index`` of the tuple the criterion ``call`` returns: plain when the ``forward``
+        of the project class it was built from computes it plain on every return (``dice.detach()
+        .cpu().numpy()``), attached otherwise; unknown when that ``forward`` cannot be read."""
+        if depth > MAX_DEPTH - 2:
+            return Graph.UNKNOWN
+        forward = resolve_instance_method(
+            self.ctx,
+            call.func,
+            "forward",
+            lambda expr: same_module(self.ctx, expr),
+            parameters=True,
+            unpacked=prepared_element,
+        )
+        if forward is None:
+            return Graph.UNKNOWN
+        # Computed from what the criterion is handed (a model's output) unless shown plain there.
+        plain = graph_values(forward.ctx).returned(forward.node, index, depth + 2) is Graph.PLAIN
+        return Graph.PLAIN if plain else Graph.ATTACHED
 
     def returned(self, function: ast.AST, index: int | None = None, depth: int = 0) -> Graph:
         """The state of what ``function`` returns (element ``index`` of a returned tuple): attached

@@ -42,8 +42,11 @@ class EvalWithoutNoGrad(Rule):
         no-grad, leaves autograd on), in the function or around the calls into
         it in this file, nor, in a branch that runs only on PyTorch before 0.4 (`if
         torch.__version__[:3] == "0.3":`, the `else` of `>= "0.4"`), a call fed a
-        `Variable(x, volatile=True)`, which recorded no graph there (elsewhere `volatile`
-        has had no effect since 0.4 and is reported). A helper shared with the training step is judged by each path
+        `Variable(x, volatile=True)`, which recorded no graph there, nor a call fed one
+        in a file written for PyTorch before 1.0 (it reads a scalar's `loss.data[0]`, or
+        the project pins such a release): it runs either where `volatile` works or where
+        its own `.data[0]` raises (elsewhere `volatile` has had no effect since 0.4 and
+        is reported). A helper shared with the training step is judged by each path
         into it: a call whose result is backpropagated, or goes into the loss that is
         (`loss_fn(positive, self._negative_scores(users))`), trains, it is no evaluation, and
         a call whose constant arguments select a branch without the model call

@@ -37,7 +37,7 @@ from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.phases import runs_when_called
 from torchlint.torchmodel.roles import Role, object_roles
 from torchlint.torchmodel.run_time_switches import may_switch_to_eval_by_name
-from torchlint.torchmodel.torch_versions import volatile_only_on_old_torch
+from torchlint.torchmodel.torch_versions import volatile_in_old_code, volatile_only_on_old_torch
 from torchlint.torchmodel.training_flag_guards import flag_false_on_path, is_training_flag
 from torchlint.torchmodel.training_steps import backpropagated_calls, backpropagated_list_elements
 from torchlint.torchmodel.walk import event_walker
@@ -325,6 +325,8 @@ class AutogradMode:
             return Verdict(REACHED)
         if model_call is not None and volatile_only_on_old_torch(self.ctx, model_call, node):
             return Verdict(REACHED)  # `Variable(x, volatile=True)` in a branch for PyTorch < 0.4
+        if depth == 0 and volatile_in_old_code(self.ctx, node):
+            return Verdict(REACHED)  # `Variable(x, volatile=True)` in a file written for PyTorch < 1.0
         if lexical_unknown_switch(self.ctx, node) is not None:
             return Verdict(UNKNOWN)  # shown, else silent: it may switch autograd off
         if (depth > 0 and node in backpropagated_calls(self.ctx)) or node in backpropagated_list_elements(self.ctx):

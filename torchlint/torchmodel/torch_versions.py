@@ -13,7 +13,10 @@ compared with (``torch.__version__[:1] < "0.4"`` holds for "0.4.1" too).
 Why: before PyTorch 0.4 a call given a ``Variable(x, volatile=True)`` recorded no graph; since
 then ``volatile`` is ignored. Code that wraps its input so only in a branch for the old releases
 (``if torch_ver == "0.3": predict(...)`` and ``else: with torch.no_grad(): predict(...)``) never
-records a graph on any release (``volatile_only_on_old_torch``).
+records a graph on any release (``volatile_only_on_old_torch``). Nor does a call fed one in a file
+written for a PyTorch before 1.0 (``target_version.written_before``: it reads a scalar's
+``.data[0]``, or the project pins such a release): that file runs either on a release before 0.4,
+where ``volatile`` works, or on one where its own old code raises (``volatile_in_old_code``).
 """
 
 from __future__ import annotations
@@ -76,6 +79,16 @@ def volatile_only_on_old_torch(ctx: FileContext, call: ast.Call, site: ast.AST) 
     """Whether ``call`` takes a volatile input and ``site`` (the call itself, or a call on the path
     into its function) runs only on a PyTorch before 0.4, where that input kept it from recording."""
     return takes_volatile_input(ctx, call) and runs_only_before(ctx, site, torch_names.VOLATILE_REMOVED_IN)
+
+
+def volatile_in_old_code(ctx: FileContext, call: ast.Call) -> bool:
+    """Whether ``call`` takes a volatile input in a file written for a PyTorch before 1.0, which
+    runs only where that input keeps the call from recording a graph (module docstring)."""
+    if not takes_volatile_input(ctx, call):
+        return False
+    from torchlint.torchmodel.target_version import written_before  # it imports this module
+
+    return written_before(ctx, torch_names.VOLATILE_HONOURED_BY_CODE_BEFORE)
 
 
 def runs_only_before(ctx: FileContext, node: ast.AST, release: tuple[int, ...]) -> bool:

@@ -746,6 +746,10 @@ VERSION_PARSERS = frozenset(
 # The release where autograd's Variable merged into Tensor: before it, `Variable(x, volatile=True)`
 # made every result of `x` record no graph; since it, `volatile` is ignored.
 VOLATILE_REMOVED_IN = (0, 4)
+# Code written for a PyTorch before this release (it reads a scalar's `.data[0]`, or the project pins
+# one) runs either on a release that honours `volatile=True` or on one where that code raises: its
+# evaluation fed volatile inputs records no graph on any release it runs through.
+VOLATILE_HONOURED_BY_CODE_BEFORE = (1, 0)
 # The release where the functional dropouts' `training` began to default to True (pytorch#10417):
 # before it, `F.dropout(x, p)` without `training=` dropped nothing in either mode.
 DROPOUT_TRAINING_DEFAULT_ON_SINCE = (1, 0)

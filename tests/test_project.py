@@ -460,17 +460,22 @@ def test_the_root_depends_on_the_file_not_on_the_call(tmp_path):
     )
 
 
-@pytest.mark.parametrize("first", ["TrainAndTest/train.py", "TrainAndTest/misc/old.py"])
+@pytest.mark.parametrize("first", ["TrainAndTest/train.py", "TrainAndTest/misc/old.py", "data/raw/notes.py"])
 def test_the_root_of_a_folder_without_a_marker_does_not_depend_on_the_order(tmp_path, first):
-    # A folder of scripts with a sub-folder of scripts and no root marker anywhere: each folder is its
-    # own root (no package above it), whichever file the run met first.
-    write(tmp_path, {"TrainAndTest/train.py": "", "TrainAndTest/misc/old.py": ""})
-    projects = Projects()
-    projects.for_file(str(tmp_path / first))
-    assert projects.for_file(str(tmp_path / "TrainAndTest/misc/old.py")).root == str(
-        (tmp_path / "TrainAndTest/misc").resolve()
+    # No root marker anywhere. A folder of scripts with a sub-folder of scripts is one project, run from
+    # its top, whichever file the run met first; a folder whose parent holds no Python file stands alone.
+    write(
+        tmp_path,
+        {"repo/TrainAndTest/train.py": "", "repo/TrainAndTest/misc/old.py": "", "repo/data/raw/notes.py": ""},
     )
-    assert projects.for_file(str(tmp_path / "TrainAndTest/train.py")).root == str((tmp_path / "TrainAndTest").resolve())
+    projects = Projects()
+    projects.for_file(str(tmp_path / "repo" / first))
+    top = str((tmp_path / "repo/TrainAndTest").resolve())
+    assert projects.for_file(str(tmp_path / "repo/TrainAndTest/misc/old.py")).root == top
+    assert projects.for_file(str(tmp_path / "repo/TrainAndTest/train.py")).root == top
+    assert projects.for_file(str(tmp_path / "repo/data/raw/notes.py")).root == str(
+        (tmp_path / "repo/data/raw").resolve()
+    )
 
 
 # ----- bounds ----------------------------------------------------------------------------------

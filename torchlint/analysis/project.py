@@ -142,6 +142,7 @@ class Projects:
         self._by_root: dict[str, Project] = {}
         self._root_of_dir: dict[str, str] = {}
         self._marked_root_of_dir: dict[str, str | None] = {}
+        self._holds_python_of_dir: dict[str, bool] = {}
         self.parsed = ParseCache()
 
     def for_file(self, path: str) -> Project | None:
@@ -168,8 +169,31 @@ class Projects:
         found = self._root_of_dir.get(directory)
         if found is None:
             marked = self._marked_root(directory)
-            found = self._root_of_dir[directory] = marked if marked is not None else package_base(directory)
+            found = self._root_of_dir[directory] = marked if marked is not None else self._code_base(directory)
         return found
+
+    def _code_base(self, directory: str) -> str:
+        """Without a root marker: the directory above the outermost package holding ``directory``, raised
+        through the folders above it that hold Python files themselves (a folder of scripts with
+        sub-folders of helpers is one project, run from its top: ``python train.py`` importing
+        ``misc.models``), up to the first folder with none."""
+        found = package_base(directory)
+        while True:
+            parent = os.path.dirname(found)
+            if parent == found or not self._holds_python(parent):
+                return found
+            found = parent
+
+    def _holds_python(self, directory: str) -> bool:
+        held = self._holds_python_of_dir.get(directory)
+        if held is None:
+            try:
+                with os.scandir(directory) as entries:
+                    held = any(e.name.endswith(".py") and e.is_file() for e in entries)
+            except OSError:
+                held = False
+            self._holds_python_of_dir[directory] = held
+        return held
 
     def _marked_root(self, directory: str) -> str | None:
         """The nearest folder at or above ``directory`` holding a root marker, None when none does.

@@ -37,7 +37,8 @@ from torchlint.torchmodel.iterations import iterations
 from torchlint.torchmodel.phases import runs_when_called
 from torchlint.torchmodel.roles import Role, object_roles
 from torchlint.torchmodel.run_time_switches import may_switch_to_eval_by_name
-from torchlint.torchmodel.torch_versions import volatile_in_old_code, volatile_only_on_old_torch
+from torchlint.torchmodel.target_version import volatile_in_old_code
+from torchlint.torchmodel.torch_versions import volatile_only_on_old_torch
 from torchlint.torchmodel.training_flag_guards import flag_false_on_path, is_training_flag
 from torchlint.torchmodel.training_steps import backpropagated_calls, backpropagated_list_elements
 from torchlint.torchmodel.walk import event_walker

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING
 
 from torchlint.analysis.callers import project_sources
 from torchlint.analysis.definitions import file_key
-from torchlint.torchmodel.torch_versions import padded, parse_version
+from torchlint.torchmodel import vocabulary as torch_names
+from torchlint.torchmodel.torch_versions import padded, parse_version, takes_volatile_input
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -186,3 +187,10 @@ def _indexes_scalar(ctx: FileContext, node: ast.Subscript) -> bool:
 def _below(bound: tuple[int, ...], release: tuple[int, ...]) -> bool:
     """Every version under the exclusive ``bound`` is older than ``release``."""
     return padded(bound, release) <= padded(release, bound)
+
+
+def volatile_in_old_code(ctx: FileContext, call: ast.Call) -> bool:
+    """Whether ``call`` takes a volatile input in a file written for a PyTorch before 1.0: such a file
+    runs either on a release before 0.4, where the volatile input keeps the call from recording a
+    graph, or on one where its own old code raises first (``loss.data[0]``)."""
+    return takes_volatile_input(ctx, call) and written_before(ctx, torch_names.VOLATILE_HONOURED_BY_CODE_BEFORE)

@@ -16,7 +16,7 @@ then ``volatile`` is ignored. Code that wraps its input so only in a branch for 
 records a graph on any release (``volatile_only_on_old_torch``). Nor does a call fed one in a file
 written for a PyTorch before 1.0 (``target_version.written_before``: it reads a scalar's
 ``.data[0]``, or the project pins such a release): that file runs either on a release before 0.4,
-where ``volatile`` works, or on one where its own old code raises (``volatile_in_old_code``).
+where ``volatile`` works, or on one where its own old code raises (``target_version.volatile_in_old_code``).
 """
 
 from __future__ import annotations
@@ -79,16 +79,6 @@ def volatile_only_on_old_torch(ctx: FileContext, call: ast.Call, site: ast.AST) 
     """Whether ``call`` takes a volatile input and ``site`` (the call itself, or a call on the path
     into its function) runs only on a PyTorch before 0.4, where that input kept it from recording."""
     return takes_volatile_input(ctx, call) and runs_only_before(ctx, site, torch_names.VOLATILE_REMOVED_IN)
-
-
-def volatile_in_old_code(ctx: FileContext, call: ast.Call) -> bool:
-    """Whether ``call`` takes a volatile input in a file written for a PyTorch before 1.0, which
-    runs only where that input keeps the call from recording a graph (module docstring)."""
-    if not takes_volatile_input(ctx, call):
-        return False
-    from torchlint.torchmodel.target_version import written_before  # it imports this module
-
-    return written_before(ctx, torch_names.VOLATILE_HONOURED_BY_CODE_BEFORE)
 
 
 def runs_only_before(ctx: FileContext, node: ast.AST, release: tuple[int, ...]) -> bool:

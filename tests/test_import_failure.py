@@ -197,6 +197,33 @@ def test_import_of_a_dotted_module_the_package_lacks_silences_the_script(tmp_pat
     assert lines == []
 
 
+def _relative_findings(tmp_path, header: str):
+    # A model package whose training module imports the helpers relatively.
+    files = {
+        "pyproject.toml": "",
+        "asr/__init__.py": "",
+        "asr/utils/__init__.py": "",
+        "asr/utils/common.py": _COMMON,
+        "asr/models/__init__.py": "",
+        "asr/models/ctc/__init__.py": "",
+        "asr/models/ctc/train.py": _SCRIPT.replace("HEADER", header),
+    }
+    write(tmp_path, files)
+    result = lint_file(str(tmp_path / "asr" / "models" / "ctc" / "train.py"), [all_rules()[CODE]])
+    return [f.line for f in result.findings if f.code == CODE]
+
+
+def test_a_relative_import_from_the_package_that_holds_the_helpers_is_reported(tmp_path):
+    header = "from ...utils.common import build_model, build_optimizer"
+    assert _relative_findings(tmp_path, header) == [_accumulation_line(header=header)]
+
+
+def test_a_relative_import_one_level_short_silences_the_script(tmp_path):
+    # `..` is asr.models, which holds no `utils`: the import raises before anything runs.
+    header = "from ..utils.common import build_model, build_optimizer"
+    assert _relative_findings(tmp_path, header) == []
+
+
 def test_top_level_code_before_the_failing_import_still_runs(tmp_path):
     # The module-level loop runs before the import fails; the function after it never does.
     script = textwrap.dedent(

@@ -17,7 +17,9 @@ included -- or a function) that is one of these fails, as Python would run it:
   ``global`` statements; a binding under a condition counts) and, for a package, has no
   submodule ``N`` (``N.py`` or ``N/`` beside its ``__init__.py``);
 * ``import P.Q`` / ``from P.Q import N`` where ``P`` resolves to a regular package of the project
-  (a folder with ``__init__.py``) that neither binds ``Q`` nor holds ``Q.py`` or ``Q/``.
+  (a folder with ``__init__.py``) that neither binds ``Q`` nor holds ``Q.py`` or ``Q/``; for a
+  relative import ``P`` may be the package its dots name (``from ..utils.data import X`` where
+  ``..`` holds no ``utils``).
 
 Conservative on purpose; no conclusion (the file is taken as importable) when
 
@@ -134,7 +136,8 @@ def _missing_submodule(ctx: FileContext, project: Project, level: int, module: s
     """For a dotted module that does not resolve: the part a regular package of the project lacks
     (``Q`` of ``P.Q`` when ``P/__init__.py`` is there but not ``P/Q.py``, ``P/Q/`` nor a binding of ``Q``)."""
     parts = module.split(".")
-    for cut in range(len(parts) - 1, 0, -1):
+    # A relative import also names its package itself (`from ..utils.data import X`: `..` must hold `utils`).
+    for cut in range(len(parts) - 1, -1 if level else 0, -1):
         package = project.resolve_import(ctx, level, ".".join(parts[:cut]))
         if package is None:
             continue

@@ -232,3 +232,51 @@ def written_items(ctx: FileContext, read: ast.Subscript, mappings_only: bool = F
                 if target.value.id == container.id:
                     found.append(node.value)
     return found
+
+
+def loop_target_values(ctx: FileContext, binding) -> list[ast.AST | None]:
+    """What a ``for`` binding (``dataflow.Binding`` of kind "for") may hold: the elements of the
+    iterable (``element_origins``), the values of a dict display it runs over by ``.values()`` or,
+    for the second name of ``for k, v in d.items()``, by ``.items()``, and the matching member of
+    each literal tuple for a name unpacked from them (``for name, make in [("sgd", f), ...]``).
+    ``None`` for what cannot be told."""
+    iterable, index = binding.source, binding.index
+    if not isinstance(binding.stmt, (ast.For, ast.AsyncFor)) or iterable is None:
+        return [None]
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) and not iterable.args:
+        method = iterable.func.attr
+        if (method == "values" and index is None) or (method == "items" and index == 1):
+            return _dict_values(ctx, iterable.func.value)
+        return [None]
+    elements = element_origins(ctx, iterable)
+    if index is None:
+        return elements
+    found: list[ast.AST | None] = []
+    for element in elements:
+        if isinstance(element, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in element.elts):
+            found.append(element.elts[index] if index < len(element.elts) else None)
+        else:
+            found.append(None)
+    return found
+
+
+def _dict_values(ctx: FileContext, mapping: ast.AST) -> list[ast.AST | None]:
+    """The values of the dict display ``mapping`` is bound to (``None`` when it is bound otherwise)."""
+    if not isinstance(mapping, ast.Name):
+        return [None]
+    bindings = dataflow(ctx).reaching(mapping)
+    found: list[ast.AST | None] = []
+    for binding in bindings:
+        literal = binding.value
+        if binding.kind != "assign" or not isinstance(literal, ast.Dict) or None in literal.keys:
+            return [None]
+        found += literal.values
+    for node in ctx.nodes(ast.Assign, ast.Call):  # entries written or merged in elsewhere are not followed
+        touched = (
+            [t.value for t in node.targets if isinstance(t, ast.Subscript)] if isinstance(node, ast.Assign) else []
+        )
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _ADDING_MANY:
+            touched.append(node.func.value)
+        if any(isinstance(t, ast.Name) and t.id == mapping.id for t in touched):
+            found.append(None)
+    return found or [None]

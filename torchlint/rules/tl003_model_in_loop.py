@@ -25,7 +25,10 @@ class ModelInLoop(Rule):
         data-shard loop). An outer loop whose body is a whole training
         run (folds, trials, seeds, hyper-parameter values, tasks, federated rounds)
         is not reported, including one that hands the new model to a function, of
-        this file or another, that builds its own optimizer over it and trains it;
+        this file or another, that builds its own optimizer over it and trains it, or
+        builds the optimizer through a factory drawn from a table whose every entry
+        builds one over what it is handed (`for name, make in optimizers.items():`
+        with entries `lambda p: optim.SGD(p, lr=0.01)`);
         nor are loss modules, weightless layers (`nn.ReLU()`, `nn.Dropout()`) or
         `copy.deepcopy(model)`. Nor is a construction built on first use
         only: under a test that its holder is still empty (`if self.crit is None:`,

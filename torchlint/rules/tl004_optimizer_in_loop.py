@@ -36,7 +36,9 @@ class OptimizerInLoop(Rule):
         list `nets = [build() for _ in range(k)]` handed out to one optimizer each by
         a loop in the iteration) is not reported, nor is an inner optimizer over a copy of the model made in the same
         iteration (`copy.deepcopy(model)`, meta-learning) or over a tensor made anew
-        in it (moved or not), nor an optimizer that cannot hold state: plain
+        in it (moved or not; a copy of a detached tensor; or a tensor the body rebinds
+        in every pass to a new one, `output = F.interpolate(output, scale_factor=2).detach()`
+        at the end of a multiscale phase), nor an optimizer that cannot hold state: plain
         `torch.optim.SGD` with `momentum` left out or 0 and no scheduler built over
         it (weight decay, dampening and nesterov keep no state), a project subclass
         whose `step` does nothing, or one built with no argument whose `__init__`

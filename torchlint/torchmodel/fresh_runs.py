@@ -127,7 +127,34 @@ def _sources(ctx: FileContext, expr: ast.AST, iteration: _Iteration, found: list
                 for loop in {b.stmt for b in bindings}
                 for element in _built_elements(ctx, loop.iter)
             )
+        rebound = _rebound_to_new_leaf(ctx, expr, bindings, iteration)
+        if rebound is not None:
+            found.extend(rebound)
+            return True
     return all(_origin_sources(ctx, origin, iteration, found, depth) for origin in dataflow(ctx).origins(expr))
+
+
+def _rebound_to_new_leaf(ctx: FileContext, name: ast.Name, bindings: list, iteration: _Iteration) -> list | None:
+    """The new leaf tensors the loop's own body rebinds ``name`` to in every pass, after the use
+    (``output = F.interpolate(output, scale_factor=2).detach()`` at the end of a multiscale phase),
+    when every binding of ``name`` in the loop is one of them; None otherwise. A binding made
+    before the loop (``bindings``, those reaching the use) reaches the first iteration only: each
+    later one holds the tensor the previous iteration made, so no two iterations optimise the
+    same tensor object and an optimizer built before the loop would hold none of the later ones."""
+    loop = iteration.loop
+    if iteration.sites or not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+        return None
+    if any(ctx.is_inside(b.stmt, loop) for b in bindings):
+        return None  # bound earlier in the same pass: judged from those bindings
+    inside = [b for b in dataflow(ctx).visible_bindings(name.id, name) if ctx.is_inside(b.stmt, loop)]
+    if any(b.kind != "assign" or not creates_leaf_tensor(ctx, b.value) for b in inside):
+        return None
+    every_pass = [b.value for b in inside if b.stmt in loop.body and b.stmt.lineno > name.lineno]
+    if not every_pass:
+        return None
+    if any(isinstance(n, ast.Continue) and ctx.enclosing_loops(n)[:1] == [loop] for n in ast.walk(loop)):
+        return None  # a pass may skip the rebinding
+    return every_pass
 
 
 def _origin_sources(ctx: FileContext, origin: ast.AST | None, iteration: _Iteration, found: list, depth: int) -> bool:
@@ -145,6 +172,9 @@ def _origin_sources(ctx: FileContext, origin: ast.AST | None, iteration: _Iterat
         if len(earlier) == len(dataflow(ctx).origins(func.value)):
             return _sources(ctx, func.value, iteration, found, depth + 1)
         return bool(earlier) and all(_origin_sources(ctx, o, iteration, found, depth + 1) for o in earlier)
+    if isinstance(func, ast.Attribute) and func.attr == "requires_grad_" and isinstance(func.value, ast.Name):
+        # `SGD([x.requires_grad_()])`: marks `x` in place and hands back that same tensor.
+        return _sources(ctx, func.value, iteration, found, depth + 1)
     wrapped = preserved_argument(ctx, origin)
     if wrapped is not None:
         # `DataParallel(net)`, `torch.compile(net)`: the same parameters, as fresh as the model wrapped.

@@ -4,7 +4,8 @@ A tensor made with ``requires_grad=True`` (``torch.zeros(3, requires_grad=True)`
 ``Variable(x, requires_grad=True)``), an ``nn.Parameter(...)``, a value made on the spot and then
 marked (``x.clone().detach().requires_grad_()``), a tensor cut from its graph (``feats.detach()``,
 marked afterwards with ``feats.requires_grad = True`` or not: the object is new; a ``.clone()`` of
-such a one, ``latents.detach().clone()``, is new too), or a call of a project function whose every
+such a one, ``latents.detach().clone()``, or of a name bound to one, ``old = logits.detach(); old.clone()``, is new
+too), or a call of a project function whose every
 ``return`` hands back one of those (``preprocess_image(img)`` building
 ``Variable(tensor, requires_grad=True)``) is a new object each time it runs: an optimizer over it
 holds that object and no other.
@@ -44,8 +45,8 @@ def creates_leaf_tensor(ctx: FileContext, call: ast.AST, depth: int = 0) -> bool
         return isinstance(found[1], ast.Call) and all(_is_true(a) for a in call.args)
     if found is not None and found[0] in torch_names.NEW_LEAF_METHODS and qual is None and not call.args:
         return True  # `z.detach()`: a new tensor object sharing the data, whatever `z` was
-    if found is not None and found[0] == "clone" and qual is None and creates_leaf_tensor(ctx, found[1], depth + 1):
-        return True  # `z.detach().clone()`: a copy of a new leaf is a new leaf
+    if found is not None and found[0] == "clone" and qual is None and _returns_new(ctx, found[1], depth + 1):
+        return True  # `z.detach().clone()`, `old = z.detach(); old.clone()`: a copy of a new leaf is a new leaf
     callee = resolve_callee(ctx, call)
     if callee is None:
         return False

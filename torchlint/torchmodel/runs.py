@@ -32,11 +32,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import call_graph, calls_elsewhere
+from torchlint.analysis.callgraph import call_graph, calls_elsewhere, resolve_function_name
+from torchlint.analysis.containers import loop_target_values, written_items
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.lazy_init import lasting_first_use_guard, outlives_call, resets, returns_holder
-from torchlint.analysis.nodes import argument_for, end_position, last_name, name_ids, returns_of
+from torchlint.analysis.nodes import argument, argument_for, end_position, last_name, name_ids, returns_of
 from torchlint.analysis.summaries import function_summary
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import constructor_role, optimizer_holds_state
@@ -255,6 +256,7 @@ class Constructions:
         for func, role in self.factories.items():
             found.extend((site, role) for site in graph.callers(func))
         found.extend(self._factory_calls_elsewhere())
+        found.extend((call, Role.OPTIMIZER) for call in self.ctx.calls if self._calls_optimizer_factory_value(call))
         found.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
         return found
 
@@ -266,6 +268,41 @@ class Constructions:
             if role is not None:
                 found.append((call, role))
         return found
+
+    def _calls_optimizer_factory_value(self, call: ast.Call) -> bool:
+        """``call`` calls a name whose every value is a function building an optimizer over what it
+        is handed (``make = configs[name]``, ``for name, make in configs.items()``, with entries
+        ``lambda p: optim.SGD(p, lr=0.1)`` or local factories): whichever is drawn, the call
+        builds a new optimizer."""
+        func = call.func
+        if not isinstance(func, ast.Name):
+            return False
+        bindings = dataflow(self.ctx).reaching(func)
+        if not bindings:
+            return False
+        values: list[ast.AST | None] = []
+        for binding in bindings:
+            if binding.kind == "for":
+                values += loop_target_values(self.ctx, binding)
+            elif binding.kind == "assign" and isinstance(binding.value, ast.Subscript):
+                values += written_items(self.ctx, binding.value)
+            else:
+                return False
+        return bool(values) and all(self._builds_optimizer_from_argument(value) for value in values)
+
+    def _builds_optimizer_from_argument(self, value: ast.AST | None) -> bool:
+        """``value`` is a lambda whose body builds an optimizer over its first parameter
+        (``lambda m: SGD(m.parameters())``), or names a local optimizer factory."""
+        if isinstance(value, ast.Lambda):
+            body, params = value.body, value.args.posonlyargs + value.args.args
+            if not (params and isinstance(body, ast.Call) and self.built_role(body) == Role.OPTIMIZER):
+                return False
+            given = argument(body, 0, "params")
+            return given is not None and params[0].arg in name_ids(given)
+        if isinstance(value, ast.Name):
+            found = resolve_function_name(self.ctx, value.id, value)
+            return found is not None and self.factories.get(found) == Role.OPTIMIZER
+        return False
 
     def constructions(self) -> list[tuple[ast.Call, str]]:
         """Every call that builds a model or optimizer: constructors, and calls to local factories."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.analysis.conditions import conditions_at, implies
+from torchlint.analysis.expected_failures import caught_in_function
 from torchlint.engine.rule import Message, Rule, register
 from torchlint.torchmodel.layout import Layout, shape_args
 from torchlint.torchmodel.views import out_of_order_merge
@@ -46,7 +47,12 @@ class ViewAfterPermute(Rule):
         one call passing `topk=(1, 5)`, or a helper no file of the project calls, whose
         callers are unknown, keeps the finding). Views in a
         branch that runs only on XLA devices (`if device.type == "xla":`), whose
-        tensors always report contiguous strides, are not reported. When the rule
+        tensors always report contiguous strides, are not reported, nor are views whose
+        error is caught where they run: in the `try` body of the same function, with a
+        handler for `RuntimeError` or a base of it (`except RuntimeError as e:
+        print(e)`, `except Exception:`, a bare `except:`) that does not raise again: a
+        demonstration of the error or a fallback (`except RuntimeError: y = x.reshape(-1)`),
+        not a crash. When the rule
         cannot tell which dimensions are merged — some reading of the sizes is legal,
         the tensor's rank is unknown and some rank makes the view legal (a
         `transpose(0, 1)` of an argument viewed as `(x.size(0), -1)`), sizes that are
@@ -141,7 +147,7 @@ def rows_of(conv, x):
             layout = layout or Layout(ctx)
             for permuted in layout.permuted_origins(func.value):
                 merge = out_of_order_merge(layout, call, shape, permuted)
-                if merge is not None and not _on_xla(ctx, call):
+                if merge is not None and not _on_xla(ctx, call) and not caught_in_function(ctx, call, "RuntimeError"):
                     yield self.report(call, self._message(ctx, call, permuted, merge))
                     break
 

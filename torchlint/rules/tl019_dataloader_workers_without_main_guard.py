@@ -6,6 +6,7 @@ import ast
 import re
 
 from torchlint.analysis.callgraph import call_graph, parameter_default
+from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import dotted_name
 from torchlint.analysis.unpacking import call_argument, passes_unknown
 from torchlint.engine.rule import Message, Rule, register
@@ -43,7 +44,10 @@ class DataLoaderWorkersWithoutMainGuard(Rule):
         and iterated by code that runs on import: module-level code outside
         `if __name__ == "__main__":`, or a function such code calls (a `main()` called
         without the guard), including a loader a helper builds and returns
-        (`train_loader, val_loader = get_loaders(args)`) to such code. A worker count
+        (`train_loader, val_loader = get_loaders(args)`) to such code. Building a loader
+        starts no worker: one whose name is rebound before any iteration reaches it (a
+        `loader = DataLoader(...)` shown and replaced by the next example) is not
+        reported. A worker count
         passed as a parameter takes the values the import-time calls give it (or its
         default). Loaders built in functions that only the guard calls, and
         `num_workers=0`, are fine, and so is code under any other test of `__name__`
@@ -258,10 +262,13 @@ def _name_consumed(ctx, value: ast.AST, targets: set[str], depth: int) -> bool:
         return False
     home = ctx.enclosing_function(value)
     called = import_time_functions(ctx)
+    assign = ctx.parent(value)
     for name in ctx.nodes(ast.Name):
         if name.id not in targets or not isinstance(name.ctx, ast.Load):
             continue
         where = ctx.enclosing_function(name)
+        if where is home and not any(b.stmt is assign for b in dataflow(ctx).reaching(name)):
+            continue  # rebound before this use (`loader = DataLoader(...)` again): another loader
         if where is home and name.lineno > value.lineno and home is not None:
             parent = ctx.parent(name)
             returned = parent if isinstance(parent, ast.Return) else ctx.parent(parent)

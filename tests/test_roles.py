@@ -259,3 +259,20 @@ def test_a_list_element_whose_role_depends_on_its_own_gives_up_instead_of_recurs
     result = lint_file(str(tmp_path / "trainer.py"))
     assert result.problems == []
     assert [(f.line, f.code) for f in result.findings] == [(14, "TL001")]
+
+
+def test_library_schedule_builders_make_schedulers_whatever_the_name():
+    ctx = ctx_of(
+        """
+        from transformers import get_cosine_schedule_with_warmup
+        from transformers.optimization import Adafactor, AdafactorSchedule
+        opt = Adafactor(model.parameters(), relative_step=True, warmup_init=True, lr=None)
+        lr_fn = AdafactorSchedule(opt)
+        warm = get_cosine_schedule_with_warmup(opt, 100, 1000)
+        opt, lr_fn, warm
+        """
+    )
+    roles = object_roles(ctx)
+    assert roles.role_of(use(ctx, "opt", 7), hint=False) is Role.OPTIMIZER
+    assert roles.role_of(use(ctx, "lr_fn", 7), hint=False) is Role.SCHEDULER
+    assert roles.role_of(use(ctx, "warm", 7), hint=False) is Role.SCHEDULER

@@ -126,12 +126,14 @@ def qualified_role(qual: str) -> Role | None:
     if qual.startswith("torch.optim.") and not qual.startswith(torch_names.NOT_OPTIMIZER_PACKAGES):
         if qual.rsplit(".", 1)[-1][:1].isupper():
             return Role.OPTIMIZER
+    # Schedules first: an optimizer's prefix may begin a schedule's name (`transformers.Adafactor`,
+    # `transformers.AdafactorSchedule`).
+    if _library_name(qual).startswith(torch_names.SCHEDULERS):
+        return Role.SCHEDULER
     if qual.startswith(torch_names.THIRD_PARTY_OPTIMIZERS):
         # Told by the class's own name, not the package's: `schedulefree.AdamWScheduleFree` is an optimizer.
         last = qual.rsplit(".", 1)[-1].lower()
         return Role.SCHEDULER if "scheduler" in last or last.startswith("get_") else Role.OPTIMIZER
-    if _library_name(qual).startswith(torch_names.SCHEDULERS):
-        return Role.SCHEDULER
     if qual in torch_names.SCALERS:
         return Role.SCALER
     if qual.startswith("torch.nn."):

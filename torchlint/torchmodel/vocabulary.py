@@ -42,6 +42,9 @@ SCHEDULERS = (
     "torch.optim.lr_scheduler.",
     "transformers.get_",
     "transformers.optimization.get_",
+    # `AdafactorSchedule(optimizer)`: a LambdaLR that reads Adafactor's own relative step size.
+    "transformers.AdafactorSchedule",
+    "transformers.optimization.AdafactorSchedule",
     "timm.scheduler.",
     "diffusers.optimization.get_",
     # pytorch-transformers 1.x: its `optimization` schedules are subclasses of torch's LambdaLR.

@@ -40,7 +40,9 @@ class UnscaledAccumulatedLoss(Rule):
         `(loss / n).backward()`, `scaler.scale(loss / n)`, `criterion(out, y) / n`, a helper
         that returns the divided loss (also on one branch of `x / n if n > 0 else zeros`
         or `torch.where(n > 0, x / n, 0)`, the guard of an empty mask), the loss inside
-        `typing.cast(...)`. That includes a division by a count of the whole accumulation window
+        `typing.cast(...)`, an element of a container built by a comprehension that divides
+        each element (`losses = tuple(l / n for l in losses)` then `losses[0]` or
+        `main, aux = losses`; `sum(l / n for l in ls)`). That includes a division by a count of the whole accumulation window
         (the tokens of all its micro-batches, added up before the micro-steps): the
         accumulated gradient is then the window's mean. A division used only for logging
         does not; a helper's parameters are read as the arguments it is called with.

@@ -5,7 +5,9 @@
 ``criterion(out, y) / n``, a helper returning a divided loss (a function or a callable object, of
 this file or another of the project), a parameter fed a
 divided value at the call site the event was reached through (through assignments, helpers'
-returns, tuple unpacking and closure parameters). A value that cannot be traced (a parameter of
+returns, tuple unpacking and closure parameters), a container built by a comprehension whose
+element is divided (``tuple(l / n for l in losses)``, ``[l / n for l in ls]``; also through
+``list()``/``tuple()`` copies and ``sum()``), read by indexing or unpacking. A value that cannot be traced (a parameter of
 an unknown caller) counts as divided, so that the rules stay silent.
 """
 
@@ -16,6 +18,7 @@ import re
 from typing import TYPE_CHECKING
 
 from torchlint.analysis.callgraph import resolve_call, resolve_callee, resolve_local_call
+from torchlint.analysis.containers import is_copying_call
 from torchlint.analysis.dataflow import Binding, dataflow, resolve_instance_call, value_kept
 from torchlint.analysis.definitions import Definition
 from torchlint.analysis.imports import symbol
@@ -139,10 +142,19 @@ class _Trace:
         if isinstance(expr, ast.IfExp):
             # `x / n if n > 0 else zeros_like(x)`, `loss / accum if accum > 1 else loss`
             return self.divided(expr.body, at, via, depth + 1) or self.divided(expr.orelse, at, via, depth + 1)
+        if isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            # `tuple(l / n for l in losses)`: every element is the element expression (its names
+            # are read where it stands, so the comprehension's own variables resolve)
+            return self.divided(expr.elt, expr.elt, via, depth + 1)
+        if isinstance(expr, ast.DictComp):
+            return self.divided(expr.value, expr.value, via, depth + 1)
         if isinstance(expr, ast.Call):
             kept = value_kept(self.ctx, expr)
             if kept is not None:
                 return self.divided(kept, at, via, depth + 1)  # `typing.cast(Tensor, loss / n)`
+            if self._holds_elements_of(expr):
+                # `tuple(gen)`, `list(gen)`: the elements of the argument; `sum(gen)`: their sum
+                return self.divided(expr.args[0], at, via, depth + 1)
             if self.ctx.call_qualname(expr) == "torch.where" and len(expr.args) == 3:
                 return any(self.divided(a, at, via, depth + 1) for a in expr.args[1:])
             summed = _sums_everything(self.ctx, expr)
@@ -200,11 +212,26 @@ class _Trace:
         if kind in ("assign", "walrus", "with"):
             return binding.value is not None and self.divided(binding.value, node, via, depth + 1)
         if kind == "unpack" and isinstance(binding.source, ast.Call):
+            if self._holds_elements_of(binding.source):
+                return self.divided(binding.source, node, via, depth + 1)  # `a, b = tuple(l / n for ...)`
             callee = self._callee(binding.source)
             return callee is not None and self._returns_divided_by(
                 callee, binding.index, depth + 1, binding.source, via
             )
+        if kind == "unpack" and binding.source is not None:
+            # `main, aux = losses`, `main, *rest = [l / n for l in ls]`: an element of the container
+            return self.divided(binding.source, node, via, depth + 1)
         return False  # a loop variable, an import, ...: not a loss this code divided
+
+    def _holds_elements_of(self, call: ast.Call) -> bool:
+        """``tuple(xs)``, ``list(xs)``, ``sorted(xs)`` (a copy of its argument's elements) or
+        ``sum(xs)`` (their sum): builtins, with one positional argument, whose result keeps the
+        scaling of the elements they are handed."""
+        if len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
+            return False
+        return is_copying_call(self.ctx, call) or (
+            isinstance(call.func, ast.Name) and call.func.id == "sum" and not dataflow(self.ctx).reaching(call.func)
+        )
 
     def _set_in_another_method(self, key: str, at: ast.AST, depth: int) -> bool:
         """``self.scale`` read in a method and set in another one (``self.scale = 1 / accum`` in

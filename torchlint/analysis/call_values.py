@@ -111,7 +111,9 @@ def passed_on_parameter(ctx: FileContext, expr: ast.AST, function) -> str | None
     return None
 
 
-_TRUTH_VALUED = (ast.Compare, ast.UnaryOp)  # `a == b`, `x in (...)`, `not a`: the value is the truth
+# `a == b`, `x in (...)`, `not a`: the value is the truth; `True if a == b else False`: a choice
+# between two constants, whose truth the test decides.
+_TRUTH_VALUED = (ast.Compare, ast.UnaryOp, ast.IfExp)
 
 
 def through_truth_aliases(ctx: FileContext, test: ast.expr) -> ast.expr:
@@ -163,6 +165,10 @@ def _truth_alias(ctx: FileContext, flow, name: ast.Name, depth: int = 0) -> ast.
         return None
     value = bindings[0].value
     if isinstance(value, ast.UnaryOp) and not isinstance(value.op, ast.Not):
+        return None
+    if isinstance(value, ast.IfExp) and not (
+        isinstance(value.body, ast.Constant) and isinstance(value.orelse, ast.Constant)
+    ):
         return None
     if ctx.enclosing_function(value) is not ctx.enclosing_function(name):
         return None

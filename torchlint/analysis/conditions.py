@@ -125,7 +125,8 @@ def truth_under(
     test: ast.AST, values: dict[str, object], constant: Callable[[ast.AST], object] | None = None
 ) -> bool | None:
     """The truth of ``test`` when the names in ``values`` hold those Python values (``mode ==
-    "train"`` with ``mode="val"``: False; ``not train``, ``optimizer is not None``, ``a and b``);
+    "train"`` with ``mode="val"``: False; ``not train``, ``optimizer is not None``, ``a and b``,
+    ``x if test else y`` with its test decided);
     None when it depends on anything else. ``constant`` gives the value of another name or
     attribute (``LoopPhase.TRAIN``) when it stands for one constant, ``UNKNOWN`` otherwise.
     A name given ``NOT_NONE`` decides only its tests against ``None``."""
@@ -162,6 +163,12 @@ def _any_value_under(expr: ast.AST, values: dict[str, object], constant=None):
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
         inner = _value_under(expr.operand, values, constant)
         return UNKNOWN if inner is UNKNOWN else not inner
+    if isinstance(expr, ast.IfExp):
+        # `a if test else b`: the arm the test picks, when it is decided.
+        test = _value_under(expr.test, values, constant)
+        if test is UNKNOWN:
+            return UNKNOWN
+        return _any_value_under(expr.body if test else expr.orelse, values, constant)
     if isinstance(expr, ast.BoolOp):
         # Three-valued: `False and <unknown>` is False, `True or <unknown>` is True.
         decisive = isinstance(expr.op, ast.Or)

@@ -28,9 +28,12 @@ class BackwardUnderNoGrad(Rule):
         condition on its parameters counts only on the path the call selects
         (`if train: loss.backward()` called with `train=False` runs none; a flag the
         helper computes from a parameter, `train = phase == "train"`, is read as that
-        comparison, so a call passing `phase="test"` runs none either). What counts
+        comparison, as is a choice between two constants it decides,
+        `train = True if what == "train" else False`, so a call passing `phase="test"`
+        runs none either). What counts
         is the mode where the backpropagated tensor was computed: a loss computed in a
-        `torch.enable_grad()` block (or by an `@torch.enable_grad()` helper) has its
+        `torch.enable_grad()` block (or by an `@torch.enable_grad()` helper, or
+        unpacked from a call made in such a block, `loss, kl = self.get_loss(batch)`) has its
         graph, so its backward under no-grad is fine (but not inside
         `inference_mode`, which `enable_grad` does not undo). The
         `backward` function of a compiled extension (`ext.backward(...)` with `ext`

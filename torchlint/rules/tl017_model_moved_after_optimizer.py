@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from torchlint.analysis.conditions import never_runs
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import dotted_name
 from torchlint.engine.rule import Message, Rule, register
@@ -58,7 +59,12 @@ class ModelMovedAfterOptimizer(Rule):
         the new device; nor is plain SGD without momentum, whose state holds no tensors;
         nor a move followed by one of the optimizer's state tensors (a loop over
         `optimizer.state.values()` writing `v.to(device)` back into the state, or a
-        function of the project doing so), which then sit wherever they were moved to.
+        function of the project doing so), which then sit wherever they were moved to;
+        nor a move to where the model sat when the optimizer got its state (the same
+        `model.cuda()` before the optimizer was built and loaded, or back after a
+        `model.cpu()` around a save): the state is already there. State given in a
+        branch whose condition constants decide false (`if resume and False:`) is given
+        on no path.
     """
     why = """
         An optimizer holds references to the parameter tensors it was given, and state
@@ -238,6 +244,8 @@ def _stale_after_move(ctx, build: _OptimizerBuild, move: ast.Call, moved: str) -
     state = _state_before(ctx, build, move, scope)
     if state is None or _keeps_no_tensors(ctx, build.assign.value) or _state_moved_after(ctx, build, move, scope):
         return None
+    if _state_given_where_moved(ctx, build, move, moved, scope):
+        return None
     loaded = isinstance(state.func, ast.Attribute) and state.func.attr == "load_state_dict"
     # State from training (a step, a trainer handed the optimizer) matters only if training goes on:
     # a model cast to half for export, or moved for inference, after training leaves an optimizer
@@ -251,6 +259,11 @@ def _state_before(ctx, build: _OptimizerBuild, move: ast.Call, scope) -> ast.AST
     """A call between the construction and the move, on the same path, after which the optimizer
     holds state: ``optimizer.load_state_dict(...)``, a step, or a call handed the optimizer (a
     checkpoint loader or a training function)."""
+    return next(_states_before(ctx, build, move, scope), None)
+
+
+def _states_before(ctx, build: _OptimizerBuild, move: ast.Call, scope):
+    """Every call ``_state_before`` accepts, in the order of the file."""
     start = build.assign.end_lineno or build.assign.lineno
     calls = call_events(ctx)
     for call in ctx.calls:
@@ -260,16 +273,76 @@ def _state_before(ctx, build: _OptimizerBuild, move: ast.Call, scope) -> ast.AST
             continue  # the move is among its arguments, evaluated before the call runs
         if _exclusive_branches(ctx, build.assign, call) or _exclusive_branches(ctx, call, move):
             continue  # the other branch of an `if`: not on this path
+        if never_runs(ctx, call):
+            continue  # a branch its constants rule out (`if resume and False:`): dead code gives no state
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr == "load_state_dict":
             if dotted_name(func.value) == build.optimizer:
-                return call
+                yield call
+                continue
         event = calls.classify(call)
         if event is not None and event.kind in _STATE_KINDS:
-            return call
+            yield call
+            continue
         if hands_optimizer(call, build.optimizer) and call_fills_state(ctx, call, build.optimizer):
-            return call
+            yield call
+            continue
+
+
+def _state_given_where_moved(ctx, build: _OptimizerBuild, move: ast.Call, moved: str, scope) -> bool:
+    """The optimizer got all its state while the model sat where ``move`` sends it: before each
+    state-giving call, the model's latest move on the way there is the same move (``model.cuda()``
+    before building and loading the optimizer, then ``model.cuda()`` again, or back after a
+    ``model.cpu()`` around a save). State is created or loaded on the parameters' device, so it is
+    already where the parameters are after this move."""
+    states = list(_states_before(ctx, build, move, scope))
+    return bool(states) and all(_same_move(ctx, _latest_move(ctx, moved, state, scope), move) for state in states)
+
+
+# Calls that put a module's parameters somewhere (a device, a dtype).
+_PLACING_METHODS = MOVE_METHODS | {"cpu", "float"}
+
+
+def _latest_move(ctx, moved: str, node: ast.AST, scope) -> ast.Call | None:
+    """The last move of ``moved`` that surely runs before ``node``, in the same function and on the
+    same binding of the name; None when the latest move before it may not run (a branch) or none."""
+    flow = dataflow(ctx)
+    bound_at = [b.stmt.lineno for b in flow.reaching(moved, node)]
+    if not bound_at:
+        return None
+    enclosing = {id(a) for a in ctx.ancestors(node)}
+    latest = None
+    for call in ctx.calls:
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr in _PLACING_METHODS and dotted_name(func.value) == moved):
+            continue
+        before = (call.lineno, call.col_offset) < (node.lineno, node.col_offset)
+        if not before or ctx.enclosing_function(call) is not scope:
+            continue
+        if call.lineno < max(bound_at) or _exclusive_branches(ctx, call, node) or never_runs(ctx, call):
+            continue
+        if latest is None or (call.lineno, call.col_offset) > (latest.lineno, latest.col_offset):
+            latest = call
+    if latest is None:
+        return None
+    statement = next(a for a in [latest, *ctx.ancestors(latest)] if isinstance(a, ast.stmt))
+    for _, block in ast.iter_fields(ctx.parent(statement)):
+        if isinstance(block, list) and any(s is statement for s in block):
+            return latest if any(id(s) in enclosing for s in block) else None
     return None
+
+
+def _same_move(ctx, first: ast.Call | None, second: ast.Call) -> bool:
+    """Two calls that put a module in the same place: the same method, the same arguments, names
+    among them holding the same values at both."""
+    if first is None or first.func.attr != second.func.attr:
+        return False
+    arguments = [*first.args, *first.keywords], [*second.args, *second.keywords]
+    if [ast.dump(a) for a in arguments[0]] != [ast.dump(a) for a in arguments[1]]:
+        return False
+    flow = dataflow(ctx)
+    names = [[n for a in args for n in ast.walk(a) if isinstance(n, ast.Name)] for args in arguments]
+    return all(flow.reaching(a.id, a) == flow.reaching(b.id, b) for a, b in zip(*names))
 
 
 def _state_moved_after(ctx, build: _OptimizerBuild, move: ast.Call, scope) -> bool:

@@ -425,8 +425,8 @@ def recorded_with_grad(ctx: FileContext, expr: ast.AST) -> bool:
     ``expr`` runs under no-grad: recording happens when a value is computed, not when it is used.
 
     The value is followed through names to the expressions that computed it (also to the arguments
-    the call sites of a parameter's function pass), and from a call of a function of this file to
-    what that function returns. A value of unknown origin, or one computed with no switch around it
+    the call sites of a parameter's function pass, and from a name unpacked from a call's result to
+    that call), and from a call of a function of this file to what that function returns. A value of unknown origin, or one computed with no switch around it
     (in the mode of whoever runs the code), is not shown to be recorded."""
     return _recording(ctx, expr, 0) is True
 
@@ -437,8 +437,14 @@ def _recording(ctx: FileContext, expr: ast.AST, depth: int) -> bool | None:
     in its function, whose mode is that of whoever runs it, or one of unknown origin)."""
     if depth > MAX_RECORDING_DEPTH:
         return None
-    origins = dataflow(ctx).origins(expr, parameters=True)
+    origins = dataflow(ctx).origins(expr, parameters=True, unpacked=_computing_call)
     return _combined({_computed_with_grad(ctx, o, depth) if o is not None else None for o in origins})
+
+
+def _computing_call(source: ast.AST, index: int) -> ast.AST | None:
+    """A name unpacked from a call's result (``loss, kl = compute(batch)``) was computed by that
+    call, in the mode it ran in (or the one its function's own switches decide)."""
+    return source if isinstance(source, ast.Call) else None
 
 
 def _combined(modes: set) -> bool | None:

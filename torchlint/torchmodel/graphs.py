@@ -490,17 +490,7 @@ class GraphValues:
         output is otherwise taken to carry the graph."""
         if depth > MAX_DEPTH - 2 or not self.forward.is_model_call(call):
             return False
-        forward = resolve_instance_method(
-            self.ctx,
-            call.func,
-            "forward",
-            lambda expr: same_module(self.ctx, expr),
-            parameters=True,
-            unpacked=prepared_element,
-        )
-        if forward is None:
-            return False
-        return graph_values(forward.ctx).returned(forward.node, index, depth + 2) is Graph.PLAIN
+        return self._forward_element(call, index, depth) is Graph.PLAIN
 
     def _criterion_element(self, call: ast.Call, index: int, depth: int) -> Graph:
         """Element ``index`` of the tuple the criterion ``call`` returns: plain when the ``forward``
@@ -508,6 +498,15 @@ class GraphValues:
         .cpu().numpy()``), attached otherwise; unknown when that ``forward`` cannot be read."""
         if depth > MAX_DEPTH - 2:
             return Graph.UNKNOWN
+        element = self._forward_element(call, index, depth)
+        if element is None:
+            return Graph.UNKNOWN
+        # Computed from what the criterion is handed (a model's output) unless shown plain there.
+        return Graph.PLAIN if element is Graph.PLAIN else Graph.ATTACHED
+
+    def _forward_element(self, call: ast.Call, index: int, depth: int) -> Graph | None:
+        """The state of element ``index`` of what the ``forward`` of the project class the called
+        object was built from returns; None when that ``forward`` cannot be found."""
         forward = resolve_instance_method(
             self.ctx,
             call.func,
@@ -517,10 +516,8 @@ class GraphValues:
             unpacked=prepared_element,
         )
         if forward is None:
-            return Graph.UNKNOWN
-        # Computed from what the criterion is handed (a model's output) unless shown plain there.
-        plain = graph_values(forward.ctx).returned(forward.node, index, depth + 2) is Graph.PLAIN
-        return Graph.PLAIN if plain else Graph.ATTACHED
+            return None
+        return graph_values(forward.ctx).returned(forward.node, index, depth + 2)
 
     def returned(self, function: ast.AST, index: int | None = None, depth: int = 0) -> Graph:
         """The state of what ``function`` returns (element ``index`` of a returned tuple): attached

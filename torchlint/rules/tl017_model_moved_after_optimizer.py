@@ -276,17 +276,14 @@ def _states_before(ctx, build: _OptimizerBuild, move: ast.Call, scope):
         if never_runs(ctx, call):
             continue  # a branch its constants rule out (`if resume and False:`): dead code gives no state
         func = call.func
-        if isinstance(func, ast.Attribute) and func.attr == "load_state_dict":
-            if dotted_name(func.value) == build.optimizer:
-                yield call
-                continue
+        loads = isinstance(func, ast.Attribute) and func.attr == "load_state_dict"
         event = calls.classify(call)
-        if event is not None and event.kind in _STATE_KINDS:
+        if (
+            (loads and dotted_name(func.value) == build.optimizer)
+            or (event is not None and event.kind in _STATE_KINDS)
+            or (hands_optimizer(call, build.optimizer) and call_fills_state(ctx, call, build.optimizer))
+        ):
             yield call
-            continue
-        if hands_optimizer(call, build.optimizer) and call_fills_state(ctx, call, build.optimizer):
-            yield call
-            continue
 
 
 def _state_given_where_moved(ctx, build: _OptimizerBuild, move: ast.Call, moved: str, scope) -> bool:

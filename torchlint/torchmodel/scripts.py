@@ -16,7 +16,7 @@ from torchlint.analysis.callgraph import resolve_local_call
 from torchlint.analysis.conditions import never_runs
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.imports import dotted_name, symbol
-from torchlint.analysis.nodes import argument
+from torchlint.analysis.nodes import argument, walk_no_scopes
 from torchlint.torchmodel import vocabulary as torch_names
 
 if TYPE_CHECKING:
@@ -362,25 +362,15 @@ def _unconditional(body: list[ast.stmt]):
     """The nodes of module-level code that runs on every import, whatever the conditions."""
     for stmt in body:
         if isinstance(stmt, (ast.If, ast.While)):
-            yield from _walk_expression(stmt.test)
+            yield from walk_no_scopes(stmt.test)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             for item in stmt.items:
-                yield from _walk_expression(item.context_expr)
+                yield from walk_no_scopes(item.context_expr)
             yield from _unconditional(stmt.body)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-            yield from _walk_expression(stmt.iter)
+            yield from walk_no_scopes(stmt.iter)
         elif not isinstance(stmt, _CONDITIONAL_BLOCKS):
-            yield from _walk_expression(stmt)
-
-
-def _walk_expression(node: ast.AST):
-    """``ast.walk`` that does not enter lambdas (their body runs only when called)."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        if not isinstance(current, ast.Lambda):
-            stack.extend(ast.iter_child_nodes(current))
+            yield from walk_no_scopes(stmt)
 
 
 def _linux_only(ctx: FileContext, node: ast.AST) -> bool:

@@ -247,6 +247,41 @@ def test_top_level_code_before_the_failing_import_still_runs(tmp_path):
     assert lines == [11]
 
 
+def _namespace_findings(tmp_path, header: str, common: str):
+    # A checkout with no root marker and no __init__.py anywhere (namespace folders), run from its
+    # top: the script in speaker/misc/ imports the helpers of speaker/ and the data code of data/.
+    files = {
+        "speaker/common_func.py": common,
+        "speaker/train_egs.py": _SCRIPT.replace("HEADER", _IMPORT.replace("trainkit.common", "speaker.common_func")),
+        "data/datasets/egs.py": "import torch\n\n\nclass EgsDataset(torch.utils.data.Dataset):\n    pass\n",
+        "speaker/misc/train_old.py": _SCRIPT.replace("HEADER", header),
+    }
+    write(tmp_path, files)
+    result = lint_file(str(tmp_path / "speaker" / "misc" / "train_old.py"), [all_rules()[CODE]])
+    return [f.line for f in result.findings if f.code == CODE]
+
+
+_NAMESPACE_IMPORT = (
+    "from data.datasets.egs import EgsDataset\nfrom speaker.common_func import build_model, build_optimizer"
+)
+
+
+def test_a_namespace_checkout_whose_helpers_exist_is_reported(tmp_path):
+    lines = _namespace_findings(tmp_path, _NAMESPACE_IMPORT, _COMMON)
+    assert lines == [_accumulation_line(header=_NAMESPACE_IMPORT)]
+
+
+def test_a_name_gone_from_a_namespace_checkouts_helpers_silences_the_script(tmp_path):
+    # data/datasets/egs.py is a file two folders above the script's: that folder is on sys.path
+    # (an installed package would not have this layout), so speaker/common_func.py is the module imported.
+    assert _namespace_findings(tmp_path, _NAMESPACE_IMPORT, _COMMON_AFTER_REFACTOR) == []
+
+
+def test_a_namespace_checkout_script_that_touches_sys_path_keeps_the_findings(tmp_path):
+    header = "import os\nimport sys\n\nsys.path.insert(0, os.environ['SPEAKER_HOME'])\n" + _NAMESPACE_IMPORT
+    assert _namespace_findings(tmp_path, header, _COMMON_AFTER_REFACTOR) == [_accumulation_line(header=header)]
+
+
 # ----- the binding model ---------------------------------------------------------------------------
 
 

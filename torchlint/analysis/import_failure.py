@@ -32,9 +32,10 @@ Conservative on purpose; no conclusion (the file is taken as importable) when
 * the module's top-level name is one of the standard library's, or could be an installed package
   of the same name: an absolute import counts as the project's own module only when it is found
   beside the file (a script's folder is first on ``sys.path``) or the file imports a dotted
-  submodule of the same top-level package that exists in the project (``from P.data import ...``
-  next to the failing ``from P.model import ...``: an installed ``P`` would not have the
-  project's layout);
+  submodule of a project package found in the same folder (``from P.data import ...`` or
+  ``from Q.data import ...`` next to the failing ``from P.model import ...``, with ``P`` and ``Q``
+  side by side: an installed package would not have the project's layout, so that folder is on
+  ``sys.path``, ahead of site-packages);
 * a statement before the import runs code of the file itself (a call of a function, class or
   name the file defines): the code before the import still runs, and so would what it calls.
 
@@ -201,6 +202,10 @@ def _means_project(ctx: FileContext, project: Project, level: int, module: str, 
     beside = os.path.join(here, *module.split("."))
     if target.path in (beside + ".py", os.path.join(beside, "__init__.py")):
         return True  # the script's own folder comes first on sys.path
+    # A dotted submodule of a project package found in the same folder as ``target`` puts that folder
+    # on sys.path (an installed package would not have the project's layout); it comes before
+    # site-packages there (the script's folder, the working folder or PYTHONPATH), so ``module`` is found in it.
+    root = _search_root(target, module)
     for node in ctx.nodes(ast.Import, ast.ImportFrom):
         if isinstance(node, ast.ImportFrom):
             if node.level or not node.module:
@@ -209,9 +214,20 @@ def _means_project(ctx: FileContext, project: Project, level: int, module: str, 
         else:
             dotted = [a.name for a in node.names]
         for name in dotted:
-            if name.startswith(top + ".") and project.resolve_import(ctx, 0, name) is not None:
+            if "." not in name or name.split(".", 1)[0] in _STDLIB:
+                continue
+            found = project.resolve_import(ctx, 0, name)
+            if found is not None and found.file and _search_root(found, name) == root:
                 return True
     return False
+
+
+def _search_root(module: Module, name: str) -> str:
+    """The folder that must be on sys.path for ``import name`` to find ``module``."""
+    folder = module.directory if module.is_package else os.path.dirname(module.path)
+    for _ in name.split(".")[1 if not module.is_package else 0 :]:
+        folder = os.path.dirname(folder)
+    return os.path.realpath(folder)
 
 
 def _changes_search_path(ctx: FileContext) -> bool:

@@ -239,7 +239,10 @@ def package_base(directory: str) -> str:
 
 def _checkout_above(tree: ast.Module, here: str, root: str) -> list[str]:
     """The folder just above ``root`` when a top-level absolute import of the module names a
-    package (``name/__init__.py``) there that is neither in ``here`` nor in ``root``."""
+    package (``name/__init__.py``) there that is neither in ``here`` nor in ``root``, or a dotted
+    module whose whole path is a file there (``from data.loaders.audio import X`` with
+    ``data/loaders/audio.py``: folders without ``__init__.py`` are namespace packages; not for a
+    module that touches ``sys.path``)."""
     parent = os.path.dirname(root)
     for node in tree.body:
         if isinstance(node, ast.Import):
@@ -257,7 +260,20 @@ def _checkout_above(tree: ast.Module, here: str, root: str) -> list[str]:
                 continue
             if os.path.isfile(os.path.join(parent, top, "__init__.py")):
                 return [parent]
+            if "." in name and not _touches_search_path(tree):
+                path = os.path.join(parent, *name.split("."))
+                if os.path.isfile(path + ".py") or os.path.isfile(os.path.join(path, "__init__.py")):
+                    return [parent]
     return []
+
+
+def _touches_search_path(tree: ast.Module) -> bool:
+    """The module reads or changes ``sys.path``: where its imports come from then depends on how
+    it is run, and a namespace folder above is not taken as the one it finds."""
+    return any(
+        isinstance(node, ast.Attribute) and node.attr == "path" and dotted_name(node) == "sys.path"
+        for node in ast.walk(tree)
+    )
 
 
 class Project:

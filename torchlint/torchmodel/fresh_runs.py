@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import call_graph, calls_elsewhere, resolve_name
+from torchlint.analysis.callgraph import call_graph, calls_elsewhere, resolve_callee, resolve_name
 from torchlint.analysis.containers import written_items
 from torchlint.analysis.dataflow import dataflow
 from torchlint.analysis.definitions import Definition
@@ -103,8 +103,14 @@ def _sources(ctx: FileContext, expr: ast.AST, iteration: _Iteration, found: list
     if depth > _MAX_DEPTH:
         return False
     parts = _parameter_parts(expr)
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        parts = [expr.left, expr.right]  # `a_params + b_params`: two lists joined
     if parts is not None:
         return all(part is not None and _sources(ctx, part, iteration, found, depth + 1) for part in parts)
+    if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)) and _new_tensor(ctx, expr.elt, iteration):
+        # `[nn.Parameter(a.clone()) for a in As]`: each element a leaf tensor the comprehension creates.
+        found.append(expr.elt)
+        return True
     if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.DictComp, ast.SetComp)):
         return all(_sources(ctx, g.iter, iteration, found, depth + 1) for g in expr.generators)
     if isinstance(expr, ast.Name):
@@ -219,7 +225,10 @@ def _fresh_module(ctx: FileContext, call: ast.Call, iteration: _Iteration, found
     if not _once_per_iteration(ctx, call, iteration):
         return False
     if not (
-        constructs_module(ctx, call) or _calls_handed_out_class(ctx, call, iteration) or _calls_model_table(ctx, call)
+        constructs_module(ctx, call)
+        or _calls_handed_out_class(ctx, call, iteration)
+        or _calls_model_table(ctx, call)
+        or _calls_model_factory(ctx, call)
     ):
         return False
     roles = object_roles(ctx)
@@ -228,6 +237,14 @@ def _fresh_module(ctx: FileContext, call: ast.Call, iteration: _Iteration, found
         for arg in _handed(call)
         if roles.role_of(arg, hint=False) == Role.MODEL
     )
+
+
+def _calls_model_factory(ctx: FileContext, call: ast.Call) -> bool:
+    """``call`` calls a function, of this file or another, each of whose returns is a model it
+    constructs there (``def generic(n): return NBeats(nn.ModuleList([Block(n) for _ in ...]))``):
+    each call returns a new one."""
+    callee = resolve_callee(ctx, call)
+    return callee is not None and function_summary(Definition(*callee), "torch.new-model", _returns_new_model, False)
 
 
 def _calls_handed_out_class(ctx: FileContext, call: ast.Call, iteration: _Iteration) -> bool:
@@ -274,24 +291,55 @@ def _builds_new_model(ctx: FileContext, reference: ast.AST) -> bool:
 
 def _returns_new_model(function: Definition) -> bool:
     """Every ``return`` of ``function`` hands back a module constructed in it (``m = ResNet(...);
-    return m``), handed no model: a new one each call (a cached or given model fails the test)."""
+    return m.to(device)``), handed no model but ones also constructed there: a new one each call
+    (a cached or given model fails the test)."""
     ctx, returns = function.ctx, returns_of(function.node)
     if not returns or any(r.value is None for r in returns):
         return False
-    origins = [o for r in returns for o in dataflow(ctx).origins(r.value)]
-    return bool(origins) and all(
-        isinstance(o, ast.Call)
-        and constructor_role(ctx, o) == Role.MODEL
-        and constructs_new_module(ctx, o)
-        and ctx.enclosing_function(o) is function.node
-        for o in origins
-    )
+    return all(_constructed_in(ctx, r.value, function.node, 0) for r in returns)
 
 
-def _new_tensor(ctx: FileContext, call: ast.Call, iteration: _Iteration) -> bool:
+def _constructed_in(ctx: FileContext, expr: ast.AST, function: ast.AST, depth: int) -> bool:
+    """``expr`` is a module ``function`` constructs itself: a class called there (through moves),
+    whose models handed in (``nn.ModuleList([Block(n) for _ in range(k)])``) are constructed there too."""
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(expr, (ast.List, ast.Tuple)):
+        return all(_constructed_in(ctx, e, function, depth + 1) for e in expr.elts)
+    if isinstance(expr, ast.Dict):
+        return all(_constructed_in(ctx, v, function, depth + 1) for v in expr.values)
+    if isinstance(expr, ast.ListComp):
+        return _constructed_in(ctx, expr.elt, function, depth + 1)
+    origins = [expr] if isinstance(expr, ast.Call) else dataflow(ctx).origins(expr)
+    if not origins:
+        return False
+    roles = object_roles(ctx)
+    for origin in origins:
+        if not isinstance(origin, ast.Call) or ctx.enclosing_function(origin) is not function:
+            return False
+        func = origin.func
+        if isinstance(func, ast.Attribute) and func.attr in torch_names.DEVICE_DTYPE_MOVES:
+            if not _constructed_in(ctx, func.value, function, depth + 1):
+                return False
+            continue
+        if constructor_role(ctx, origin) != Role.MODEL or not constructs_module(ctx, origin):
+            return False
+        # What a layer container holds are modules, whatever their role tells; other arguments
+        # count when they are models.
+        container = ctx.call_qualname(origin) in torch_names.REGISTERING_CONTAINERS
+        if not all(
+            _constructed_in(ctx, arg, function, depth + 1)
+            for arg in _handed(origin)
+            if container or roles.role_of(arg, hint=False) == Role.MODEL
+        ):
+            return False
+    return True
+
+
+def _new_tensor(ctx: FileContext, call: ast.AST, iteration: _Iteration) -> bool:
     """``call`` creates a new leaf tensor to optimise once per iteration (where ``_fresh_module``
     builds a module): an optimizer over it cannot be built before the loop."""
-    return _once_per_iteration(ctx, call, iteration) and creates_leaf_tensor(ctx, call)
+    return isinstance(call, ast.Call) and _once_per_iteration(ctx, call, iteration) and creates_leaf_tensor(ctx, call)
 
 
 def _once_per_iteration(ctx: FileContext, node: ast.AST, iteration: _Iteration) -> bool:

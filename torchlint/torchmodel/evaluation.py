@@ -231,8 +231,15 @@ class EvaluationAnalysis:
 
     def _records_nothing(self, call: ast.Call) -> bool:
         """``model(x)``, ``model.forward(x)``, ``model.decoder(h)``, ``model.process(x)`` of a model
-        frozen whole, or a call of a function that runs its whole body with autograd off."""
-        if runs_without_grad(self.ctx, call) or runs_frozen_model(self.ctx, call, model_expression(call)):
+        frozen whole or holding no parameters (a metric written as a module: what it records is
+        its inputs' graph, from the model that made them), or a call of a function that runs its
+        whole body with autograd off."""
+        module = model_expression(call)
+        if (
+            runs_without_grad(self.ctx, call)
+            or runs_frozen_model(self.ctx, call, module)
+            or holds_no_parameters(self.ctx, module)
+        ):
             return True
         return isinstance(call.func, ast.Attribute) and runs_frozen_model(self.ctx, call, call.func.value)
 

@@ -36,6 +36,7 @@ from torchlint.torchmodel.calls import call_events
 from torchlint.torchmodel.events import STEP_KINDS, EventKind
 from torchlint.torchmodel.forward_calls import ForwardCalls, model_expression
 from torchlint.torchmodel.gradmode import grad_effect, lexical_grad_switch, runs_without_grad
+from torchlint.torchmodel.stateless import stateless_definition
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -65,10 +66,14 @@ def instance_classes(
 
 def holds_no_parameters(ctx: FileContext, module: ast.AST) -> bool:
     """Every value of ``module`` is an instance of a direct ``nn.Module`` subclass whose ``__init__``
-    stores only constants or arguments with constant defaults, and registers nothing."""
-    classes = instance_classes(ctx, module)
+    stores only constants or arguments with constant defaults, and registers nothing, or of a class
+    whose layers all are weightless (``stateless.stateless_definition``: a pairwise similarity
+    wrapping ``nn.CosineSimilarity``): calling it records only its inputs' graph."""
+    classes = instance_classes(ctx, module, parameters=True)
     return classes is not None and all(
-        run_summary(cls, "torch.holds-no-parameters", _parameterless_class, False) for cls in classes
+        run_summary(cls, "torch.holds-no-parameters", _parameterless_class, False)
+        or stateless_definition(cls.ctx, cls.node)
+        for cls in classes
     )
 
 

@@ -42,6 +42,11 @@ def stateless_class(ctx: FileContext, call: ast.Call, depth: int = 0) -> bool:
     return cls_ctx.shared(("stateless-class", cls), lambda: _stateless(cls_ctx, cls, depth))
 
 
+def stateless_definition(ctx: FileContext, cls: ast.ClassDef) -> bool:
+    """Whether the project module class ``cls`` of ``ctx``'s file holds no state."""
+    return ctx.shared(("stateless-class", cls), lambda: _stateless(ctx, cls, 0))
+
+
 def _stateless(ctx: FileContext, cls: ast.ClassDef, depth: int) -> bool:
     for base in cls.bases:
         qual = ctx.qualname(base)

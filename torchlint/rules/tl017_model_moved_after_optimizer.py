@@ -304,14 +304,21 @@ def _latest_move(ctx, moved: str, node: ast.AST, scope) -> ast.Call | None:
     """The last move of ``moved`` that surely runs before ``node``, in the same function and on the
     same binding of the name; None when the latest move before it may not run (a branch) or none."""
     flow = dataflow(ctx)
-    bound_at = [b.stmt.lineno for b in flow.reaching(moved, node)]
+    bindings = flow.reaching(moved, node)
+    bound_at = [b.stmt.lineno for b in bindings]
     if not bound_at:
         return None
     enclosing = {id(a) for a in ctx.ancestors(node)}
+    # `generator = Generator(...).to(device)`: the model is placed where it is built.
+    placed_when_built = {id(b.value) for b in bindings if isinstance(getattr(b, "value", None), ast.Call)}
     latest = None
     for call in ctx.calls:
         func = call.func
-        if not (isinstance(func, ast.Attribute) and func.attr in _PLACING_METHODS and dotted_name(func.value) == moved):
+        if not (
+            isinstance(func, ast.Attribute)
+            and func.attr in _PLACING_METHODS
+            and (dotted_name(func.value) == moved or id(call) in placed_when_built)
+        ):
             continue
         before = (call.lineno, call.col_offset) < (node.lineno, node.col_offset)
         if not before or ctx.enclosing_function(call) is not scope:

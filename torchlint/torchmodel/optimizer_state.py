@@ -20,13 +20,14 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import resolve_callee
+from torchlint.analysis.callgraph import find_method, resolve_callee
 from torchlint.analysis.imports import dotted_name
 from torchlint.analysis.inspection import only_inspects
 from torchlint.analysis.nodes import argument_for
 from torchlint.analysis.reachability import block_holding
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import Role, constructor_role, is_prepare_call
+from torchlint.torchmodel.recording_calls import instance_classes
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -50,16 +51,36 @@ def call_fills_state(ctx: FileContext, call: ast.Call, optimizer: str, depth: in
     learning rates."""
     if is_prepare_call(call) or constructor_role(ctx, call) is Role.SCHEDULER:
         return False
-    callee = resolve_callee(ctx, call)
-    if callee is None:
+    callees = _callees(ctx, call)
+    if callees is None:
         return not only_inspects(ctx, call)
     if depth == 0:
         return True  # too deep to follow: it may be filled
-    callee_ctx, function = callee
-    parameter = _parameter_holding(call, function, optimizer)
-    if parameter is None:
-        return False  # handed on through `**kwargs`: where it goes is not shown
-    return _body_fills_state(callee_ctx, function, parameter, depth - 1)
+    for callee_ctx, function in callees:
+        parameter = _parameter_holding(call, function, optimizer)
+        # None: handed on through `**kwargs`, where it goes is not shown
+        if parameter is not None and _body_fills_state(callee_ctx, function, parameter, depth - 1):
+            return True
+    return False
+
+
+def _callees(ctx: FileContext, call: ast.Call) -> list[tuple[FileContext, ast.AST]] | None:
+    """The functions ``call`` may run: the one ``resolve_callee`` finds, else, for a method called on
+    an instance of project classes (``manager.register(model, opt)`` with ``manager = Manager()``,
+    a module-level global included), that method of each class; None when one cannot be told."""
+    callee = resolve_callee(ctx, call)
+    if callee is not None:
+        return [callee]
+    func = call.func
+    if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+        return None
+    classes = instance_classes(ctx, func.value)
+    if not classes:
+        return None
+    methods = [find_method(cls, func.attr) for cls in classes]
+    if any(method is None for method in methods):
+        return None
+    return [(method.ctx, method.node) for method in methods]
 
 
 def _parameter_holding(call: ast.Call, function: ast.AST, optimizer: str) -> str | None:

@@ -20,14 +20,14 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchlint.analysis.callgraph import find_method, resolve_callee
+from torchlint.analysis.callgraph import resolve_callee
 from torchlint.analysis.imports import dotted_name
 from torchlint.analysis.inspection import only_inspects
 from torchlint.analysis.nodes import argument_for
 from torchlint.analysis.reachability import block_holding
 from torchlint.torchmodel import vocabulary as torch_names
 from torchlint.torchmodel.constructors import Role, constructor_role, is_prepare_call
-from torchlint.torchmodel.recording_calls import instance_classes
+from torchlint.torchmodel.recording_calls import instance_methods
 
 if TYPE_CHECKING:
     from torchlint.analysis.context import FileContext
@@ -74,13 +74,8 @@ def _callees(ctx: FileContext, call: ast.Call) -> list[tuple[FileContext, ast.AS
     func = call.func
     if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
         return None
-    classes = instance_classes(ctx, func.value)
-    if not classes:
-        return None
-    methods = [find_method(cls, func.attr) for cls in classes]
-    if any(method is None for method in methods):
-        return None
-    return [(method.ctx, method.node) for method in methods]
+    methods = instance_methods(ctx, func.value, func.attr)
+    return None if methods is None else [(method.ctx, method.node) for method in methods]
 
 
 def _parameter_holding(call: ast.Call, function: ast.AST, optimizer: str) -> str | None:

@@ -83,14 +83,20 @@ def runs_model_method(ctx: FileContext, call: ast.Call) -> bool:
     found = method_call(call)
     if found is None or found[0] in _NOT_FORWARD_METHODS or found[0].startswith("__"):
         return False
-    classes = instance_classes(ctx, found[1])
+    methods = instance_methods(ctx, found[1], found[0])
+    return methods is not None and all(
+        run_summary(method, "torch.calls-own-forward", _calls_own_forward, False) for method in methods
+    )
+
+
+def instance_methods(ctx: FileContext, receiver: ast.AST, name: str) -> list[Definition] | None:
+    """The method ``name`` of each project class whose instance ``receiver`` holds
+    (``instance_classes``); None when one value is not such an instance or its class lacks it."""
+    classes = instance_classes(ctx, receiver)
     if classes is None:
-        return False
-    for cls in classes:
-        method = find_method(cls, found[0])
-        if method is None or not run_summary(method, "torch.calls-own-forward", _calls_own_forward, False):
-            return False
-    return True
+        return None
+    methods = [find_method(cls, name) for cls in classes]
+    return None if any(method is None for method in methods) else methods
 
 
 def runs_recording_helper(ctx: FileContext, call: ast.Call) -> bool:

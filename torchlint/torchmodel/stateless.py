@@ -38,13 +38,12 @@ def stateless_class(ctx: FileContext, call: ast.Call, depth: int = 0) -> bool:
     found = resolve_class(ctx, call.func)
     if found is None:
         return False
-    cls_ctx, cls = found
-    return cls_ctx.shared(("stateless-class", cls), lambda: _stateless(cls_ctx, cls, depth))
+    return stateless_definition(*found, depth)
 
 
-def stateless_definition(ctx: FileContext, cls: ast.ClassDef) -> bool:
-    """Whether the project module class ``cls`` of ``ctx``'s file holds no state."""
-    return ctx.shared(("stateless-class", cls), lambda: _stateless(ctx, cls, 0))
+def stateless_definition(ctx: FileContext, cls: ast.ClassDef, depth: int = 0) -> bool:
+    """Whether the project module class ``cls`` of ``ctx``'s file holds no state (once per class)."""
+    return ctx.shared(("stateless-class", cls), lambda: _stateless(ctx, cls, depth))
 
 
 def _stateless(ctx: FileContext, cls: ast.ClassDef, depth: int) -> bool:
@@ -80,8 +79,7 @@ def _stateless_base(ctx: FileContext, base: ast.expr, depth: int) -> bool:
     found = resolve_class(ctx, base)
     if found is None:
         return False
-    base_ctx, base_cls = found
-    return base_ctx.shared(("stateless-class", base_cls), lambda: _stateless(base_ctx, base_cls, depth + 1))
+    return stateless_definition(*found, depth + 1)
 
 
 def _holds_no_state(ctx: FileContext, value: ast.AST, numeric: bool, depth: int) -> bool:

@@ -121,6 +121,12 @@ def wrap(base):
     return Stack(nn.ModuleList([base]))
 
 
+def interpretable(size, depth):
+    trend = Block(size)
+    season = Block(size)
+    return Stack(nn.ModuleList([trend for _ in range(depth)] + [season for _ in range(depth)]))
+
+
 def placed(size, device):
     net = Stack(nn.ModuleList([Block(size), Block(size)]))
     return net.to(device)
@@ -138,7 +144,7 @@ def cached(size):
     def new_model(name):
         return _returns_new_model(Definition(ctx, ctx.functions[name][0]))
 
-    assert new_model("generic") and new_model("placed")
+    assert new_model("generic") and new_model("placed") and new_model("interpretable")
     # The caller's model wrapped, and a model kept from an earlier call, are not new.
     assert not new_model("wrap") and not new_model("cached")
 

@@ -310,6 +310,12 @@ def _constructed_in(ctx: FileContext, expr: ast.AST, function: ast.AST, depth: i
         return all(_constructed_in(ctx, v, function, depth + 1) for v in expr.values)
     if isinstance(expr, ast.ListComp):
         return _constructed_in(ctx, expr.elt, function, depth + 1)
+    if isinstance(expr, ast.BinOp) and isinstance(
+        expr.op, ast.Add
+    ):  # `[a for _ in ...] + [b for _ in ...]`: lists joined
+        return _constructed_in(ctx, expr.left, function, depth + 1) and _constructed_in(
+            ctx, expr.right, function, depth + 1
+        )
     origins = [expr] if isinstance(expr, ast.Call) else dataflow(ctx).origins(expr)
     if not origins:
         return False
